@@ -1,0 +1,87 @@
+// One block per row. Tunable: BLOCK threads, VEC floats per load (1, 2, 4),
+// USE_SHFL 1 (warp shuffles, then one value per warp through shared memory) or 0 (a
+// shared-memory tree over the whole block).
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+#ifndef VEC
+#define VEC 4
+#endif
+#ifndef USE_SHFL
+#define USE_SHFL 1
+#endif
+
+template <int V> struct Vec;
+template <> struct Vec<1> { using T = float; };
+template <> struct Vec<2> { using T = float2; };
+template <> struct Vec<4> { using T = float4; };
+
+__device__ inline float at(const float& v, int) { return v; }
+__device__ inline float at(const float2& v, int i) { return i == 0 ? v.x : v.y; }
+__device__ inline float at(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+struct MaxOp { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+struct SumOp { __device__ float operator()(float a, float b) const { return a + b; } };
+
+#if USE_SHFL
+template <class Op>
+__device__ float block_reduce(float v, Op op, float* scratch) {  // scratch: BLOCK / 32 floats
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = scratch[0];
+  for (int w = 1; w < BLOCK / 32; ++w) v = op(v, scratch[w]);
+  __syncthreads();
+  return v;
+}
+#else
+template <class Op>
+__device__ float block_reduce(float v, Op op, float*) {
+  __shared__ float tree[BLOCK];
+  tree[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = BLOCK / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) tree[threadIdx.x] = op(tree[threadIdx.x], tree[threadIdx.x + s]);
+    __syncthreads();
+  }
+  v = tree[0];
+  __syncthreads();
+  return v;
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(BLOCK) softmax_tuned(const float* __restrict__ x,
+                                                                  float* __restrict__ y, int rows, int cols) {
+  extern __shared__ float scratch[];
+  using T = typename Vec<VEC>::T;
+  const T* in = reinterpret_cast<const T*>(x + (long long)blockIdx.x * cols);
+  T* out = reinterpret_cast<T*>(y + (long long)blockIdx.x * cols);
+  const int groups = cols / VEC;
+
+  float m = __int_as_float(0xff800000);  // -inf (NVRTC has no math.h)
+  for (int g = threadIdx.x; g < groups; g += BLOCK) {
+    T v = in[g];
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) m = fmaxf(m, at(v, i));
+  }
+  m = block_reduce(m, MaxOp{}, scratch);
+
+  float s = 0.f;
+  for (int g = threadIdx.x; g < groups; g += BLOCK) {
+    T v = in[g];
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) s += __expf(at(v, i) - m);
+  }
+  s = block_reduce(s, SumOp{}, scratch);
+  const float inv = 1.f / s;
+
+  for (int g = threadIdx.x; g < groups; g += BLOCK) {
+    T v = in[g];
+    T r;
+    float* rf = reinterpret_cast<float*>(&r);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) rf[i] = __expf(at(v, i) - m) * inv;
+    out[g] = r;
+  }
+}

@@ -1,0 +1,39 @@
+#pragma once
+// Runs jobs on one GPU through the driver API. Lives in the worker process only: the
+// orchestrator never holds a GPU context (DESIGN.md §2).
+#include <memory>
+
+#include "kopt/backend/executor.hpp"
+
+namespace kopt::cuda {
+
+class CudaExecutor final : public Executor {
+ public:
+  // Loads the driver, initializes it and retains the device's primary context.
+  static Expected<std::unique_ptr<CudaExecutor>> open(int ordinal);
+  ~CudaExecutor() override;
+  CudaExecutor(const CudaExecutor&) = delete;
+  CudaExecutor& operator=(const CudaExecutor&) = delete;
+
+  Expected<DeviceInfo> device_info() const override;
+  // Never throws; a kernel that faults is a RunResult with status fault and fatal == true.
+  RunResult run(const RunJob& job) override;
+
+ private:
+  struct State;
+  explicit CudaExecutor(std::unique_ptr<State> state);
+  std::unique_ptr<State> m_state;
+};
+
+// NVML's view of a device's clocks; `nvml_error` says why fields are missing.
+Clocks read_clocks(const std::string& pci_bus_id);
+// Device count and driver version without creating a context; an Error when there is no
+// usable driver or no device.
+struct DriverProbe {
+  int device_count = 0;
+  int driver_version = 0;
+  std::string library_path;
+};
+Expected<DriverProbe> probe_driver();
+
+}  // namespace kopt::cuda

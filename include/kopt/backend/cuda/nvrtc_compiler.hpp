@@ -1,0 +1,19 @@
+#pragma once
+// Compiles CUDA C++ to a cubin in-process with NVRTC (no GPU needed).
+#include "kopt/backend/build.hpp"
+
+namespace kopt::cuda {
+
+class NvrtcCompiler final : public Compiler {
+ public:
+  Expected<std::string> toolkit() override;
+  Expected<Build> compile(const CompileRequest& request,
+                          const std::filesystem::path& cubin_path) override;
+};
+
+// The architectures this NVRTC can target, e.g. {"sm_75", ..., "sm_120"}.
+Expected<std::vector<std::string>> nvrtc_supported_archs();
+// The CUDA include directory to add for headers NVRTC does not carry built in.
+std::vector<std::filesystem::path> cuda_include_dirs();
+
+}  // namespace kopt::cuda

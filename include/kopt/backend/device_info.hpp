@@ -1,0 +1,55 @@
+#pragma once
+// What kopt knows about one GPU: identity, limits, and clocks as NVML reports them.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kopt/problem/launch.hpp"
+
+namespace kopt {
+
+struct Clocks {
+  std::int64_t sm_mhz = -1;  // -1: unknown
+  std::int64_t mem_mhz = -1;
+  std::int64_t max_sm_mhz = -1;
+  std::int64_t max_mem_mhz = -1;
+  std::uint64_t throttle_mask = 0;
+  std::string throttle_reasons;  // "none", or names joined by ','
+  std::int64_t temperature_c = -1;
+  double power_w = -1.0;
+  std::string nvml_error;  // why the fields above are unknown, if they are
+};
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  std::string pci_bus_id;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t memory_bytes = 0;
+  int memory_bus_width_bits = 0;
+  std::int64_t max_shared_per_block_optin = 0;
+  std::int64_t max_shared_per_sm = 0;
+  int max_registers_per_sm = 0;
+  int max_threads_per_sm = 0;
+  int warp_size = 32;
+  DeviceLimits limits;
+  Clocks clocks;
+  int driver_version = 0;  // e.g. 13000 for CUDA 13.0
+  std::string driver_release;  // NVML's "580.82.07"
+
+  std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+};
+
+nlohmann::json to_json(const DeviceInfo& d);
+DeviceInfo device_info_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const Clocks& c);
+Clocks clocks_from_json(const nlohmann::json& j);
+
+std::string cuda_version_string(int version);  // 13000 -> "13.0"
+
+}  // namespace kopt

@@ -1,0 +1,21 @@
+#pragma once
+// The device-side interface the worker drives; CudaExecutor implements it (and a fake does
+// in tests).
+#include <functional>
+#include <memory>
+
+#include "kopt/backend/device_info.hpp"
+#include "kopt/backend/run_job.hpp"
+
+namespace kopt {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual Expected<DeviceInfo> device_info() const = 0;
+  virtual RunResult run(const RunJob& job) = 0;
+};
+
+using ExecutorFactory = std::function<Expected<std::unique_ptr<Executor>>()>;
+
+}  // namespace kopt

@@ -1,0 +1,61 @@
+#pragma once
+// One run of a built kernel (or a C++ reference) over tensors stored in files: what the
+// orchestrator asks a worker to do, and what comes back. Plain records.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kopt/backend/build.hpp"
+#include "kopt/problem/launch.hpp"
+
+namespace kopt {
+
+enum class ModuleKind { cubin, cpu_library };
+
+struct JobTensor {
+  std::string name;
+  DType dtype = DType::f32;
+  std::size_t bytes = 0;
+  Role role = Role::input;
+  std::filesystem::path input_path;   // inputs and inouts: initial bytes
+  std::filesystem::path output_path;  // outputs and inouts: written after the run
+};
+
+struct RunJob {
+  std::string label;  // "softmax/tuned BLOCK=256"
+  ModuleKind kind = ModuleKind::cubin;
+  std::filesystem::path module_path;
+  std::string entry;  // lowered name for a cubin, C symbol for a library
+  std::array<std::int64_t, 3> grid{1, 1, 1};
+  std::array<std::int64_t, 3> block{1, 1, 1};
+  std::int64_t shared_mem = 0;
+  std::vector<ResolvedArg> args;
+  std::vector<JobTensor> tensors;
+};
+
+// How a run ended. Anything but `ok` makes the candidate a failed one, never a failed tool.
+enum class RunStatus {
+  ok,
+  load_failed,    // the module or function could not be loaded
+  launch_failed,  // the launch was refused (e.g. too many resources)
+  fault,          // the kernel faulted (illegal address, trap, misaligned access...)
+  timeout,        // the watchdog killed the worker
+  crash,          // the worker process died
+  reference_failed,  // a C++ reference returned non-zero
+};
+std::string_view run_status_name(RunStatus s);
+
+struct RunResult {
+  RunStatus status = RunStatus::ok;
+  std::string error;   // the driver's words, or how the worker died
+  bool fatal = false;  // the worker's context is unusable: it exits after replying
+  std::map<std::string, std::string> input_checksums;  // of input tensors after the run
+  ResourceUsage resources;  // from the driver (cuFuncGetAttribute)
+  double kernel_ms = 0.0;   // one launch, for information (timing is `kopt bench`)
+  bool ok() const { return status == RunStatus::ok; }
+};
+
+}  // namespace kopt

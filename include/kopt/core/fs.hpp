@@ -1,0 +1,36 @@
+#pragma once
+// File helpers: whole-file reads, atomic writes (write a temporary, then rename), cache dir.
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kopt/core/error.hpp"
+
+namespace kopt {
+
+Expected<std::string> read_text_file(const std::filesystem::path& path);
+Expected<std::vector<std::byte>> read_binary_file(const std::filesystem::path& path);
+
+// Writes to "<path>.tmp.<pid>" and renames over path, so readers never see a partial file.
+Expected<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data);
+Expected<void> write_text_atomic(const std::filesystem::path& path, std::string_view text);
+
+// $KOPT_CACHE_DIR, else $XDG_CACHE_HOME/kopt, else $HOME/.cache/kopt, else a temp dir.
+std::filesystem::path cache_dir();
+
+// A fresh private directory under the system temp dir, removed by the destructor.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "kopt");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  std::filesystem::path m_path;
+};
+
+}  // namespace kopt

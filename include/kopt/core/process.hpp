@@ -1,0 +1,91 @@
+#pragma once
+// Process spawning behind a small interface (DESIGN.md §5), with a fake for tests.
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kopt/core/error.hpp"
+
+namespace kopt {
+
+struct CommandResult {
+  bool started = false;     // false: the program could not be executed at all
+  int exit_code = -1;       // valid when exited normally
+  int signal = 0;           // non-zero when killed by a signal
+  bool timed_out = false;   // killed by us after the timeout
+  std::string out;          // stdout
+  std::string err;          // stderr
+  bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
+};
+
+// Runs a command to completion and captures its output.
+class CommandRunner {
+ public:
+  virtual ~CommandRunner() = default;
+  virtual CommandResult run(const std::vector<std::string>& argv,
+                            std::chrono::milliseconds timeout) = 0;
+};
+
+class SystemCommandRunner final : public CommandRunner {
+ public:
+  CommandResult run(const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout) override;
+};
+
+// Answers from a table keyed by argv[0] (and the whole command line); for tests.
+class FakeCommandRunner final : public CommandRunner {
+ public:
+  void on(const std::string& command_line, CommandResult result);
+  CommandResult run(const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout) override;
+  std::vector<std::string> calls;
+
+ private:
+  std::map<std::string, CommandResult> m_answers;
+};
+
+// Finds an executable: as given if it contains '/', else on $PATH, else in extra_dirs.
+std::optional<std::filesystem::path> find_program(
+    const std::string& name, const std::vector<std::filesystem::path>& extra_dirs = {});
+
+// A long-lived child with pipes to its stdin and stdout; stderr goes to a file.
+class Subprocess {
+ public:
+  static Expected<Subprocess> spawn(const std::vector<std::string>& argv,
+                                    const std::filesystem::path& stderr_file);
+  Subprocess() = default;
+  Subprocess(Subprocess&& other) noexcept;
+  Subprocess& operator=(Subprocess&& other) noexcept;
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  ~Subprocess();
+
+  bool running() const { return m_pid > 0; }
+  pid_t pid() const { return m_pid; }
+  // Writes one line (a newline is appended). False when the child is gone.
+  bool write_line(const std::string& line);
+  enum class ReadStatus { line, eof, timeout };
+  // Reads one line from the child's stdout, waiting at most timeout.
+  ReadStatus read_line(std::string& line, std::chrono::milliseconds timeout);
+  // Kills (SIGKILL) and reaps; returns a description of how the child ended.
+  std::string kill_and_reap();
+  // Waits for exit (after EOF); returns "exit code N" or "signal N (NAME)".
+  std::string reap(std::chrono::milliseconds timeout);
+
+ private:
+  void close_fds();
+  pid_t m_pid = -1;
+  int m_stdin = -1;
+  int m_stdout = -1;
+  std::string m_pending;
+};
+
+std::string describe_wait_status(int status);
+
+}  // namespace kopt

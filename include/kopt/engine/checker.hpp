@@ -1,0 +1,87 @@
+#pragma once
+// `kopt check`: build every selected kernel, run it over several seeds in the worker, and
+// compare every output element against the (cached) reference.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kopt/backend/build.hpp"
+#include "kopt/backend/build_cache.hpp"
+#include "kopt/backend/device_info.hpp"
+#include "kopt/core/process.hpp"
+#include "kopt/measure/compare.hpp"
+#include "kopt/problem/launch.hpp"
+#include "kopt/worker/worker_client.hpp"
+
+namespace kopt {
+
+struct CheckOptions {
+  std::vector<std::string> kernels;  // empty: every kernel of the problem
+  std::map<std::string, std::int64_t> sets;  // --set NAME=VALUE
+  int seeds = 3;
+  std::uint64_t first_seed = 1;
+  std::optional<std::string> arch;  // --arch; else the device's; else sm_90 without a device
+  std::filesystem::path cache_root;
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+struct SeedCheck {
+  std::uint64_t seed = 0;
+  RunStatus status = RunStatus::ok;
+  std::string error;
+  std::vector<CompareResult> outputs;
+  std::vector<std::string> modified_inputs;
+  double kernel_ms = 0.0;
+  bool passed = false;
+};
+
+enum class KernelStatus { passed, mismatch, compile_failed, run_failed, not_run };
+std::string_view kernel_status_name(KernelStatus s);
+
+struct KernelCheck {
+  std::string kernel;
+  std::string source;
+  ParamPoint point;
+  ResolvedLaunch launch;
+  Build build;
+  ResourceUsage resources;  // the driver's when the kernel ran, else ptxas'
+  KernelStatus status = KernelStatus::not_run;
+  std::string error;
+  std::vector<SeedCheck> seeds;
+};
+
+struct CheckReport {
+  std::string problem;
+  std::string problem_dir;
+  std::optional<DeviceInfo> device;
+  std::string device_error;  // why nothing ran, when there is no device
+  std::string arch;
+  std::string toolkit;
+  std::string reference_kind;
+  bool reference_cached = false;  // every seed's reference came from the cache
+  std::vector<std::uint64_t> seeds;
+  std::vector<KernelCheck> kernels;
+  int worker_starts = 0;
+
+  // 0 all passed; 1 a candidate failed; 3 nothing could run (no device).
+  int exit_code() const;
+};
+
+// Collaborators are passed in so tests can use fakes for the compiler and process runner.
+struct CheckContext {
+  Compiler& compiler;
+  CommandRunner& runner;
+  WorkerClient& worker;
+};
+
+// Errors are for the whole command (bad input: exit 2; reference broken; no compiler).
+// A candidate that does not compile, faults, hangs or is wrong is a KernelCheck status.
+Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options, CheckContext ctx);
+
+nlohmann::json to_json(const CheckReport& r);
+
+}  // namespace kopt

@@ -1,0 +1,133 @@
+#pragma once
+// The parsed problem directory: kopt.toml (DESIGN.md §3). Plain records; loader.hpp builds them.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kopt/problem/dtype.hpp"
+#include "kopt/problem/expr.hpp"
+
+namespace kopt {
+
+// Where a value came from, for error messages: "kopt.toml:14" and "tensors[1].shape".
+struct SourceRef {
+  int line = 0;
+  std::string field;
+};
+
+struct Dim {
+  std::string name;
+  std::int64_t value = 0;
+  SourceRef where;
+};
+
+enum class Role { input, output, inout };
+std::string_view role_name(Role r);
+
+enum class InitKind { normal, uniform, randint, arange, constant };
+std::string_view init_kind_name(InitKind k);
+
+// normal: a=mean b=std; uniform: [a, b); randint: integers in [a, b); arange: a + i*b;
+// constant: a (only when asked for explicitly: inputs are never all-zero by default).
+struct InitSpec {
+  InitKind kind = InitKind::normal;
+  double a = 0.0;
+  double b = 1.0;
+};
+
+struct Tolerance {
+  double atol = 0.0;
+  double rtol = 0.0;
+};
+// Documented defaults (docs/problem-spec.md): exact for integers.
+Tolerance default_tolerance(DType t);
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<Expr> shape;
+  Role role = Role::input;
+  InitSpec init;
+  std::optional<Tolerance> tolerance;  // overrides the per-dtype one
+  SourceRef where;
+};
+
+// One kernel argument: a tensor (device pointer) or a scalar computed from dims and params.
+struct ArgSpec {
+  std::string tensor;  // non-empty for a tensor argument
+  Expr scalar;         // for a scalar argument
+  DType scalar_dtype = DType::i32;
+  SourceRef where;
+};
+
+struct LaunchSpec {
+  std::array<Expr, 3> grid;
+  std::array<Expr, 3> block;
+  Expr shared_mem;  // dynamic shared memory in bytes
+  SourceRef grid_where, block_where, shared_where;
+};
+
+struct ParamSpec {
+  std::string name;
+  std::vector<std::int64_t> values;
+  std::int64_t default_value = 0;
+  SourceRef where;
+};
+
+struct Constraint {
+  Expr expr;
+  SourceRef where;
+};
+
+// A CUDA kernel: a candidate, or the reference when it is a CUDA kernel.
+struct KernelSpec {
+  std::string name;
+  std::filesystem::path source;  // relative to the problem dir
+  std::string entry;
+  std::vector<ArgSpec> args;
+  LaunchSpec launch;
+  std::vector<ParamSpec> params;
+  std::vector<Constraint> constraints;
+  std::vector<std::string> compile_options;
+  SourceRef where;
+
+  const ParamSpec* find_param(std::string_view param) const;
+};
+
+enum class ReferenceKind { cuda, cpp };
+
+struct ReferenceSpec {
+  ReferenceKind kind = ReferenceKind::cuda;
+  KernelSpec kernel;  // cpp: source, entry and args only
+  std::vector<std::string> cxx_flags;
+};
+
+struct CostSpec {
+  Expr flops;
+  Expr bytes;
+};
+
+struct Problem {
+  std::filesystem::path dir;
+  std::filesystem::path spec_path;  // dir / "kopt.toml", as the user named it
+  std::string name;
+  std::string family;
+  std::string description;
+  std::vector<Dim> dims;
+  std::vector<TensorSpec> tensors;
+  std::optional<CostSpec> cost;
+  std::map<DType, Tolerance> tolerances;  // per-dtype, defaults filled in
+  ReferenceSpec reference;
+  std::vector<KernelSpec> kernels;
+
+  const TensorSpec* find_tensor(std::string_view tensor) const;
+  const KernelSpec* find_kernel(std::string_view kernel) const;
+  Tolerance tolerance_for(const TensorSpec& t) const;
+  Scope dim_scope() const;
+};
+
+}  // namespace kopt

@@ -1,0 +1,55 @@
+#pragma once
+// The orchestrator's side: starts a worker process, sends it jobs, and survives it. A job
+// whose worker crashes or stops answering (watchdog) becomes a failed RunResult; the worker
+// is killed and a fresh one is started for the next job.
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kopt/backend/device_info.hpp"
+#include "kopt/backend/run_job.hpp"
+#include "kopt/core/process.hpp"
+
+namespace kopt {
+
+struct WorkerOptions {
+  std::vector<std::string> command;  // argv that starts a worker, e.g. {kopt, "worker"}
+  std::chrono::milliseconds job_timeout{10000};
+  std::chrono::milliseconds start_timeout{60000};  // first contact (driver start-up is slow)
+  std::filesystem::path log_path;  // the worker's stderr (device printf lands here too)
+};
+
+class WorkerClient {
+ public:
+  explicit WorkerClient(WorkerOptions options);
+  ~WorkerClient();
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  // The device, as the worker sees it; an Error (environment) when it has none.
+  Expected<DeviceInfo> device_info();
+  // Runs a job; never fails as a C++ call: a dead or hung worker is a RunResult.
+  RunResult run(const RunJob& job);
+  // How many workers were started (1 + restarts).
+  int starts() const { return m_starts; }
+
+ private:
+  struct Reply {
+    std::optional<nlohmann::json> message;  // set when the worker answered
+    RunStatus failure = RunStatus::crash;   // when it did not: crash or timeout
+    std::string detail;
+  };
+  Expected<void> ensure_started();
+  Reply request(const nlohmann::json& req, std::chrono::milliseconds timeout);
+  std::string log_tail() const;
+
+  WorkerOptions m_options;
+  Subprocess m_process;
+  int m_starts = 0;
+};
+
+}  // namespace kopt

@@ -1,0 +1,103 @@
+#include "kopt/backend/build.hpp"
+
+#include <regex>
+#include <sstream>
+
+namespace kopt {
+using nlohmann::json;
+
+ResourceUsage parse_ptxas_info(const std::string& log, const std::string& lowered_entry) {
+  // ptxas prints, per function:
+  //   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
+  //   ptxas info    : Function properties for NAME
+  //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+  //   ptxas info    : Used 16 registers, used 0 barriers, 256 bytes smem, 368 bytes cmem[0]
+  ResourceUsage r;
+  std::istringstream in(log);
+  std::string line;
+  bool in_entry = false;
+  static const std::regex compiling(R"(Compiling entry function '([^']+)')");
+  static const std::regex properties(R"(Function properties for (\S+))");
+  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex regs(R"(Used (\d+) registers)");
+  static const std::regex smem(R"((\d+) bytes smem)");
+  static const std::regex cmem(R"((\d+) bytes cmem\[0\])");
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, compiling)) {
+      in_entry = m[1] == lowered_entry;
+      continue;
+    }
+    if (std::regex_search(line, m, properties)) {
+      in_entry = m[1] == lowered_entry;
+      continue;
+    }
+    if (!in_entry) continue;
+    if (std::regex_search(line, m, frame)) {
+      r.local_bytes = std::stoll(m[1]);
+      r.spill_store_bytes = std::stoll(m[2]);
+      r.spill_load_bytes = std::stoll(m[3]);
+    }
+    if (std::regex_search(line, m, regs)) {
+      r.registers = std::stoi(m[1]);
+      r.shared_static_bytes = std::regex_search(line, m, smem) ? std::stoll(m[1]) : 0;
+      if (std::regex_search(line, m, cmem)) r.const_bytes = std::stoll(m[1]);
+      r.source = "ptxas";
+    }
+  }
+  return r;
+}
+
+json to_json(const ResourceUsage& r) {
+  return json{{"registers", r.registers},
+              {"shared_static_bytes", r.shared_static_bytes},
+              {"local_bytes", r.local_bytes},
+              {"spill_store_bytes", r.spill_store_bytes},
+              {"spill_load_bytes", r.spill_load_bytes},
+              {"const_bytes", r.const_bytes},
+              {"max_threads_per_block", r.max_threads_per_block},
+              {"source", r.source}};
+}
+
+ResourceUsage resource_usage_from_json(const json& j) {
+  ResourceUsage r;
+  r.registers = j.value("registers", -1);
+  r.shared_static_bytes = j.value("shared_static_bytes", std::int64_t{-1});
+  r.local_bytes = j.value("local_bytes", std::int64_t{-1});
+  r.spill_store_bytes = j.value("spill_store_bytes", std::int64_t{-1});
+  r.spill_load_bytes = j.value("spill_load_bytes", std::int64_t{-1});
+  r.const_bytes = j.value("const_bytes", std::int64_t{-1});
+  r.max_threads_per_block = j.value("max_threads_per_block", -1);
+  r.source = j.value("source", std::string{});
+  return r;
+}
+
+json to_json(const Build& b) {
+  return json{{"ok", b.ok},
+              {"log", b.log},
+              {"lowered_entry", b.lowered_entry},
+              {"cubin_path", b.cubin_path.string()},
+              {"key", b.key},
+              {"arch", b.arch},
+              {"toolkit", b.toolkit},
+              {"resources", to_json(b.resources)},
+              {"from_cache", b.from_cache},
+              {"compile_ms", b.compile_ms}};
+}
+
+Build build_from_json(const json& j) {
+  Build b;
+  b.ok = j.value("ok", false);
+  b.log = j.value("log", std::string{});
+  b.lowered_entry = j.value("lowered_entry", std::string{});
+  b.cubin_path = j.value("cubin_path", std::string{});
+  b.key = j.value("key", std::string{});
+  b.arch = j.value("arch", std::string{});
+  b.toolkit = j.value("toolkit", std::string{});
+  if (j.contains("resources")) b.resources = resource_usage_from_json(j["resources"]);
+  b.from_cache = j.value("from_cache", false);
+  b.compile_ms = j.value("compile_ms", 0.0);
+  return b;
+}
+
+}  // namespace kopt

@@ -1,0 +1,72 @@
+#include "kopt/backend/build_cache.hpp"
+
+#include <algorithm>
+
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
+
+namespace kopt {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_header(const fs::path& p) {
+  static const char* exts[] = {".h", ".hpp", ".cuh", ".inc", ".inl"};
+  return std::any_of(std::begin(exts), std::end(exts), [&](const char* e) { return p.extension() == e; });
+}
+
+}  // namespace
+
+BuildCache::BuildCache(Compiler& compiler, fs::path dir) : m_compiler(compiler), m_dir(std::move(dir)) {}
+
+Expected<std::string> BuildCache::key(const CompileRequest& req) {
+  auto toolkit = m_compiler.toolkit();
+  if (!toolkit) return Unexpected(toolkit.error());
+  Sha256 h;
+  h.field("kopt-build-v1").field(*toolkit).field(req.arch).field(req.source_path.string());
+  h.field(req.source_text).field(req.entry);
+  for (const auto& [k, v] : req.defines) h.field(k).field(v);
+  for (const auto& o : req.options) h.field(o);
+  // Headers next to the source and in the include dirs may be #included: their bytes count.
+  std::vector<fs::path> dirs = req.include_dirs;
+  dirs.push_back(req.source_path.parent_path().empty() ? fs::path(".") : req.source_path.parent_path());
+  std::vector<fs::path> headers;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.is_regular_file() && is_header(e.path())) headers.push_back(e.path());
+  }
+  std::sort(headers.begin(), headers.end());
+  for (const auto& p : headers) {
+    auto text = read_text_file(p);
+    h.field(p.filename().string()).field(text ? *text : std::string{});
+  }
+  return h.hex();
+}
+
+Expected<Build> BuildCache::build(const CompileRequest& req) {
+  auto k = key(req);
+  if (!k) return Unexpected(k.error());
+  fs::path entry_dir = m_dir / k->substr(0, 2) / *k;
+  fs::path record = entry_dir / "build.json";
+  if (fs::is_regular_file(record)) {
+    if (auto text = read_text_file(record)) {
+      try {
+        Build b = build_from_json(nlohmann::json::parse(*text));
+        if (!b.ok || fs::is_regular_file(b.cubin_path)) {
+          b.from_cache = true;
+          return b;
+        }
+      } catch (const nlohmann::json::exception&) {
+        // A damaged record is rebuilt below.
+      }
+    }
+  }
+  auto b = m_compiler.compile(req, entry_dir / "kernel.cubin");
+  if (!b) return b;
+  b->key = *k;
+  if (auto w = write_text_atomic(record, to_json(*b).dump(2)); !w) return Unexpected(w.error());
+  return b;
+}
+
+}  // namespace kopt

@@ -1,0 +1,90 @@
+#include "kopt/backend/device_info.hpp"
+
+namespace kopt {
+using nlohmann::json;
+
+json to_json(const Clocks& c) {
+  return json{{"sm_mhz", c.sm_mhz},
+              {"mem_mhz", c.mem_mhz},
+              {"max_sm_mhz", c.max_sm_mhz},
+              {"max_mem_mhz", c.max_mem_mhz},
+              {"throttle_mask", c.throttle_mask},
+              {"throttle_reasons", c.throttle_reasons},
+              {"temperature_c", c.temperature_c},
+              {"power_w", c.power_w},
+              {"nvml_error", c.nvml_error}};
+}
+
+Clocks clocks_from_json(const json& j) {
+  Clocks c;
+  c.sm_mhz = j.value("sm_mhz", std::int64_t{-1});
+  c.mem_mhz = j.value("mem_mhz", std::int64_t{-1});
+  c.max_sm_mhz = j.value("max_sm_mhz", std::int64_t{-1});
+  c.max_mem_mhz = j.value("max_mem_mhz", std::int64_t{-1});
+  c.throttle_mask = j.value("throttle_mask", std::uint64_t{0});
+  c.throttle_reasons = j.value("throttle_reasons", std::string{});
+  c.temperature_c = j.value("temperature_c", std::int64_t{-1});
+  c.power_w = j.value("power_w", -1.0);
+  c.nvml_error = j.value("nvml_error", std::string{});
+  return c;
+}
+
+json to_json(const DeviceInfo& d) {
+  return json{{"ordinal", d.ordinal},
+              {"name", d.name},
+              {"pci_bus_id", d.pci_bus_id},
+              {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+              {"cc_major", d.cc_major},
+              {"cc_minor", d.cc_minor},
+              {"arch", d.arch()},
+              {"sm_count", d.sm_count},
+              {"l2_bytes", d.l2_bytes},
+              {"memory_bytes", d.memory_bytes},
+              {"memory_bus_width_bits", d.memory_bus_width_bits},
+              {"max_shared_per_block_optin", d.max_shared_per_block_optin},
+              {"max_shared_per_sm", d.max_shared_per_sm},
+              {"max_registers_per_sm", d.max_registers_per_sm},
+              {"max_threads_per_sm", d.max_threads_per_sm},
+              {"warp_size", d.warp_size},
+              {"max_threads_per_block", d.limits.max_threads_per_block},
+              {"max_block", d.limits.max_block},
+              {"max_grid", d.limits.max_grid},
+              {"clocks", to_json(d.clocks)},
+              {"driver_cuda_version", cuda_version_string(d.driver_version)},
+              {"driver_version", d.driver_version},
+              {"driver_release", d.driver_release}};
+}
+
+DeviceInfo device_info_from_json(const json& j) {
+  DeviceInfo d;
+  d.ordinal = j.value("ordinal", 0);
+  d.name = j.value("name", std::string{});
+  d.pci_bus_id = j.value("pci_bus_id", std::string{});
+  d.cc_major = j.value("cc_major", 0);
+  d.cc_minor = j.value("cc_minor", 0);
+  d.sm_count = j.value("sm_count", 0);
+  d.l2_bytes = j.value("l2_bytes", std::int64_t{0});
+  d.memory_bytes = j.value("memory_bytes", std::int64_t{0});
+  d.memory_bus_width_bits = j.value("memory_bus_width_bits", 0);
+  d.max_shared_per_block_optin = j.value("max_shared_per_block_optin", std::int64_t{0});
+  d.max_shared_per_sm = j.value("max_shared_per_sm", std::int64_t{0});
+  d.max_registers_per_sm = j.value("max_registers_per_sm", 0);
+  d.max_threads_per_sm = j.value("max_threads_per_sm", 0);
+  d.warp_size = j.value("warp_size", 32);
+  d.limits.max_threads_per_block = j.value("max_threads_per_block", std::int64_t{1024});
+  if (j.contains("max_block")) d.limits.max_block = j["max_block"].get<std::array<std::int64_t, 3>>();
+  if (j.contains("max_grid")) d.limits.max_grid = j["max_grid"].get<std::array<std::int64_t, 3>>();
+  d.limits.max_shared_per_block_optin = d.max_shared_per_block_optin;
+  d.limits.sm_count = d.sm_count;
+  if (j.contains("clocks")) d.clocks = clocks_from_json(j["clocks"]);
+  d.driver_version = j.value("driver_version", 0);
+  d.driver_release = j.value("driver_release", std::string{});
+  return d;
+}
+
+std::string cuda_version_string(int version) {
+  if (version <= 0) return "unknown";
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+}  // namespace kopt

@@ -1,0 +1,146 @@
+// `kopt check PROBLEM`: correctness of every kernel over several seeds.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "commands.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/engine/checker.hpp"
+#include "kopt/problem/loader.hpp"
+
+namespace kopt::cli {
+namespace {
+
+Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
+                                                                 const std::string& flag) {
+  std::map<std::string, std::int64_t> out;
+  for (const auto& item : items) {
+    auto eq = item.find('=');
+    std::string name = item.substr(0, eq);
+    if (eq == std::string::npos || name.empty())
+      return Unexpected(bad_input(flag + " " + item + ": expected NAME=VALUE"));
+    std::string value = item.substr(eq + 1);
+    try {
+      std::size_t used = 0;
+      std::int64_t v = std::stoll(value, &used, 0);
+      if (used != value.size()) throw std::invalid_argument(value);
+      out[name] = v;
+    } catch (const std::exception&) {
+      if (value == "true" || value == "false") out[name] = value == "true";
+      else return Unexpected(bad_input(flag + " " + item + ": the value must be an integer"));
+    }
+  }
+  return out;
+}
+
+std::string sci(double v) {
+  if (std::isinf(v)) return "inf";
+  return fmt::format("{:.2e}", v);
+}
+
+std::string resources_text(const ResourceUsage& r) {
+  auto n = [](std::int64_t v) { return v < 0 ? std::string("?") : std::to_string(v); };
+  return fmt::format("{} regs, {} B smem, {} B local, {} B spilled", n(r.registers), n(r.shared_static_bytes),
+                     n(r.local_bytes), n(std::max(r.spill_store_bytes, r.spill_load_bytes)));
+}
+
+// Compiler messages minus ptxas' resource report (which is shown as numbers instead).
+std::string compiler_messages(const std::string& log) {
+  std::string out, line;
+  std::istringstream in(log);
+  while (std::getline(in, line))
+    if (line.rfind("ptxas info", 0) != 0 && line.rfind("ptxas         .", 0) != 0) out += "    " + line + "\n";
+  return out;
+}
+
+void print_human(const CheckReport& r) {
+  std::cout << fmt::format("kopt check {}  ({})\n", r.problem, r.problem_dir);
+  if (r.device)
+    std::cout << fmt::format("device: {} ({}, {} SMs), driver CUDA {} · {} · reference: {}{}\n", r.device->name,
+                             r.arch, r.device->sm_count, cuda_version_string(r.device->driver_version), r.toolkit,
+                             r.reference_kind, r.reference_cached ? " (cached)" : "");
+  else
+    std::cout << fmt::format("device: none — {}\n        built for {} with {}; nothing was run.\n", r.device_error,
+                             r.arch, r.toolkit);
+  if (!r.seeds.empty()) {
+    std::string seeds;
+    for (auto s : r.seeds) seeds += (seeds.empty() ? "" : " ") + std::to_string(s);
+    std::cout << "seeds: " << seeds << "\n";
+  }
+  std::cout << "\n";
+  for (const auto& k : r.kernels) {
+    std::string status(kernel_status_name(k.status));
+    for (auto& c : status) c = static_cast<char>(std::toupper(c));
+    std::cout << fmt::format("{:<14} {:<15} [{}]  grid {} block {} smem {}\n", k.kernel, status, point_to_string(k.point),
+                             dim3_to_string(k.launch.grid), dim3_to_string(k.launch.block), k.launch.shared_mem);
+    if (k.build.ok) std::cout << "    build: " << resources_text(k.resources) << " (" << k.resources.source << ")\n";
+    if (k.status == KernelStatus::compile_failed) std::cout << compiler_messages(k.build.log);
+    else if (std::string msgs = compiler_messages(k.build.log); !msgs.empty()) std::cout << "    compiler said:\n" << msgs;
+    if (k.status == KernelStatus::run_failed) std::cout << "    " << k.error << "\n";
+    for (const auto& s : k.seeds) {
+      for (const auto& o : s.outputs)
+        std::cout << fmt::format("    seed {} {:<8} max_abs {}  max_rel {}  rel_l2 {}  mismatches {}/{}{}{}\n", s.seed,
+                                 o.tensor, sci(o.max_abs_err), sci(o.max_rel_err), sci(o.rel_l2_err), o.mismatches,
+                                 o.numel, o.nan_count ? fmt::format("  NaN {}", o.nan_count) : "",
+                                 o.unwritten ? fmt::format("  never written {}", o.unwritten) : "");
+      for (const auto& o : s.outputs)
+        for (const auto& m : o.first_mismatches) {
+          std::string idx;
+          for (auto i : m.index) idx += (idx.empty() ? "" : ",") + std::to_string(i);
+          std::cout << fmt::format("      {}[{}] = {} expected {} (atol {}, rtol {})\n", o.tensor, idx, m.got,
+                                   m.expected, o.tolerance.atol, o.tolerance.rtol);
+        }
+      for (const auto& name : s.modified_inputs)
+        std::cout << fmt::format("    seed {} input tensor '{}' was modified by the kernel\n", s.seed, name);
+    }
+  }
+  int passed = 0, failed = 0, not_run = 0;
+  for (const auto& k : r.kernels) {
+    if (k.status == KernelStatus::passed) ++passed;
+    else if (k.status == KernelStatus::not_run) ++not_run;
+    else ++failed;
+  }
+  std::cout << fmt::format("\n{} passed, {} failed", passed, failed);
+  if (not_run) std::cout << fmt::format(", {} not run (no device)", not_run);
+  std::cout << "\n";
+}
+
+}  // namespace
+
+int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
+  auto sets = parse_assignments(o.sets, "--set");
+  if (!sets) return report_error(g, "check", 2, sets.error().to_string());
+  auto dims = parse_assignments(o.dims, "--dim");
+  if (!dims) return report_error(g, "check", 2, dims.error().to_string());
+  auto problem = load_problem(o.problem, *dims);
+  if (!problem) return report_error(g, "check", exit_code(problem.error().kind), problem.error().to_string());
+
+  TempDir tmp("kopt-worker");
+  WorkerOptions wo;
+  wo.command = {self_executable().string(), "worker", "--device", std::to_string(o.device)};
+  wo.job_timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
+  wo.log_path = tmp.path() / "worker.log";
+  WorkerClient worker(wo);
+  cuda::NvrtcCompiler compiler;
+  SystemCommandRunner runner;
+
+  CheckOptions co;
+  co.kernels = o.kernels;
+  co.sets = *sets;
+  co.seeds = o.seeds;
+  co.first_seed = o.first_seed;
+  co.arch = o.arch;
+  co.cache_root = cache_dir();
+  if (g.verbose) co.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+
+  auto report = run_check(*problem, co, CheckContext{compiler, runner, worker});
+  if (!report) return report_error(g, "check", exit_code(report.error().kind), report.error().to_string());
+  if (g.json) std::cout << to_json(*report).dump(2) << "\n";
+  else print_human(*report);
+  if (report->exit_code() == 3) std::cerr << "kopt check: no CUDA device, so no kernel was run (exit 3)\n";
+  return report->exit_code();
+}
+
+}  // namespace kopt::cli

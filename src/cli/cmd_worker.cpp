@@ -1,0 +1,80 @@
+// `kopt worker` (the process that owns a GPU) and `kopt probe-kernel` (for ncu's probe).
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "kopt/backend/cuda/executor.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/worker/worker_loop.hpp"
+
+namespace kopt::cli {
+
+int run_worker_command(int device) {
+  // The protocol gets a private copy of stdout; fd 1 then points at stderr, so a kernel's
+  // printf (which writes to fd 1) can never corrupt the protocol stream.
+  int protocol_fd = ::dup(1);
+  ::dup2(2, 1);
+  std::ofstream out("/dev/fd/" + std::to_string(protocol_fd));
+  ::close(protocol_fd);
+  if (!out) {
+    std::cerr << "kopt worker: cannot open the protocol stream\n";
+    return 4;
+  }
+  ExecutorFactory factory = [device]() -> Expected<std::unique_ptr<Executor>> {
+    auto e = cuda::CudaExecutor::open(device);
+    if (!e) return Unexpected(e.error());
+    return std::unique_ptr<Executor>(std::move(*e));
+  };
+  return run_worker_loop(std::cin, out, factory);
+}
+
+int run_probe_kernel_command(int device) {
+  static const char* source =
+      "extern \"C\" __global__ void kopt_probe(float* x, int n) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < n) x[i] = x[i] * 2.0f + 1.0f;\n"
+      "}\n";
+  auto executor = cuda::CudaExecutor::open(device);
+  if (!executor) {
+    std::cerr << "kopt probe-kernel: " << executor.error().message << "\n";
+    return 3;
+  }
+  auto info = (*executor)->device_info();
+  if (!info) {
+    std::cerr << "kopt probe-kernel: " << info.error().message << "\n";
+    return 3;
+  }
+  TempDir tmp("kopt-probe");
+  CompileRequest req;
+  req.source_path = "kopt_probe.cu";
+  req.source_text = source;
+  req.entry = "kopt_probe";
+  req.arch = info->arch();
+  cuda::NvrtcCompiler compiler;
+  auto build = compiler.compile(req, tmp.path() / "probe.cubin");
+  if (!build || !build->ok) {
+    std::cerr << "kopt probe-kernel: cannot build the probe kernel\n";
+    return 3;
+  }
+  const int n = 1 << 16;
+  std::vector<std::byte> zeros(n * sizeof(float));
+  if (!write_file_atomic(tmp.path() / "x.bin", zeros)) return 4;
+  RunJob job;
+  job.module_path = build->cubin_path;
+  job.entry = build->lowered_entry;
+  job.grid = {n / 256, 1, 1};
+  job.block = {256, 1, 1};
+  job.args = {ResolvedArg{"x", DType::f32, std::int64_t{0}}, ResolvedArg{"", DType::i32, std::int64_t{n}}};
+  job.tensors = {JobTensor{"x", DType::f32, zeros.size(), Role::inout, tmp.path() / "x.bin", tmp.path() / "y.bin"}};
+  RunResult r = (*executor)->run(job);
+  if (!r.ok()) {
+    std::cerr << "kopt probe-kernel: " << r.error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace kopt::cli

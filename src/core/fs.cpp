@@ -1,0 +1,75 @@
+#include "kopt/core/fs.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace kopt {
+namespace fs = std::filesystem;
+
+Expected<std::string> read_text_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Unexpected(bad_input("cannot read file: " + std::string(std::strerror(errno)),
+                                       path.string()));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+Expected<std::vector<std::byte>> read_binary_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return Unexpected(bad_input("cannot read file: " + std::string(std::strerror(errno)),
+                                       path.string()));
+  std::vector<std::byte> data(static_cast<std::size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  if (!in) return Unexpected(internal_error("short read from " + path.string()));
+  return data;
+}
+
+Expected<void> write_file_atomic(const fs::path& path, std::span<const std::byte> data) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Unexpected(internal_error("cannot write " + tmp.string() + ": " +
+                                               std::strerror(errno)));
+    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    out.flush();
+    if (!out) return Unexpected(internal_error("write failed: " + tmp.string()));
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Unexpected(internal_error("cannot rename into " + path.string()));
+  }
+  return {};
+}
+
+Expected<void> write_text_atomic(const fs::path& path, std::string_view text) {
+  return write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+fs::path cache_dir() {
+  if (const char* v = std::getenv("KOPT_CACHE_DIR"); v && *v) return v;
+  if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v) return fs::path(v) / "kopt";
+  if (const char* v = std::getenv("HOME"); v && *v) return fs::path(v) / ".cache" / "kopt";
+  return fs::temp_directory_path() / "kopt-cache";
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string templ = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (::mkdtemp(templ.data()) == nullptr)
+    throw std::runtime_error("mkdtemp failed: " + std::string(std::strerror(errno)));
+  m_path = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(m_path, ec);
+}
+
+}  // namespace kopt

@@ -1,0 +1,263 @@
+#include "kopt/core/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace kopt {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::vector<char*> to_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> out;
+  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+int remaining_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() < 0 ? 0 : static_cast<int>(left.count());
+}
+
+}  // namespace
+
+std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = ::sigdescr_np(sig);
+    return "signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
+  }
+  return "unknown wait status " + std::to_string(status);
+}
+
+CommandResult SystemCommandRunner::run(const std::vector<std::string>& argv,
+                                       std::chrono::milliseconds timeout) {
+  CommandResult result;
+  int out_pipe[2], err_pipe[2], exec_pipe[2];
+  if (argv.empty() || ::pipe2(out_pipe, O_CLOEXEC) != 0) return result;
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) return result;
+  auto args = to_argv(argv);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    ::execvp(args[0], args.data());
+    int e = errno;
+    (void)!::write(exec_pipe[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ::close(exec_pipe[1]);
+  int exec_errno = 0;
+  result.started = pid > 0 && ::read(exec_pipe[0], &exec_errno, sizeof exec_errno) == 0;
+  ::close(exec_pipe[0]);
+
+  auto deadline = Clock::now() + timeout;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    int n = ::poll(fds, 2, remaining_ms(deadline));
+    if (n == 0) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      result.timed_out = true;
+      break;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got > 0) {
+        (i == 0 ? result.out : result.err).append(buf, static_cast<std::size_t>(got));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  int status = 0;
+  if (pid > 0) {
+    // A child that closed its pipes may still be running: keep the deadline.
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (Clock::now() >= deadline) {
+        ::kill(-pid, SIGKILL);
+        ::kill(pid, SIGKILL);
+        result.timed_out = true;
+        ::waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status) && !result.timed_out) result.signal = WTERMSIG(status);
+  }
+  return result;
+}
+
+void FakeCommandRunner::on(const std::string& command_line, CommandResult result) {
+  m_answers[command_line] = std::move(result);
+}
+
+CommandResult FakeCommandRunner::run(const std::vector<std::string>& argv,
+                                     std::chrono::milliseconds) {
+  std::string line;
+  for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
+  calls.push_back(line);
+  if (auto it = m_answers.find(line); it != m_answers.end()) return it->second;
+  if (!argv.empty())
+    if (auto it = m_answers.find(argv[0]); it != m_answers.end()) return it->second;
+  return CommandResult{};  // not started: as if the program did not exist
+}
+
+std::optional<fs::path> find_program(const std::string& name,
+                                     const std::vector<fs::path>& extra_dirs) {
+  auto executable = [](const fs::path& p) {
+    return ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p);
+  };
+  if (name.find('/') != std::string::npos) {
+    if (executable(name)) return fs::path(name);
+    return std::nullopt;
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string all = path;
+    std::size_t start = 0;
+    while (start <= all.size()) {
+      std::size_t end = all.find(':', start);
+      if (end == std::string::npos) end = all.size();
+      fs::path dir = all.substr(start, end - start);
+      if (!dir.empty() && executable(dir / name)) return dir / name;
+      start = end + 1;
+    }
+  }
+  for (const auto& dir : extra_dirs)
+    if (executable(dir / name)) return dir / name;
+  return std::nullopt;
+}
+
+Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
+                                       const fs::path& stderr_file) {
+  int in_pipe[2], out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
+    return Unexpected(internal_error("pipe failed: " + std::string(std::strerror(errno))));
+  auto args = to_argv(argv);
+  std::string err_path = stderr_file.string();
+  pid_t pid = ::fork();
+  if (pid < 0) return Unexpected(internal_error("fork failed: " + std::string(std::strerror(errno))));
+  if (pid == 0) {
+    ::dup2(in_pipe[0], 0);
+    ::dup2(out_pipe[1], 1);
+    int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (err_fd >= 0) ::dup2(err_fd, 2);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  ::signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill the orchestrator
+  Subprocess p;
+  p.m_pid = pid;
+  p.m_stdin = in_pipe[1];
+  p.m_stdout = out_pipe[0];
+  return p;
+}
+
+Subprocess::Subprocess(Subprocess&& other) noexcept { *this = std::move(other); }
+
+Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
+  if (this != &other) {
+    if (running()) kill_and_reap();
+    m_pid = std::exchange(other.m_pid, -1);
+    m_stdin = std::exchange(other.m_stdin, -1);
+    m_stdout = std::exchange(other.m_stdout, -1);
+    m_pending = std::move(other.m_pending);
+  }
+  return *this;
+}
+
+Subprocess::~Subprocess() {
+  if (running()) kill_and_reap();
+}
+
+void Subprocess::close_fds() {
+  if (m_stdin >= 0) ::close(m_stdin);
+  if (m_stdout >= 0) ::close(m_stdout);
+  m_stdin = m_stdout = -1;
+}
+
+bool Subprocess::write_line(const std::string& line) {
+  std::string data = line + "\n";
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(m_stdin, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+Subprocess::ReadStatus Subprocess::read_line(std::string& line, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (auto nl = m_pending.find('\n'); nl != std::string::npos) {
+      line = m_pending.substr(0, nl);
+      m_pending.erase(0, nl + 1);
+      return ReadStatus::line;
+    }
+    pollfd fd{m_stdout, POLLIN, 0};
+    int n = ::poll(&fd, 1, remaining_ms(deadline));
+    if (n == 0) return ReadStatus::timeout;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ReadStatus::eof;
+    }
+    char buf[65536];
+    ssize_t got = ::read(m_stdout, buf, sizeof buf);
+    if (got <= 0) return ReadStatus::eof;
+    m_pending.append(buf, static_cast<std::size_t>(got));
+  }
+}
+
+std::string Subprocess::kill_and_reap() {
+  if (!running()) return "not running";
+  ::kill(m_pid, SIGKILL);
+  int status = 0;
+  ::waitpid(m_pid, &status, 0);
+  m_pid = -1;
+  close_fds();
+  return describe_wait_status(status);
+}
+
+std::string Subprocess::reap(std::chrono::milliseconds timeout) {
+  if (!running()) return "not running";
+  auto deadline = Clock::now() + timeout;
+  int status = 0;
+  while (::waitpid(m_pid, &status, WNOHANG) == 0) {
+    if (Clock::now() >= deadline) return kill_and_reap() + " (killed: did not exit)";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  m_pid = -1;
+  close_fds();
+  return describe_wait_status(status);
+}
+
+}  // namespace kopt

@@ -1,0 +1,431 @@
+#include "kopt/engine/checker.hpp"
+
+#include "kopt/backend/cpu_reference.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
+#include "kopt/problem/tensor_data.hpp"
+#include "kopt/worker/protocol.hpp"
+
+namespace kopt {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string_view kernel_status_name(KernelStatus s) {
+  switch (s) {
+    case KernelStatus::passed: return "passed";
+    case KernelStatus::mismatch: return "mismatch";
+    case KernelStatus::compile_failed: return "compile_failed";
+    case KernelStatus::run_failed: return "run_failed";
+    case KernelStatus::not_run: return "not_run";
+  }
+  return "?";
+}
+
+int CheckReport::exit_code() const {
+  bool any_failed = false, any_ran = false;
+  for (const auto& k : kernels) {
+    any_failed = any_failed || (k.status != KernelStatus::passed && k.status != KernelStatus::not_run);
+    any_ran = any_ran || k.status != KernelStatus::not_run;
+  }
+  if (any_failed) return 1;
+  return any_ran ? 0 : 3;
+}
+
+namespace {
+
+// The seeded inputs of one seed, written once and shared by the reference and every kernel.
+struct SeedInputs {
+  std::uint64_t seed = 0;
+  std::map<std::string, fs::path> files;            // input and inout tensors
+  std::map<std::string, std::string> checksums;     // input tensors
+  std::map<std::string, fs::path> reference;        // outputs and inouts of the reference
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+};
+
+CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point,
+                               const std::string& arch) {
+  CompileRequest req;
+  req.source_path = p.dir / k.source;
+  req.source_text = read_text_file(p.dir / k.source).value_or("");
+  req.entry = k.entry;
+  for (const auto& [name, value] : point) req.defines.emplace_back(name, std::to_string(value));
+  req.options = k.compile_options;
+  req.include_dirs = {p.dir.empty() ? fs::path(".") : p.dir};
+  req.arch = arch;
+  return req;
+}
+
+std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const fs::path& out_dir) {
+  std::vector<JobTensor> out;
+  for (const auto& t : p.tensors) {
+    JobTensor jt;
+    jt.name = t.name;
+    jt.dtype = t.dtype;
+    jt.bytes = shape_numel(in.shapes.at(t.name)) * dtype_size(t.dtype);
+    jt.role = t.role;
+    if (t.role != Role::output) jt.input_path = in.files.at(t.name);
+    if (t.role != Role::input) jt.output_path = out_dir / (t.name + ".bin");
+    out.push_back(jt);
+  }
+  return out;
+}
+
+HostTensor load_tensor(const fs::path& file, const TensorSpec& spec, const std::vector<std::int64_t>& shape) {
+  HostTensor t{spec.name, spec.dtype, shape, read_binary_file(file).value_or(std::vector<std::byte>{})};
+  return t;
+}
+
+class CheckRun {
+ public:
+  CheckRun(const Problem& p, const CheckOptions& o, CheckContext c) : m_p(p), m_o(o), m_ctx(c) {}
+
+  Expected<CheckReport> run() {
+    m_report.problem = m_p.name;
+    m_report.problem_dir = m_p.dir.string();
+    m_report.reference_kind = m_p.reference.kind == ReferenceKind::cuda ? "cuda" : "cpp";
+    if (auto e = select_kernels(); !e) return Unexpected(e.error());
+    auto device = m_ctx.worker.device_info();
+    if (device) {
+      m_report.device = *device;
+      m_limits = device->limits;
+    } else {
+      if (device.error().kind != ErrorKind::environment) return Unexpected(device.error());
+      m_report.device_error = device.error().message;
+    }
+    m_report.arch = m_o.arch ? *m_o.arch : device ? device->arch() : "sm_90";
+    if (auto e = resolve_all(); !e) return Unexpected(e.error());
+    auto toolkit = m_ctx.compiler.toolkit();
+    if (!toolkit) return Unexpected(toolkit.error());
+    m_report.toolkit = *toolkit;
+    BuildCache cache(m_ctx.compiler, m_o.cache_root / "builds");
+    for (auto& kc : m_report.kernels) {
+      auto b = cache.build(compile_request(m_p, *m_p.find_kernel(kc.kernel), kc.point, m_report.arch));
+      if (!b) return Unexpected(b.error());
+      kc.build = *b;
+      kc.resources = b->resources;
+      if (!b->ok) {
+        kc.status = KernelStatus::compile_failed;
+        kc.error = "does not compile";
+      }
+      m_o.log("built " + kc.kernel + " [" + point_to_string(kc.point) + "] for " + m_report.arch +
+              (b->from_cache ? " (cached)" : "") + (b->ok ? "" : ": COMPILE ERROR"));
+    }
+    auto ref = build_reference(cache);
+    if (!ref) return Unexpected(ref.error());
+    if (!device) return m_report;
+    m_report.reference_cached = true;
+    for (std::int64_t i = 0; i < m_o.seeds; ++i) {
+      auto s = prepare_seed(m_o.first_seed + static_cast<std::uint64_t>(i));
+      if (!s) return Unexpected(s.error());
+      m_report.seeds.push_back(s->seed);
+      m_inputs.push_back(std::move(*s));
+    }
+    for (auto& kc : m_report.kernels)
+      if (kc.status != KernelStatus::compile_failed) check_kernel(kc);
+    m_report.worker_starts = m_ctx.worker.starts();
+    return m_report;
+  }
+
+ private:
+  Expected<void> select_kernels() {
+    std::vector<const KernelSpec*> chosen;
+    if (m_o.kernels.empty()) {
+      for (const auto& k : m_p.kernels) chosen.push_back(&k);
+    } else {
+      for (const auto& name : m_o.kernels) {
+        const KernelSpec* k = m_p.find_kernel(name);
+        if (!k) {
+          std::string known;
+          for (const auto& kk : m_p.kernels) known += (known.empty() ? "" : ", ") + kk.name;
+          return Unexpected(bad_input("--kernel " + name + ": no such kernel (known: " + known + ")",
+                                      m_p.spec_path.string()));
+        }
+        chosen.push_back(k);
+      }
+    }
+    for (const auto& [name, value] : m_o.sets) {
+      bool used = false;
+      for (const KernelSpec* k : chosen) used = used || k->find_param(name);
+      if (!used)
+        return Unexpected(bad_input("--set " + name + "=" + std::to_string(value) +
+                                        ": no selected kernel has a param named '" + name + "'",
+                                    m_p.spec_path.string()));
+    }
+    for (const KernelSpec* k : chosen) {
+      KernelCheck kc;
+      kc.kernel = k->name;
+      kc.source = (m_p.dir / k->source).string();
+      m_report.kernels.push_back(kc);
+    }
+    return {};
+  }
+
+  Expected<void> resolve_all() {
+    for (auto& kc : m_report.kernels) {
+      const KernelSpec& k = *m_p.find_kernel(kc.kernel);
+      auto point = resolve_point(m_p, k, m_o.sets);
+      if (!point) return Unexpected(point.error());
+      kc.point = *point;
+      auto launch = resolve_launch(m_p, k, kc.point, m_limits);
+      if (!launch) return Unexpected(launch.error());
+      kc.launch = *launch;
+    }
+    if (m_p.reference.kind == ReferenceKind::cuda) {
+      auto launch = resolve_launch(m_p, m_p.reference.kernel, {}, m_limits);
+      if (!launch) return Unexpected(launch.error());
+      m_ref_launch = *launch;
+    } else {
+      auto args = resolve_args(m_p, m_p.reference.kernel, {});
+      if (!args) return Unexpected(args.error());
+      m_ref_launch.args = *args;
+    }
+    return {};
+  }
+
+  Expected<void> build_reference(BuildCache& cache) {
+    const KernelSpec& k = m_p.reference.kernel;
+    Error broken = bad_input("", m_p.spec_path.string(), k.where.line, "reference");
+    if (m_p.reference.kind == ReferenceKind::cuda) {
+      auto b = cache.build(compile_request(m_p, k, {}, m_report.arch));
+      if (!b) return Unexpected(b.error());
+      if (!b->ok) {
+        broken.message = "the CUDA reference does not compile:\n" + b->log;
+        return Unexpected(broken);
+      }
+      m_ref_module = b->cubin_path;
+      m_ref_entry = b->lowered_entry;
+      m_ref_key = b->key;
+    } else {
+      auto b = build_cpu_reference(m_ctx.runner, m_p.dir / k.source, m_p.reference.cxx_flags,
+                                   m_o.cache_root / "cpu-references");
+      if (!b) return Unexpected(b.error());
+      if (!b->ok) {
+        broken.message = "the C++ reference does not compile:\n" + b->log;
+        return Unexpected(broken);
+      }
+      m_ref_module = b->library;
+      m_ref_entry = k.entry;
+      m_ref_key = b->library.parent_path().filename().string();
+    }
+    m_o.log("built the " + m_report.reference_kind + " reference");
+    return {};
+  }
+
+  // Reference outputs are a function of the reference build, the dims, the tensor specs and
+  // the seed: cache them under that key.
+  std::string reference_key(std::uint64_t seed) const {
+    Sha256 h;
+    h.field("kopt-reference-v1").field(m_ref_key).field(std::to_string(seed));
+    for (const auto& d : m_p.dims) h.field(d.name).field(std::to_string(d.value));
+    for (const auto& t : m_p.tensors) {
+      h.field(t.name).field(dtype_name(t.dtype)).field(role_name(t.role)).field(init_kind_name(t.init.kind));
+      h.field(std::to_string(t.init.a)).field(std::to_string(t.init.b));
+      for (const auto& e : t.shape) h.field(e.text());
+    }
+    h.field(to_json(run_job_for_reference({}, {})).dump());
+    return h.hex();
+  }
+
+  RunJob run_job_for_reference(const SeedInputs& in, const fs::path& out_dir) const {
+    RunJob job;
+    job.label = m_p.name + "/reference";
+    job.kind = m_p.reference.kind == ReferenceKind::cuda ? ModuleKind::cubin : ModuleKind::cpu_library;
+    job.entry = m_ref_entry;
+    job.grid = m_ref_launch.grid;
+    job.block = m_ref_launch.block;
+    job.shared_mem = m_ref_launch.shared_mem;
+    job.args = m_ref_launch.args;
+    if (!in.shapes.empty()) {
+      job.module_path = m_ref_module;
+      job.tensors = job_tensors(m_p, in, out_dir);
+    }
+    return job;
+  }
+
+  Expected<SeedInputs> prepare_seed(std::uint64_t seed) {
+    SeedInputs in;
+    in.seed = seed;
+    fs::path dir = m_tmp.path() / ("seed" + std::to_string(seed));
+    Scope dims = m_p.dim_scope();
+    for (const auto& t : m_p.tensors) {
+      auto shape = tensor_shape(t, dims);
+      if (!shape) return Unexpected(shape.error());
+      in.shapes[t.name] = *shape;
+      if (t.role == Role::output) continue;
+      HostTensor h = generate_tensor(t, *shape, seed);
+      fs::path file = dir / (t.name + ".bin");
+      if (auto w = write_file_atomic(file, h.data); !w) return Unexpected(w.error());
+      in.files[t.name] = file;
+      if (t.role == Role::input) in.checksums[t.name] = hex64(checksum64(h.data));
+    }
+    fs::path ref_dir = m_o.cache_root / "references" / reference_key(seed);
+    bool cached = true;
+    for (const auto& t : m_p.tensors)
+      if (t.role != Role::input) {
+        in.reference[t.name] = ref_dir / (t.name + ".bin");
+        cached = cached && fs::is_regular_file(in.reference[t.name]);
+      }
+    if (cached) {
+      m_o.log("seed " + std::to_string(seed) + ": reference outputs from the cache");
+      return in;
+    }
+    m_report.reference_cached = false;
+    fs::path scratch = dir / "reference";
+    RunResult r = m_ctx.worker.run(run_job_for_reference(in, scratch));
+    if (!r.ok())
+      return Unexpected(bad_input("the reference failed on seed " + std::to_string(seed) + " (" +
+                                      std::string(run_status_name(r.status)) + "): " + r.error,
+                                  m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference"));
+    for (const auto& [name, sum] : in.checksums)
+      if (r.input_checksums[name] != sum)
+        return Unexpected(bad_input("the reference modified input tensor '" + name + "'",
+                                    m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference"));
+    for (const auto& [name, file] : in.reference) {
+      auto bytes = read_binary_file(scratch / (name + ".bin"));
+      if (!bytes) return Unexpected(bytes.error());
+      if (auto w = write_file_atomic(file, *bytes); !w) return Unexpected(w.error());
+    }
+    m_o.log("seed " + std::to_string(seed) + ": reference computed and cached");
+    return in;
+  }
+
+  void check_kernel(KernelCheck& kc) {
+    bool all_passed = true;
+    for (const auto& in : m_inputs) {
+      SeedCheck sc;
+      sc.seed = in.seed;
+      fs::path out_dir = m_tmp.path() / ("seed" + std::to_string(in.seed)) / kc.kernel;
+      RunJob job;
+      job.label = m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point);
+      job.kind = ModuleKind::cubin;
+      job.module_path = kc.build.cubin_path;
+      job.entry = kc.build.lowered_entry;
+      job.grid = kc.launch.grid;
+      job.block = kc.launch.block;
+      job.shared_mem = kc.launch.shared_mem;
+      job.args = kc.launch.args;
+      job.tensors = job_tensors(m_p, in, out_dir);
+      RunResult r = m_ctx.worker.run(job);
+      sc.status = r.status;
+      sc.error = r.error;
+      sc.kernel_ms = r.kernel_ms;
+      if (r.resources.registers >= 0) merge_resources(kc.resources, r.resources);
+      if (!r.ok()) {
+        kc.status = KernelStatus::run_failed;
+        kc.error = std::string(run_status_name(r.status)) + ": " + r.error;
+        kc.seeds.push_back(sc);
+        m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": FAILED (" + kc.error + ")");
+        return;  // the same launch would fail again; the worker has been replaced
+      }
+      sc.passed = true;
+      for (const auto& [name, sum] : in.checksums)
+        if (r.input_checksums[name] != sum) {
+          sc.modified_inputs.push_back(name);
+          sc.passed = false;
+        }
+      for (const auto& t : m_p.tensors) {
+        if (t.role == Role::input) continue;
+        const auto& shape = in.shapes.at(t.name);
+        HostTensor got = load_tensor(out_dir / (t.name + ".bin"), t, shape);
+        HostTensor want = load_tensor(in.reference.at(t.name), t, shape);
+        CompareResult c = compare_tensors(got, want, m_p.tolerance_for(t));
+        sc.passed = sc.passed && c.passed;
+        sc.outputs.push_back(std::move(c));
+      }
+      all_passed = all_passed && sc.passed;
+      m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": " + (sc.passed ? "ok" : "MISMATCH"));
+      kc.seeds.push_back(std::move(sc));
+    }
+    kc.status = all_passed ? KernelStatus::passed : KernelStatus::mismatch;
+  }
+
+  static void merge_resources(ResourceUsage& into, const ResourceUsage& driver) {
+    // The driver is authoritative for what it reports; ptxas alone knows spills.
+    ResourceUsage merged = driver;
+    merged.spill_store_bytes = into.spill_store_bytes;
+    merged.spill_load_bytes = into.spill_load_bytes;
+    into = merged;
+  }
+
+  const Problem& m_p;
+  const CheckOptions& m_o;
+  CheckContext m_ctx;
+  CheckReport m_report;
+  DeviceLimits m_limits = architectural_limits();
+  ResolvedLaunch m_ref_launch;
+  fs::path m_ref_module;
+  std::string m_ref_entry;
+  std::string m_ref_key;
+  std::vector<SeedInputs> m_inputs;
+  TempDir m_tmp{"kopt-check"};
+};
+
+json to_json(const CompareResult& c) {
+  json mism = json::array();
+  for (const auto& m : c.first_mismatches)
+    mism.push_back({{"index", m.index}, {"flat", m.flat}, {"got", m.got}, {"expected", m.expected}});
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(std::to_string(v)); };
+  return json{{"tensor", c.tensor},     {"numel", c.numel},
+              {"atol", c.tolerance.atol}, {"rtol", c.tolerance.rtol},
+              {"max_abs_err", num(c.max_abs_err)}, {"max_rel_err", num(c.max_rel_err)},
+              {"rel_l2_err", num(c.rel_l2_err)},   {"mismatches", c.mismatches},
+              {"first_mismatches", mism}, {"nan_count", c.nan_count},
+              {"inf_count", c.inf_count}, {"unwritten", c.unwritten},
+              {"passed", c.passed}};
+}
+
+}  // namespace
+
+Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options, CheckContext ctx) {
+  try {
+    CheckRun run(problem, options, ctx);
+    return run.run();
+  } catch (const std::exception& e) {  // e.g. no temp dir; never a candidate's doing
+    return Unexpected(internal_error(std::string("check: ") + e.what()));
+  }
+}
+
+json to_json(const CheckReport& r) {
+  json kernels = json::array();
+  for (const auto& k : r.kernels) {
+    json seeds = json::array();
+    for (const auto& s : k.seeds) {
+      json outs = json::array();
+      for (const auto& o : s.outputs) outs.push_back(to_json(o));
+      seeds.push_back({{"seed", s.seed},
+                       {"status", run_status_name(s.status)},
+                       {"error", s.error},
+                       {"passed", s.passed},
+                       {"kernel_ms", s.kernel_ms},
+                       {"modified_inputs", s.modified_inputs},
+                       {"outputs", outs}});
+    }
+    kernels.push_back({{"kernel", k.kernel},
+                       {"source", k.source},
+                       {"params", k.point},
+                       {"grid", k.launch.grid},
+                       {"block", k.launch.block},
+                       {"shared_mem", k.launch.shared_mem},
+                       {"status", kernel_status_name(k.status)},
+                       {"error", k.error},
+                       {"build", to_json(k.build)},
+                       {"resources", to_json(k.resources)},
+                       {"seeds", seeds}});
+  }
+  json j{{"schema_version", 1},
+         {"command", "check"},
+         {"problem", r.problem},
+         {"problem_dir", r.problem_dir},
+         {"arch", r.arch},
+         {"toolkit", r.toolkit},
+         {"reference", {{"kind", r.reference_kind}, {"cached", r.reference_cached}}},
+         {"seeds", r.seeds},
+         {"kernels", kernels},
+         {"worker_starts", r.worker_starts},
+         {"device", r.device ? to_json(*r.device) : json(nullptr)},
+         {"device_error", r.device_error},
+         {"exit_code", r.exit_code()}};
+  return j;
+}
+
+}  // namespace kopt

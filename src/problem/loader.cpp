@@ -1,0 +1,432 @@
+#include "kopt/problem/loader.hpp"
+
+#include <set>
+
+#include "kopt/core/fs.hpp"
+#include "kopt/problem/param_space.hpp"
+#include "toml_reader.hpp"
+
+namespace kopt {
+namespace fs = std::filesystem;
+using detail::line_of;
+using detail::SpecError;
+using detail::TomlReader;
+
+namespace {
+
+std::string indexed(const std::string& base, std::size_t i) {
+  return base + "[" + std::to_string(i) + "]";
+}
+
+class Loader {
+ public:
+  Loader(const std::string& file, fs::path dir, const std::map<std::string, std::int64_t>& dims)
+      : m_file(file), m_dir(std::move(dir)), m_dim_overrides(dims) {}
+
+  Problem load(const toml::table& root) {
+    Problem p;
+    p.dir = m_dir;
+    p.spec_path = m_file;
+    TomlReader r(root, "", m_file);
+    p.name = r.get_string("name");
+    p.family = r.get_string("family", p.name);
+    p.description = r.get_string("description", "");
+    read_dims(r, p);
+    read_tensors(r, p);
+    read_cost(r, p);
+    read_tolerances(r, p);
+    read_reference(r, p);
+    read_kernels(r, p);
+    r.reject_unknown();
+    return p;
+  }
+
+ private:
+  [[noreturn]] void fail(int line, const std::string& field, const std::string& why) const {
+    throw SpecError{bad_input(why, m_file, line, field)};
+  }
+
+  const toml::table& table_at(TomlReader& r, const std::string& key, bool required) {
+    const toml::node* n = r.node(key);
+    if (!n) {
+      if (required) fail(r.table_line(), r.field(key), "missing required table");
+      static const toml::table empty;
+      return empty;
+    }
+    if (!n->is_table()) r.fail(key, "expected a table");
+    return *n->as_table();
+  }
+
+  Expr parse_expr(const std::string& text, int line, const std::string& field,
+                  const std::set<std::string>& allowed, const std::string& allowed_what) {
+    auto e = Expr::parse(text);
+    if (!e) fail(line, field, e.error().message);
+    for (const auto& name : e->names())
+      if (!allowed.count(name)) {
+        std::string known;
+        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+        fail(line, field, "unknown name '" + name + "' in expression '" + text + "' (" +
+                              allowed_what + ": " + (known.empty() ? "none" : known) + ")");
+      }
+    return *e;
+  }
+
+  void read_dims(TomlReader& r, Problem& p) {
+    const toml::table& t = table_at(r, "dims", false);
+    for (const auto& [k, v] : t) {
+      std::string name(k.str());
+      std::string field = "dims." + name;
+      if (!v.is_integer()) fail(line_of(v), field, "expected an integer");
+      std::int64_t value = v.as_integer()->get();
+      if (auto it = m_dim_overrides.find(name); it != m_dim_overrides.end()) value = it->second;
+      if (value <= 0) fail(line_of(v), field, "must be > 0, got " + std::to_string(value));
+      p.dims.push_back(Dim{name, value, {line_of(v), field}});
+      m_dim_names.insert(name);
+    }
+    for (const auto& [name, value] : m_dim_overrides)
+      if (!m_dim_names.count(name))
+        fail(r.line("dims"), "dims", "--dim " + name + "=" + std::to_string(value) +
+                                          ": no such dim in the problem");
+  }
+
+  InitSpec read_init(const toml::node& n, const std::string& field, DType dtype) {
+    InitSpec init;
+    std::string kind;
+    const toml::table* t = n.as_table();
+    if (n.is_string()) {
+      kind = n.as_string()->get();
+    } else if (!t) {
+      fail(line_of(n), field, "expected a string or a table such as { kind = \"normal\" }");
+    }
+    static const toml::table empty;
+    TomlReader ir(t ? *t : empty, field, m_file);
+    if (t) kind = ir.get_string("kind");
+    if (kind == "normal") {
+      init = {InitKind::normal, ir.get_number("mean", 0.0), ir.get_number("std", 1.0)};
+      if (init.b <= 0) fail(line_of(n), field + ".std", "must be > 0");
+    } else if (kind == "uniform") {
+      init = {InitKind::uniform, ir.get_number("low", -1.0), ir.get_number("high", 1.0)};
+      if (!(init.a < init.b)) fail(line_of(n), field, "uniform needs low < high");
+    } else if (kind == "randint") {
+      double hi_default = dtype == DType::u8 ? 256.0 : 100.0;
+      init = {InitKind::randint, ir.get_number("low", 0.0), ir.get_number("high", hi_default)};
+      if (!(init.a < init.b)) fail(line_of(n), field, "randint needs low < high");
+    } else if (kind == "arange") {
+      init = {InitKind::arange, ir.get_number("start", 0.0), ir.get_number("step", 1.0)};
+    } else if (kind == "constant") {
+      init = {InitKind::constant, ir.get_number("value", 1.0), 0.0};
+    } else {
+      fail(line_of(n), field, "unknown init kind '" + kind +
+                                  "' (known: normal, uniform, randint, arange, constant)");
+    }
+    ir.reject_unknown();
+    return init;
+  }
+
+  Tolerance read_tolerance(const toml::node& n, const std::string& field, Tolerance base) {
+    const toml::table* t = n.as_table();
+    if (!t) fail(line_of(n), field, "expected a table { atol = ..., rtol = ... }");
+    TomlReader tr(*t, field, m_file);
+    Tolerance tol{tr.get_number("atol", base.atol), tr.get_number("rtol", base.rtol)};
+    if (tol.atol < 0 || tol.rtol < 0) fail(line_of(n), field, "tolerances must be >= 0");
+    tr.reject_unknown();
+    return tol;
+  }
+
+  void read_tensors(TomlReader& r, Problem& p) {
+    const toml::node* n = r.node("tensors");
+    if (!n) fail(r.table_line(), "tensors", "missing required array of tables [[tensors]]");
+    const toml::array* arr = n->as_array();
+    if (!arr || arr->empty()) r.fail("tensors", "expected a non-empty array of tables [[tensors]]");
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      std::string field = indexed("tensors", i);
+      const toml::table* t = arr->get(i)->as_table();
+      if (!t) fail(line_of(*arr->get(i)), field, "expected a table");
+      TomlReader tr(*t, field, m_file);
+      TensorSpec ts;
+      ts.where = {line_of(*t), field};
+      ts.name = tr.get_string("name");
+      if (m_dim_names.count(ts.name) || p.find_tensor(ts.name))
+        tr.fail("name", "name '" + ts.name + "' is already used by a dim or another tensor");
+      std::string dtype = tr.get_string("dtype");
+      auto dt = parse_dtype(dtype);
+      if (!dt) tr.fail("dtype", "unknown dtype '" + dtype + "' (known: " + known_dtypes() + ")");
+      ts.dtype = *dt;
+      read_shape(tr, ts, p);
+      std::string role = tr.get_string("role");
+      if (role == "input") ts.role = Role::input;
+      else if (role == "output") ts.role = Role::output;
+      else if (role == "inout") ts.role = Role::inout;
+      else tr.fail("role", "unknown role '" + role + "' (known: input, output, inout)");
+      if (const toml::node* init = tr.node("init")) {
+        if (ts.role == Role::output)
+          tr.fail("init", "an output tensor is poisoned before each run, not initialized");
+        ts.init = read_init(*init, tr.field("init"), ts.dtype);
+      } else if (!is_float(ts.dtype)) {
+        ts.init = {InitKind::randint, 0.0, ts.dtype == DType::u8 ? 256.0 : 100.0};
+      }
+      if (const toml::node* tol = tr.node("tolerance"))
+        ts.tolerance = read_tolerance(*tol, tr.field("tolerance"), default_tolerance(ts.dtype));
+      tr.reject_unknown();
+      p.tensors.push_back(std::move(ts));
+    }
+    bool any_output = false;
+    for (const auto& t : p.tensors) any_output = any_output || t.role != Role::input;
+    if (!any_output) r.fail("tensors", "no tensor has role output or inout: nothing to check");
+  }
+
+  void read_shape(TomlReader& tr, TensorSpec& ts, const Problem& p) {
+    const toml::node* n = tr.node("shape");
+    if (!n) fail(ts.where.line, tr.field("shape"), "missing required field");
+    const toml::array* arr = n->as_array();
+    if (!arr || arr->empty()) tr.fail("shape", "expected a non-empty array of expressions");
+    Scope dims = p.dim_scope();
+    for (std::size_t d = 0; d < arr->size(); ++d) {
+      std::string field = indexed(tr.field("shape"), d);
+      const toml::node& item = *arr->get(d);
+      Expr e = parse_expr(tr.expr_text(item, field), line_of(item), field, m_dim_names, "known dims");
+      auto v = e.evaluate_int(dims);
+      if (!v) fail(line_of(item), field, v.error().message);
+      if (*v <= 0) fail(line_of(item), field, "extent must be > 0, got " + std::to_string(*v));
+      ts.shape.push_back(e);
+    }
+  }
+
+  void read_cost(TomlReader& r, Problem& p) {
+    if (!r.has("cost")) return;
+    TomlReader cr(table_at(r, "cost", true), "cost", m_file);
+    CostSpec cost;
+    for (const char* key : {"flops", "bytes"}) {
+      const toml::node* n = cr.node(key);
+      if (!n) fail(line_of(*r.node("cost")), cr.field(key), "missing required field");
+      Expr e = parse_expr(cr.expr_text(*n, cr.field(key)), line_of(*n), cr.field(key), m_dim_names,
+                          "known dims");
+      auto v = e.evaluate(p.dim_scope());
+      if (!v) fail(line_of(*n), cr.field(key), v.error().message);
+      if (as_double(*v) < 0) fail(line_of(*n), cr.field(key), "must be >= 0");
+      (std::string(key) == "flops" ? cost.flops : cost.bytes) = e;
+    }
+    cr.reject_unknown();
+    p.cost = cost;
+  }
+
+  void read_tolerances(TomlReader& r, Problem& p) {
+    if (!r.has("tolerance")) return;
+    const toml::table& t = table_at(r, "tolerance", true);
+    for (const auto& [k, v] : t) {
+      std::string name(k.str());
+      auto dt = parse_dtype(name);
+      if (!dt)
+        fail(line_of(v), "tolerance." + name, "unknown dtype '" + name + "' (known: " + known_dtypes() + ")");
+      p.tolerances[*dt] = read_tolerance(v, "tolerance." + name, default_tolerance(*dt));
+    }
+  }
+
+  // One argument: a tensor name, an expression (an i32 scalar), or a table
+  // { tensor = "x" } / { expr = "n", dtype = "i64" }.
+  ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p,
+                   const std::set<std::string>& names) {
+    ArgSpec a;
+    a.where = {line_of(n), field};
+    std::string text;
+    if (const toml::table* t = n.as_table()) {
+      TomlReader ar(*t, field, m_file);
+      if (ar.has("tensor")) {
+        a.tensor = ar.get_string("tensor");
+        if (!p.find_tensor(a.tensor)) ar.fail("tensor", "unknown tensor '" + a.tensor + "'");
+        ar.reject_unknown();
+        return a;
+      }
+      const toml::node* e = ar.node("expr");
+      if (!e) fail(line_of(n), field, "expected { tensor = ... } or { expr = ..., dtype = ... }");
+      text = ar.expr_text(*e, ar.field("expr"));
+      std::string dtype = ar.get_string("dtype", "i32");
+      auto dt = parse_dtype(dtype);
+      if (!dt) ar.fail("dtype", "unknown dtype '" + dtype + "' (known: " + known_dtypes() + ")");
+      a.scalar_dtype = *dt;
+      ar.reject_unknown();
+    } else {
+      text = TomlReader(toml::table{}, "", m_file).expr_text(n, field);
+      if (p.find_tensor(text)) {
+        a.tensor = text;
+        return a;
+      }
+    }
+    a.scalar = parse_expr(text, line_of(n), field, names, "not a tensor; known dims and params");
+    return a;
+  }
+
+  std::array<Expr, 3> read_dim3(TomlReader& kr, const std::string& key, bool required,
+                                const std::set<std::string>& names, SourceRef& where) {
+    std::array<Expr, 3> out{Expr::constant(1), Expr::constant(1), Expr::constant(1)};
+    const toml::node* n = kr.node(key);
+    where = {n ? line_of(*n) : kr.table_line(), kr.field(key)};
+    if (!n) {
+      if (required) fail(kr.table_line(), kr.field(key), "missing required field");
+      return out;
+    }
+    if (const toml::array* arr = n->as_array()) {
+      if (arr->empty() || arr->size() > 3) kr.fail(key, "expected 1 to 3 extents (x, y, z)");
+      for (std::size_t i = 0; i < arr->size(); ++i) {
+        std::string field = indexed(kr.field(key), i);
+        out[i] = parse_expr(kr.expr_text(*arr->get(i), field), line_of(*arr->get(i)), field, names,
+                            "known dims and params");
+      }
+    } else {
+      out[0] = parse_expr(kr.expr_text(*n, kr.field(key)), line_of(*n), kr.field(key), names,
+                          "known dims and params");
+    }
+    return out;
+  }
+
+  void read_params(TomlReader& kr, KernelSpec& k) {
+    if (!kr.has("params")) return;
+    const toml::table& t = table_at(kr, "params", true);
+    for (const auto& [key, v] : t) {
+      ParamSpec ps;
+      ps.name = std::string(key.str());
+      std::string field = kr.field("params") + "." + ps.name;
+      ps.where = {line_of(v), field};
+      if (m_dim_names.count(ps.name)) fail(line_of(v), field, "param name is already a dim");
+      const toml::array* values = v.as_array();
+      std::optional<std::int64_t> explicit_default;
+      if (const toml::table* pt = v.as_table()) {
+        TomlReader pr(*pt, field, m_file);
+        const toml::node* vals = pr.node("values");
+        if (!vals || !vals->is_array()) fail(line_of(v), field + ".values", "expected an array of integers");
+        values = vals->as_array();
+        if (pr.has("default")) explicit_default = pr.get_int("default");
+        pr.reject_unknown();
+      }
+      if (!values || values->empty())
+        fail(line_of(v), field, "expected a non-empty array of integers or booleans");
+      for (std::size_t i = 0; i < values->size(); ++i) {
+        const toml::node& item = *values->get(i);
+        if (item.is_integer()) ps.values.push_back(item.as_integer()->get());
+        else if (item.is_boolean()) ps.values.push_back(item.as_boolean()->get() ? 1 : 0);
+        else fail(line_of(item), indexed(field, i), "expected an integer or a boolean");
+      }
+      ps.default_value = explicit_default.value_or(ps.values.front());
+      if (explicit_default && std::find(ps.values.begin(), ps.values.end(), *explicit_default) == ps.values.end())
+        fail(line_of(v), field + ".default", "default " + std::to_string(*explicit_default) +
+                                                 " is not one of the values");
+      k.params.push_back(std::move(ps));
+    }
+  }
+
+  KernelSpec read_kernel(const toml::table& t, const std::string& field, const Problem& p,
+                         bool is_reference) {
+    TomlReader kr(t, field, m_file);
+    KernelSpec k;
+    k.where = {line_of(t), field};
+    k.name = is_reference ? "reference" : kr.get_string("name");
+    k.source = kr.get_string("source");
+    fs::path full = m_dir / k.source;
+    if (!fs::is_regular_file(full)) kr.fail("source", "file not found: " + full.string());
+    k.entry = kr.get_string("entry");
+    if (!is_reference) read_params(kr, k);
+    std::set<std::string> names = m_dim_names;
+    for (const auto& prm : k.params) names.insert(prm.name);
+    std::set<std::string> launch_names = names;
+    launch_names.insert("sm_count");  // the device's SM count, for grid-stride launches
+    const toml::node* args = kr.node("args");
+    if (!args || !args->is_array()) fail(line_of(t), kr.field("args"), "missing required array");
+    for (std::size_t i = 0; i < args->as_array()->size(); ++i)
+      k.args.push_back(read_arg(*args->as_array()->get(i), indexed(kr.field("args"), i), p, names));
+    bool cuda = !is_reference || p.reference.kind == ReferenceKind::cuda;
+    if (cuda) {
+      k.launch.grid = read_dim3(kr, "grid", true, launch_names, k.launch.grid_where);
+      k.launch.block = read_dim3(kr, "block", true, names, k.launch.block_where);
+      k.launch.shared_mem = Expr::constant(0);
+      k.launch.shared_where = {kr.table_line(), kr.field("shared_mem")};
+      if (const toml::node* smem = kr.node("shared_mem")) {
+        k.launch.shared_where.line = line_of(*smem);
+        k.launch.shared_mem = parse_expr(kr.expr_text(*smem, kr.field("shared_mem")), line_of(*smem),
+                                         kr.field("shared_mem"), names, "known dims and params");
+      }
+      k.compile_options = kr.get_string_list("options");
+    }
+    if (!is_reference) {
+      auto texts = kr.get_string_list("constraints");
+      for (std::size_t i = 0; i < texts.size(); ++i) {
+        int line = line_of(*kr.node("constraints")->as_array()->get(i));
+        std::string cf = indexed(kr.field("constraints"), i);
+        k.constraints.push_back({parse_expr(texts[i], line, cf, names, "known dims and params"), {line, cf}});
+      }
+    }
+    if (is_reference && !cuda) m_cxx_flags = kr.get_string_list("cxx_flags");
+    kr.reject_unknown();
+    return k;
+  }
+
+  void read_reference(TomlReader& r, Problem& p) {
+    const toml::table& t = table_at(r, "reference", true);
+    TomlReader rr(t, "reference", m_file);
+    std::string kind = rr.get_string("kind");
+    if (kind == "cuda") p.reference.kind = ReferenceKind::cuda;
+    else if (kind == "cpp") p.reference.kind = ReferenceKind::cpp;
+    else rr.fail("kind", "unknown reference kind '" + kind + "' (known: cuda, cpp)");
+    toml::table rest = t;
+    rest.erase("kind");
+    p.reference.kernel = read_kernel(rest, "reference", p, true);
+    p.reference.kernel.where.line = line_of(t);
+    p.reference.cxx_flags = m_cxx_flags;
+  }
+
+  void read_kernels(TomlReader& r, Problem& p) {
+    const toml::node* n = r.node("kernels");
+    if (!n) fail(r.table_line(), "kernels", "missing required array of tables [[kernels]]");
+    const toml::array* arr = n->as_array();
+    if (!arr || arr->empty()) r.fail("kernels", "expected a non-empty array of tables [[kernels]]");
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const toml::table* t = arr->get(i)->as_table();
+      if (!t) fail(line_of(*arr->get(i)), indexed("kernels", i), "expected a table");
+      KernelSpec k = read_kernel(*t, indexed("kernels", i), p, false);
+      if (p.find_kernel(k.name))
+        fail(line_of(*t), indexed("kernels", i) + ".name", "duplicate kernel name '" + k.name + "'");
+      p.kernels.push_back(std::move(k));
+      // A space in which no point satisfies the constraints is an error of the spec.
+      auto point = default_point(p, p.kernels.back());
+      if (!point) throw SpecError{point.error()};
+    }
+  }
+
+  const std::string& m_file;
+  fs::path m_dir;
+  const std::map<std::string, std::int64_t>& m_dim_overrides;
+  std::set<std::string> m_dim_names;
+  std::vector<std::string> m_cxx_flags;
+};
+
+}  // namespace
+
+Expected<Problem> parse_problem(const std::string& toml_text, const fs::path& spec_path,
+                                const std::map<std::string, std::int64_t>& dim_overrides) {
+  std::string file = spec_path.string();
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, file);
+  } catch (const toml::parse_error& e) {
+    return Unexpected(bad_input("malformed TOML: " + std::string(e.description()), file,
+                                static_cast<int>(e.source().begin.line)));
+  }
+  try {
+    return Loader(file, spec_path.parent_path(), dim_overrides).load(root);
+  } catch (const SpecError& e) {
+    return Unexpected(e.error);
+  }
+}
+
+Expected<Problem> load_problem(const fs::path& path,
+                               const std::map<std::string, std::int64_t>& dim_overrides) {
+  fs::path spec = fs::is_directory(path) ? path / "kopt.toml" : path;
+  if (!fs::exists(path))
+    return Unexpected(bad_input("no such problem directory or file", path.string()));
+  if (!fs::is_regular_file(spec))
+    return Unexpected(bad_input("not a problem directory: kopt.toml not found", path.string()));
+  auto text = read_text_file(spec);
+  if (!text) return Unexpected(text.error());
+  return parse_problem(*text, spec, dim_overrides);
+}
+
+}  // namespace kopt

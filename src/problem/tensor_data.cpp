@@ -1,0 +1,97 @@
+#include "kopt/problem/tensor_data.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include "kopt/core/hash.hpp"
+
+namespace kopt {
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Uniform double in [0, 1) from a 64-bit word.
+double unit(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+std::size_t shape_numel(const std::vector<std::int64_t>& shape) {
+  std::size_t n = 1;
+  for (auto e : shape) n *= static_cast<std::size_t>(e);
+  return n;
+}
+
+std::size_t HostTensor::numel() const { return shape_numel(shape); }
+
+Expected<std::vector<std::int64_t>> tensor_shape(const TensorSpec& spec, const Scope& dims) {
+  std::vector<std::int64_t> shape;
+  std::size_t numel = 1;
+  for (std::size_t d = 0; d < spec.shape.size(); ++d) {
+    auto v = spec.shape[d].evaluate_int(dims);
+    if (!v) return Unexpected(v.error());
+    if (*v <= 0)
+      return Unexpected(bad_input("extent must be > 0, got " + std::to_string(*v), {},
+                                  spec.where.line, spec.where.field + ".shape"));
+    if (__builtin_mul_overflow(numel, static_cast<std::size_t>(*v), &numel) ||
+        numel > (std::size_t{1} << 40))
+      return Unexpected(bad_input("tensor is too large", {}, spec.where.line, spec.where.field));
+    shape.push_back(*v);
+  }
+  return shape;
+}
+
+HostTensor generate_tensor(const TensorSpec& spec, const std::vector<std::int64_t>& shape,
+                           std::uint64_t seed) {
+  HostTensor t{spec.name, spec.dtype, shape, {}};
+  std::size_t n = shape_numel(shape);
+  t.data.resize(n * dtype_size(spec.dtype));
+  const std::uint64_t key = mix64(seed ^ checksum64(std::as_bytes(std::span(spec.name))));
+  const InitSpec& init = spec.init;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t r0 = mix64(key + 2 * i);
+    double v = 0.0;
+    switch (init.kind) {
+      case InitKind::normal: {
+        double u1 = 1.0 - unit(r0);  // (0, 1]
+        double u2 = unit(mix64(key + 2 * i + 1));
+        v = init.a + init.b * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+        break;
+      }
+      case InitKind::uniform: v = init.a + (init.b - init.a) * unit(r0); break;
+      case InitKind::randint: {
+        double lo = std::ceil(init.a), span = std::ceil(init.b) - lo;
+        v = lo + std::floor(unit(r0) * span);
+        break;
+      }
+      case InitKind::arange: v = init.a + init.b * static_cast<double>(i); break;
+      case InitKind::constant: v = init.a; break;
+    }
+    store_from_double(t.data.data(), i, spec.dtype, v);
+  }
+  return t;
+}
+
+HostTensor poisoned_tensor(const TensorSpec& spec, const std::vector<std::int64_t>& shape) {
+  HostTensor t{spec.name, spec.dtype, shape, {}};
+  t.data.resize(shape_numel(shape) * dtype_size(spec.dtype));
+  Poison p = poison_for(spec.dtype);
+  for (std::size_t b = 0; b < t.data.size(); ++b)
+    t.data[b] = static_cast<std::byte>((p.pattern >> (8 * (b % static_cast<std::size_t>(p.width)))) & 0xffu);
+  return t;
+}
+
+std::vector<std::int64_t> unflatten(std::size_t flat, const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> idx(shape.size(), 0);
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    idx[d] = static_cast<std::int64_t>(flat % static_cast<std::size_t>(shape[d]));
+    flat /= static_cast<std::size_t>(shape[d]);
+  }
+  return idx;
+}
+
+}  // namespace kopt

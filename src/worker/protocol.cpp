@@ -1,0 +1,127 @@
+#include "kopt/worker/protocol.hpp"
+
+#include <stdexcept>
+
+namespace kopt {
+using nlohmann::json;
+
+namespace {
+
+DType dtype_from(const json& j) {
+  auto d = parse_dtype(j.get<std::string>());
+  if (!d) throw std::invalid_argument("unknown dtype " + j.dump());
+  return *d;
+}
+
+Role role_from(const std::string& s) {
+  if (s == "input") return Role::input;
+  if (s == "output") return Role::output;
+  if (s == "inout") return Role::inout;
+  throw std::invalid_argument("unknown role " + s);
+}
+
+constexpr RunStatus k_statuses[] = {RunStatus::ok,        RunStatus::load_failed, RunStatus::launch_failed,
+                                    RunStatus::fault,     RunStatus::timeout,     RunStatus::crash,
+                                    RunStatus::reference_failed};
+
+}  // namespace
+
+std::string_view run_status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::load_failed: return "load_failed";
+    case RunStatus::launch_failed: return "launch_failed";
+    case RunStatus::fault: return "fault";
+    case RunStatus::timeout: return "timeout";
+    case RunStatus::crash: return "crash";
+    case RunStatus::reference_failed: return "reference_failed";
+  }
+  return "?";
+}
+
+json to_json(const ResolvedArg& a) {
+  if (!a.tensor.empty()) return json{{"tensor", a.tensor}};
+  json j{{"dtype", dtype_name(a.dtype)}};
+  if (std::holds_alternative<std::int64_t>(a.value)) j["int"] = std::get<std::int64_t>(a.value);
+  else j["float"] = std::get<double>(a.value);
+  return j;
+}
+
+ResolvedArg resolved_arg_from_json(const json& j) {
+  ResolvedArg a;
+  if (j.contains("tensor")) {
+    a.tensor = j.at("tensor").get<std::string>();
+    return a;
+  }
+  a.dtype = dtype_from(j.at("dtype"));
+  if (j.contains("int")) a.value = j.at("int").get<std::int64_t>();
+  else a.value = j.at("float").get<double>();
+  return a;
+}
+
+json to_json(const RunJob& job) {
+  json tensors = json::array();
+  for (const auto& t : job.tensors)
+    tensors.push_back({{"name", t.name},
+                       {"dtype", dtype_name(t.dtype)},
+                       {"bytes", t.bytes},
+                       {"role", role_name(t.role)},
+                       {"input_path", t.input_path.string()},
+                       {"output_path", t.output_path.string()}});
+  json args = json::array();
+  for (const auto& a : job.args) args.push_back(to_json(a));
+  return json{{"label", job.label},
+              {"kind", job.kind == ModuleKind::cubin ? "cubin" : "cpu_library"},
+              {"module_path", job.module_path.string()},
+              {"entry", job.entry},
+              {"grid", job.grid},
+              {"block", job.block},
+              {"shared_mem", job.shared_mem},
+              {"args", args},
+              {"tensors", tensors}};
+}
+
+RunJob run_job_from_json(const json& j) {
+  RunJob job;
+  job.label = j.value("label", std::string{});
+  std::string kind = j.at("kind").get<std::string>();
+  if (kind != "cubin" && kind != "cpu_library") throw std::invalid_argument("unknown module kind " + kind);
+  job.kind = kind == "cubin" ? ModuleKind::cubin : ModuleKind::cpu_library;
+  job.module_path = j.at("module_path").get<std::string>();
+  job.entry = j.at("entry").get<std::string>();
+  job.grid = j.at("grid").get<std::array<std::int64_t, 3>>();
+  job.block = j.at("block").get<std::array<std::int64_t, 3>>();
+  job.shared_mem = j.at("shared_mem").get<std::int64_t>();
+  for (const auto& a : j.at("args")) job.args.push_back(resolved_arg_from_json(a));
+  for (const auto& t : j.at("tensors"))
+    job.tensors.push_back(JobTensor{t.at("name").get<std::string>(), dtype_from(t.at("dtype")),
+                                    t.at("bytes").get<std::size_t>(), role_from(t.at("role").get<std::string>()),
+                                    t.at("input_path").get<std::string>(), t.at("output_path").get<std::string>()});
+  return job;
+}
+
+json to_json(const RunResult& r) {
+  return json{{"status", run_status_name(r.status)}, {"error", r.error},
+              {"fatal", r.fatal},                    {"input_checksums", r.input_checksums},
+              {"resources", to_json(r.resources)},   {"kernel_ms", r.kernel_ms}};
+}
+
+RunResult run_result_from_json(const json& j) {
+  RunResult r;
+  std::string status = j.at("status").get<std::string>();
+  bool known = false;
+  for (RunStatus s : k_statuses)
+    if (run_status_name(s) == status) {
+      r.status = s;
+      known = true;
+    }
+  if (!known) throw std::invalid_argument("unknown run status " + status);
+  r.error = j.value("error", std::string{});
+  r.fatal = j.value("fatal", false);
+  r.input_checksums = j.value("input_checksums", std::map<std::string, std::string>{});
+  if (j.contains("resources")) r.resources = resource_usage_from_json(j["resources"]);
+  r.kernel_ms = j.value("kernel_ms", 0.0);
+  return r;
+}
+
+}  // namespace kopt

@@ -1,0 +1,114 @@
+#include "kopt/worker/worker_client.hpp"
+
+#include <fstream>
+
+#include "kopt/worker/protocol.hpp"
+
+namespace kopt {
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+WorkerClient::WorkerClient(WorkerOptions options) : m_options(std::move(options)) {}
+
+WorkerClient::~WorkerClient() {
+  if (m_process.running()) {
+    m_process.write_line(R"({"op":"shutdown"})");
+    m_process.reap(2s);
+  }
+}
+
+std::string WorkerClient::log_tail() const {
+  std::ifstream in(m_options.log_path);
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  if (all.size() > 600) all = "..." + all.substr(all.size() - 600);
+  while (!all.empty() && all.back() == '\n') all.pop_back();
+  return all;
+}
+
+Expected<void> WorkerClient::ensure_started() {
+  if (m_process.running()) return {};
+  auto p = Subprocess::spawn(m_options.command, m_options.log_path);
+  if (!p) return Unexpected(p.error());
+  m_process = std::move(*p);
+  ++m_starts;
+  Reply hello = request({{"op", "hello"}}, m_options.start_timeout);
+  if (!hello.message || !hello.message->value("ok", false))
+    return Unexpected(internal_error("the worker did not start: " + hello.detail));
+  if (hello.message->value("protocol", 0) != k_protocol_version)
+    return Unexpected(internal_error("the worker speaks protocol " + hello.message->dump() + ", expected " +
+                                     std::to_string(k_protocol_version)));
+  return {};
+}
+
+WorkerClient::Reply WorkerClient::request(const json& req, std::chrono::milliseconds timeout) {
+  Reply r;
+  if (!m_process.write_line(req.dump())) {
+    r.detail = "the worker is gone: " + m_process.reap(1s);
+    return r;
+  }
+  std::string line;
+  switch (m_process.read_line(line, timeout)) {
+    case Subprocess::ReadStatus::line:
+      try {
+        r.message = json::parse(line);
+      } catch (const json::exception&) {
+        r.detail = "the worker sent a malformed reply: " + line.substr(0, 200);
+        m_process.kill_and_reap();
+      }
+      return r;
+    case Subprocess::ReadStatus::timeout:
+      r.failure = RunStatus::timeout;
+      r.detail = "no answer within " + std::to_string(timeout.count()) + " ms (watchdog); worker killed (" +
+                 m_process.kill_and_reap() + ")";
+      return r;
+    case Subprocess::ReadStatus::eof: break;
+  }
+  r.detail = "the worker died: " + m_process.reap(5s);
+  if (std::string tail = log_tail(); !tail.empty()) r.detail += "; its last words: " + tail;
+  return r;
+}
+
+Expected<DeviceInfo> WorkerClient::device_info() {
+  if (auto s = ensure_started(); !s) return Unexpected(s.error());
+  Reply r = request({{"op", "device_info"}}, m_options.start_timeout);
+  if (!r.message) return Unexpected(internal_error("device query failed: " + r.detail));
+  if (!r.message->value("ok", false)) {
+    Error e = environment_error(r.message->value("error", std::string("unknown error")));
+    if (r.message->value("exit_code", 3) == 4) e.kind = ErrorKind::internal;
+    return Unexpected(e);
+  }
+  return device_info_from_json(r.message->at("device"));
+}
+
+RunResult WorkerClient::run(const RunJob& job) {
+  RunResult failed;
+  if (auto s = ensure_started(); !s) {
+    failed.status = RunStatus::crash;
+    failed.error = s.error().message;
+    return failed;
+  }
+  Reply r = request({{"op", "run"}, {"job", to_json(job)}}, m_options.job_timeout);
+  if (!r.message) {
+    failed.status = r.failure;
+    failed.error = r.detail;
+    return failed;
+  }
+  if (!r.message->value("ok", false)) {
+    failed.status = RunStatus::launch_failed;
+    failed.error = r.message->value("error", std::string("unknown error"));
+    return failed;
+  }
+  RunResult result;
+  try {
+    result = run_result_from_json(r.message->at("result"));
+  } catch (const std::exception& e) {
+    failed.status = RunStatus::crash;
+    failed.error = std::string("malformed run result: ") + e.what();
+    m_process.kill_and_reap();
+    return failed;
+  }
+  if (result.fatal) m_process.reap(5s);  // it exits by itself; the next job starts a new one
+  return result;
+}
+
+}  // namespace kopt

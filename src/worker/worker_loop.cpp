@@ -1,0 +1,82 @@
+#include "kopt/worker/worker_loop.hpp"
+
+#include <unistd.h>
+
+#include <istream>
+#include <ostream>
+
+#include "kopt/backend/cpu_reference.hpp"
+#include "kopt/worker/protocol.hpp"
+
+namespace kopt {
+using nlohmann::json;
+
+int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& make_executor) {
+  std::unique_ptr<Executor> executor;
+  std::optional<Error> executor_error;
+  auto get_executor = [&]() -> Executor* {
+    if (!executor && !executor_error) {
+      auto e = make_executor();
+      if (e) executor = std::move(*e);
+      else executor_error = e.error();
+    }
+    return executor.get();
+  };
+  auto reply = [&](const json& j) { out << j.dump() << '\n' << std::flush; };
+  auto refuse = [&](const Error& e) {
+    reply({{"ok", false}, {"error", e.message}, {"exit_code", exit_code(e.kind)}});
+  };
+
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json req;
+    std::string op;
+    try {
+      req = json::parse(line);
+      op = req.at("op").get<std::string>();
+    } catch (const json::exception& e) {
+      refuse(internal_error(std::string("bad request: ") + e.what()));
+      continue;
+    }
+    if (op == "hello") {
+      reply({{"ok", true}, {"protocol", k_protocol_version}, {"pid", ::getpid()}});
+    } else if (op == "shutdown") {
+      reply({{"ok", true}});
+      return 0;
+    } else if (op == "device_info") {
+      Executor* ex = get_executor();
+      if (!ex) {
+        refuse(*executor_error);
+        continue;
+      }
+      auto info = ex->device_info();
+      if (!info) refuse(info.error());
+      else reply({{"ok", true}, {"device", to_json(*info)}});
+    } else if (op == "run") {
+      RunJob job;
+      try {
+        job = run_job_from_json(req.at("job"));
+      } catch (const std::exception& e) {
+        refuse(internal_error(std::string("bad run job: ") + e.what()));
+        continue;
+      }
+      RunResult r;
+      if (job.kind == ModuleKind::cpu_library) {
+        r = run_cpu_reference(job);
+      } else if (Executor* ex = get_executor()) {
+        r = ex->run(job);
+      } else {
+        refuse(*executor_error);
+        continue;
+      }
+      reply({{"ok", true}, {"result", to_json(r)}});
+      if (r.fatal) return 3;
+    } else {
+      refuse(internal_error("unknown op '" + op + "'"));
+    }
+  }
+  return 0;
+}
+
+}  // namespace kopt
