@@ -1,4 +1,5 @@
 // One block per row. Tunable: BLOCK threads, VEC floats per load (1, 2, 4).
+// No __launch_bounds__: on sm_80 it makes ptxas aim at full occupancy (32 registers) and spill.
 #ifndef BLOCK
 #define BLOCK 256
 #endif
@@ -6,16 +7,15 @@
 #define VEC 4
 #endif
 
-template <int V> struct Vec;
-template <> struct Vec<1> { using T = float; };
-template <> struct Vec<2> { using T = float2; };
-template <> struct Vec<4> { using T = float4; };
+// V floats loaded and stored as one 32/64/128-bit access; indexed with constants after
+// unrolling, so it stays in registers.
+template <int V> struct alignas(4 * V) Pack { float v[V]; };
 
-extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_tuned(const float* __restrict__ x,
+extern "C" __global__ void rmsnorm_tuned(const float* __restrict__ x,
                                                                   const float* __restrict__ w,
                                                                   float* __restrict__ y, int rows, int cols,
                                                                   float eps) {
-  using T = typename Vec<VEC>::T;
+  using T = Pack<VEC>;
   __shared__ float warp_sums[BLOCK / 32];
   const T* in = reinterpret_cast<const T*>(x + (long long)blockIdx.x * cols);
   const T* wv = reinterpret_cast<const T*>(w);
@@ -25,9 +25,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_tuned(const float* _
   float ss = 0.f;
   for (int g = threadIdx.x; g < groups; g += BLOCK) {
     T v = in[g];
-    const float* f = reinterpret_cast<const float*>(&v);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) ss += f[i] * f[i];
+    for (int i = 0; i < VEC; ++i) ss += v.v[i] * v.v[i];
   }
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
@@ -39,11 +38,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rmsnorm_tuned(const float* _
 
   for (int g = threadIdx.x; g < groups; g += BLOCK) {
     T v = in[g], wt = wv[g], r;
-    const float* f = reinterpret_cast<const float*>(&v);
-    const float* fw = reinterpret_cast<const float*>(&wt);
-    float* fr = reinterpret_cast<float*>(&r);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) fr[i] = f[i] * scale * fw[i];
+    for (int i = 0; i < VEC; ++i) r.v[i] = v.v[i] * scale * wt.v[i];
     out[g] = r;
   }
 }

@@ -11,14 +11,9 @@
 #define USE_SHFL 1
 #endif
 
-template <int V> struct Vec;
-template <> struct Vec<1> { using T = float; };
-template <> struct Vec<2> { using T = float2; };
-template <> struct Vec<4> { using T = float4; };
-
-__device__ inline float at(const float& v, int) { return v; }
-__device__ inline float at(const float2& v, int i) { return i == 0 ? v.x : v.y; }
-__device__ inline float at(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+// V floats loaded and stored as one 32/64/128-bit access; indexed with constants after
+// unrolling, so it stays in registers.
+template <int V> struct alignas(4 * V) Pack { float v[V]; };
 
 struct MaxOp { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
 struct SumOp { __device__ float operator()(float a, float b) const { return a + b; } };
@@ -54,7 +49,7 @@ __device__ float block_reduce(float v, Op op, float*) {
 extern "C" __global__ void __launch_bounds__(BLOCK) softmax_tuned(const float* __restrict__ x,
                                                                   float* __restrict__ y, int rows, int cols) {
   extern __shared__ float scratch[];
-  using T = typename Vec<VEC>::T;
+  using T = Pack<VEC>;
   const T* in = reinterpret_cast<const T*>(x + (long long)blockIdx.x * cols);
   T* out = reinterpret_cast<T*>(y + (long long)blockIdx.x * cols);
   const int groups = cols / VEC;
@@ -63,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_tuned(const float* _
   for (int g = threadIdx.x; g < groups; g += BLOCK) {
     T v = in[g];
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) m = fmaxf(m, at(v, i));
+    for (int i = 0; i < VEC; ++i) m = fmaxf(m, v.v[i]);
   }
   m = block_reduce(m, MaxOp{}, scratch);
 
@@ -71,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_tuned(const float* _
   for (int g = threadIdx.x; g < groups; g += BLOCK) {
     T v = in[g];
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) s += __expf(at(v, i) - m);
+    for (int i = 0; i < VEC; ++i) s += __expf(v.v[i] - m);
   }
   s = block_reduce(s, SumOp{}, scratch);
   const float inv = 1.f / s;
@@ -79,9 +74,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_tuned(const float* _
   for (int g = threadIdx.x; g < groups; g += BLOCK) {
     T v = in[g];
     T r;
-    float* rf = reinterpret_cast<float*>(&r);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) rf[i] = __expf(at(v, i) - m) * inv;
+    for (int i = 0; i < VEC; ++i) r.v[i] = __expf(v.v[i] - m) * inv;
     out[g] = r;
   }
 }

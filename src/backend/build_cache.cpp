@@ -62,6 +62,8 @@ Expected<Build> BuildCache::build(const CompileRequest& req) {
       }
     }
   }
+  std::error_code ec;
+  fs::create_directories(entry_dir, ec);
   auto b = m_compiler.compile(req, entry_dir / "kernel.cubin");
   if (!b) return b;
   b->key = *k;

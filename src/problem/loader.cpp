@@ -320,6 +320,7 @@ class Loader {
     KernelSpec k;
     k.where = {line_of(t), field};
     k.name = is_reference ? "reference" : kr.get_string("name");
+    if (is_reference) kr.node("kind");  // read by read_reference
     k.source = kr.get_string("source");
     fs::path full = m_dir / k.source;
     if (!fs::is_regular_file(full)) kr.fail("source", "file not found: " + full.string());
@@ -366,10 +367,7 @@ class Loader {
     if (kind == "cuda") p.reference.kind = ReferenceKind::cuda;
     else if (kind == "cpp") p.reference.kind = ReferenceKind::cpp;
     else rr.fail("kind", "unknown reference kind '" + kind + "' (known: cuda, cpp)");
-    toml::table rest = t;
-    rest.erase("kind");
-    p.reference.kernel = read_kernel(rest, "reference", p, true);
-    p.reference.kernel.where.line = line_of(t);
+    p.reference.kernel = read_kernel(t, "reference", p, true);
     p.reference.cxx_flags = m_cxx_flags;
   }
 

@@ -84,7 +84,8 @@ Expected<ParamPoint> default_point(const Problem& problem, const KernelSpec& ker
   if (!first)
     return Unexpected(bad_input("no point of the parameter space satisfies the constraints (" +
                                     std::to_string(product_size(kernel)) + " points tried)",
-                                problem.spec_path.string(), kernel.where.line,
+                                problem.spec_path.string(),
+                                kernel.constraints.empty() ? kernel.where.line : kernel.constraints[0].where.line,
                                 kernel.where.field + ".constraints"));
   return *first;
 }

@@ -1,0 +1,93 @@
+#include "kopt/measure/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace kopt {
+namespace {
+
+HostTensor make(DType t, const std::vector<double>& values, std::vector<std::int64_t> shape = {}) {
+  HostTensor h;
+  h.name = "y";
+  h.dtype = t;
+  h.shape = shape.empty() ? std::vector<std::int64_t>{static_cast<std::int64_t>(values.size())} : shape;
+  h.data.resize(values.size() * dtype_size(t));
+  for (std::size_t i = 0; i < values.size(); ++i) store_from_double(h.data.data(), i, t, values[i]);
+  return h;
+}
+
+TEST(Compare, ExactMatch) {
+  auto a = make(DType::f32, {1, 2, 3});
+  auto r = compare_tensors(a, a, {0, 0});
+  EXPECT_TRUE(r.passed);
+  EXPECT_EQ(r.mismatches, 0u);
+  EXPECT_EQ(r.max_abs_err, 0.0);
+  EXPECT_EQ(r.rel_l2_err, 0.0);
+}
+
+TEST(Compare, ToleranceIsAtolPlusRtolTimesReference) {
+  auto ref = make(DType::f64, {100.0, 1.0, 0.0});
+  auto got = make(DType::f64, {100.1, 1.0011, 0.0005});
+  auto r = compare_tensors(got, ref, {1e-3, 1e-3});  // bounds 0.101, 0.002, 0.001
+  EXPECT_TRUE(r.passed) << r.mismatches;
+  auto strict = compare_tensors(got, ref, {1e-4, 1e-4});
+  EXPECT_FALSE(strict.passed);
+  EXPECT_EQ(strict.mismatches, 3u);
+  EXPECT_NEAR(strict.max_abs_err, 0.1, 1e-9);
+  EXPECT_NEAR(strict.max_rel_err, 1.1e-3, 1e-9);  // 0.0011 / 1.0 beats 0.1 / 100
+  EXPECT_NEAR(strict.rel_l2_err, std::sqrt(0.01 + 0.0011 * 0.0011 + 0.0005 * 0.0005) / std::sqrt(10001.0), 1e-12);
+}
+
+TEST(Compare, ReportsFirstMismatchesWithMultiIndices) {
+  auto ref = make(DType::f32, {0, 0, 0, 0, 0, 0}, {2, 3});
+  auto got = make(DType::f32, {0, 1, 0, 0, 2, 0}, {2, 3});
+  auto r = compare_tensors(got, ref, {0, 0}, 1);
+  EXPECT_EQ(r.mismatches, 2u);
+  ASSERT_EQ(r.first_mismatches.size(), 1u);
+  EXPECT_EQ(r.first_mismatches[0].index, (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(r.first_mismatches[0].got, 1.0);
+  EXPECT_EQ(r.first_mismatches[0].expected, 0.0);
+}
+
+TEST(Compare, UnwrittenPoisonIsCaughtAndCounted) {
+  auto ref = make(DType::f16, {1, 2, 3, 4});
+  auto got = ref;
+  Poison p = poison_for(DType::f16);
+  std::uint16_t nan = static_cast<std::uint16_t>(p.pattern);
+  std::memcpy(got.data.data() + 2 * 2, &nan, 2);
+  auto r = compare_tensors(got, ref, default_tolerance(DType::f16));
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.unwritten, 1u);
+  EXPECT_EQ(r.nan_count, 1u);
+  EXPECT_EQ(r.mismatches, 1u);
+  EXPECT_TRUE(std::isinf(r.max_abs_err));
+}
+
+TEST(Compare, NanMatchesNanAndInfMatchesSameInf) {
+  auto ref = make(DType::f32, {NAN, INFINITY, -INFINITY});
+  EXPECT_TRUE(compare_tensors(ref, ref, {0, 0}).passed);
+  auto got = make(DType::f32, {NAN, -INFINITY, -INFINITY});
+  auto r = compare_tensors(got, ref, {1, 1});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 1u);
+  EXPECT_EQ(r.inf_count, 2u);
+}
+
+TEST(Compare, IntegersAreExactByDefault) {
+  auto ref = make(DType::i32, {5, 6, 7});
+  auto got = make(DType::i32, {5, 6, 8});
+  auto r = compare_tensors(got, ref, default_tolerance(DType::i32));
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 1u);
+}
+
+TEST(Compare, SizeMismatchNeverPasses) {
+  auto ref = make(DType::f32, {1, 2, 3});
+  auto got = make(DType::f32, {1, 2});
+  EXPECT_FALSE(compare_tensors(got, ref, {1, 1}).passed);
+}
+
+}  // namespace
+}  // namespace kopt
