@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kopt/backend/cuda/executor.hpp"
+#include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt_binary.hpp"
 
@@ -14,10 +15,10 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-void skip_without_gpu() {
-  auto probe = cuda::probe_driver();
-  if (!probe) GTEST_SKIP() << "no usable CUDA device: " << probe.error().message;
-}
+// A macro, not a function: GTEST_SKIP() returns from the function it is written in.
+#define KOPT_SKIP_WITHOUT_GPU()                                                            \
+  if (auto kopt_probe = cuda::probe_driver(); !kopt_probe)                                 \
+  GTEST_SKIP() << "no usable CUDA device: " << kopt_probe.error().message
 
 nlohmann::json check_json(const std::vector<std::string>& extra, int& rc) {
   std::vector<std::string> argv = {test::kopt_binary().string(), "check", "--json"};
@@ -38,7 +39,7 @@ nlohmann::json check_json(const std::vector<std::string>& extra, int& rc) {
 class ExampleCheck : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExampleCheck, EveryKernelPasses) {
-  skip_without_gpu();
+  KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
   auto j = check_json({(test::source_dir() / "examples" / GetParam()).string()}, rc);
   EXPECT_EQ(rc, 0) << j.dump(2);
@@ -50,8 +51,27 @@ TEST_P(ExampleCheck, EveryKernelPasses) {
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleCheck,
                          ::testing::Values("vector_add", "softmax", "rmsnorm", "transpose", "reduction", "gemm_f32"));
 
+TEST(ReferenceCache, TheReferenceRunsOnceThenComesFromTheCache) {
+  KOPT_SKIP_WITHOUT_GPU();
+  TempDir cache("kopt-gpu-cache");
+  ::setenv("KOPT_CACHE_DIR", cache.path().c_str(), 1);
+  std::vector<std::string> args = {(test::source_dir() / "examples/softmax").string(), "--kernel", "tuned",
+                                   "--seeds", "2"};
+  int rc = -1;
+  auto first = check_json(args, rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(first["reference"]["cached"].get<bool>());
+  auto second = check_json(args, rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(second["reference"]["cached"].get<bool>());
+  EXPECT_TRUE(second["kernels"][0]["build"]["from_cache"].get<bool>());
+  auto other_seed = check_json({args[0], "--kernel", "tuned", "--seeds", "1", "--first-seed", "9"}, rc);
+  EXPECT_FALSE(other_seed["reference"]["cached"].get<bool>());
+  ::unsetenv("KOPT_CACHE_DIR");
+}
+
 TEST(FaultIsolation, FaultsAndHangsAreFailedCandidatesAndTheCommandGoesOn) {
-  skip_without_gpu();
+  KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
   auto j = check_json({(test::source_dir() / "tests/fixtures/problems/faults").string(), "--timeout", "5"}, rc);
   EXPECT_EQ(rc, 1);  // candidates failed; the tool did not

@@ -15,10 +15,10 @@ namespace kopt {
 namespace {
 namespace fs = std::filesystem;
 
-void skip_without_nvrtc() {
-  cuda::NvrtcCompiler c;
-  if (auto t = c.toolkit(); !t) GTEST_SKIP() << "NVRTC is not available: " << t.error().message;
-}
+// A macro, not a function: GTEST_SKIP() returns from the function it is written in.
+#define KOPT_SKIP_WITHOUT_NVRTC()                                                  \
+  if (auto kopt_toolkit = cuda::NvrtcCompiler().toolkit(); !kopt_toolkit)          \
+  GTEST_SKIP() << "NVRTC is not available: " << kopt_toolkit.error().message
 
 Build compile(const Problem& p, const KernelSpec& k, const ParamPoint& point, const std::string& arch,
               const fs::path& out) {
@@ -38,7 +38,7 @@ Build compile(const Problem& p, const KernelSpec& k, const ParamPoint& point, co
 class ExampleKernels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExampleKernels, CompileAtEveryParameterValue) {
-  skip_without_nvrtc();
+  KOPT_SKIP_WITHOUT_NVRTC();
   TempDir tmp("kopt-nvrtc-test");
   auto p = load_problem(test::source_dir() / "examples" / GetParam());
   ASSERT_TRUE(p) << p.error().to_string();
@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(Examples, ExampleKernels,
                          ::testing::Values("vector_add", "softmax", "rmsnorm", "transpose", "reduction", "gemm_f32"));
 
 TEST(NvrtcCompiler, ErrorsCarryTheUsersFileAndLine) {
-  skip_without_nvrtc();
+  KOPT_SKIP_WITHOUT_NVRTC();
   TempDir tmp("kopt-nvrtc-test");
   CompileRequest req;
   req.source_path = "examples/broken/kernel.cu";
@@ -87,7 +87,7 @@ TEST(NvrtcCompiler, ErrorsCarryTheUsersFileAndLine) {
 }
 
 TEST(NvrtcCompiler, TemplateEntriesAreLowered) {
-  skip_without_nvrtc();
+  KOPT_SKIP_WITHOUT_NVRTC();
   TempDir tmp("kopt-nvrtc-test");
   CompileRequest req;
   req.source_path = "t.cu";
@@ -102,7 +102,7 @@ TEST(NvrtcCompiler, TemplateEntriesAreLowered) {
 }
 
 TEST(NvrtcCompiler, MissingEntryIsACompileFailure) {
-  skip_without_nvrtc();
+  KOPT_SKIP_WITHOUT_NVRTC();
   TempDir tmp("kopt-nvrtc-test");
   CompileRequest req;
   req.source_path = "k.cu";

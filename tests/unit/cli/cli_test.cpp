@@ -1,0 +1,116 @@
+// The kopt binary as a user meets it: exit codes, messages, --json, no GPU.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kopt/backend/cuda/executor.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/core/process.hpp"
+#include "kopt_binary.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+CommandResult kopt(std::vector<std::string> args) {
+  args.insert(args.begin(), test::kopt_binary().string());
+  SystemCommandRunner r;
+  return r.run(args, 300s);
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(test::kopt_binary())) GTEST_SKIP() << "kopt binary not built";
+    ::setenv("KOPT_CACHE_DIR", m_cache.path().c_str(), 1);
+  }
+  TempDir m_cache{"kopt-cli-cache"};
+};
+
+TEST_F(Cli, MalformedSpecExitsTwoNamingFileAndLine) {
+  TempDir dir("kopt-cli-test");
+  std::ofstream(dir.path() / "kopt.toml") << "name = \"x\"\n[dims]\nn = = 3\n";
+  CommandResult r = kopt({"check", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("kopt.toml:3: malformed TOML"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, BadInputIsJsonToo) {
+  CommandResult r = kopt({"check", "no/such/dir", "--json"});
+  EXPECT_EQ(r.exit_code, 2);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["exit_code"], 2);
+  EXPECT_EQ(j["error"], "no/such/dir: no such problem directory or file");
+}
+
+TEST_F(Cli, UnknownParamAndBadValueAreUsageErrors) {
+  fs::path softmax = test::source_dir() / "examples/softmax";
+  CommandResult unknown = kopt({"check", softmax.string(), "--set", "WARPS=4"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--set WARPS=4: no selected kernel has a param named 'WARPS'"), std::string::npos)
+      << unknown.err;
+  CommandResult bad = kopt({"check", softmax.string(), "--set", "BLOCK=big"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("the value must be an integer"), std::string::npos) << bad.err;
+  CommandResult violates = kopt({"check", softmax.string(), "--set", "VEC=3"});
+  EXPECT_EQ(violates.exit_code, 2);
+  EXPECT_NE(violates.err.find("violates constraint 'cols % VEC == 0'"), std::string::npos) << violates.err;
+  CommandResult kernel = kopt({"check", softmax.string(), "--kernel", "fast"});
+  EXPECT_EQ(kernel.exit_code, 2);
+  EXPECT_NE(kernel.err.find("--kernel fast: no such kernel (known: naive, tuned)"), std::string::npos);
+}
+
+TEST_F(Cli, LaunchOverTheDeviceLimitIsBadInput) {
+  CommandResult r = kopt({"check", (test::source_dir() / "examples/transpose").string(), "--set", "TILE=64",
+                          "--set", "BLOCK_ROWS=32"});
+  // TILE * BLOCK_ROWS <= 1024 is a declared constraint, so the spec catches it first.
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("violates constraint"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, CheckWithoutAGpuBuildsEverythingAndSaysSo) {
+  if (cuda::probe_driver()) GTEST_SKIP() << "this machine has a GPU; the device tests cover it";
+  CommandResult r = kopt({"check", (test::source_dir() / "examples/gemm_f32").string(), "--json"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_FALSE(j["device_error"].get<std::string>().empty());
+  EXPECT_EQ(j["arch"], "sm_90");
+  ASSERT_EQ(j["kernels"].size(), 3u);
+  for (const auto& k : j["kernels"]) {
+    EXPECT_EQ(k["status"], "not_run");
+    EXPECT_TRUE(k["build"]["ok"].get<bool>()) << k["build"]["log"];
+    EXPECT_GT(k["resources"]["registers"].get<int>(), 0);
+  }
+  EXPECT_NE(r.err.find("no CUDA device"), std::string::npos);
+}
+
+TEST_F(Cli, ACompileErrorMarksTheCandidateFailedWithTheUsersLine) {
+  if (cuda::probe_driver()) GTEST_SKIP() << "this machine has a GPU; the device tests cover it";
+  TempDir dir("kopt-cli-test");
+  for (const char* f : {"kopt.toml", "ref.cpp", "kernel_naive.cu", "kernel.cu"})
+    fs::copy_file(test::source_dir() / "examples/vector_add" / f, dir.path() / f);
+  std::ofstream(dir.path() / "kernel.cu", std::ios::app) << "\nthis is not CUDA;\n";
+  CommandResult r = kopt({"check", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // a failed candidate, reported
+  EXPECT_NE(r.out.find("vectorized     COMPILE_FAILED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel.cu(40): error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("naive          NOT_RUN"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, EnvNeverFailsAndReportsWhatIsMissing) {
+  CommandResult r = kopt({"env", "--json", "--no-ncu-probe"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_TRUE(j["driver"].contains("found"));
+  EXPECT_TRUE(j["nvrtc"]["found"].get<bool>());
+  for (const char* tool : {"nvcc", "ncu", "cuobjdump", "nvdisasm", "compute-sanitizer"})
+    EXPECT_TRUE(j["tools"].contains(tool)) << tool;
+  EXPECT_TRUE(j["python"].contains("torch"));
+}
+
+}  // namespace
+}  // namespace kopt

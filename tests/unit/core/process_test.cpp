@@ -1,0 +1,65 @@
+#include "kopt/core/process.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kopt/core/fs.hpp"
+
+namespace kopt {
+namespace {
+using namespace std::chrono_literals;
+
+TEST(SystemCommandRunner, CapturesOutputAndExitCode) {
+  SystemCommandRunner r;
+  CommandResult res = r.run({"sh", "-c", "echo out; echo err >&2; exit 3"}, 10s);
+  EXPECT_TRUE(res.started);
+  EXPECT_EQ(res.exit_code, 3);
+  EXPECT_EQ(res.out, "out\n");
+  EXPECT_EQ(res.err, "err\n");
+  EXPECT_FALSE(res.ok());
+}
+
+TEST(SystemCommandRunner, KillsOnTimeout) {
+  SystemCommandRunner r;
+  auto start = std::chrono::steady_clock::now();
+  CommandResult res = r.run({"sh", "-c", "sleep 20"}, 300ms);
+  EXPECT_TRUE(res.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST(SystemCommandRunner, MissingProgramIsNotStarted) {
+  SystemCommandRunner r;
+  EXPECT_FALSE(r.run({"kopt-definitely-missing-program"}, 5s).started);
+}
+
+TEST(SystemCommandRunner, ReportsASignal) {
+  SystemCommandRunner r;
+  CommandResult res = r.run({"sh", "-c", "kill -SEGV $$"}, 5s);
+  EXPECT_EQ(res.signal, 11);
+  EXPECT_FALSE(res.ok());
+}
+
+TEST(FileWrites, AreAtomicAndLeaveNoTemporaries) {
+  TempDir dir("kopt-fs-test");
+  auto path = dir.path() / "sub" / "state.json";
+  ASSERT_TRUE(write_text_atomic(path, "one"));
+  ASSERT_TRUE(write_text_atomic(path, "two"));
+  EXPECT_EQ(*read_text_file(path), "two");
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(path.parent_path())) ++files;
+  EXPECT_EQ(files, 1);
+  auto missing = read_text_file(dir.path() / "nope");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::bad_input);
+}
+
+TEST(Error, FormatsFileLineAndField) {
+  EXPECT_EQ(bad_input("unknown dtype 'x'", "p/kopt.toml", 12, "tensors[0].dtype").to_string(),
+            "p/kopt.toml:12: tensors[0].dtype: unknown dtype 'x'");
+  EXPECT_EQ(bad_input("no such file", "p").to_string(), "p: no such file");
+  EXPECT_EQ(exit_code(ErrorKind::bad_input), 2);
+  EXPECT_EQ(exit_code(ErrorKind::environment), 3);
+  EXPECT_EQ(exit_code(ErrorKind::internal), 4);
+}
+
+}  // namespace
+}  // namespace kopt
