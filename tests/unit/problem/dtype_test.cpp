@@ -59,7 +59,9 @@ TEST(DType, PoisonIsNanForFloatsAndDetectable) {
     for (std::size_t b = 0; b < buf.size(); ++b)
       buf[b] = static_cast<std::byte>((p.pattern >> (8 * (b % static_cast<std::size_t>(p.width)))) & 0xff);
     EXPECT_TRUE(is_poison(buf.data(), 0, t)) << dtype_name(t);
-    if (is_float(t)) EXPECT_TRUE(std::isnan(load_as_double(buf.data(), 0, t))) << dtype_name(t);
+    if (is_float(t)) {
+      EXPECT_TRUE(std::isnan(load_as_double(buf.data(), 0, t))) << dtype_name(t);
+    }
     store_from_double(buf.data(), 0, t, 1.0);
     EXPECT_FALSE(is_poison(buf.data(), 0, t)) << dtype_name(t);
   }
