@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "kopt/backend/cubin_resources.hpp"
 #include "kopt/core/fs.hpp"
 #include "nvrtc_api.hpp"
 
@@ -108,7 +109,15 @@ Expected<Build> NvrtcCompiler::compile(const CompileRequest& req, const fs::path
   KOPT_NVRTC_CHECK(api, api->get_cubin(prog, reinterpret_cast<char*>(cubin.data())));
   if (auto w = write_file_atomic(cubin_path, cubin); !w) return Unexpected(w.error());
   b.cubin_path = cubin_path;
-  b.resources = parse_ptxas_info(b.log, b.lowered_entry);
+  // The cubin is the authority; ptxas' report adds spill counts when NVRTC returned one.
+  auto from_cubin = cubin_resources(cubin, b.lowered_entry);
+  ResourceUsage from_log = parse_ptxas_info(b.log, b.lowered_entry);
+  b.resources = from_cubin ? *from_cubin : from_log;
+  b.resources.shared_static_bytes = from_log.shared_static_bytes;
+  b.resources.spill_store_bytes = from_log.spill_store_bytes;
+  b.resources.spill_load_bytes = from_log.spill_load_bytes;
+  if (b.resources.spill_store_bytes < 0 && b.resources.local_bytes == 0)
+    b.resources.spill_store_bytes = b.resources.spill_load_bytes = 0;  // no local frame, no spills
   b.ok = true;
   return b;
 }

@@ -62,7 +62,16 @@ TEST_P(ExampleKernels, CompileAtEveryParameterValue) {
         EXPECT_TRUE(b.ok) << k->name << " [" << point_to_string(pt) << "] " << arch << ":\n" << b.log;
         EXPECT_GT(fs::file_size(b.cubin_path), 0u);
         EXPECT_GT(b.resources.registers, 0) << k->name << " " << arch << "\n" << b.log;
+        EXPECT_EQ(b.resources.source, "cubin");
+        // No local frame: nothing spills (the examples must not spill at these points).
+        EXPECT_EQ(b.resources.local_bytes, 0) << k->name << " has a local frame at " << point_to_string(pt);
         EXPECT_EQ(b.resources.spill_store_bytes, 0) << k->name << " spills at " << point_to_string(pt);
+        // Where NVRTC returned ptxas' report, it must agree with what the cubin says.
+        ResourceUsage logged = parse_ptxas_info(b.log, b.lowered_entry);
+        if (logged.registers >= 0) {
+          EXPECT_EQ(logged.registers, b.resources.registers) << k->name;
+          EXPECT_EQ(logged.local_bytes, b.resources.local_bytes) << k->name;
+        }
       }
   }
 }
