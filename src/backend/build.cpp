@@ -48,30 +48,6 @@ ResourceUsage parse_ptxas_info(const std::string& log, const std::string& lowere
   return r;
 }
 
-json to_json(const ResourceUsage& r) {
-  return json{{"registers", r.registers},
-              {"shared_static_bytes", r.shared_static_bytes},
-              {"local_bytes", r.local_bytes},
-              {"spill_store_bytes", r.spill_store_bytes},
-              {"spill_load_bytes", r.spill_load_bytes},
-              {"const_bytes", r.const_bytes},
-              {"max_threads_per_block", r.max_threads_per_block},
-              {"source", r.source}};
-}
-
-ResourceUsage resource_usage_from_json(const json& j) {
-  ResourceUsage r;
-  r.registers = j.value("registers", -1);
-  r.shared_static_bytes = j.value("shared_static_bytes", std::int64_t{-1});
-  r.local_bytes = j.value("local_bytes", std::int64_t{-1});
-  r.spill_store_bytes = j.value("spill_store_bytes", std::int64_t{-1});
-  r.spill_load_bytes = j.value("spill_load_bytes", std::int64_t{-1});
-  r.const_bytes = j.value("const_bytes", std::int64_t{-1});
-  r.max_threads_per_block = j.value("max_threads_per_block", -1);
-  r.source = j.value("source", std::string{});
-  return r;
-}
-
 json to_json(const Build& b) {
   return json{{"ok", b.ok},
               {"log", b.log},
@@ -80,7 +56,7 @@ json to_json(const Build& b) {
               {"key", b.key},
               {"arch", b.arch},
               {"toolkit", b.toolkit},
-              {"resources", to_json(b.resources)},
+              {"resources", b.resources},
               {"from_cache", b.from_cache},
               {"compile_ms", b.compile_ms}};
 }
@@ -94,7 +70,7 @@ Build build_from_json(const json& j) {
   b.key = j.value("key", std::string{});
   b.arch = j.value("arch", std::string{});
   b.toolkit = j.value("toolkit", std::string{});
-  if (j.contains("resources")) b.resources = resource_usage_from_json(j["resources"]);
+  if (j.contains("resources")) b.resources = j["resources"].get<ResourceUsage>();
   b.from_cache = j.value("from_cache", false);
   b.compile_ms = j.value("compile_ms", 0.0);
   return b;

@@ -3,32 +3,6 @@
 namespace kopt {
 using nlohmann::json;
 
-json to_json(const Clocks& c) {
-  return json{{"sm_mhz", c.sm_mhz},
-              {"mem_mhz", c.mem_mhz},
-              {"max_sm_mhz", c.max_sm_mhz},
-              {"max_mem_mhz", c.max_mem_mhz},
-              {"throttle_mask", c.throttle_mask},
-              {"throttle_reasons", c.throttle_reasons},
-              {"temperature_c", c.temperature_c},
-              {"power_w", c.power_w},
-              {"nvml_error", c.nvml_error}};
-}
-
-Clocks clocks_from_json(const json& j) {
-  Clocks c;
-  c.sm_mhz = j.value("sm_mhz", std::int64_t{-1});
-  c.mem_mhz = j.value("mem_mhz", std::int64_t{-1});
-  c.max_sm_mhz = j.value("max_sm_mhz", std::int64_t{-1});
-  c.max_mem_mhz = j.value("max_mem_mhz", std::int64_t{-1});
-  c.throttle_mask = j.value("throttle_mask", std::uint64_t{0});
-  c.throttle_reasons = j.value("throttle_reasons", std::string{});
-  c.temperature_c = j.value("temperature_c", std::int64_t{-1});
-  c.power_w = j.value("power_w", -1.0);
-  c.nvml_error = j.value("nvml_error", std::string{});
-  return c;
-}
-
 json to_json(const DeviceInfo& d) {
   return json{{"ordinal", d.ordinal},
               {"name", d.name},
@@ -49,7 +23,7 @@ json to_json(const DeviceInfo& d) {
               {"max_threads_per_block", d.limits.max_threads_per_block},
               {"max_block", d.limits.max_block},
               {"max_grid", d.limits.max_grid},
-              {"clocks", to_json(d.clocks)},
+              {"clocks", d.clocks},
               {"driver_cuda_version", cuda_version_string(d.driver_version)},
               {"driver_version", d.driver_version},
               {"driver_release", d.driver_release}};
@@ -76,7 +50,7 @@ DeviceInfo device_info_from_json(const json& j) {
   if (j.contains("max_grid")) d.limits.max_grid = j["max_grid"].get<std::array<std::int64_t, 3>>();
   d.limits.max_shared_per_block_optin = d.max_shared_per_block_optin;
   d.limits.sm_count = d.sm_count;
-  if (j.contains("clocks")) d.clocks = clocks_from_json(j["clocks"]);
+  if (j.contains("clocks")) d.clocks = j["clocks"].get<Clocks>();
   d.driver_version = j.value("driver_version", 0);
   d.driver_release = j.value("driver_release", std::string{});
   return d;

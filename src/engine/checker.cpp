@@ -409,7 +409,7 @@ json to_json(const CheckReport& r) {
                        {"status", kernel_status_name(k.status)},
                        {"error", k.error},
                        {"build", to_json(k.build)},
-                       {"resources", to_json(k.resources)},
+                       {"resources", k.resources},
                        {"seeds", seeds}});
   }
   json j{{"schema_version", 1},

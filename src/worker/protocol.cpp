@@ -103,7 +103,7 @@ RunJob run_job_from_json(const json& j) {
 json to_json(const RunResult& r) {
   return json{{"status", run_status_name(r.status)}, {"error", r.error},
               {"fatal", r.fatal},                    {"input_checksums", r.input_checksums},
-              {"resources", to_json(r.resources)},   {"kernel_ms", r.kernel_ms}};
+              {"resources", r.resources},   {"kernel_ms", r.kernel_ms}};
 }
 
 RunResult run_result_from_json(const json& j) {
@@ -119,7 +119,7 @@ RunResult run_result_from_json(const json& j) {
   r.error = j.value("error", std::string{});
   r.fatal = j.value("fatal", false);
   r.input_checksums = j.value("input_checksums", std::map<std::string, std::string>{});
-  if (j.contains("resources")) r.resources = resource_usage_from_json(j["resources"]);
+  if (j.contains("resources")) r.resources = j["resources"].get<ResourceUsage>();
   r.kernel_ms = j.value("kernel_ms", 0.0);
   return r;
 }

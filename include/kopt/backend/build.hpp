@@ -63,8 +63,10 @@ class Compiler {
 // compile log for the function named `lowered_entry`.
 ResourceUsage parse_ptxas_info(const std::string& log, const std::string& lowered_entry);
 
-nlohmann::json to_json(const ResourceUsage& r);
-ResourceUsage resource_usage_from_json(const nlohmann::json& j);
+// JSON with the member names as keys; missing keys keep their defaults.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ResourceUsage, registers, shared_static_bytes, local_bytes,
+                                                spill_store_bytes, spill_load_bytes, const_bytes,
+                                                max_threads_per_block, source)
 nlohmann::json to_json(const Build& b);
 Build build_from_json(const nlohmann::json& j);
 

@@ -47,8 +47,9 @@ struct DeviceInfo {
 
 nlohmann::json to_json(const DeviceInfo& d);
 DeviceInfo device_info_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const Clocks& c);
-Clocks clocks_from_json(const nlohmann::json& j);
+// JSON with the member names as keys; missing keys keep their defaults.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Clocks, sm_mhz, mem_mhz, max_sm_mhz, max_mem_mhz, throttle_mask,
+                                                throttle_reasons, temperature_c, power_w, nvml_error)
 
 std::string cuda_version_string(int version);  // 13000 -> "13.0"
 

@@ -1,7 +1,5 @@
 #include "driver_api.hpp"
 
-#include <memory>
-#include <mutex>
 
 namespace kopt::cuda {
 
@@ -15,29 +13,18 @@ std::string DriverApi::describe(CUresult r) const {
 }
 
 Expected<const DriverApi*> driver_api() {
-  static std::once_flag once;
-  static std::unique_ptr<DriverApi> api;
-  static Error failure;
-  std::call_once(once, [] {
+  return load_once<DriverApi>([]() -> Expected<std::unique_ptr<DriverApi>> {
     auto lib = DynLib::open({"libcuda.so.1"}, "CUDA driver (libcuda.so.1)");
-    if (!lib) {
-      failure = lib.error();
-      return;
-    }
+    if (!lib) return Unexpected(lib.error());
     auto a = std::make_unique<DriverApi>();
     a->lib = std::move(*lib);
-#define KOPT_RESOLVE(member, sym, proto)                                                  \
-  a->member = reinterpret_cast<decltype(a->member)>(a->lib.symbol(sym));                 \
-  if (!a->member) {                                                                          \
-    failure = environment_error(std::string("the CUDA driver lacks ") + sym + " (too old?)"); \
-    return;                                                                                  \
-  }
+#define KOPT_RESOLVE(member, sym, proto)                                                    \
+  a->member = reinterpret_cast<decltype(a->member)>(a->lib.symbol(sym));                   \
+  if (!a->member) return Unexpected(environment_error(std::string("the CUDA driver lacks ") + sym + " (too old?)"));
     KOPT_DRIVER_FUNCTIONS(KOPT_RESOLVE)
 #undef KOPT_RESOLVE
-    api = std::move(a);
+    return a;
   });
-  if (!api) return Unexpected(failure);
-  return api.get();
 }
 
 }  // namespace kopt::cuda

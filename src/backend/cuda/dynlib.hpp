@@ -1,5 +1,6 @@
 #pragma once
 // A shared library opened at run time (dlopen), so kopt starts where it is missing.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,15 @@ class DynLib {
   void* m_handle = nullptr;
   std::string m_path;
 };
+
+// Loads an API table once per process: `load` runs on first use, thread-safely, and its
+// result (the table, or why it could not be had) is kept for every later call.
+template <class Api, class Load>
+Expected<const Api*> load_once(Load load) {
+  static const Expected<std::unique_ptr<Api>> loaded = load();
+  if (!loaded) return Unexpected(loaded.error());
+  return loaded->get();
+}
 
 // Candidate paths for a CUDA toolkit library: the bare soname first (the loader's search
 // path), then $CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64 and the build's toolkit.

@@ -1,21 +1,13 @@
 #include "nvml_api.hpp"
 
-#include <memory>
-#include <mutex>
 #include <utility>
 
 namespace kopt::cuda {
 
 Expected<const NvmlApi*> nvml_api() {
-  static std::once_flag once;
-  static std::unique_ptr<NvmlApi> api;
-  static Error failure;
-  std::call_once(once, [] {
+  return load_once<NvmlApi>([]() -> Expected<std::unique_ptr<NvmlApi>> {
     auto lib = DynLib::open({"libnvidia-ml.so.1"}, "NVML (libnvidia-ml.so.1)");
-    if (!lib) {
-      failure = lib.error();
-      return;
-    }
+    if (!lib) return Unexpected(lib.error());
     auto a = std::make_unique<NvmlApi>();
     a->lib = std::move(*lib);
     auto resolve = [&](auto& fn, std::initializer_list<const char*> names) {
@@ -36,18 +28,11 @@ Expected<const NvmlApi*> nvml_api() {
                                                        "nvmlDeviceGetCurrentClocksThrottleReasons"}) &&
               resolve(a->device_get_temperature, {"nvmlDeviceGetTemperature"}) &&
               resolve(a->device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
-    if (!ok) {
-      failure = environment_error("NVML at " + a->lib.path() + " lacks an expected entry point");
-      return;
-    }
-    if (NvmlReturn r = a->init(); r != 0) {
-      failure = environment_error(std::string("nvmlInit failed: ") + a->error_string(r));
-      return;
-    }
-    api = std::move(a);
+    if (!ok) return Unexpected(environment_error("NVML at " + a->lib.path() + " lacks an expected entry point"));
+    if (NvmlReturn r = a->init(); r != 0)
+      return Unexpected(environment_error(std::string("nvmlInit failed: ") + a->error_string(r)));
+    return a;
   });
-  if (!api) return Unexpected(failure);
-  return api.get();
 }
 
 std::string throttle_reason_names(unsigned long long mask) {

@@ -63,15 +63,22 @@ class CountingCompiler final : public Compiler {
   std::string m_toolkit = "FAKE 1.0";
 };
 
-TEST(BuildCache, SameRequestIsBuiltOnce) {
-  TempDir dir("kopt-cache-test");
-  std::ofstream(dir.path() / "kernel.cu") << "k";
+class BuildCacheTest : public ::testing::Test {
+ protected:
+  CompileRequest request(const std::string& text) {
+    CompileRequest req;
+    req.source_path = dir.path() / "kernel.cu";
+    req.source_text = text;
+    req.entry = "k";
+    return req;
+  }
+  TempDir dir{"kopt-cache-test"};
   CountingCompiler compiler;
-  BuildCache cache(compiler, dir.path() / "builds");
-  CompileRequest req;
-  req.source_path = dir.path() / "kernel.cu";
-  req.source_text = "__global__ void k() {}";
-  req.entry = "k";
+  BuildCache cache{compiler, dir.path() / "builds"};
+};
+
+TEST_F(BuildCacheTest, SameRequestIsBuiltOnce) {
+  CompileRequest req = request("__global__ void k() {}");
   req.defines = {{"BLOCK", "256"}};
   auto a = cache.build(req);
   auto b = cache.build(req);
@@ -83,15 +90,8 @@ TEST(BuildCache, SameRequestIsBuiltOnce) {
   EXPECT_TRUE(fs::is_regular_file(b->cubin_path));
 }
 
-TEST(BuildCache, EveryInputThatShapesTheBinaryChangesTheKey) {
-  TempDir dir("kopt-cache-test");
-  std::ofstream(dir.path() / "kernel.cu") << "k";
-  CountingCompiler compiler;
-  BuildCache cache(compiler, dir.path() / "builds");
-  CompileRequest base;
-  base.source_path = dir.path() / "kernel.cu";
-  base.source_text = "__global__ void k() {}";
-  base.entry = "k";
+TEST_F(BuildCacheTest, EveryInputThatShapesTheBinaryChangesTheKey) {
+  CompileRequest base = request("__global__ void k() {}");
   auto key0 = *cache.key(base);
   auto changed = [&](auto mutate) {
     CompileRequest r = base;
@@ -112,14 +112,8 @@ TEST(BuildCache, EveryInputThatShapesTheBinaryChangesTheKey) {
   EXPECT_NE(*cache.key(base), with_header);
 }
 
-TEST(BuildCache, CompileFailuresAreResultsAndAreCachedToo) {
-  TempDir dir("kopt-cache-test");
-  CountingCompiler compiler;
-  BuildCache cache(compiler, dir.path() / "builds");
-  CompileRequest req;
-  req.source_path = dir.path() / "kernel.cu";
-  req.source_text = "syntax error";
-  req.entry = "k";
+TEST_F(BuildCacheTest, CompileFailuresAreResultsAndAreCachedToo) {
+  CompileRequest req = request("syntax error");
   auto a = cache.build(req);
   ASSERT_TRUE(a);
   EXPECT_FALSE(a->ok);
@@ -129,14 +123,8 @@ TEST(BuildCache, CompileFailuresAreResultsAndAreCachedToo) {
   EXPECT_EQ(compiler.compiles, 1);
 }
 
-TEST(BuildCache, DamagedRecordIsRebuilt) {
-  TempDir dir("kopt-cache-test");
-  CountingCompiler compiler;
-  BuildCache cache(compiler, dir.path() / "builds");
-  CompileRequest req;
-  req.source_path = dir.path() / "kernel.cu";
-  req.source_text = "ok";
-  req.entry = "k";
+TEST_F(BuildCacheTest, DamagedRecordIsRebuilt) {
+  CompileRequest req = request("ok");
   auto a = cache.build(req);
   ASSERT_TRUE(a);
   std::ofstream(a->cubin_path.parent_path() / "build.json") << "{ truncated";

@@ -35,6 +35,18 @@ Build compile(const Problem& p, const KernelSpec& k, const ParamPoint& point, co
   return b ? *b : Build{};
 }
 
+// Compiles one source in memory; Build.ok false is a compile error, an Error a missing NVRTC.
+Expected<Build> compile_text(const std::string& name, const std::string& text, const std::string& entry,
+                             std::vector<std::pair<std::string, std::string>> defines = {}) {
+  TempDir tmp("kopt-nvrtc-test");
+  CompileRequest req;
+  req.source_path = name;
+  req.source_text = text;
+  req.entry = entry;
+  req.defines = std::move(defines);
+  return cuda::NvrtcCompiler().compile(req, tmp.path() / "k.cubin");
+}
+
 class ExampleKernels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExampleKernels, CompileAtEveryParameterValue) {
@@ -81,13 +93,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, ExampleKernels,
 
 TEST(NvrtcCompiler, ErrorsCarryTheUsersFileAndLine) {
   KOPT_SKIP_WITHOUT_NVRTC();
-  TempDir tmp("kopt-nvrtc-test");
-  CompileRequest req;
-  req.source_path = "examples/broken/kernel.cu";
-  req.source_text = "extern \"C\" __global__ void k(float* x) {\n  x[0] = undefined_name;\n}\n";
-  req.entry = "k";
-  cuda::NvrtcCompiler c;
-  auto b = c.compile(req, tmp.path() / "k.cubin");
+  auto b = compile_text("examples/broken/kernel.cu",
+                        "extern \"C\" __global__ void k(float* x) {\n  x[0] = undefined_name;\n}\n", "k");
   ASSERT_TRUE(b) << b.error().to_string();
   EXPECT_FALSE(b->ok);
   EXPECT_NE(b->log.find("examples/broken/kernel.cu(2): error: identifier \"undefined_name\" is undefined"),
@@ -97,28 +104,17 @@ TEST(NvrtcCompiler, ErrorsCarryTheUsersFileAndLine) {
 
 TEST(NvrtcCompiler, TemplateEntriesAreLowered) {
   KOPT_SKIP_WITHOUT_NVRTC();
-  TempDir tmp("kopt-nvrtc-test");
-  CompileRequest req;
-  req.source_path = "t.cu";
-  req.source_text = "template <int B> __global__ void scale(float* x) { x[threadIdx.x] *= B; }\n"
-                    "template __global__ void scale<VALUE>(float*);\n";
-  req.entry = "scale<VALUE>";
-  req.defines = {{"VALUE", "4"}};
-  cuda::NvrtcCompiler c;
-  auto b = c.compile(req, tmp.path() / "t.cubin");
+  auto b = compile_text("t.cu",
+                        "template <int B> __global__ void scale(float* x) { x[threadIdx.x] *= B; }\n"
+                        "template __global__ void scale<VALUE>(float*);\n",
+                        "scale<VALUE>", {{"VALUE", "4"}});
   ASSERT_TRUE(b && b->ok) << (b ? b->log : b.error().message);
   EXPECT_EQ(b->lowered_entry, "_Z5scaleILi4EEvPf");
 }
 
 TEST(NvrtcCompiler, MissingEntryIsACompileFailure) {
   KOPT_SKIP_WITHOUT_NVRTC();
-  TempDir tmp("kopt-nvrtc-test");
-  CompileRequest req;
-  req.source_path = "k.cu";
-  req.source_text = "extern \"C\" __global__ void k() {}\n";
-  req.entry = "not_there";
-  cuda::NvrtcCompiler c;
-  auto b = c.compile(req, tmp.path() / "k.cubin");
+  auto b = compile_text("k.cu", "extern \"C\" __global__ void k() {}\n", "not_there");
   ASSERT_TRUE(b);
   EXPECT_FALSE(b->ok);
   EXPECT_NE(b->log.find("not_there"), std::string::npos) << b->log;

@@ -167,6 +167,19 @@ class WorkerProcess : public ::testing::Test {
 
   fs::path build_reference(CommandRunner& runner);
 
+  // A worker command that misbehaves (`first_time`, after answering hello) on its first
+  // start only, then runs the real worker: the client must survive and restart it.
+  std::vector<std::string> misbehaving_once(const std::string& name, const std::string& first_time) {
+    fs::path script = m_tmp.path() / (name + ".sh");
+    fs::path marker = m_tmp.path() / (name + ".done");
+    std::ofstream(script) << "#!/bin/sh\n"
+                          << "if [ ! -e " << marker << " ]; then touch " << marker << "; "
+                          << "read line; echo '{\"ok\":true,\"protocol\":1}'; " << first_time << "; fi\n"
+                          << "exec " << test::kopt_binary() << " worker\n";
+    fs::permissions(script, fs::perms::owner_all);
+    return {script.string()};
+  }
+
   WorkerOptions options(std::vector<std::string> command) {
     WorkerOptions o;
     o.command = std::move(command);
@@ -211,14 +224,7 @@ TEST_F(WorkerProcess, RunsACppReferenceThroughTheRealWorker) {
 TEST_F(WorkerProcess, AHangingWorkerIsKilledAndReplaced) {
   // First job goes to a worker that never answers; the client must time out, kill it,
   // and start a fresh one for the next job.
-  fs::path script = m_tmp.path() / "hang-once.sh";
-  fs::path marker = m_tmp.path() / "hung";
-  std::ofstream(script) << "#!/bin/sh\n"
-                        << "if [ ! -e " << marker << " ]; then touch " << marker << "; "
-                        << "read line; echo '{\"ok\":true,\"protocol\":1}'; exec sleep 30; fi\n"
-                        << "exec " << test::kopt_binary() << " worker\n";
-  fs::permissions(script, fs::perms::owner_all);
-  WorkerClient client(options({script.string()}));
+  WorkerClient client(options(misbehaving_once("hang", "exec sleep 30")));
   RunResult hung = client.run(reference_job(100));
   EXPECT_EQ(hung.status, RunStatus::timeout);
   EXPECT_NE(hung.error.find("watchdog"), std::string::npos) << hung.error;
@@ -228,15 +234,8 @@ TEST_F(WorkerProcess, AHangingWorkerIsKilledAndReplaced) {
 }
 
 TEST_F(WorkerProcess, ACrashingWorkerIsAFailedResultWithItsLastWords) {
-  fs::path script = m_tmp.path() / "crash-once.sh";
-  fs::path marker = m_tmp.path() / "crashed";
-  std::ofstream(script) << "#!/bin/sh\n"
-                        << "if [ ! -e " << marker << " ]; then touch " << marker << "; "
-                        << "read line; echo '{\"ok\":true,\"protocol\":1}'; read line; "
-                        << "echo 'segfault in candidate' >&2; kill -SEGV $$; fi\n"
-                        << "exec " << test::kopt_binary() << " worker\n";
-  fs::permissions(script, fs::perms::owner_all);
-  WorkerClient client(options({script.string()}));
+  WorkerClient client(
+      options(misbehaving_once("crash", "read line; echo 'segfault in candidate' >&2; kill -SEGV $$")));
   RunResult crashed = client.run(reference_job(100));
   EXPECT_EQ(crashed.status, RunStatus::crash);
   EXPECT_NE(crashed.error.find("signal 11"), std::string::npos) << crashed.error;
