@@ -13,28 +13,6 @@
 namespace kopt::cli {
 namespace {
 
-Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
-                                                                 const std::string& flag) {
-  std::map<std::string, std::int64_t> out;
-  for (const auto& item : items) {
-    auto eq = item.find('=');
-    std::string name = item.substr(0, eq);
-    if (eq == std::string::npos || name.empty())
-      return Unexpected(bad_input(flag + " " + item + ": expected NAME=VALUE"));
-    std::string value = item.substr(eq + 1);
-    try {
-      std::size_t used = 0;
-      std::int64_t v = std::stoll(value, &used, 0);
-      if (used != value.size()) throw std::invalid_argument(value);
-      out[name] = v;
-    } catch (const std::exception&) {
-      if (value == "true" || value == "false") out[name] = value == "true";
-      else return Unexpected(bad_input(flag + " " + item + ": the value must be an integer"));
-    }
-  }
-  return out;
-}
-
 std::string sci(double v) {
   if (std::isinf(v)) return "inf";
   return fmt::format("{:.2e}", v);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kopt/core/error.hpp"
+
 namespace kopt::cli {
 
 struct GlobalOptions {
@@ -32,6 +34,36 @@ struct CheckCliOptions {
 };
 int run_check_command(const GlobalOptions& g, const CheckCliOptions& o);
 
+struct BenchCliOptions {
+  std::string problem;
+  std::vector<std::string> kernels;
+  std::vector<std::string> sets;
+  std::vector<std::string> vs;
+  std::optional<std::string> vs_kernel;
+  std::vector<std::string> dims;
+  std::string mode = "cold";
+  double max_noise_pct = 0.5;
+  std::size_t min_samples = 10;
+  double min_time_s = 0.5;
+  double max_time_s = 15.0;
+  double warmup_s = 0.05;
+  double threshold_pct = 1.0;
+  bool check_first = true;
+  bool blocking = true;
+  std::optional<std::string> arch;
+  int device = 0;
+};
+int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o);
+
+struct CeilingsCliOptions {
+  bool refresh = false;
+  int device = 0;
+};
+int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o);
+
+// NAME=VALUE pairs of --set, --vs and --dim; values are integers (or true/false).
+Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
+                                                                 const std::string& flag);
 int run_worker_command(int device);
 int run_probe_kernel_command(int device);
 

@@ -32,6 +32,38 @@ int main(int argc, char** argv) {
   check_cmd->add_flag("--json", g.json, "JSON output");
   check_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 
+  BenchCliOptions bench;
+  auto* bench_cmd = app.add_subcommand("bench", "time kernels (cold or hot cache), or compare two with --vs");
+  bench_cmd->add_option("problem", bench.problem, "problem directory (or its kopt.toml)")->required();
+  bench_cmd->add_option("--kernel", bench.kernels, "time this kernel (repeatable; default: all, interleaved)");
+  bench_cmd->add_option("--set", bench.sets, "parameter value NAME=VALUE (repeatable)");
+  bench_cmd->add_option("--vs", bench.vs, "compare with the same point changed by NAME=VALUE (repeatable)");
+  bench_cmd->add_option("--vs-kernel", bench.vs_kernel, "compare with another kernel of the problem");
+  bench_cmd->add_option("--dim", bench.dims, "override a dim NAME=VALUE (repeatable)");
+  bench_cmd->add_option("--mode", bench.mode, "cold (L2 flushed before each sample) or hot")
+      ->check(CLI::IsMember({"cold", "hot"}));
+  bench_cmd->add_option("--max-noise", bench.max_noise_pct, "stop when the relative noise is below this (%)")
+      ->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--min-samples", bench.min_samples, "at least this many samples")->check(CLI::Range(2, 1000000));
+  bench_cmd->add_option("--min-time", bench.min_time_s, "at least this much measured GPU time (s)")
+      ->check(CLI::NonNegativeNumber);
+  bench_cmd->add_option("--max-time", bench.max_time_s, "time cap per bench (s)")->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--warmup", bench.warmup_s, "warm-up per variant (s)")->check(CLI::NonNegativeNumber);
+  bench_cmd->add_option("--threshold", bench.threshold_pct, "difference below which A and B are the same (%)")
+      ->check(CLI::PositiveNumber);
+  bench_cmd->add_flag("!--no-check", bench.check_first, "time without checking correctness first");
+  bench_cmd->add_flag("!--no-blocking-kernel", bench.blocking, "do not hold the stream while queueing a sample");
+  bench_cmd->add_option("--arch", bench.arch, "target architecture (default: the device's)");
+  bench_cmd->add_option("--device", bench.device, "CUDA device ordinal");
+  bench_cmd->add_flag("--json", g.json, "JSON output (raw samples and provenance)");
+  bench_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
+
+  CeilingsCliOptions ceil;
+  auto* ceil_cmd = app.add_subcommand("ceilings", "measure the device's real ceilings (cached per device)");
+  ceil_cmd->add_flag("--refresh", ceil.refresh, "measure again even if cached");
+  ceil_cmd->add_option("--device", ceil.device, "CUDA device ordinal");
+  ceil_cmd->add_flag("--json", g.json, "JSON output");
+
   int worker_device = 0;
   auto* worker_cmd = app.add_subcommand("worker", "internal: the process that owns a GPU");
   worker_cmd->group("");
@@ -49,6 +81,8 @@ int main(int argc, char** argv) {
   try {
     if (*env_cmd) return run_env(g, env);
     if (*check_cmd) return run_check_command(g, check);
+    if (*bench_cmd) return run_bench_command(g, bench);
+    if (*ceil_cmd) return run_ceilings_command(g, ceil);
     if (*worker_cmd) return run_worker_command(worker_device);
     if (*probe_cmd) return run_probe_kernel_command(worker_device);
   } catch (const std::exception& e) {

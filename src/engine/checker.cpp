@@ -3,6 +3,7 @@
 #include "kopt/backend/cpu_reference.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/engine/variant_jobs.hpp"
 #include "kopt/problem/tensor_data.hpp"
 #include "kopt/worker/protocol.hpp"
 
@@ -33,42 +34,10 @@ int CheckReport::exit_code() const {
 
 namespace {
 
-// The seeded inputs of one seed, written once and shared by the reference and every kernel.
-struct SeedInputs {
-  std::uint64_t seed = 0;
-  std::map<std::string, fs::path> files;            // input and inout tensors
-  std::map<std::string, std::string> checksums;     // input tensors
-  std::map<std::string, fs::path> reference;        // outputs and inouts of the reference
-  std::map<std::string, std::vector<std::int64_t>> shapes;
+// A seed's inputs plus where the reference's outputs for it live.
+struct SeedData : SeedInputs {
+  std::map<std::string, fs::path> reference;  // outputs and inouts of the reference
 };
-
-CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point,
-                               const std::string& arch) {
-  CompileRequest req;
-  req.source_path = p.dir / k.source;
-  req.source_text = read_text_file(p.dir / k.source).value_or("");
-  req.entry = k.entry;
-  for (const auto& [name, value] : point) req.defines.emplace_back(name, std::to_string(value));
-  req.options = k.compile_options;
-  req.include_dirs = {p.dir.empty() ? fs::path(".") : p.dir};
-  req.arch = arch;
-  return req;
-}
-
-std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const fs::path& out_dir) {
-  std::vector<JobTensor> out;
-  for (const auto& t : p.tensors) {
-    JobTensor jt;
-    jt.name = t.name;
-    jt.dtype = t.dtype;
-    jt.bytes = shape_numel(in.shapes.at(t.name)) * dtype_size(t.dtype);
-    jt.role = t.role;
-    if (t.role != Role::output) jt.input_path = in.files.at(t.name);
-    if (t.role != Role::input) jt.output_path = out_dir / (t.name + ".bin");
-    out.push_back(jt);
-  }
-  return out;
-}
 
 HostTensor load_tensor(const fs::path& file, const TensorSpec& spec, const std::vector<std::int64_t>& shape) {
   HostTensor t{spec.name, spec.dtype, shape, read_binary_file(file).value_or(std::vector<std::byte>{})};
@@ -226,7 +195,7 @@ class CheckRun {
     return h.hex();
   }
 
-  RunJob run_job_for_reference(const SeedInputs& in, const fs::path& out_dir) const {
+  RunJob run_job_for_reference(const SeedData& in, const fs::path& out_dir) const {
     RunJob job;
     job.label = m_p.name + "/reference";
     job.kind = m_p.reference.kind == ReferenceKind::cuda ? ModuleKind::cubin : ModuleKind::cpu_library;
@@ -242,22 +211,12 @@ class CheckRun {
     return job;
   }
 
-  Expected<SeedInputs> prepare_seed(std::uint64_t seed) {
-    SeedInputs in;
-    in.seed = seed;
+  Expected<SeedData> prepare_seed(std::uint64_t seed) {
     fs::path dir = m_tmp.path() / ("seed" + std::to_string(seed));
-    Scope dims = m_p.dim_scope();
-    for (const auto& t : m_p.tensors) {
-      auto shape = tensor_shape(t, dims);
-      if (!shape) return Unexpected(shape.error());
-      in.shapes[t.name] = *shape;
-      if (t.role == Role::output) continue;
-      HostTensor h = generate_tensor(t, *shape, seed);
-      fs::path file = dir / (t.name + ".bin");
-      if (auto w = write_file_atomic(file, h.data); !w) return Unexpected(w.error());
-      in.files[t.name] = file;
-      if (t.role == Role::input) in.checksums[t.name] = hex64(checksum64(h.data));
-    }
+    auto written = write_seed_inputs(m_p, seed, dir);
+    if (!written) return Unexpected(written.error());
+    SeedData in;
+    static_cast<SeedInputs&>(in) = std::move(*written);
     fs::path ref_dir = m_o.cache_root / "references" / reference_key(seed);
     bool cached = true;
     for (const auto& t : m_p.tensors)
@@ -295,16 +254,8 @@ class CheckRun {
       SeedCheck sc;
       sc.seed = in.seed;
       fs::path out_dir = m_tmp.path() / ("seed" + std::to_string(in.seed)) / kc.kernel;
-      RunJob job;
-      job.label = m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point);
-      job.kind = ModuleKind::cubin;
-      job.module_path = kc.build.cubin_path;
-      job.entry = kc.build.lowered_entry;
-      job.grid = kc.launch.grid;
-      job.block = kc.launch.block;
-      job.shared_mem = kc.launch.shared_mem;
-      job.args = kc.launch.args;
-      job.tensors = job_tensors(m_p, in, out_dir);
+      RunJob job = kernel_job(m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point), kc.build, kc.launch,
+                              job_tensors(m_p, in, out_dir));
       RunResult r = m_ctx.worker.run(job);
       sc.status = r.status;
       sc.error = r.error;
@@ -356,7 +307,7 @@ class CheckRun {
   fs::path m_ref_module;
   std::string m_ref_entry;
   std::string m_ref_key;
-  std::vector<SeedInputs> m_inputs;
+  std::vector<SeedData> m_inputs;
   TempDir m_tmp{"kopt-check"};
 };
 

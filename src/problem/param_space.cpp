@@ -1,5 +1,6 @@
 #include "kopt/problem/param_space.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace kopt {
@@ -94,8 +95,18 @@ Expected<ParamPoint> resolve_point(const Problem& problem, const KernelSpec& ker
                                    const std::map<std::string, std::int64_t>& overrides) {
   auto point = default_point(problem, kernel);
   if (!point) return point;
-  for (const auto& [k, v] : overrides)
-    if (kernel.find_param(k)) (*point)[k] = v;
+  for (const auto& [k, v] : overrides) {
+    const ParamSpec* param = kernel.find_param(k);
+    if (!param) continue;
+    if (std::find(param->values.begin(), param->values.end(), v) == param->values.end()) {
+      std::string declared;
+      for (auto d : param->values) declared += (declared.empty() ? "" : ", ") + std::to_string(d);
+      return Unexpected(bad_input(k + "=" + std::to_string(v) + " is outside the parameter space of kernel '" +
+                                      kernel.name + "' (declared values: " + declared + ")",
+                                  problem.spec_path.string(), param->where.line, param->where.field));
+    }
+    (*point)[k] = v;
+  }
   auto bad = violated_constraint(kernel, problem.dim_scope(), *point);
   if (!bad) return Unexpected(bad.error());
   if (*bad)

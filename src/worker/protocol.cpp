@@ -20,24 +20,7 @@ Role role_from(const std::string& s) {
   throw std::invalid_argument("unknown role " + s);
 }
 
-constexpr RunStatus k_statuses[] = {RunStatus::ok,        RunStatus::load_failed, RunStatus::launch_failed,
-                                    RunStatus::fault,     RunStatus::timeout,     RunStatus::crash,
-                                    RunStatus::reference_failed};
-
 }  // namespace
-
-std::string_view run_status_name(RunStatus s) {
-  switch (s) {
-    case RunStatus::ok: return "ok";
-    case RunStatus::load_failed: return "load_failed";
-    case RunStatus::launch_failed: return "launch_failed";
-    case RunStatus::fault: return "fault";
-    case RunStatus::timeout: return "timeout";
-    case RunStatus::crash: return "crash";
-    case RunStatus::reference_failed: return "reference_failed";
-  }
-  return "?";
-}
 
 json to_json(const ResolvedArg& a) {
   if (!a.tensor.empty()) return json{{"tensor", a.tensor}};
@@ -100,6 +83,12 @@ RunJob run_job_from_json(const json& j) {
   return job;
 }
 
+json to_json(const BenchJob& job) {
+  json variants = json::array();
+  for (const auto& v : job.variants) variants.push_back(to_json(v));
+  return {{"variants", variants}, {"options", to_json(job.options)}};
+}
+
 json to_json(const RunResult& r) {
   return json{{"status", run_status_name(r.status)}, {"error", r.error},
               {"fatal", r.fatal},                    {"input_checksums", r.input_checksums},
@@ -109,13 +98,9 @@ json to_json(const RunResult& r) {
 RunResult run_result_from_json(const json& j) {
   RunResult r;
   std::string status = j.at("status").get<std::string>();
-  bool known = false;
-  for (RunStatus s : k_statuses)
-    if (run_status_name(s) == status) {
-      r.status = s;
-      known = true;
-    }
-  if (!known) throw std::invalid_argument("unknown run status " + status);
+  auto parsed = parse_run_status(status);
+  if (!parsed) throw std::invalid_argument("unknown run status " + status);
+  r.status = *parsed;
   r.error = j.value("error", std::string{});
   r.fatal = j.value("fatal", false);
   r.input_checksums = j.value("input_checksums", std::map<std::string, std::string>{});

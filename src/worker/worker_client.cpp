@@ -80,6 +80,51 @@ Expected<DeviceInfo> WorkerClient::device_info() {
   return device_info_from_json(r.message->at("device"));
 }
 
+BenchResult WorkerClient::bench(const BenchJob& job) {
+  BenchResult failed;
+  if (auto s = ensure_started(); !s) {
+    failed.status = RunStatus::crash;
+    failed.error = s.error().message;
+    return failed;
+  }
+  auto cap = std::chrono::milliseconds(static_cast<long>(
+      1000 * (job.options.rule.max_time_s + job.options.warmup_s * job.variants.size())));
+  Reply r = request({{"op", "bench"}, {"job", to_json(job)}}, cap + m_options.job_timeout);
+  if (!r.message) {
+    failed.status = r.failure;
+    failed.error = r.detail;
+    return failed;
+  }
+  if (!r.message->value("ok", false)) {
+    failed.status = RunStatus::launch_failed;
+    failed.error = r.message->value("error", std::string("unknown error"));
+    return failed;
+  }
+  try {
+    BenchResult result = bench_result_from_json(r.message->at("result"));
+    if (result.fatal) m_process.reap(5s);
+    return result;
+  } catch (const std::exception& e) {
+    failed.status = RunStatus::crash;
+    failed.error = std::string("malformed bench result: ") + e.what();
+    m_process.kill_and_reap();
+    return failed;
+  }
+}
+
+Expected<CeilingsResult> WorkerClient::ceilings(std::chrono::milliseconds timeout) {
+  if (auto s = ensure_started(); !s) return Unexpected(s.error());
+  Reply r = request({{"op", "ceilings"}}, timeout);
+  if (!r.message) return Unexpected(internal_error("measuring ceilings failed: " + r.detail));
+  if (!r.message->value("ok", false))
+    return Unexpected(environment_error(r.message->value("error", std::string("unknown error"))));
+  try {
+    return ceilings_result_from_json(r.message->at("result"));
+  } catch (const std::exception& e) {
+    return Unexpected(internal_error(std::string("malformed ceilings result: ") + e.what()));
+  }
+}
+
 RunResult WorkerClient::run(const RunJob& job) {
   RunResult failed;
   if (auto s = ensure_started(); !s) {

@@ -72,6 +72,30 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       }
       reply({{"ok", true}, {"result", to_json(r)}});
       if (r.fatal) return 3;
+    } else if (op == "bench") {
+      BenchJob job;
+      try {
+        for (const auto& v : req.at("job").at("variants")) job.variants.push_back(run_job_from_json(v));
+        job.options = bench_options_from_json(req.at("job").at("options"));
+      } catch (const std::exception& e) {
+        refuse(internal_error(std::string("bad bench job: ") + e.what()));
+        continue;
+      }
+      Executor* ex = get_executor();
+      if (!ex) {
+        refuse(*executor_error);
+        continue;
+      }
+      BenchResult r = ex->bench(job);
+      reply({{"ok", true}, {"result", to_json(r)}});
+      if (r.fatal) return 3;
+    } else if (op == "ceilings") {
+      Executor* ex = get_executor();
+      if (!ex) {
+        refuse(*executor_error);
+        continue;
+      }
+      reply({{"ok", true}, {"result", to_json(ex->ceilings())}});
     } else {
       refuse(internal_error("unknown op '" + op + "'"));
     }

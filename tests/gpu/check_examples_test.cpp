@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kopt/backend/cuda/executor.hpp"
+#include "gpu_skip.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt_binary.hpp"
@@ -14,11 +14,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-// A macro, not a function: GTEST_SKIP() returns from the function it is written in.
-#define KOPT_SKIP_WITHOUT_GPU()                                                            \
-  if (auto kopt_probe = cuda::probe_driver(); !kopt_probe)                                 \
-  GTEST_SKIP() << "no usable CUDA device: " << kopt_probe.error().message
 
 nlohmann::json check_json(const std::vector<std::string>& extra, int& rc) {
   std::vector<std::string> argv = {test::kopt_binary().string(), "check", "--json"};

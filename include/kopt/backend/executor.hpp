@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 
+#include "kopt/backend/bench_job.hpp"
 #include "kopt/backend/device_info.hpp"
 #include "kopt/backend/run_job.hpp"
 
@@ -14,6 +15,8 @@ class Executor {
   virtual ~Executor() = default;
   virtual Expected<DeviceInfo> device_info() const = 0;
   virtual RunResult run(const RunJob& job) = 0;
+  virtual BenchResult bench(const BenchJob& job) = 0;
+  virtual CeilingsResult ceilings() = 0;
 };
 
 using ExecutorFactory = std::function<Expected<std::unique_ptr<Executor>>()>;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ enum class RunStatus {
   reference_failed,  // a C++ reference returned non-zero
 };
 std::string_view run_status_name(RunStatus s);
+std::optional<RunStatus> parse_run_status(std::string_view name);
 
 struct RunResult {
   RunStatus status = RunStatus::ok;

@@ -33,7 +33,8 @@ Expected<std::size_t> for_each_point(const KernelSpec& kernel, const Scope& dims
 // point that satisfies all of them.
 Expected<ParamPoint> default_point(const Problem& problem, const KernelSpec& kernel);
 
-// The default point with overrides applied (--set), checked against the constraints.
+// The default point with overrides applied (--set), each a declared value of its param,
+// checked against the constraints.
 Expected<ParamPoint> resolve_point(const Problem& problem, const KernelSpec& kernel,
                                    const std::map<std::string, std::int64_t>& overrides);
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kopt/backend/bench_job.hpp"
 #include "kopt/backend/device_info.hpp"
 #include "kopt/backend/run_job.hpp"
 #include "kopt/core/process.hpp"
@@ -34,6 +35,11 @@ class WorkerClient {
   Expected<DeviceInfo> device_info();
   // Runs a job; never fails as a C++ call: a dead or hung worker is a RunResult.
   RunResult run(const RunJob& job);
+  // Times a kernel (or two, interleaved); the watchdog allows the job's time cap plus the
+  // warm-up and a margin. A dead or hung worker is a BenchResult with that status.
+  BenchResult bench(const BenchJob& job);
+  // Measures the device's ceilings (copy bandwidth, FMA, tensor-core GEMM).
+  Expected<CeilingsResult> ceilings(std::chrono::milliseconds timeout);
   // How many workers were started (1 + restarts).
   int starts() const { return m_starts; }
 

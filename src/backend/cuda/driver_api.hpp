@@ -41,7 +41,21 @@ namespace kopt::cuda {
   X(event_destroy, "cuEventDestroy_v2", cuEventDestroy_v2)         \
   X(event_record, "cuEventRecord", cuEventRecord)                  \
   X(event_synchronize, "cuEventSynchronize", cuEventSynchronize)   \
-  X(event_elapsed_time, "cuEventElapsedTime_v2", cuEventElapsedTime_v2)
+  X(event_elapsed_time, "cuEventElapsedTime_v2", cuEventElapsedTime_v2) \
+  X(stream_create, "cuStreamCreate", cuStreamCreate)               \
+  X(stream_destroy, "cuStreamDestroy_v2", cuStreamDestroy_v2)      \
+  X(stream_synchronize, "cuStreamSynchronize", cuStreamSynchronize) \
+  X(memset_d32_async, "cuMemsetD32Async", cuMemsetD32Async)        \
+  X(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2", cuMemcpyDtoDAsync_v2) \
+  X(mem_host_alloc, "cuMemHostAlloc", cuMemHostAlloc)              \
+  X(mem_free_host, "cuMemFreeHost", cuMemFreeHost)                 \
+  X(mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2", cuMemHostGetDevicePointer_v2) \
+  X(stream_begin_capture, "cuStreamBeginCapture_v2", cuStreamBeginCapture_v2) \
+  X(stream_end_capture, "cuStreamEndCapture", cuStreamEndCapture)  \
+  X(graph_instantiate, "cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags) \
+  X(graph_launch, "cuGraphLaunch", cuGraphLaunch)                  \
+  X(graph_exec_destroy, "cuGraphExecDestroy", cuGraphExecDestroy)  \
+  X(graph_destroy, "cuGraphDestroy", cuGraphDestroy)
 
 struct DriverApi {
 #define KOPT_DECLARE(member, sym, proto) decltype(&::proto) member = nullptr;

@@ -1,12 +1,12 @@
 #include "kopt/backend/cuda/executor.hpp"
 
-#include <chrono>
-#include <cstring>
 
 #include "driver_api.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "nvml_api.hpp"
+#include "executor_state.hpp"
+#include "prepared_launch.hpp"
 #include "resources.hpp"
 
 namespace kopt::cuda {
@@ -28,12 +28,6 @@ namespace kopt::cuda {
     if (kopt_r_ != CUDA_SUCCESS) return fail(status, #call, kopt_r_);               \
   } while (0)
 
-struct CudaExecutor::State {
-  const DriverApi* api = nullptr;
-  CUdevice device = 0;
-  CUcontext ctx = nullptr;
-  int ordinal = 0;
-};
 
 CudaExecutor::CudaExecutor(std::unique_ptr<State> state) : m_state(std::move(state)) {}
 
@@ -101,6 +95,19 @@ Clocks read_clocks(const std::string& pci_bus_id) {
   return c;
 }
 
+unsigned long long read_throttle_mask(const std::string& pci_bus_id) {
+  static std::string cached_bus;
+  static NvmlDevice cached = nullptr;
+  auto api = nvml_api();
+  if (!api) return 0;
+  if (cached_bus != pci_bus_id) {
+    if ((*api)->device_get_handle_by_pci_bus_id(pci_bus_id.c_str(), &cached) != 0) return 0;
+    cached_bus = pci_bus_id;
+  }
+  unsigned long long mask = 0;
+  return (*api)->device_get_throttle_reasons(cached, &mask) == 0 ? mask : 0;
+}
+
 Expected<DeviceInfo> CudaExecutor::device_info() const {
   const DriverApi* a = m_state->api;
   CUdevice dev = m_state->device;
@@ -146,161 +153,37 @@ Expected<DeviceInfo> CudaExecutor::device_info() const {
   return d;
 }
 
-namespace {
-
-// Move-only owners of driver handles (DESIGN.md §5: no raw handles escape this file).
-class DeviceBuffer {
- public:
-  DeviceBuffer(const DriverApi* api, CUdeviceptr ptr) : m_api(api), m_ptr(ptr) {}
-  DeviceBuffer(DeviceBuffer&& o) noexcept : m_api(o.m_api), m_ptr(std::exchange(o.m_ptr, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
-  ~DeviceBuffer() {
-    if (m_ptr) m_api->mem_free(m_ptr);  // errors ignored: destructors never throw
-  }
-  CUdeviceptr get() const { return m_ptr; }
-
- private:
-  const DriverApi* m_api;
-  CUdeviceptr m_ptr;
-};
-
-class Module {
- public:
-  Module(const DriverApi* api, CUmodule m) : m_api(api), m_module(m) {}
-  Module(const Module&) = delete;
-  ~Module() {
-    if (m_module) m_api->module_unload(m_module);
-  }
-
- private:
-  const DriverApi* m_api;
-  CUmodule m_module;
-};
-
-class Event {
- public:
-  explicit Event(const DriverApi* api) : m_api(api) { m_api->event_create(&m_event, CU_EVENT_DEFAULT); }
-  Event(const Event&) = delete;
-  ~Event() {
-    if (m_event) m_api->event_destroy(m_event);
-  }
-  CUevent get() const { return m_event; }
-
- private:
-  const DriverApi* m_api;
-  CUevent m_event = nullptr;
-};
-
-// 8-byte storage for one scalar kernel argument, typed as the kernel declares it.
-struct ArgSlot {
-  alignas(8) unsigned char bytes[8] = {};
-};
-
-void fill_scalar(ArgSlot& slot, const ResolvedArg& a) {
-  auto put = [&](auto v) { std::memcpy(slot.bytes, &v, sizeof v); };
-  if (std::holds_alternative<double>(a.value)) {
-    double v = std::get<double>(a.value);
-    if (a.dtype == DType::f64) put(v);
-    else put(static_cast<float>(v));
-    return;
-  }
-  std::int64_t v = std::get<std::int64_t>(a.value);
-  switch (a.dtype) {
-    case DType::i64: put(v); break;
-    case DType::i32: put(static_cast<std::int32_t>(v)); break;
-    case DType::i16: put(static_cast<std::int16_t>(v)); break;
-    case DType::i8: put(static_cast<std::int8_t>(v)); break;
-    case DType::u8: put(static_cast<std::uint8_t>(v)); break;
-    case DType::f64: put(static_cast<double>(v)); break;
-    default: put(static_cast<float>(v)); break;
-  }
-}
-
-}  // namespace
-
 RunResult CudaExecutor::run(const RunJob& job) {
-  const DriverApi* api = m_state->api;
+  const DriverApi& api = *m_state->api;
   RunResult result;
+  auto prepared = prepare_launch(api, job, result);
+  if (!prepared) return result;
+  result.resources = function_resources(api, prepared->function);
   auto fail = [&](RunStatus status, const char* call, CUresult r) {
-    result.status = status;
-    result.error = std::string(call) + ": " + api->describe(r);
-    // After a fault the context is unusable (sticky error): the worker must restart.
-    result.fatal = status == RunStatus::fault;
-    return result;
+    RunResult failed = driver_failure(api, status, call, r);
+    failed.resources = result.resources;
+    return failed;
   };
-  auto fail_io = [&](const std::string& why) {
-    result.status = RunStatus::launch_failed;
-    result.error = why;
-    return result;
-  };
-
-  auto image = read_binary_file(job.module_path);
-  if (!image) return fail_io(image.error().to_string());
-  CUmodule raw_module = nullptr;
-  KOPT_CU_RUN(api, RunStatus::load_failed, api->module_load_data(&raw_module, image->data()));
-  Module module(api, raw_module);
-  CUfunction fn = nullptr;
-  KOPT_CU_RUN(api, RunStatus::load_failed, api->module_get_function(&fn, raw_module, job.entry.c_str()));
-  result.resources = function_resources(*api, fn);
-  if (job.shared_mem > 48 * 1024)
-    KOPT_CU_RUN(api, RunStatus::launch_failed,
-                api->func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        static_cast<int>(job.shared_mem)));
-
-  std::vector<DeviceBuffer> buffers;
-  std::map<std::string, CUdeviceptr> by_name;
-  for (const auto& t : job.tensors) {
-    CUdeviceptr ptr = 0;
-    KOPT_CU_RUN(api, RunStatus::launch_failed, api->mem_alloc(&ptr, std::max<std::size_t>(t.bytes, 1)));
-    buffers.emplace_back(api, ptr);
-    by_name[t.name] = ptr;
-    if (t.role == Role::output) {
-      // Poison: a kernel that skips an element leaves a NaN (or a sentinel) behind.
-      Poison p = poison_for(t.dtype);
-      if (p.width == 4) KOPT_CU_RUN(api, RunStatus::launch_failed, api->memset_d32(ptr, p.pattern, t.bytes / 4));
-      else if (p.width == 2) KOPT_CU_RUN(api, RunStatus::launch_failed, api->memset_d16(ptr, static_cast<unsigned short>(p.pattern), t.bytes / 2));
-      else KOPT_CU_RUN(api, RunStatus::launch_failed, api->memset_d8(ptr, static_cast<unsigned char>(p.pattern), t.bytes));
-    } else {
-      auto data = read_binary_file(t.input_path);
-      if (!data) return fail_io(data.error().to_string());
-      if (data->size() != t.bytes) return fail_io("input file " + t.input_path.string() + " has the wrong size");
-      KOPT_CU_RUN(api, RunStatus::launch_failed, api->memcpy_htod(ptr, data->data(), t.bytes));
-    }
-  }
-
-  std::vector<ArgSlot> slots(job.args.size());
-  std::vector<void*> params;
-  for (std::size_t i = 0; i < job.args.size(); ++i) {
-    const auto& a = job.args[i];
-    if (!a.tensor.empty()) {
-      auto it = by_name.find(a.tensor);
-      if (it == by_name.end()) return fail_io("argument names unknown tensor " + a.tensor);
-      std::memcpy(slots[i].bytes, &it->second, sizeof(CUdeviceptr));
-    } else {
-      fill_scalar(slots[i], a);
-    }
-    params.push_back(slots[i].bytes);
-  }
-
-  Event start(api), stop(api);
-  KOPT_CU_RUN(api, RunStatus::fault, api->ctx_synchronize());
-  KOPT_CU_RUN(api, RunStatus::launch_failed, api->event_record(start.get(), nullptr));
-  KOPT_CU_RUN(api, RunStatus::launch_failed,
-              api->launch_kernel(fn, static_cast<unsigned>(job.grid[0]), static_cast<unsigned>(job.grid[1]),
-                                 static_cast<unsigned>(job.grid[2]), static_cast<unsigned>(job.block[0]),
-                                 static_cast<unsigned>(job.block[1]), static_cast<unsigned>(job.block[2]),
-                                 static_cast<unsigned>(job.shared_mem), nullptr, params.data(), nullptr));
-  KOPT_CU_RUN(api, RunStatus::fault, api->event_record(stop.get(), nullptr));
-  KOPT_CU_RUN(api, RunStatus::fault, api->ctx_synchronize());
+  Event start(&api), stop(&api);
+  KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
+  KOPT_CU_RUN(api, RunStatus::launch_failed, api.event_record(start.get(), nullptr));
+  KOPT_CU_RUN(api, RunStatus::launch_failed, prepared->launch(nullptr));
+  KOPT_CU_RUN(api, RunStatus::fault, api.event_record(stop.get(), nullptr));
+  KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
   float ms = 0.f;
-  if (api->event_elapsed_time(&ms, start.get(), stop.get()) == CUDA_SUCCESS) result.kernel_ms = ms;
+  if (api.event_elapsed_time(&ms, start.get(), stop.get()) == CUDA_SUCCESS) result.kernel_ms = ms;
 
   for (std::size_t i = 0; i < job.tensors.size(); ++i) {
     const auto& t = job.tensors[i];
     std::vector<std::byte> host(t.bytes);
-    KOPT_CU_RUN(api, RunStatus::fault, api->memcpy_dtoh(host.data(), buffers[i].get(), t.bytes));
-    if (t.role == Role::input) result.input_checksums[t.name] = hex64(checksum64(host));
-    else if (auto w = write_file_atomic(t.output_path, host); !w) return fail_io(w.error().to_string());
+    KOPT_CU_RUN(api, RunStatus::fault, api.memcpy_dtoh(host.data(), prepared->buffers[i].get(), t.bytes));
+    if (t.role == Role::input) {
+      result.input_checksums[t.name] = hex64(checksum64(host));
+    } else if (auto w = write_file_atomic(t.output_path, host); !w) {
+      result.status = RunStatus::launch_failed;
+      result.error = w.error().to_string();
+      return result;
+    }
   }
   return result;
 }

@@ -54,12 +54,25 @@ TEST_F(Cli, UnknownParamAndBadValueAreUsageErrors) {
   CommandResult bad = kopt({"check", softmax.string(), "--set", "BLOCK=big"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("the value must be an integer"), std::string::npos) << bad.err;
-  CommandResult violates = kopt({"check", softmax.string(), "--set", "VEC=3"});
+  CommandResult violates = kopt({"check", softmax.string(), "--set", "VEC=2", "--dim", "cols=4095"});
   EXPECT_EQ(violates.exit_code, 2);
   EXPECT_NE(violates.err.find("violates constraint 'cols % VEC == 0'"), std::string::npos) << violates.err;
   CommandResult kernel = kopt({"check", softmax.string(), "--kernel", "fast"});
   EXPECT_EQ(kernel.exit_code, 2);
   EXPECT_NE(kernel.err.find("--kernel fast: no such kernel (known: naive, tuned)"), std::string::npos);
+}
+
+TEST_F(Cli, BenchRejectsPointsOutsideTheSpaceAndUnknownOptionValues) {
+  fs::path softmax = test::source_dir() / "examples/softmax";
+  CommandResult vs = kopt({"bench", softmax.string(), "--kernel", "tuned", "--vs", "BLOCK=333"});
+  EXPECT_EQ(vs.exit_code, 2);
+  EXPECT_NE(vs.err.find("BLOCK=333 is outside the parameter space of kernel 'tuned'"), std::string::npos) << vs.err;
+  CommandResult mode = kopt({"bench", softmax.string(), "--mode", "warm"});
+  EXPECT_EQ(mode.exit_code, 2);
+  EXPECT_NE(mode.err.find("--mode: warm not in {cold,hot}"), std::string::npos) << mode.err;
+  CommandResult two = kopt({"bench", softmax.string(), "--vs", "BLOCK=128"});
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("--vs compares one kernel"), std::string::npos) << two.err;
 }
 
 TEST_F(Cli, LaunchOverTheDeviceLimitIsBadInput) {

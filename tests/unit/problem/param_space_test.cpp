@@ -56,6 +56,15 @@ TEST(ParamSpace, ResolvePointAppliesSetsAndChecksConstraints) {
   EXPECT_EQ(bad.error().field, "kernels[1].constraints[0]");  // the first one it breaks
 }
 
+TEST(ParamSpace, ValuesOutsideTheDeclaredListsAreRejected) {
+  Problem p = example("transpose");
+  auto bad = resolve_point(p, *p.find_kernel("tiled"), {{"TILE", 48}});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "TILE=48 is outside the parameter space of kernel 'tiled' (declared values: 32, 16, 64)");
+  EXPECT_EQ(bad.error().field, "kernels[1].params.TILE");
+}
+
 TEST(Launch, ResolvesExpressionsAndChecksDeviceLimits) {
   Problem p = example("softmax");
   const KernelSpec& k = *p.find_kernel("tuned");

@@ -75,6 +75,17 @@ class FakeExecutor final : public Executor {
     r.fatal = m_status == RunStatus::fault;
     return r;
   }
+  BenchResult bench(const BenchJob& job) override {
+    BenchResult r;
+    r.status = m_status;
+    for (const auto& v : job.variants) r.series.push_back(SampleSeries{v.label, {1e-3, 2e-3}, {false, true}});
+    return r;
+  }
+  CeilingsResult ceilings() override {
+    CeilingsResult r;
+    r.ceilings.push_back(Ceiling{"dram_copy", "B/s", 3e12, 2.9e12, "fake", ""});
+    return r;
+  }
 
  private:
   RunStatus m_status;
@@ -106,6 +117,27 @@ TEST(WorkerLoop, AnswersEachRequestOnOneLine) {
   EXPECT_EQ(replies[3]["error"], "unknown op 'dance'");
   EXPECT_EQ(replies[4]["result"]["status"], "ok");
   EXPECT_TRUE(replies[5]["ok"].get<bool>());
+}
+
+TEST(WorkerLoop, BenchAndCeilingsTravelWithTheirRecords) {
+  BenchJob job;
+  job.variants = {sample_job(), sample_job()};
+  job.variants[1].label = "B";
+  job.options.mode = CacheMode::hot;
+  job.options.rule.max_noise = 0.01;
+  auto replies = serve(json{{"op", "bench"}, {"job", to_json(job)}}.dump() + "\n{\"op\":\"ceilings\"}\n", RunStatus::ok);
+  ASSERT_EQ(replies.size(), 2u);
+  BenchResult b = bench_result_from_json(replies[0]["result"]);
+  ASSERT_EQ(b.series.size(), 2u);
+  EXPECT_EQ(b.series[1].label, "B");
+  EXPECT_EQ(b.series[0].samples_s, (std::vector<double>{1e-3, 2e-3}));
+  EXPECT_EQ(b.series[0].throttled, (std::vector<bool>{false, true}));
+  CeilingsResult c = ceilings_result_from_json(replies[1]["result"]);
+  ASSERT_EQ(c.ceilings.size(), 1u);
+  EXPECT_EQ(c.ceilings[0].best, 3e12);
+  BenchOptions o = bench_options_from_json(to_json(job.options));
+  EXPECT_EQ(o.mode, CacheMode::hot);
+  EXPECT_EQ(o.rule.max_noise, 0.01);
 }
 
 TEST(WorkerLoop, ExitsAfterAFatalResult) {

@@ -1,0 +1,84 @@
+#pragma once
+// Timing jobs for the worker: one kernel, or two measured interleaved (A B B A ...), with
+// the sampling policy; and what comes back: raw samples with their provenance.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kopt/backend/device_info.hpp"
+#include "kopt/backend/run_job.hpp"
+#include "kopt/measure/statistics.hpp"
+
+namespace kopt {
+
+enum class CacheMode { cold, hot };
+std::string_view cache_mode_name(CacheMode m);
+
+struct BenchOptions {
+  CacheMode mode = CacheMode::cold;
+  double warmup_s = 0.05;            // time-based warm-up per variant
+  StoppingRule rule;
+  bool blocking_kernel = true;       // keep host launch latency out of the timed window
+  std::int64_t flush_bytes = 0;      // 0: twice the device's L2
+  double graph_below_us = 10.0;      // hot mode: batch launches in a CUDA graph below this
+  double graph_sample_us = 200.0;    // target length of one batched sample
+};
+
+struct BenchJob {
+  std::vector<RunJob> variants;  // 1, or 2 for an A/B comparison
+  BenchOptions options;
+};
+
+struct SampleSeries {
+  std::string label;
+  std::vector<double> samples_s;  // one per timed launch (per launch, in graph mode)
+  std::vector<bool> throttled;    // NVML reported a throttle reason after the sample
+  int batch = 1;                  // launches per timed sample (graph mode: > 1)
+  bool graph = false;
+  double launch_overhead_us = 0;  // median host time of one cuLaunchKernel call
+  int blocking_timeouts = 0;      // samples where the blocking kernel gave up waiting
+  double warmup_s = 0;
+  double wall_s = 0;
+  StopReason stop = StopReason::not_yet;
+};
+
+struct BenchResult {
+  RunStatus status = RunStatus::ok;
+  std::string error;
+  bool fatal = false;
+  std::vector<SampleSeries> series;
+  Clocks clocks_before;
+  Clocks clocks_after;
+  std::int64_t flush_bytes = 0;
+  bool ok() const { return status == RunStatus::ok; }
+};
+
+// Ceilings: what the device really sustains (kopt ceilings).
+struct Ceiling {
+  std::string name;    // "dram_copy", "fp32_fma", "tensor_f16", ...
+  std::string unit;    // "B/s" or "FLOP/s"
+  double best = 0;     // the best sample
+  double median = 0;
+  std::string method;  // how it was measured
+  std::string error;   // why it is missing
+};
+
+struct CeilingsResult {
+  RunStatus status = RunStatus::ok;
+  std::string error;
+  std::vector<Ceiling> ceilings;
+  Clocks clocks_before;
+  Clocks clocks_after;
+};
+
+nlohmann::json to_json(const BenchOptions& o);
+BenchOptions bench_options_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const SampleSeries& s);
+SampleSeries sample_series_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const BenchResult& r);
+BenchResult bench_result_from_json(const nlohmann::json& j);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ceiling, name, unit, best, median, method, error)
+nlohmann::json to_json(const CeilingsResult& r);
+CeilingsResult ceilings_result_from_json(const nlohmann::json& j);
+
+}  // namespace kopt

@@ -1,0 +1,62 @@
+#pragma once
+// `kopt bench`: time kernels in the worker with the policy of BenchOptions; summarize, derive
+// rates from the spec's cost formulas, check against the roofline floor, and compare two
+// variants measured interleaved.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kopt/backend/bench_job.hpp"
+#include "kopt/engine/checker.hpp"
+
+namespace kopt {
+
+struct BenchVariantSpec {
+  std::string kernel;
+  std::map<std::string, std::int64_t> sets;
+};
+
+struct BenchRequest {
+  std::vector<BenchVariantSpec> variants;  // 1, or 2 for a comparison (A, then B)
+  BenchOptions options;
+  double threshold = 0.01;  // for the verdict
+  bool check_first = true;  // a wrong kernel is not timed
+  std::optional<std::string> arch;
+  std::filesystem::path cache_root;
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+struct BenchVariant {
+  std::string kernel;
+  ParamPoint point;
+  Build build;
+  SampleSeries series;
+  Summary summary;
+  std::size_t throttled_samples = 0;
+  double gbps = 0;     // from the cost formula `bytes` and the median time
+  double gflops = 0;   // from `flops`
+  double pct_bandwidth_ceiling = 0;  // of the measured dram_copy ceiling
+  double pct_compute_ceiling = 0;    // of the fastest measured compute ceiling
+  double floor_s = 0;                // the roofline floor, when ceilings are known
+  std::string status = "ok";         // ok | wrong | compile_failed | run_failed | below_floor
+  std::string error;
+};
+
+struct BenchReport {
+  std::string problem;
+  DeviceInfo device;
+  std::string toolkit;
+  BenchOptions options;
+  std::vector<BenchVariant> variants;
+  std::optional<Comparison> comparison;
+  Clocks clocks_before, clocks_after;
+  std::int64_t flush_bytes = 0;
+  std::string ceilings_source;  // "measured <date>" or "none: run kopt ceilings"
+  int exit_code() const;
+};
+
+Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request, CheckContext ctx);
+
+nlohmann::json to_json(const BenchReport& r);
+
+}  // namespace kopt

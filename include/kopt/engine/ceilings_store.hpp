@@ -1,0 +1,29 @@
+#pragma once
+// Measured ceilings, cached per device (name, max clocks, driver) for the roofline.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "kopt/backend/bench_job.hpp"
+
+namespace kopt {
+
+struct StoredCeilings {
+  DeviceInfo device;
+  CeilingsResult result;
+  std::string measured_at;  // UTC, ISO 8601
+};
+
+std::string ceilings_key(const DeviceInfo& d);
+std::filesystem::path ceilings_path(const std::filesystem::path& cache_root, const DeviceInfo& d);
+std::optional<StoredCeilings> load_ceilings(const std::filesystem::path& cache_root, const DeviceInfo& d);
+Expected<void> save_ceilings(const std::filesystem::path& cache_root, const StoredCeilings& c);
+
+// The best rate of a ceiling by name, 0 when missing.
+double ceiling_value(const CeilingsResult& r, const std::string& name);
+// The fastest compute rate measured (FMA or any tensor-core precision), 0 when none.
+double best_compute_rate(const CeilingsResult& r);
+
+nlohmann::json to_json(const StoredCeilings& c);
+
+}  // namespace kopt

@@ -1,0 +1,127 @@
+#include "kopt/backend/bench_job.hpp"
+
+#include <stdexcept>
+
+namespace kopt {
+using nlohmann::json;
+
+std::string_view cache_mode_name(CacheMode m) { return m == CacheMode::cold ? "cold" : "hot"; }
+
+namespace {
+
+RunStatus status_from(const json& j) {
+  auto s = parse_run_status(j.at("status").get<std::string>());
+  if (!s) throw std::invalid_argument("unknown status " + j.at("status").dump());
+  return *s;
+}
+
+StopReason stop_from(const std::string& name) {
+  for (StopReason r : {StopReason::not_yet, StopReason::noise_reached, StopReason::noise_plateau,
+                       StopReason::time_cap, StopReason::sample_cap})
+    if (stop_reason_name(r) == name) return r;
+  throw std::invalid_argument("unknown stop reason " + name);
+}
+
+}  // namespace
+
+json to_json(const BenchOptions& o) {
+  return {{"mode", cache_mode_name(o.mode)},
+          {"warmup_s", o.warmup_s},
+          {"min_samples", o.rule.min_samples},
+          {"min_time_s", o.rule.min_time_s},
+          {"max_noise", o.rule.max_noise},
+          {"max_time_s", o.rule.max_time_s},
+          {"plateau_window", o.rule.plateau_window},
+          {"plateau_tolerance", o.rule.plateau_tolerance},
+          {"max_samples", o.rule.max_samples},
+          {"blocking_kernel", o.blocking_kernel},
+          {"flush_bytes", o.flush_bytes},
+          {"graph_below_us", o.graph_below_us},
+          {"graph_sample_us", o.graph_sample_us}};
+}
+
+BenchOptions bench_options_from_json(const json& j) {
+  BenchOptions o;
+  std::string mode = j.value("mode", std::string("cold"));
+  if (mode != "cold" && mode != "hot") throw std::invalid_argument("unknown cache mode " + mode);
+  o.mode = mode == "cold" ? CacheMode::cold : CacheMode::hot;
+  o.warmup_s = j.value("warmup_s", o.warmup_s);
+  o.rule.min_samples = j.value("min_samples", o.rule.min_samples);
+  o.rule.min_time_s = j.value("min_time_s", o.rule.min_time_s);
+  o.rule.max_noise = j.value("max_noise", o.rule.max_noise);
+  o.rule.max_time_s = j.value("max_time_s", o.rule.max_time_s);
+  o.rule.plateau_window = j.value("plateau_window", o.rule.plateau_window);
+  o.rule.plateau_tolerance = j.value("plateau_tolerance", o.rule.plateau_tolerance);
+  o.rule.max_samples = j.value("max_samples", o.rule.max_samples);
+  o.blocking_kernel = j.value("blocking_kernel", o.blocking_kernel);
+  o.flush_bytes = j.value("flush_bytes", o.flush_bytes);
+  o.graph_below_us = j.value("graph_below_us", o.graph_below_us);
+  o.graph_sample_us = j.value("graph_sample_us", o.graph_sample_us);
+  return o;
+}
+
+json to_json(const SampleSeries& s) {
+  return {{"label", s.label},
+          {"samples_s", s.samples_s},
+          {"throttled", s.throttled},
+          {"batch", s.batch},
+          {"graph", s.graph},
+          {"launch_overhead_us", s.launch_overhead_us},
+          {"blocking_timeouts", s.blocking_timeouts},
+          {"warmup_s", s.warmup_s},
+          {"wall_s", s.wall_s},
+          {"stop", stop_reason_name(s.stop)}};
+}
+
+SampleSeries sample_series_from_json(const json& j) {
+  SampleSeries s;
+  s.label = j.value("label", std::string{});
+  s.samples_s = j.at("samples_s").get<std::vector<double>>();
+  s.throttled = j.value("throttled", std::vector<bool>{});
+  s.batch = j.value("batch", 1);
+  s.graph = j.value("graph", false);
+  s.launch_overhead_us = j.value("launch_overhead_us", 0.0);
+  s.blocking_timeouts = j.value("blocking_timeouts", 0);
+  s.warmup_s = j.value("warmup_s", 0.0);
+  s.wall_s = j.value("wall_s", 0.0);
+  s.stop = stop_from(j.value("stop", std::string("not_yet")));
+  return s;
+}
+
+json to_json(const BenchResult& r) {
+  json series = json::array();
+  for (const auto& s : r.series) series.push_back(to_json(s));
+  return {{"status", run_status_name(r.status)}, {"error", r.error},
+          {"fatal", r.fatal},                    {"series", series},
+          {"clocks_before", r.clocks_before},    {"clocks_after", r.clocks_after},
+          {"flush_bytes", r.flush_bytes}};
+}
+
+BenchResult bench_result_from_json(const json& j) {
+  BenchResult r;
+  r.status = status_from(j);
+  r.error = j.value("error", std::string{});
+  r.fatal = j.value("fatal", false);
+  for (const auto& s : j.value("series", json::array())) r.series.push_back(sample_series_from_json(s));
+  if (j.contains("clocks_before")) r.clocks_before = j["clocks_before"].get<Clocks>();
+  if (j.contains("clocks_after")) r.clocks_after = j["clocks_after"].get<Clocks>();
+  r.flush_bytes = j.value("flush_bytes", std::int64_t{0});
+  return r;
+}
+
+json to_json(const CeilingsResult& r) {
+  return {{"status", run_status_name(r.status)}, {"error", r.error}, {"ceilings", r.ceilings},
+          {"clocks_before", r.clocks_before},    {"clocks_after", r.clocks_after}};
+}
+
+CeilingsResult ceilings_result_from_json(const json& j) {
+  CeilingsResult r;
+  r.status = status_from(j);
+  r.error = j.value("error", std::string{});
+  r.ceilings = j.value("ceilings", std::vector<Ceiling>{});
+  if (j.contains("clocks_before")) r.clocks_before = j["clocks_before"].get<Clocks>();
+  if (j.contains("clocks_after")) r.clocks_after = j["clocks_after"].get<Clocks>();
+  return r;
+}
+
+}  // namespace kopt

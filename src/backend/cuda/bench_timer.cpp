@@ -1,0 +1,275 @@
+// CudaExecutor::bench: device events around each launch on a private stream, the L2
+// flushed before each cold sample, host launch latency kept out of the timed window by a
+// blocking kernel (nvbench's technique), CUDA-graph batches for very short kernels in hot
+// mode, A B B A interleaving for comparisons, NVML throttle reasons after every sample.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+
+#include "executor_state.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/fs.hpp"
+
+namespace kopt::cuda {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Spins until the host sets flag[0], or gives up after timeout_ns and marks flag[1].
+constexpr const char* k_blocking_source = R"(
+extern "C" __global__ void kopt_blocking_kernel(volatile int* flag, unsigned long long timeout_ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (flag[0] == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > timeout_ns) { flag[1] = 1; return; }
+  }
+}
+)";
+
+class PinnedFlag {
+ public:
+  explicit PinnedFlag(const DriverApi* api) : m_api(api) {
+    void* p = nullptr;
+    if (api->mem_host_alloc(&p, 2 * sizeof(int), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+      m_host = static_cast<volatile int*>(p);
+      if (api->mem_host_get_device_pointer(&m_device, p, 0) != CUDA_SUCCESS) m_device = 0;
+    }
+  }
+  PinnedFlag(const PinnedFlag&) = delete;
+  ~PinnedFlag() {
+    if (m_host) m_api->mem_free_host(const_cast<int*>(m_host));
+  }
+  bool ok() const { return m_host && m_device; }
+  void reset() {
+    m_host[0] = 0;
+    m_host[1] = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  void release() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    m_host[0] = 1;
+  }
+  bool timed_out() const { return m_host[1] != 0; }
+  CUdeviceptr device() const { return m_device; }
+
+ private:
+  const DriverApi* m_api;
+  volatile int* m_host = nullptr;
+  CUdeviceptr m_device = 0;
+};
+
+class Graph {
+ public:
+  explicit Graph(const DriverApi* api) : m_api(api) {}
+  Graph(const Graph&) = delete;
+  ~Graph() {
+    if (m_exec) m_api->graph_exec_destroy(m_exec);
+    if (m_graph) m_api->graph_destroy(m_graph);
+  }
+  CUresult capture(const PreparedLaunch& p, CUstream s, int batch) {
+    CUresult r = m_api->stream_begin_capture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (r != CUDA_SUCCESS) return r;
+    for (int i = 0; i < batch; ++i)
+      if ((r = p.launch(s)) != CUDA_SUCCESS) break;
+    CUresult end = m_api->stream_end_capture(s, &m_graph);
+    if (r != CUDA_SUCCESS) return r;
+    if (end != CUDA_SUCCESS) return end;
+    return m_api->graph_instantiate(&m_exec, m_graph, 0);
+  }
+  CUgraphExec exec() const { return m_exec; }
+
+ private:
+  const DriverApi* m_api;
+  CUgraph m_graph = nullptr;
+  CUgraphExec m_exec = nullptr;
+};
+
+struct Variant {
+  PreparedLaunch launch;
+  SampleSeries series;
+  std::unique_ptr<Graph> graph;
+  StoppingTracker tracker;
+  bool done = false;
+};
+
+}  // namespace
+
+BenchResult CudaExecutor::bench(const BenchJob& job) {
+  const DriverApi& api = *m_state->api;
+  const BenchOptions& opt = job.options;
+  BenchResult result;
+  auto fail = [&](RunStatus status, const char* call, CUresult r) {
+    RunResult f = driver_failure(api, status, call, r);
+    result.status = f.status;
+    result.error = f.error;
+    result.fatal = f.fatal;
+    return result;
+  };
+#define KOPT_CU_BENCH(status, call)                                 \
+  do {                                                              \
+    CUresult kopt_r_ = (call);                                      \
+    if (kopt_r_ != CUDA_SUCCESS) return fail(status, #call, kopt_r_); \
+  } while (0)
+
+  if (!m_state->info) {
+    auto info = device_info();
+    if (!info) {
+      result.status = RunStatus::launch_failed;
+      result.error = info.error().message;
+      return result;
+    }
+    m_state->info = *info;
+  }
+  const DeviceInfo& dev = *m_state->info;
+  result.clocks_before = read_clocks(dev.pci_bus_id);
+
+  std::vector<std::unique_ptr<Variant>> variants;
+  for (const RunJob& rj : job.variants) {
+    RunResult failure;
+    auto p = prepare_launch(api, rj, failure);
+    if (!p) {
+      result.status = failure.status;
+      result.error = failure.error;
+      result.fatal = failure.fatal;
+      return result;
+    }
+    auto v = std::make_unique<Variant>(Variant{std::move(*p), {}, nullptr, StoppingTracker(opt.rule), false});
+    v->series.label = rj.label;
+    variants.push_back(std::move(v));
+  }
+
+  Stream stream(&api);
+  Event start(&api), stop(&api);
+  // The L2 flush: a buffer of at least the L2's size, rewritten before each cold sample.
+  std::optional<DeviceBuffer> flush;
+  std::size_t flush_words = 0;
+  if (opt.mode == CacheMode::cold) {
+    std::int64_t bytes = opt.flush_bytes > 0 ? opt.flush_bytes : 2 * dev.l2_bytes;
+    flush_words = static_cast<std::size_t>(bytes / 4);
+    CUdeviceptr p = 0;
+    KOPT_CU_BENCH(RunStatus::launch_failed, api.mem_alloc(&p, flush_words * 4));
+    flush.emplace(&api, p);
+    result.flush_bytes = static_cast<std::int64_t>(flush_words * 4);
+  }
+  // The blocking kernel holds the stream until everything of a sample is queued.
+  PinnedFlag flag(&api);
+  std::unique_ptr<Module> blocker_module;
+  CUfunction blocker = nullptr;
+  if (opt.blocking_kernel && flag.ok()) {
+    TempDir tmp("kopt-blocking");
+    CompileRequest req;
+    req.source_path = "kopt_blocking_kernel.cu";
+    req.source_text = k_blocking_source;
+    req.entry = "kopt_blocking_kernel";
+    req.arch = dev.arch();
+    auto built = NvrtcCompiler().compile(req, tmp.path() / "blocking.cubin");
+    if (built && built->ok) {
+      auto image = read_binary_file(built->cubin_path);
+      CUmodule m = nullptr;
+      if (image && api.module_load_data(&m, image->data()) == CUDA_SUCCESS) {
+        blocker_module = std::make_unique<Module>(&api, m);
+        api.module_get_function(&blocker, m, "kopt_blocking_kernel");
+      }
+    }
+  }
+  unsigned long long block_timeout_ns = 100'000'000ull;  // 100 ms
+  CUdeviceptr flag_device = flag.device();
+  void* blocker_params[] = {&flag_device, &block_timeout_ns};
+
+  auto wall_start = Clock::now();
+  // Warm-up (time-based) and the launch latency seen from the host.
+  for (auto& v : variants) {
+    auto t0 = Clock::now();
+    std::vector<double> launch_us;
+    int launches = 0;
+    do {
+      auto l0 = Clock::now();
+      KOPT_CU_BENCH(RunStatus::launch_failed, v->launch.launch(stream.get()));
+      launch_us.push_back(seconds_since(l0) * 1e6);
+      KOPT_CU_BENCH(RunStatus::fault, api.stream_synchronize(stream.get()));
+      ++launches;
+    } while (seconds_since(t0) < opt.warmup_s || launches < 2);
+    std::sort(launch_us.begin(), launch_us.end());
+    v->series.launch_overhead_us = launch_us[launch_us.size() / 2];
+    v->series.warmup_s = seconds_since(t0);
+    if (seconds_since(t0) > opt.rule.max_time_s) {
+      result.status = RunStatus::timeout;
+      result.error = "one launch of " + v->series.label + " takes longer than the time cap of " +
+                     std::to_string(opt.rule.max_time_s) + " s";
+      return result;
+    }
+  }
+  // Hot mode: a kernel shorter than graph_below_us is timed in batches inside a CUDA graph.
+  if (opt.mode == CacheMode::hot) {
+    for (auto& v : variants) {
+      KOPT_CU_BENCH(RunStatus::launch_failed, api.event_record(start.get(), stream.get()));
+      KOPT_CU_BENCH(RunStatus::launch_failed, v->launch.launch(stream.get()));
+      KOPT_CU_BENCH(RunStatus::fault, api.event_record(stop.get(), stream.get()));
+      KOPT_CU_BENCH(RunStatus::fault, api.event_synchronize(stop.get()));
+      float ms = 0;
+      api.event_elapsed_time(&ms, start.get(), stop.get());
+      double us = ms * 1000.0;
+      if (us > 0 && us < opt.graph_below_us) {
+        int batch = std::clamp(static_cast<int>(std::ceil(opt.graph_sample_us / us)), 2, 1000);
+        v->graph = std::make_unique<Graph>(&api);
+        KOPT_CU_BENCH(RunStatus::launch_failed, v->graph->capture(v->launch, stream.get(), batch));
+        v->series.graph = true;
+        v->series.batch = batch;
+      }
+    }
+  }
+
+  auto sample = [&](Variant& v, std::uint32_t round) -> std::optional<BenchResult> {
+    if (flush) KOPT_CU_BENCH(RunStatus::launch_failed, api.memset_d32_async(flush->get(), round, flush_words, stream.get()));
+    if (blocker) {
+      flag.reset();
+      KOPT_CU_BENCH(RunStatus::launch_failed,
+                    api.launch_kernel(blocker, 1, 1, 1, 1, 1, 1, 0, stream.get(), blocker_params, nullptr));
+    }
+    KOPT_CU_BENCH(RunStatus::launch_failed, api.event_record(start.get(), stream.get()));
+    if (v.graph) KOPT_CU_BENCH(RunStatus::launch_failed, api.graph_launch(v.graph->exec(), stream.get()));
+    else KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
+    KOPT_CU_BENCH(RunStatus::fault, api.event_record(stop.get(), stream.get()));
+    if (blocker) flag.release();
+    KOPT_CU_BENCH(RunStatus::fault, api.event_synchronize(stop.get()));
+    float ms = 0;
+    KOPT_CU_BENCH(RunStatus::fault, api.event_elapsed_time(&ms, start.get(), stop.get()));
+    if (blocker && flag.timed_out()) ++v.series.blocking_timeouts;
+    double s = ms / 1000.0 / v.series.batch;
+    v.series.samples_s.push_back(s);
+    v.series.throttled.push_back((read_throttle_mask(dev.pci_bus_id) & k_throttle_bits) != 0);
+    StopReason r = v.tracker.add(s, seconds_since(wall_start));
+    if (!v.done && r != StopReason::not_yet) {
+      v.done = true;
+      v.series.stop = r;
+    }
+    if (r == StopReason::time_cap) {
+      v.done = true;
+      v.series.stop = r;
+    }
+    return std::nullopt;
+  };
+
+  // Rounds of A B, then B A, ...: drifts in clocks or temperature hit both alike.
+  for (std::uint32_t round = 0;; ++round) {
+    bool all_done = true;
+    for (std::size_t k = 0; k < variants.size(); ++k) {
+      std::size_t idx = (round % 2 == 0) ? k : variants.size() - 1 - k;
+      if (auto failed = sample(*variants[idx], round)) return *failed;
+    }
+    for (auto& v : variants) all_done = all_done && v->done;
+    if (all_done) break;
+  }
+  for (auto& v : variants) {
+    v->series.wall_s = seconds_since(wall_start);
+    result.series.push_back(std::move(v->series));
+  }
+  result.clocks_after = read_clocks(dev.pci_bus_id);
+  return result;
+#undef KOPT_CU_BENCH
+}
+
+}  // namespace kopt::cuda

@@ -1,0 +1,219 @@
+// CudaExecutor::ceilings: what the device really sustains, for the roofline.
+//   dram_copy   device-to-device cuMemcpy of 2 x 512 MiB, bytes read + written per second
+//   fp32_fma    a kernel of independent FMA chains filling every SM, 2 FLOP per FMA
+//   tensor_*    cuBLAS GEMM 8192^3 (f16, bf16 with f32 accumulation; tf32 from f32 inputs)
+// Each figure keeps the best and the median of its samples.
+#include <cublas_api.h>
+
+#include <algorithm>
+
+#include "executor_state.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/problem/tensor_data.hpp"
+
+namespace kopt::cuda {
+namespace {
+
+constexpr const char* k_fma_source = R"(
+extern "C" __global__ void kopt_fma_rate(float* out, int iters, float a, float b) {
+  float x[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) x[j] = threadIdx.x * 0.001f + j;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int u = 0; u < 16; ++u)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) x[j] = fmaf(x[j], a, b);
+  }
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += x[j];
+  if (s == 12345.678f) out[threadIdx.x] = s;  // keeps the chains alive, never true in practice
+}
+)";
+
+// cuBLAS, loaded at run time like every other CUDA library kopt uses.
+struct CublasApi {
+  DynLib lib;
+  decltype(&::cublasCreate_v2) create = nullptr;
+  decltype(&::cublasDestroy_v2) destroy = nullptr;
+  decltype(&::cublasSetStream_v2) set_stream = nullptr;
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+};
+
+Expected<const CublasApi*> cublas_api() {
+  return load_once<CublasApi>([]() -> Expected<std::unique_ptr<CublasApi>> {
+    auto lib = DynLib::open(toolkit_library_candidates({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}),
+                            "cuBLAS (libcublas.so)");
+    if (!lib) return Unexpected(lib.error());
+    auto a = std::make_unique<CublasApi>();
+    a->lib = std::move(*lib);
+    a->create = reinterpret_cast<decltype(a->create)>(a->lib.symbol("cublasCreate_v2"));
+    a->destroy = reinterpret_cast<decltype(a->destroy)>(a->lib.symbol("cublasDestroy_v2"));
+    a->set_stream = reinterpret_cast<decltype(a->set_stream)>(a->lib.symbol("cublasSetStream_v2"));
+    a->gemm_ex = reinterpret_cast<decltype(a->gemm_ex)>(a->lib.symbol("cublasGemmEx"));
+    if (!a->create || !a->destroy || !a->set_stream || !a->gemm_ex)
+      return Unexpected(environment_error("cuBLAS at " + a->lib.path() + " lacks an expected entry point"));
+    return a;
+  });
+}
+
+// Times `work` (which enqueues on `stream`) `samples` times after `warmup` runs; returns
+// the per-run seconds.
+template <class Work>
+Expected<std::vector<double>> time_runs(const DriverApi& api, CUstream stream, Work work, int warmup, int samples) {
+  Event start(&api), stop(&api);
+  std::vector<double> out;
+  for (int i = 0; i < warmup + samples; ++i) {
+    api.event_record(start.get(), stream);
+    if (CUresult r = work(); r != CUDA_SUCCESS) return Unexpected(environment_error(api.describe(r)));
+    api.event_record(stop.get(), stream);
+    if (CUresult r = api.event_synchronize(stop.get()); r != CUDA_SUCCESS)
+      return Unexpected(environment_error(api.describe(r)));
+    float ms = 0;
+    api.event_elapsed_time(&ms, start.get(), stop.get());
+    if (i >= warmup) out.push_back(ms / 1000.0);
+  }
+  return out;
+}
+
+Ceiling rate(const std::string& name, const std::string& unit, double amount, const Expected<std::vector<double>>& t,
+             const std::string& method) {
+  Ceiling c{name, unit, 0, 0, method, {}};
+  if (!t) {
+    c.error = t.error().message;
+    return c;
+  }
+  std::vector<double> s = *t;
+  std::sort(s.begin(), s.end());
+  c.best = amount / s.front();
+  c.median = amount / s[s.size() / 2];
+  return c;
+}
+
+Ceiling copy_ceiling(const DriverApi& api, CUstream stream) {
+  const std::size_t bytes = std::size_t{512} << 20;
+  CUdeviceptr a = 0, b = 0;
+  if (api.mem_alloc(&a, bytes) != CUDA_SUCCESS || api.mem_alloc(&b, bytes) != CUDA_SUCCESS) {
+    if (a) api.mem_free(a);
+    return Ceiling{"dram_copy", "B/s", 0, 0, "", "cannot allocate 2 x 512 MiB"};
+  }
+  DeviceBuffer src(&api, a), dst(&api, b);
+  api.memset_d32(a, 0x3f800000u, bytes / 4);
+  auto t = time_runs(api, stream, [&] { return api.memcpy_dtod_async(dst.get(), src.get(), bytes, stream); }, 3, 20);
+  return rate("dram_copy", "B/s", 2.0 * bytes, t, "cuMemcpyDtoDAsync of 512 MiB, read + write bytes");
+}
+
+Ceiling fma_ceiling(const DriverApi& api, CUstream stream, const DeviceInfo& dev) {
+  TempDir tmp("kopt-ceilings");
+  CompileRequest req;
+  req.source_path = "kopt_fma_rate.cu";
+  req.source_text = k_fma_source;
+  req.entry = "kopt_fma_rate";
+  req.arch = dev.arch();
+  auto built = NvrtcCompiler().compile(req, tmp.path() / "fma.cubin");
+  if (!built || !built->ok) return Ceiling{"fp32_fma", "FLOP/s", 0, 0, "", "cannot build the FMA kernel"};
+  auto image = read_binary_file(built->cubin_path);
+  CUmodule m = nullptr;
+  if (!image || api.module_load_data(&m, image->data()) != CUDA_SUCCESS)
+    return Ceiling{"fp32_fma", "FLOP/s", 0, 0, "", "cannot load the FMA kernel"};
+  Module module(&api, m);
+  CUfunction fn = nullptr;
+  api.module_get_function(&fn, m, "kopt_fma_rate");
+  CUdeviceptr out = 0;
+  api.mem_alloc(&out, 1024 * sizeof(float));
+  DeviceBuffer out_buf(&api, out);
+  int iters = 2048;
+  float a = 0.999f, b = 0.001f;
+  void* params[] = {&out, &iters, &a, &b};
+  const unsigned blocks = static_cast<unsigned>(dev.sm_count) * 8, threads = 256;
+  auto t = time_runs(api, stream, [&] { return api.launch_kernel(fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr); }, 3, 20);
+  double flops = 2.0 * 8 * 16 * iters * static_cast<double>(blocks) * threads;
+  return rate("fp32_fma", "FLOP/s", flops, t, "8 independent FMA chains per thread, 8 blocks of 256 per SM");
+}
+
+Ceiling gemm_ceiling(const DriverApi& api, CUstream stream, const CublasApi& blas, cublasHandle_t handle,
+                     const std::string& name, DType in, cudaDataType type, cublasComputeType_t compute) {
+  const int n = 8192;
+  const std::size_t elems = std::size_t{n} * n;
+  const std::size_t in_bytes = elems * dtype_size(in);
+  CUdeviceptr pa = 0, pb = 0, pc = 0;
+  if (api.mem_alloc(&pa, in_bytes) != CUDA_SUCCESS || api.mem_alloc(&pb, in_bytes) != CUDA_SUCCESS ||
+      api.mem_alloc(&pc, elems * dtype_size(in)) != CUDA_SUCCESS)
+    return Ceiling{name, "FLOP/s", 0, 0, "", "cannot allocate the matrices"};
+  DeviceBuffer A(&api, pa), B(&api, pb), C(&api, pc);
+  // Random operands in [-1, 1): real bit patterns, not zeros (power, and so clocks, depend on them).
+  TensorSpec spec;
+  spec.name = name;
+  spec.dtype = in;
+  spec.init = {InitKind::uniform, -1.0, 1.0};
+  HostTensor h = generate_tensor(spec, {static_cast<std::int64_t>(elems)}, 1);
+  api.memcpy_htod(pa, h.data.data(), in_bytes);
+  api.memcpy_htod(pb, h.data.data(), in_bytes);
+  float alpha = 1.0f, beta = 0.0f;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  auto t = time_runs(api, stream, [&] {
+    status = blas.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, reinterpret_cast<void*>(pa), type, n,
+                          reinterpret_cast<void*>(pb), type, n, &beta, reinterpret_cast<void*>(pc), type, n, compute,
+                          CUBLAS_GEMM_DEFAULT);
+    return CUDA_SUCCESS;
+  }, 3, 10);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return Ceiling{name, "FLOP/s", 0, 0, "", "cublasGemmEx failed with status " + std::to_string(status)};
+  return rate(name, "FLOP/s", 2.0 * n * n * static_cast<double>(n), t,
+              "cublasGemmEx " + std::to_string(n) + "^3, f32 accumulation");
+}
+
+}  // namespace
+
+CeilingsResult CudaExecutor::ceilings() {
+  const DriverApi& api = *m_state->api;
+  CeilingsResult result;
+  if (!m_state->info) {
+    auto info = device_info();
+    if (!info) {
+      result.status = RunStatus::launch_failed;
+      result.error = info.error().message;
+      return result;
+    }
+    m_state->info = *info;
+  }
+  const DeviceInfo& dev = *m_state->info;
+  result.clocks_before = read_clocks(dev.pci_bus_id);
+  Stream stream(&api);
+  result.ceilings.push_back(copy_ceiling(api, stream.get()));
+  result.ceilings.push_back(fma_ceiling(api, stream.get(), dev));
+  auto blas = cublas_api();
+  cublasHandle_t handle = nullptr;
+  std::string blas_error = blas ? "" : blas.error().message;
+  if (blas && (*blas)->create(&handle) != CUBLAS_STATUS_SUCCESS) blas_error = "cublasCreate failed";
+  struct Gemm {
+    const char* name;
+    DType in;
+    cudaDataType type;
+    cublasComputeType_t compute;
+    int min_cc;
+  };
+  const Gemm gemms[] = {{"tensor_f16", DType::f16, CUDA_R_16F, CUBLAS_COMPUTE_32F, 70},
+                        {"tensor_bf16", DType::bf16, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 80},
+                        {"tensor_tf32", DType::f32, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 80}};
+  for (const Gemm& g : gemms) {
+    if (dev.cc_major * 10 + dev.cc_minor < g.min_cc) continue;  // the device has no such unit
+    if (!blas_error.empty()) {
+      result.ceilings.push_back(Ceiling{g.name, "FLOP/s", 0, 0, "", blas_error});
+      continue;
+    }
+    (*blas)->set_stream(handle, reinterpret_cast<cudaStream_t>(stream.get()));
+    result.ceilings.push_back(gemm_ceiling(api, stream.get(), **blas, handle, g.name, g.in, g.type, g.compute));
+  }
+  if (dev.cc_major * 10 + dev.cc_minor >= 89)
+    result.ceilings.push_back(Ceiling{"tensor_fp8", "FLOP/s", 0, 0, "", "not measured yet: needs cuBLASLt's FP8 path"});
+  if (handle) (*blas)->destroy(handle);
+  result.clocks_after = read_clocks(dev.pci_bus_id);
+  return result;
+}
+
+}  // namespace kopt::cuda

@@ -1,0 +1,26 @@
+#pragma once
+// What a CudaExecutor holds; shared by its run, bench and ceilings parts.
+#include <memory>
+#include <optional>
+
+#include "driver_api.hpp"
+#include "kopt/backend/cuda/executor.hpp"
+#include "prepared_launch.hpp"
+
+namespace kopt::cuda {
+
+struct CudaExecutor::State {
+  std::optional<DeviceInfo> info;  // filled on first use
+  const DriverApi* api = nullptr;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+  int ordinal = 0;
+};
+
+// Bits of NVML's clock-event reasons that mean the clocks were held down (power, thermal,
+// hardware slowdown); idle and application-clock settings are not throttling.
+inline constexpr unsigned long long k_throttle_bits = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+// The current clock-event reasons (0 when NVML is unavailable); cheap enough per sample.
+unsigned long long read_throttle_mask(const std::string& pci_bus_id);
+
+}  // namespace kopt::cuda

@@ -1,0 +1,113 @@
+#include "prepared_launch.hpp"
+
+#include <cstring>
+
+#include "kopt/core/fs.hpp"
+
+namespace kopt::cuda {
+namespace {
+
+void fill_scalar(ArgSlot& slot, const ResolvedArg& a) {
+  auto put = [&](auto v) { std::memcpy(slot.bytes, &v, sizeof v); };
+  if (std::holds_alternative<double>(a.value)) {
+    double v = std::get<double>(a.value);
+    if (a.dtype == DType::f64) put(v);
+    else put(static_cast<float>(v));
+    return;
+  }
+  std::int64_t v = std::get<std::int64_t>(a.value);
+  switch (a.dtype) {
+    case DType::i64: put(v); break;
+    case DType::i32: put(static_cast<std::int32_t>(v)); break;
+    case DType::i16: put(static_cast<std::int16_t>(v)); break;
+    case DType::i8: put(static_cast<std::int8_t>(v)); break;
+    case DType::u8: put(static_cast<std::uint8_t>(v)); break;
+    case DType::f64: put(static_cast<double>(v)); break;
+    default: put(static_cast<float>(v)); break;
+  }
+}
+
+}  // namespace
+
+RunResult driver_failure(const DriverApi& api, RunStatus status, const char* call, CUresult r) {
+  RunResult result;
+  result.status = status;
+  result.error = std::string(call) + ": " + api.describe(r);
+  // After a fault the context is unusable (sticky error): the worker must restart.
+  result.fatal = status == RunStatus::fault;
+  return result;
+}
+
+CUresult PreparedLaunch::launch(CUstream stream) const {
+  return api->launch_kernel(function, static_cast<unsigned>(job->grid[0]), static_cast<unsigned>(job->grid[1]),
+                            static_cast<unsigned>(job->grid[2]), static_cast<unsigned>(job->block[0]),
+                            static_cast<unsigned>(job->block[1]), static_cast<unsigned>(job->block[2]),
+                            static_cast<unsigned>(job->shared_mem), stream, const_cast<void**>(params.data()),
+                            nullptr);
+}
+
+#define KOPT_CU_PREPARE(status, call)                                          \
+  do {                                                                         \
+    CUresult kopt_r_ = (call);                                                 \
+    if (kopt_r_ != CUDA_SUCCESS) {                                             \
+      failure = driver_failure(api, status, #call, kopt_r_);                   \
+      return std::nullopt;                                                     \
+    }                                                                          \
+  } while (0)
+
+std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job, RunResult& failure) {
+  auto fail_io = [&](const std::string& why) {
+    failure.status = RunStatus::launch_failed;
+    failure.error = why;
+    return std::nullopt;
+  };
+  PreparedLaunch p;
+  p.api = &api;
+  p.job = &job;
+  auto image = read_binary_file(job.module_path);
+  if (!image) return fail_io(image.error().to_string());
+  CUmodule raw = nullptr;
+  KOPT_CU_PREPARE(RunStatus::load_failed, api.module_load_data(&raw, image->data()));
+  p.module = std::make_unique<Module>(&api, raw);
+  KOPT_CU_PREPARE(RunStatus::load_failed, api.module_get_function(&p.function, raw, job.entry.c_str()));
+  if (job.shared_mem > 48 * 1024)
+    KOPT_CU_PREPARE(RunStatus::launch_failed,
+                    api.func_set_attribute(p.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                           static_cast<int>(job.shared_mem)));
+  std::map<std::string, CUdeviceptr> by_name;
+  for (const auto& t : job.tensors) {
+    CUdeviceptr ptr = 0;
+    KOPT_CU_PREPARE(RunStatus::launch_failed, api.mem_alloc(&ptr, std::max<std::size_t>(t.bytes, 1)));
+    p.buffers.emplace_back(&api, ptr);
+    by_name[t.name] = ptr;
+    if (t.role == Role::output) {
+      // Poison: a kernel that skips an element leaves a NaN (or a sentinel) behind.
+      Poison pz = poison_for(t.dtype);
+      if (pz.width == 4) KOPT_CU_PREPARE(RunStatus::launch_failed, api.memset_d32(ptr, pz.pattern, t.bytes / 4));
+      else if (pz.width == 2)
+        KOPT_CU_PREPARE(RunStatus::launch_failed,
+                        api.memset_d16(ptr, static_cast<unsigned short>(pz.pattern), t.bytes / 2));
+      else KOPT_CU_PREPARE(RunStatus::launch_failed, api.memset_d8(ptr, static_cast<unsigned char>(pz.pattern), t.bytes));
+    } else {
+      auto data = read_binary_file(t.input_path);
+      if (!data) return fail_io(data.error().to_string());
+      if (data->size() != t.bytes) return fail_io("input file " + t.input_path.string() + " has the wrong size");
+      KOPT_CU_PREPARE(RunStatus::launch_failed, api.memcpy_htod(ptr, data->data(), t.bytes));
+    }
+  }
+  p.slots.resize(job.args.size());
+  for (std::size_t i = 0; i < job.args.size(); ++i) {
+    const auto& a = job.args[i];
+    if (!a.tensor.empty()) {
+      auto it = by_name.find(a.tensor);
+      if (it == by_name.end()) return fail_io("argument names unknown tensor " + a.tensor);
+      std::memcpy(p.slots[i].bytes, &it->second, sizeof(CUdeviceptr));
+    } else {
+      fill_scalar(p.slots[i], a);
+    }
+    p.params.push_back(p.slots[i].bytes);
+  }
+  return p;
+}
+
+}  // namespace kopt::cuda

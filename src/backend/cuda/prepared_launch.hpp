@@ -1,0 +1,96 @@
+#pragma once
+// A job made ready to launch: module loaded, buffers allocated and filled (outputs poisoned),
+// arguments packed. Shared by single runs and timing. Move-only RAII owners of every driver
+// handle (DESIGN.md §5: no raw handles escape backend/cuda).
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver_api.hpp"
+#include "kopt/backend/run_job.hpp"
+
+namespace kopt::cuda {
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer(const DriverApi* api, CUdeviceptr ptr) : m_api(api), m_ptr(ptr) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept : m_api(o.m_api), m_ptr(std::exchange(o.m_ptr, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+  ~DeviceBuffer() {
+    if (m_ptr) m_api->mem_free(m_ptr);  // errors ignored: destructors never throw
+  }
+  CUdeviceptr get() const { return m_ptr; }
+
+ private:
+  const DriverApi* m_api;
+  CUdeviceptr m_ptr;
+};
+
+class Module {
+ public:
+  Module(const DriverApi* api, CUmodule m) : m_api(api), m_module(m) {}
+  Module(const Module&) = delete;
+  ~Module() {
+    if (m_module) m_api->module_unload(m_module);
+  }
+  CUmodule get() const { return m_module; }
+
+ private:
+  const DriverApi* m_api;
+  CUmodule m_module;
+};
+
+class Event {
+ public:
+  explicit Event(const DriverApi* api) : m_api(api) { m_api->event_create(&m_event, CU_EVENT_DEFAULT); }
+  Event(const Event&) = delete;
+  ~Event() {
+    if (m_event) m_api->event_destroy(m_event);
+  }
+  CUevent get() const { return m_event; }
+
+ private:
+  const DriverApi* m_api;
+  CUevent m_event = nullptr;
+};
+
+class Stream {
+ public:
+  explicit Stream(const DriverApi* api) : m_api(api) { m_api->stream_create(&m_stream, CU_STREAM_NON_BLOCKING); }
+  Stream(const Stream&) = delete;
+  ~Stream() {
+    if (m_stream) m_api->stream_destroy(m_stream);
+  }
+  CUstream get() const { return m_stream; }
+
+ private:
+  const DriverApi* m_api;
+  CUstream m_stream = nullptr;
+};
+
+// 8-byte storage for one scalar kernel argument, typed as the kernel declares it.
+struct ArgSlot {
+  alignas(8) unsigned char bytes[8] = {};
+};
+
+struct PreparedLaunch {
+  const DriverApi* api = nullptr;
+  const RunJob* job = nullptr;
+  std::unique_ptr<Module> module;
+  CUfunction function = nullptr;
+  std::vector<DeviceBuffer> buffers;  // in the order of job->tensors
+  std::vector<ArgSlot> slots;
+  std::vector<void*> params;
+
+  CUresult launch(CUstream stream) const;
+};
+
+// Describes a driver failure: "cuCall: CUDA_ERROR_X: text".
+RunResult driver_failure(const DriverApi& api, RunStatus status, const char* call, CUresult r);
+
+// Prepares `job`; on failure returns nullopt with `failure` filled in.
+std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job, RunResult& failure);
+
+}  // namespace kopt::cuda

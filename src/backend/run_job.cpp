@@ -1,0 +1,30 @@
+#include "kopt/backend/run_job.hpp"
+
+namespace kopt {
+
+namespace {
+constexpr RunStatus k_statuses[] = {RunStatus::ok,    RunStatus::load_failed, RunStatus::launch_failed,
+                                    RunStatus::fault, RunStatus::timeout,     RunStatus::crash,
+                                    RunStatus::reference_failed};
+}  // namespace
+
+std::string_view run_status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::load_failed: return "load_failed";
+    case RunStatus::launch_failed: return "launch_failed";
+    case RunStatus::fault: return "fault";
+    case RunStatus::timeout: return "timeout";
+    case RunStatus::crash: return "crash";
+    case RunStatus::reference_failed: return "reference_failed";
+  }
+  return "?";
+}
+
+std::optional<RunStatus> parse_run_status(std::string_view name) {
+  for (RunStatus s : k_statuses)
+    if (run_status_name(s) == name) return s;
+  return std::nullopt;
+}
+
+}  // namespace kopt

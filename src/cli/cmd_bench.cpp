@@ -1,0 +1,177 @@
+// `kopt bench PROBLEM` and `kopt ceilings`.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+
+#include "commands.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/engine/bencher.hpp"
+#include "kopt/engine/ceilings_store.hpp"
+#include "kopt/problem/loader.hpp"
+
+namespace kopt::cli {
+namespace {
+using nlohmann::json;
+
+std::string time_text(double s) {
+  if (s >= 1.0) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.2f} us", s * 1e6);
+}
+
+std::string rate_text(double v, const std::string& unit) {
+  if (v >= 1e12) return fmt::format("{:.1f} T{}", v / 1e12, unit);
+  if (v >= 1e9) return fmt::format("{:.1f} G{}", v / 1e9, unit);
+  return fmt::format("{:.3g} {}", v, unit);
+}
+
+std::string clocks_text(const Clocks& c) {
+  if (!c.nvml_error.empty()) return "clocks unknown (" + c.nvml_error + ")";
+  return fmt::format("SM {}/{} MHz, mem {} MHz, throttle: {}", c.sm_mhz, c.max_sm_mhz, c.mem_mhz, c.throttle_reasons);
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void print_bench(const BenchReport& r) {
+  std::cout << fmt::format("kopt bench {} · {} ({}) · {} L2{} · {}\n", r.problem, r.device.name, r.device.arch(),
+                           cache_mode_name(r.options.mode),
+                           r.flush_bytes ? fmt::format(" (flush {} MiB)", r.flush_bytes >> 20) : "", r.toolkit);
+  std::cout << "clocks before: " << clocks_text(r.clocks_before) << "\nclocks after:  " << clocks_text(r.clocks_after)
+            << "\nceilings: " << r.ceilings_source << "\n\n";
+  std::cout << fmt::format("{:<3} {:<34} {:>11} {:>23} {:>7} {:>6} {:>10} {:>6} {:>11} {:>6}  {}\n", "", "variant",
+                           "median", "p10 .. p90", "noise", "n", "GB/s", "%BW", "GFLOP/s", "%FLOP", "stop");
+  char tag = 'A';
+  for (const auto& v : r.variants) {
+    std::string name = v.kernel + (v.point.empty() ? "" : " [" + point_to_string(v.point) + "]");
+    if (v.status != "ok" && v.summary.n == 0) {
+      std::cout << fmt::format("{:<3} {:<34} {}: {}\n", std::string(1, tag++), name, v.status, v.error);
+      continue;
+    }
+    const Summary& s = v.summary;
+    std::cout << fmt::format("{:<3} {:<34} {:>11} {:>23} {:>6.2f}% {:>6} {:>10.1f} {:>6} {:>11.1f} {:>6}  {}{}\n",
+                             std::string(1, tag++), name, time_text(s.median),
+                             time_text(s.p10) + " .. " + time_text(s.p90), 100 * s.rel_noise, s.n, v.gbps,
+                             v.pct_bandwidth_ceiling > 0 ? fmt::format("{:.1f}%", v.pct_bandwidth_ceiling) : "-",
+                             v.gflops, v.pct_compute_ceiling > 0 ? fmt::format("{:.1f}%", v.pct_compute_ceiling) : "-",
+                             stop_reason_name(v.series.stop), v.series.graph ? fmt::format(", graph x{}", v.series.batch) : "");
+    std::cout << fmt::format("    host launch {:.1f} us (outside the timed window); throttled samples {}; "
+                             "blocking-kernel timeouts {}\n",
+                             v.series.launch_overhead_us, v.throttled_samples, v.series.blocking_timeouts);
+    if (v.status != "ok") std::cout << "    " << v.status << ": " << v.error << "\n";
+  }
+  if (r.comparison) {
+    const Comparison& c = *r.comparison;
+    std::cout << fmt::format("\nA / B time ratio {:.4f}, {:.0f}% CI [{:.4f}, {:.4f}] over {} interleaved pairs: A is {}"
+                             " (threshold {:.1f}%)\n",
+                             c.ratio, 100 * c.confidence, c.ci_low, c.ci_high, c.pairs, verdict_name(c.verdict),
+                             100 * c.threshold);
+  }
+}
+
+WorkerOptions worker_options(int device, const TempDir& tmp) {
+  WorkerOptions wo;
+  wo.command = {self_executable().string(), "worker", "--device", std::to_string(device)};
+  wo.log_path = tmp.path() / "worker.log";
+  return wo;
+}
+
+}  // namespace
+
+int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
+  auto sets = parse_assignments(o.sets, "--set");
+  auto vs = parse_assignments(o.vs, "--vs");
+  auto dims = parse_assignments(o.dims, "--dim");
+  for (auto* e : {&sets, &vs, &dims})
+    if (!*e) return report_error(g, "bench", 2, e->error().to_string());
+  auto problem = load_problem(o.problem, *dims);
+  if (!problem) return report_error(g, "bench", exit_code(problem.error().kind), problem.error().to_string());
+
+  BenchRequest req;
+  std::vector<std::string> kernels = o.kernels;
+  if (kernels.empty())
+    for (const auto& k : problem->kernels) kernels.push_back(k.name);
+  bool comparing = !o.vs.empty() || o.vs_kernel;
+  if (comparing) {
+    if (kernels.size() != 1)
+      return report_error(g, "bench", 2, "--vs compares one kernel: name it with --kernel");
+    req.variants.push_back({kernels[0], *sets});
+    auto b_sets = *sets;
+    for (const auto& [k, v] : *vs) b_sets[k] = v;
+    req.variants.push_back({o.vs_kernel.value_or(kernels[0]), b_sets});
+  } else {
+    for (const auto& k : kernels) {
+      std::map<std::string, std::int64_t> own;
+      if (const KernelSpec* ks = problem->find_kernel(k))
+        for (const auto& [name, value] : *sets)
+          if (ks->find_param(name)) own[name] = value;
+      req.variants.push_back({k, own});
+    }
+  }
+  req.options.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
+  req.options.warmup_s = o.warmup_s;
+  req.options.blocking_kernel = o.blocking;
+  req.options.rule.max_noise = o.max_noise_pct / 100.0;
+  req.options.rule.min_samples = o.min_samples;
+  req.options.rule.min_time_s = o.min_time_s;
+  req.options.rule.max_time_s = o.max_time_s;
+  req.threshold = o.threshold_pct / 100.0;
+  req.check_first = o.check_first;
+  req.arch = o.arch;
+  req.cache_root = cache_dir();
+  if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+
+  TempDir tmp("kopt-worker");
+  WorkerClient worker(worker_options(o.device, tmp));
+  cuda::NvrtcCompiler compiler;
+  SystemCommandRunner runner;
+  auto report = run_bench(*problem, req, CheckContext{compiler, runner, worker});
+  if (!report) return report_error(g, "bench", exit_code(report.error().kind), report.error().to_string());
+  if (g.json) std::cout << to_json(*report).dump(2) << "\n";
+  else print_bench(*report);
+  return report->exit_code();
+}
+
+int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o) {
+  TempDir tmp("kopt-worker");
+  WorkerClient worker(worker_options(o.device, tmp));
+  auto device = worker.device_info();
+  if (!device) return report_error(g, "ceilings", exit_code(device.error().kind), device.error().message);
+  std::optional<StoredCeilings> stored = o.refresh ? std::nullopt : load_ceilings(cache_dir(), *device);
+  bool cached = stored.has_value();
+  if (!stored) {
+    auto measured = worker.ceilings(std::chrono::minutes(5));
+    if (!measured) return report_error(g, "ceilings", exit_code(measured.error().kind), measured.error().message);
+    if (!measured->error.empty()) return report_error(g, "ceilings", 3, measured->error);
+    stored = StoredCeilings{*device, *measured, utc_now()};
+    if (auto w = save_ceilings(cache_dir(), *stored); !w)
+      return report_error(g, "ceilings", 4, w.error().to_string());
+  }
+  if (g.json) {
+    json j = to_json(*stored);
+    j["command"] = "ceilings";
+    j["cached"] = cached;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("kopt ceilings · {} ({}) · measured {}{}\n", device->name, device->arch(),
+                           stored->measured_at, cached ? " (cached; --refresh measures again)" : "");
+  std::cout << "clocks before: " << clocks_text(stored->result.clocks_before)
+            << "\nclocks after:  " << clocks_text(stored->result.clocks_after) << "\n\n";
+  for (const auto& c : stored->result.ceilings) {
+    if (!c.error.empty()) std::cout << fmt::format("{:<12} missing: {}\n", c.name, c.error);
+    else
+      std::cout << fmt::format("{:<12} best {:>12}  median {:>12}  ({})\n", c.name, rate_text(c.best, c.unit),
+                               rate_text(c.median, c.unit), c.method);
+  }
+  return 0;
+}
+
+}  // namespace kopt::cli

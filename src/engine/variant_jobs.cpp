@@ -1,0 +1,69 @@
+#include "kopt/engine/variant_jobs.hpp"
+
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
+#include "kopt/problem/tensor_data.hpp"
+
+namespace kopt {
+namespace fs = std::filesystem;
+
+CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point, const std::string& arch) {
+  CompileRequest req;
+  req.source_path = p.dir / k.source;
+  req.source_text = read_text_file(p.dir / k.source).value_or("");
+  req.entry = k.entry;
+  for (const auto& [name, value] : point) req.defines.emplace_back(name, std::to_string(value));
+  req.options = k.compile_options;
+  req.include_dirs = {p.dir.empty() ? fs::path(".") : p.dir};
+  req.arch = arch;
+  return req;
+}
+
+Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed, const fs::path& dir) {
+  SeedInputs in;
+  in.seed = seed;
+  Scope dims = p.dim_scope();
+  for (const auto& t : p.tensors) {
+    auto shape = tensor_shape(t, dims);
+    if (!shape) return Unexpected(shape.error());
+    in.shapes[t.name] = *shape;
+    if (t.role == Role::output) continue;
+    HostTensor h = generate_tensor(t, *shape, seed);
+    fs::path file = dir / (t.name + ".bin");
+    if (auto w = write_file_atomic(file, h.data); !w) return Unexpected(w.error());
+    in.files[t.name] = file;
+    if (t.role == Role::input) in.checksums[t.name] = hex64(checksum64(h.data));
+  }
+  return in;
+}
+
+std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const fs::path& out_dir) {
+  std::vector<JobTensor> out;
+  for (const auto& t : p.tensors) {
+    JobTensor jt;
+    jt.name = t.name;
+    jt.dtype = t.dtype;
+    jt.bytes = shape_numel(in.shapes.at(t.name)) * dtype_size(t.dtype);
+    jt.role = t.role;
+    if (t.role != Role::output) jt.input_path = in.files.at(t.name);
+    if (t.role != Role::input) jt.output_path = out_dir / (t.name + ".bin");
+    out.push_back(jt);
+  }
+  return out;
+}
+
+RunJob kernel_job(std::string label, const Build& build, const ResolvedLaunch& launch, std::vector<JobTensor> tensors) {
+  RunJob job;
+  job.label = std::move(label);
+  job.kind = ModuleKind::cubin;
+  job.module_path = build.cubin_path;
+  job.entry = build.lowered_entry;
+  job.grid = launch.grid;
+  job.block = launch.block;
+  job.shared_mem = launch.shared_mem;
+  job.args = launch.args;
+  job.tensors = std::move(tensors);
+  return job;
+}
+
+}  // namespace kopt

@@ -1,0 +1,129 @@
+// Device tests of the timer, the comparison and the ceilings (label "gpu").
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu_skip.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/core/process.hpp"
+#include "kopt_binary.hpp"
+
+namespace kopt {
+namespace {
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class Bench : public ::testing::Test {
+ protected:
+  void SetUp() override { ::setenv("KOPT_CACHE_DIR", m_cache.path().c_str(), 1); }
+  void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
+
+  json kopt(std::vector<std::string> args, int& rc) {
+    args.insert(args.begin(), test::kopt_binary().string());
+    args.push_back("--json");
+    CommandResult r = SystemCommandRunner().run(args, 600s);
+    rc = r.exit_code;
+    try {
+      return json::parse(r.out);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out << "\n" << r.err;
+      return {};
+    }
+  }
+  std::string example(const char* name) { return (test::source_dir() / "examples" / name).string(); }
+  TempDir m_cache{"kopt-bench-cache"};
+};
+
+TEST_F(Bench, ColdSamplesFlushTheL2AndStopOnNoise) {
+  KOPT_SKIP_WITHOUT_GPU();
+  int rc = -1;
+  json j = kopt({"bench", example("softmax"), "--kernel", "tuned", "--max-time", "5"}, rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  const json& v = j["variants"][0];
+  EXPECT_EQ(v["status"], "ok");
+  EXPECT_GE(j["flush_bytes"].get<std::int64_t>(), j["device"]["l2_bytes"].get<std::int64_t>());
+  const json& s = v["summary"];
+  EXPECT_GE(s["n"].get<int>(), 10);
+  EXPECT_EQ(v["series"]["samples_s"].size(), s["n"].get<std::size_t>());
+  EXPECT_GT(s["median"].get<double>(), 1e-6);
+  EXPECT_LT(s["rel_noise"].get<double>(), 0.05);
+  EXPECT_LE(s["p10"].get<double>(), s["median"].get<double>());
+  EXPECT_LE(s["median"].get<double>(), s["p90"].get<double>());
+  std::string stop = v["series"]["stop"];
+  EXPECT_TRUE(stop == "noise_reached" || stop == "noise_plateau") << stop;
+  EXPECT_EQ(v["series"]["blocking_timeouts"], 0);
+  EXPECT_GT(v["series"]["launch_overhead_us"].get<double>(), 0.0);
+  EXPECT_GT(j["clocks_before"]["sm_mhz"].get<int>(), 0);
+  EXPECT_GT(v["gbps"].get<double>(), 0.0);
+}
+
+TEST_F(Bench, HotModeBatchesTinyKernelsInAGraph) {
+  KOPT_SKIP_WITHOUT_GPU();
+  int rc = -1;
+  json j = kopt({"bench", example("vector_add"), "--kernel", "vectorized", "--dim", "n=4096", "--mode", "hot",
+                 "--max-time", "5"},
+                rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  const json& series = j["variants"][0]["series"];
+  EXPECT_TRUE(series["graph"].get<bool>());
+  EXPECT_GT(series["batch"].get<int>(), 1);
+  EXPECT_LT(j["variants"][0]["summary"]["median"].get<double>(), 10e-6);
+  EXPECT_EQ(j["flush_bytes"], 0);
+}
+
+TEST_F(Bench, InterleavedComparisonNamesTheFasterKernel) {
+  KOPT_SKIP_WITHOUT_GPU();
+  int rc = -1;
+  json j = kopt({"bench", example("softmax"), "--kernel", "tuned", "--vs-kernel", "naive", "--max-time", "5"}, rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  ASSERT_FALSE(j["comparison"].is_null());
+  EXPECT_EQ(j["comparison"]["verdict"], "faster");
+  EXPECT_LT(j["comparison"]["ratio"].get<double>(), 0.2);
+  EXPECT_EQ(j["variants"][0]["summary"]["n"], j["variants"][1]["summary"]["n"]);  // paired
+}
+
+TEST_F(Bench, TheSamePointAgainstItselfIsTheSame) {
+  KOPT_SKIP_WITHOUT_GPU();
+  int rc = -1;
+  json j = kopt({"bench", example("gemm_f32"), "--kernel", "register_tiled", "--vs", "BM=64", "--threshold", "2",
+                 "--max-time", "5", "--min-samples", "40"},
+                rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["comparison"]["verdict"], "same") << j["comparison"].dump();
+}
+
+TEST_F(Bench, AWrongKernelIsNotTimed) {
+  KOPT_SKIP_WITHOUT_GPU();
+  int rc = -1;
+  json j = kopt({"bench", (test::source_dir() / "tests/fixtures/problems/faults").string(), "--kernel", "wrong"}, rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(j["variants"][0]["status"], "wrong");
+  EXPECT_EQ(j["variants"][0]["summary"]["n"], 0);
+}
+
+TEST_F(Bench, CeilingsAreMeasuredCachedAndCatchATimeBelowTheFloor) {
+  KOPT_SKIP_WITHOUT_GPU();
+  int rc = -1;
+  json c = kopt({"ceilings", "--refresh"}, rc);
+  ASSERT_EQ(rc, 0) << c.dump(2);
+  std::map<std::string, json> by;
+  for (const auto& x : c["result"]["ceilings"]) by[x["name"]] = x;
+  double copy = by["dram_copy"]["best"].get<double>(), fma = by["fp32_fma"]["best"].get<double>();
+  EXPECT_GT(copy, 0.3e12);  // any current datacenter GPU; H100 HBM3 is ~3.35 TB/s peak
+  EXPECT_LT(copy, 10e12);
+  EXPECT_GT(fma, 5e12);
+  EXPECT_LT(fma, 200e12);
+  if (by.count("tensor_f16") && by["tensor_f16"]["error"].get<std::string>().empty()) {
+    EXPECT_GT(by["tensor_f16"]["best"].get<double>(), 2 * fma);
+  }
+  json again = kopt({"ceilings"}, rc);
+  EXPECT_TRUE(again["cached"].get<bool>());
+
+  json lie = kopt({"bench", (test::source_dir() / "tests/fixtures/problems/lying_cost").string(), "--max-time", "3"}, rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(lie["variants"][0]["status"], "below_floor") << lie.dump(2);
+  EXPECT_GT(lie["variants"][0]["pct_bandwidth_ceiling"].get<double>(), 100.0);
+}
+
+}  // namespace
+}  // namespace kopt
