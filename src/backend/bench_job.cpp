@@ -6,6 +6,7 @@ namespace kopt {
 using nlohmann::json;
 
 std::string_view cache_mode_name(CacheMode m) { return m == CacheMode::cold ? "cold" : "hot"; }
+std::string_view flush_method_name(FlushMethod f) { return f == FlushMethod::read ? "read" : "write"; }
 
 namespace {
 
@@ -17,7 +18,7 @@ RunStatus status_from(const json& j) {
 
 StopReason stop_from(const std::string& name) {
   for (StopReason r : {StopReason::not_yet, StopReason::noise_reached, StopReason::noise_plateau,
-                       StopReason::time_cap, StopReason::sample_cap})
+                       StopReason::time_cap, StopReason::sample_cap, StopReason::verdict_reached})
     if (stop_reason_name(r) == name) return r;
   throw std::invalid_argument("unknown stop reason " + name);
 }
@@ -36,6 +37,9 @@ json to_json(const BenchOptions& o) {
           {"max_samples", o.rule.max_samples},
           {"blocking_kernel", o.blocking_kernel},
           {"flush_bytes", o.flush_bytes},
+          {"flush", flush_method_name(o.flush)},
+          {"paired", o.paired},
+          {"verdict_threshold", o.verdict_threshold},
           {"graph_below_us", o.graph_below_us},
           {"graph_sample_us", o.graph_sample_us}};
 }
@@ -55,6 +59,11 @@ BenchOptions bench_options_from_json(const json& j) {
   o.rule.max_samples = j.value("max_samples", o.rule.max_samples);
   o.blocking_kernel = j.value("blocking_kernel", o.blocking_kernel);
   o.flush_bytes = j.value("flush_bytes", o.flush_bytes);
+  std::string flush = j.value("flush", std::string("read"));
+  if (flush != "read" && flush != "write") throw std::invalid_argument("unknown flush method " + flush);
+  o.flush = flush == "read" ? FlushMethod::read : FlushMethod::write;
+  o.paired = j.value("paired", o.paired);
+  o.verdict_threshold = j.value("verdict_threshold", o.verdict_threshold);
   o.graph_below_us = j.value("graph_below_us", o.graph_below_us);
   o.graph_sample_us = j.value("graph_sample_us", o.graph_sample_us);
   return o;
@@ -94,7 +103,7 @@ json to_json(const BenchResult& r) {
   return {{"status", run_status_name(r.status)}, {"error", r.error},
           {"fatal", r.fatal},                    {"series", series},
           {"clocks_before", r.clocks_before},    {"clocks_after", r.clocks_after},
-          {"flush_bytes", r.flush_bytes}};
+          {"flush_bytes", r.flush_bytes},          {"flush_method", r.flush_method}};
 }
 
 BenchResult bench_result_from_json(const json& j) {
@@ -106,6 +115,7 @@ BenchResult bench_result_from_json(const json& j) {
   if (j.contains("clocks_before")) r.clocks_before = j["clocks_before"].get<Clocks>();
   if (j.contains("clocks_after")) r.clocks_after = j["clocks_after"].get<Clocks>();
   r.flush_bytes = j.value("flush_bytes", std::int64_t{0});
+  r.flush_method = j.value("flush_method", std::string{});
   return r;
 }
 

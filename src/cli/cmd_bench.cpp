@@ -43,7 +43,8 @@ std::string utc_now() {
 void print_bench(const BenchReport& r) {
   std::cout << fmt::format("kopt bench {} · {} ({}) · {} L2{} · {}\n", r.problem, r.device.name, r.device.arch(),
                            cache_mode_name(r.options.mode),
-                           r.flush_bytes ? fmt::format(" (flush {} MiB)", r.flush_bytes >> 20) : "", r.toolkit);
+                           r.flush_bytes ? fmt::format(" ({} flush of {} MiB)", r.flush_method, r.flush_bytes >> 20) : "",
+                           r.toolkit);
   std::cout << "clocks before: " << clocks_text(r.clocks_before) << "\nclocks after:  " << clocks_text(r.clocks_after)
             << "\nceilings: " << r.ceilings_source << "\n\n";
   std::cout << fmt::format("{:<3} {:<34} {:>11} {:>23} {:>7} {:>6} {:>10} {:>6} {:>11} {:>6}  {}\n", "", "variant",
@@ -106,6 +107,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
     auto b_sets = *sets;
     for (const auto& [k, v] : *vs) b_sets[k] = v;
     req.variants.push_back({o.vs_kernel.value_or(kernels[0]), b_sets});
+    req.compare = true;
   } else {
     for (const auto& k : kernels) {
       std::map<std::string, std::int64_t> own;
@@ -116,6 +118,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
     }
   }
   req.options.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
+  req.options.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;
   req.options.warmup_s = o.warmup_s;
   req.options.blocking_kernel = o.blocking;
   req.options.rule.max_noise = o.max_noise_pct / 100.0;

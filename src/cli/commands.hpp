@@ -42,6 +42,7 @@ struct BenchCliOptions {
   std::optional<std::string> vs_kernel;
   std::vector<std::string> dims;
   std::string mode = "cold";
+  std::string flush = "read";
   double max_noise_pct = 0.5;
   std::size_t min_samples = 10;
   double min_time_s = 0.5;

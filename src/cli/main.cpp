@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--dim", bench.dims, "override a dim NAME=VALUE (repeatable)");
   bench_cmd->add_option("--mode", bench.mode, "cold (L2 flushed before each sample) or hot")
       ->check(CLI::IsMember({"cold", "hot"}));
+  bench_cmd->add_option("--flush", bench.flush, "cold mode: read (clean L2, default) or write (dirty L2) the flush buffer")
+      ->check(CLI::IsMember({"read", "write"}));
   bench_cmd->add_option("--max-noise", bench.max_noise_pct, "stop when the relative noise is below this (%)")
       ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--min-samples", bench.min_samples, "at least this many samples")->check(CLI::Range(2, 1000000));

@@ -75,6 +75,8 @@ class BenchRun {
     if (!inputs) return Unexpected(inputs.error());
     BenchJob job;
     job.options = m_r.options;
+    job.options.paired = m_r.compare;
+    job.options.verdict_threshold = m_r.threshold;
     for (std::size_t i = 0; i < m_report.variants.size(); ++i) {
       const auto& v = m_report.variants[i];
       job.variants.push_back(kernel_job(v.kernel + " [" + point_to_string(v.point) + "]", v.build, launches[i],
@@ -93,6 +95,7 @@ class BenchRun {
     m_report.clocks_before = result.clocks_before;
     m_report.clocks_after = result.clocks_after;
     m_report.flush_bytes = result.flush_bytes;
+    m_report.flush_method = result.flush_method;
     derive(result);
     return m_report;
   }
@@ -154,7 +157,7 @@ class BenchRun {
                   "not a result";
       }
     }
-    if (m_report.variants.size() == 2 && result.series.size() == 2)
+    if (m_r.compare && result.series.size() == 2)
       m_report.comparison = compare_paired(result.series[0].samples_s, result.series[1].samples_s, m_r.threshold);
   }
 
@@ -200,6 +203,7 @@ json to_json(const BenchReport& r) {
          {"toolkit", r.toolkit},
          {"options", to_json(r.options)},
          {"flush_bytes", r.flush_bytes},
+         {"flush_method", r.flush_method},
          {"clocks_before", r.clocks_before},
          {"clocks_after", r.clocks_after},
          {"ceilings", r.ceilings_source},

@@ -45,6 +45,7 @@ std::string_view stop_reason_name(StopReason r) {
     case StopReason::noise_plateau: return "noise_plateau";
     case StopReason::time_cap: return "time_cap";
     case StopReason::sample_cap: return "sample_cap";
+    case StopReason::verdict_reached: return "verdict_reached";
   }
   return "?";
 }

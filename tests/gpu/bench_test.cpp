@@ -42,6 +42,7 @@ TEST_F(Bench, ColdSamplesFlushTheL2AndStopOnNoise) {
   const json& v = j["variants"][0];
   EXPECT_EQ(v["status"], "ok");
   EXPECT_GE(j["flush_bytes"].get<std::int64_t>(), j["device"]["l2_bytes"].get<std::int64_t>());
+  EXPECT_EQ(j["flush_method"], "read");
   const json& s = v["summary"];
   EXPECT_GE(s["n"].get<int>(), 10);
   EXPECT_EQ(v["series"]["samples_s"].size(), s["n"].get<std::size_t>());
@@ -80,6 +81,7 @@ TEST_F(Bench, InterleavedComparisonNamesTheFasterKernel) {
   EXPECT_EQ(j["comparison"]["verdict"], "faster");
   EXPECT_LT(j["comparison"]["ratio"].get<double>(), 0.2);
   EXPECT_EQ(j["variants"][0]["summary"]["n"], j["variants"][1]["summary"]["n"]);  // paired
+  EXPECT_EQ(j["variants"][0]["series"]["stop"], "verdict_reached");
 }
 
 TEST_F(Bench, TheSamePointAgainstItselfIsTheSame) {

@@ -14,12 +14,23 @@ namespace kopt {
 enum class CacheMode { cold, hot };
 std::string_view cache_mode_name(CacheMode m);
 
+// How the L2 is flushed before a cold sample: `read` streams a buffer of twice the L2's
+// size through it and leaves clean lines; `write` memsets it and leaves dirty lines whose
+// write-back the timed kernel then pays for (what triton's do_bench does).
+enum class FlushMethod { read, write };
+std::string_view flush_method_name(FlushMethod f);
+
 struct BenchOptions {
   CacheMode mode = CacheMode::cold;
   double warmup_s = 0.05;            // time-based warm-up per variant
   StoppingRule rule;
   bool blocking_kernel = true;       // keep host launch latency out of the timed window
   std::int64_t flush_bytes = 0;      // 0: twice the device's L2
+  FlushMethod flush = FlushMethod::read;
+  // Two variants sampled in pairs (a comparison): stop as soon as the verdict at this
+  // threshold is decided (faster, slower or same) with at least min_samples pairs.
+  bool paired = false;
+  double verdict_threshold = 0.01;
   double graph_below_us = 10.0;      // hot mode: batch launches in a CUDA graph below this
   double graph_sample_us = 200.0;    // target length of one batched sample
 };
@@ -50,6 +61,7 @@ struct BenchResult {
   Clocks clocks_before;
   Clocks clocks_after;
   std::int64_t flush_bytes = 0;
+  std::string flush_method;  // the one used: "read", or "write" when the flush kernel was unavailable
   bool ok() const { return status == RunStatus::ok; }
 };
 

@@ -17,7 +17,8 @@ struct BenchVariantSpec {
 };
 
 struct BenchRequest {
-  std::vector<BenchVariantSpec> variants;  // 1, or 2 for a comparison (A, then B)
+  std::vector<BenchVariantSpec> variants;  // several timed side by side, or A and B compared
+  bool compare = false;                      // two variants, sampled in pairs, with a verdict
   BenchOptions options;
   double threshold = 0.01;  // for the verdict
   bool check_first = true;  // a wrong kernel is not timed
@@ -51,6 +52,7 @@ struct BenchReport {
   std::optional<Comparison> comparison;
   Clocks clocks_before, clocks_after;
   std::int64_t flush_bytes = 0;
+  std::string flush_method;
   std::string ceilings_source;  // "measured <date>" or "none: run kopt ceilings"
   int exit_code() const;
 };

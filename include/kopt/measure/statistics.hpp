@@ -38,7 +38,7 @@ struct StoppingRule {
   std::size_t max_samples = 100000;
 };
 
-enum class StopReason { not_yet, noise_reached, noise_plateau, time_cap, sample_cap };
+enum class StopReason { not_yet, noise_reached, noise_plateau, time_cap, sample_cap, verdict_reached };
 std::string_view stop_reason_name(StopReason r);
 
 // Follows a growing sample stream and says when to stop. Feed it every sample (seconds).

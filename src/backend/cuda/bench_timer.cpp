@@ -17,8 +17,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Spins until the host sets flag[0], or gives up after timeout_ns and marks flag[1].
-constexpr const char* k_blocking_source = R"(
+// The timer's helper kernels.
+// kopt_blocking_kernel spins until the host sets flag[0], or gives up after timeout_ns and
+// marks flag[1]. kopt_l2_flush streams a buffer through the L2 with L2-only loads (.cg),
+// evicting what was there and leaving clean lines; `sink` keeps the loads alive.
+constexpr const char* k_helper_source = R"(
 extern "C" __global__ void kopt_blocking_kernel(volatile int* flag, unsigned long long timeout_ns) {
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -26,6 +29,15 @@ extern "C" __global__ void kopt_blocking_kernel(volatile int* flag, unsigned lon
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     if (now - start > timeout_ns) { flag[1] = 1; return; }
   }
+}
+extern "C" __global__ void kopt_l2_flush(const int4* buf, unsigned long long n, int* sink) {
+  int acc = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    int4 v = __ldcg(buf + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7f4a7c15) *sink = acc;
 }
 )";
 
@@ -95,6 +107,32 @@ struct Variant {
   bool done = false;
 };
 
+// The helper kernels, built with NVRTC for the device in the worker.
+struct Helpers {
+  std::unique_ptr<Module> module;
+  CUfunction blocking = nullptr;
+  CUfunction flush = nullptr;
+};
+
+Helpers build_helpers(const DriverApi& api, const std::string& arch) {
+  Helpers h;
+  TempDir tmp("kopt-timer");
+  CompileRequest req;
+  req.source_path = "kopt_timer_helpers.cu";
+  req.source_text = k_helper_source;
+  req.entry = "kopt_blocking_kernel";
+  req.arch = arch;
+  auto built = NvrtcCompiler().compile(req, tmp.path() / "helpers.cubin");
+  if (!built || !built->ok) return h;
+  auto image = read_binary_file(built->cubin_path);
+  CUmodule m = nullptr;
+  if (!image || api.module_load_data(&m, image->data()) != CUDA_SUCCESS) return h;
+  h.module = std::make_unique<Module>(&api, m);
+  if (api.module_get_function(&h.blocking, m, "kopt_blocking_kernel") != CUDA_SUCCESS) h.blocking = nullptr;
+  if (api.module_get_function(&h.flush, m, "kopt_l2_flush") != CUDA_SUCCESS) h.flush = nullptr;
+  return h;
+}
+
 }  // namespace
 
 BenchResult CudaExecutor::bench(const BenchJob& job) {
@@ -143,38 +181,30 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
 
   Stream stream(&api);
   Event start(&api), stop(&api);
-  // The L2 flush: a buffer of at least the L2's size, rewritten before each cold sample.
+  Helpers helpers = build_helpers(api, dev.arch());
+  // The L2 flush: a buffer of twice the L2's size, read (or rewritten) before each cold sample.
   std::optional<DeviceBuffer> flush;
+  std::optional<DeviceBuffer> flush_sink;
   std::size_t flush_words = 0;
+  bool read_flush = opt.flush == FlushMethod::read && helpers.flush;
   if (opt.mode == CacheMode::cold) {
     std::int64_t bytes = opt.flush_bytes > 0 ? opt.flush_bytes : 2 * dev.l2_bytes;
-    flush_words = static_cast<std::size_t>(bytes / 4);
-    CUdeviceptr p = 0;
+    flush_words = static_cast<std::size_t>(bytes / 16) * 4;
+    CUdeviceptr p = 0, sink = 0;
     KOPT_CU_BENCH(RunStatus::launch_failed, api.mem_alloc(&p, flush_words * 4));
     flush.emplace(&api, p);
+    KOPT_CU_BENCH(RunStatus::launch_failed, api.memset_d32(p, 0x9e3779b9u, flush_words));
+    KOPT_CU_BENCH(RunStatus::launch_failed, api.mem_alloc(&sink, 16));
+    flush_sink.emplace(&api, sink);
     result.flush_bytes = static_cast<std::int64_t>(flush_words * 4);
+    result.flush_method = read_flush ? "read" : "write";
   }
+  CUdeviceptr flush_ptr = flush ? flush->get() : 0, sink_ptr = flush_sink ? flush_sink->get() : 0;
+  unsigned long long flush_vectors = flush_words / 4;
+  void* flush_params[] = {&flush_ptr, &flush_vectors, &sink_ptr};
   // The blocking kernel holds the stream until everything of a sample is queued.
   PinnedFlag flag(&api);
-  std::unique_ptr<Module> blocker_module;
-  CUfunction blocker = nullptr;
-  if (opt.blocking_kernel && flag.ok()) {
-    TempDir tmp("kopt-blocking");
-    CompileRequest req;
-    req.source_path = "kopt_blocking_kernel.cu";
-    req.source_text = k_blocking_source;
-    req.entry = "kopt_blocking_kernel";
-    req.arch = dev.arch();
-    auto built = NvrtcCompiler().compile(req, tmp.path() / "blocking.cubin");
-    if (built && built->ok) {
-      auto image = read_binary_file(built->cubin_path);
-      CUmodule m = nullptr;
-      if (image && api.module_load_data(&m, image->data()) == CUDA_SUCCESS) {
-        blocker_module = std::make_unique<Module>(&api, m);
-        api.module_get_function(&blocker, m, "kopt_blocking_kernel");
-      }
-    }
-  }
+  CUfunction blocker = (opt.blocking_kernel && flag.ok()) ? helpers.blocking : nullptr;
   unsigned long long block_timeout_ns = 100'000'000ull;  // 100 ms
   CUdeviceptr flag_device = flag.device();
   void* blocker_params[] = {&flag_device, &block_timeout_ns};
@@ -205,13 +235,16 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
   // Hot mode: a kernel shorter than graph_below_us is timed in batches inside a CUDA graph.
   if (opt.mode == CacheMode::hot) {
     for (auto& v : variants) {
+      // Per-launch time of 20 back-to-back launches: one launch between two events would
+      // include the host's launch latency.
+      constexpr int k_probe = 20;
       KOPT_CU_BENCH(RunStatus::launch_failed, api.event_record(start.get(), stream.get()));
-      KOPT_CU_BENCH(RunStatus::launch_failed, v->launch.launch(stream.get()));
+      for (int i = 0; i < k_probe; ++i) KOPT_CU_BENCH(RunStatus::launch_failed, v->launch.launch(stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.event_record(stop.get(), stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.event_synchronize(stop.get()));
       float ms = 0;
       api.event_elapsed_time(&ms, start.get(), stop.get());
-      double us = ms * 1000.0;
+      double us = ms * 1000.0 / k_probe;
       if (us > 0 && us < opt.graph_below_us) {
         int batch = std::clamp(static_cast<int>(std::ceil(opt.graph_sample_us / us)), 2, 1000);
         v->graph = std::make_unique<Graph>(&api);
@@ -223,7 +256,13 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
   }
 
   auto sample = [&](Variant& v, std::uint32_t round) -> std::optional<BenchResult> {
-    if (flush) KOPT_CU_BENCH(RunStatus::launch_failed, api.memset_d32_async(flush->get(), round, flush_words, stream.get()));
+    if (flush && read_flush) {
+      unsigned blocks = static_cast<unsigned>(dev.sm_count) * 4;
+      KOPT_CU_BENCH(RunStatus::launch_failed,
+                    api.launch_kernel(helpers.flush, blocks, 1, 1, 256, 1, 1, 0, stream.get(), flush_params, nullptr));
+    } else if (flush) {
+      KOPT_CU_BENCH(RunStatus::launch_failed, api.memset_d32_async(flush->get(), round, flush_words, stream.get()));
+    }
     if (blocker) {
       flag.reset();
       KOPT_CU_BENCH(RunStatus::launch_failed,
@@ -253,15 +292,33 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     return std::nullopt;
   };
 
-  // Rounds of A B, then B A, ...: drifts in clocks or temperature hit both alike.
+  // Rounds of A B, then B A, ...: drifts in clocks or temperature hit both alike. Unpaired
+  // variants leave the rotation once their own rule says stop; paired ones are sampled
+  // together until both are done or the verdict is decided.
+  const bool paired = opt.paired && variants.size() == 2;
   for (std::uint32_t round = 0;; ++round) {
-    bool all_done = true;
     for (std::size_t k = 0; k < variants.size(); ++k) {
       std::size_t idx = (round % 2 == 0) ? k : variants.size() - 1 - k;
-      if (auto failed = sample(*variants[idx], round)) return *failed;
+      Variant& v = *variants[idx];
+      if (v.done && !paired) continue;
+      if (auto failed = sample(v, round)) return *failed;
     }
+    bool all_done = true;
     for (auto& v : variants) all_done = all_done && v->done;
     if (all_done) break;
+    std::size_t pairs = variants[0]->series.samples_s.size();
+    if (paired && pairs >= opt.rule.min_samples && pairs % 16 == 0) {
+      Comparison c = compare_paired(variants[0]->series.samples_s, variants[1]->series.samples_s,
+                                    opt.verdict_threshold);
+      if (c.verdict != Verdict::ambiguous) {
+        for (auto& v : variants)
+          if (!v->done) {
+            v->done = true;
+            v->series.stop = StopReason::verdict_reached;
+          }
+        break;
+      }
+    }
   }
   for (auto& v : variants) {
     v->series.wall_s = seconds_since(wall_start);
