@@ -62,6 +62,19 @@ struct CeilingsCliOptions {
 };
 int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o);
 
+struct SassCliOptions {
+  std::string problem;
+  std::vector<std::string> kernels;
+  std::vector<std::string> sets;
+  std::vector<std::string> vs;
+  std::vector<std::string> dims;
+  std::vector<std::string> methods;
+  std::optional<std::string> catalog;
+  std::optional<std::string> arch;
+  int device = 0;
+};
+int run_sass_command(const GlobalOptions& g, const SassCliOptions& o);
+
 // NAME=VALUE pairs of --set, --vs and --dim; values are integers (or true/false).
 Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
                                                                  const std::string& flag);

@@ -66,6 +66,19 @@ int main(int argc, char** argv) {
   ceil_cmd->add_option("--device", ceil.device, "CUDA device ordinal");
   ceil_cmd->add_flag("--json", g.json, "JSON output");
 
+  SassCliOptions sass;
+  auto* sass_cmd = app.add_subcommand("sass", "machine-code facts and method signatures of kernels");
+  sass_cmd->add_option("problem", sass.problem, "problem directory (or its kopt.toml)")->required();
+  sass_cmd->add_option("--kernel", sass.kernels, "this kernel (repeatable; default: all)");
+  sass_cmd->add_option("--set", sass.sets, "parameter value NAME=VALUE (repeatable)");
+  sass_cmd->add_option("--vs", sass.vs, "diff against the same point changed by NAME=VALUE (repeatable)");
+  sass_cmd->add_option("--dim", sass.dims, "override a dim NAME=VALUE (repeatable)");
+  sass_cmd->add_option("--method", sass.methods, "check this method's signature (repeatable; default: all)");
+  sass_cmd->add_option("--catalog", sass.catalog, "a method catalog instead of the built-in one");
+  sass_cmd->add_option("--arch", sass.arch, "target architecture (default: the device's, else sm_90)");
+  sass_cmd->add_option("--device", sass.device, "CUDA device ordinal");
+  sass_cmd->add_flag("--json", g.json, "JSON output");
+
   int worker_device = 0;
   auto* worker_cmd = app.add_subcommand("worker", "internal: the process that owns a GPU");
   worker_cmd->group("");
@@ -85,6 +98,7 @@ int main(int argc, char** argv) {
     if (*check_cmd) return run_check_command(g, check);
     if (*bench_cmd) return run_bench_command(g, bench);
     if (*ceil_cmd) return run_ceilings_command(g, ceil);
+    if (*sass_cmd) return run_sass_command(g, sass);
     if (*worker_cmd) return run_worker_command(worker_device);
     if (*probe_cmd) return run_probe_kernel_command(worker_device);
   } catch (const std::exception& e) {

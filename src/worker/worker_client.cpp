@@ -80,16 +80,17 @@ Expected<DeviceInfo> WorkerClient::device_info() {
   return device_info_from_json(r.message->at("device"));
 }
 
-BenchResult WorkerClient::bench(const BenchJob& job) {
-  BenchResult failed;
+// Sends a job and reads its result; a worker that fails to start, dies, hangs, refuses
+// or answers nonsense becomes a Result with that status (RunResult or BenchResult).
+template <class Result, class Parse>
+Result WorkerClient::call(const nlohmann::json& req, std::chrono::milliseconds timeout, Parse parse) {
+  Result failed;
   if (auto s = ensure_started(); !s) {
     failed.status = RunStatus::crash;
     failed.error = s.error().message;
     return failed;
   }
-  auto cap = std::chrono::milliseconds(static_cast<long>(
-      1000 * (job.options.rule.max_time_s + job.options.warmup_s * job.variants.size())));
-  Reply r = request({{"op", "bench"}, {"job", to_json(job)}}, cap + m_options.job_timeout);
+  Reply r = request(req, timeout);
   if (!r.message) {
     failed.status = r.failure;
     failed.error = r.detail;
@@ -101,15 +102,22 @@ BenchResult WorkerClient::bench(const BenchJob& job) {
     return failed;
   }
   try {
-    BenchResult result = bench_result_from_json(r.message->at("result"));
-    if (result.fatal) m_process.reap(5s);
+    Result result = parse(r.message->at("result"));
+    if (result.fatal) m_process.reap(5s);  // it exits by itself; the next job starts a new one
     return result;
   } catch (const std::exception& e) {
     failed.status = RunStatus::crash;
-    failed.error = std::string("malformed bench result: ") + e.what();
+    failed.error = std::string("malformed result: ") + e.what();
     m_process.kill_and_reap();
     return failed;
   }
+}
+
+BenchResult WorkerClient::bench(const BenchJob& job) {
+  auto cap = std::chrono::milliseconds(static_cast<long>(
+      1000 * (job.options.rule.max_time_s + job.options.warmup_s * job.variants.size())));
+  return call<BenchResult>({{"op", "bench"}, {"job", to_json(job)}}, cap + m_options.job_timeout,
+                           bench_result_from_json);
 }
 
 Expected<CeilingsResult> WorkerClient::ceilings(std::chrono::milliseconds timeout) {
@@ -126,34 +134,7 @@ Expected<CeilingsResult> WorkerClient::ceilings(std::chrono::milliseconds timeou
 }
 
 RunResult WorkerClient::run(const RunJob& job) {
-  RunResult failed;
-  if (auto s = ensure_started(); !s) {
-    failed.status = RunStatus::crash;
-    failed.error = s.error().message;
-    return failed;
-  }
-  Reply r = request({{"op", "run"}, {"job", to_json(job)}}, m_options.job_timeout);
-  if (!r.message) {
-    failed.status = r.failure;
-    failed.error = r.detail;
-    return failed;
-  }
-  if (!r.message->value("ok", false)) {
-    failed.status = RunStatus::launch_failed;
-    failed.error = r.message->value("error", std::string("unknown error"));
-    return failed;
-  }
-  RunResult result;
-  try {
-    result = run_result_from_json(r.message->at("result"));
-  } catch (const std::exception& e) {
-    failed.status = RunStatus::crash;
-    failed.error = std::string("malformed run result: ") + e.what();
-    m_process.kill_and_reap();
-    return failed;
-  }
-  if (result.fatal) m_process.reap(5s);  // it exits by itself; the next job starts a new one
-  return result;
+  return call<RunResult>({{"op", "run"}, {"job", to_json(job)}}, m_options.job_timeout, run_result_from_json);
 }
 
 }  // namespace kopt

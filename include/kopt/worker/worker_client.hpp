@@ -50,6 +50,8 @@ class WorkerClient {
     std::string detail;
   };
   Expected<void> ensure_started();
+  template <class Result, class Parse>
+  Result call(const nlohmann::json& req, std::chrono::milliseconds timeout, Parse parse);
   Reply request(const nlohmann::json& req, std::chrono::milliseconds timeout);
   std::string log_tail() const;
 

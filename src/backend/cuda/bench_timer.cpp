@@ -8,7 +8,6 @@
 #include <cmath>
 
 #include "executor_state.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt::cuda {
@@ -116,20 +115,10 @@ struct Helpers {
 
 Helpers build_helpers(const DriverApi& api, const std::string& arch) {
   Helpers h;
-  TempDir tmp("kopt-timer");
-  CompileRequest req;
-  req.source_path = "kopt_timer_helpers.cu";
-  req.source_text = k_helper_source;
-  req.entry = "kopt_blocking_kernel";
-  req.arch = arch;
-  auto built = NvrtcCompiler().compile(req, tmp.path() / "helpers.cubin");
-  if (!built || !built->ok) return h;
-  auto image = read_binary_file(built->cubin_path);
-  CUmodule m = nullptr;
-  if (!image || api.module_load_data(&m, image->data()) != CUDA_SUCCESS) return h;
-  h.module = std::make_unique<Module>(&api, m);
-  if (api.module_get_function(&h.blocking, m, "kopt_blocking_kernel") != CUDA_SUCCESS) h.blocking = nullptr;
-  if (api.module_get_function(&h.flush, m, "kopt_l2_flush") != CUDA_SUCCESS) h.flush = nullptr;
+  h.module = load_builtin_module(api, arch, "kopt_timer_helpers", k_helper_source, "kopt_blocking_kernel");
+  if (!h.module) return h;
+  if (api.module_get_function(&h.blocking, h.module->get(), "kopt_blocking_kernel") != CUDA_SUCCESS) h.blocking = nullptr;
+  if (api.module_get_function(&h.flush, h.module->get(), "kopt_l2_flush") != CUDA_SUCCESS) h.flush = nullptr;
   return h;
 }
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "executor_state.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
@@ -108,21 +107,10 @@ Ceiling copy_ceiling(const DriverApi& api, CUstream stream) {
 }
 
 Ceiling fma_ceiling(const DriverApi& api, CUstream stream, const DeviceInfo& dev) {
-  TempDir tmp("kopt-ceilings");
-  CompileRequest req;
-  req.source_path = "kopt_fma_rate.cu";
-  req.source_text = k_fma_source;
-  req.entry = "kopt_fma_rate";
-  req.arch = dev.arch();
-  auto built = NvrtcCompiler().compile(req, tmp.path() / "fma.cubin");
-  if (!built || !built->ok) return Ceiling{"fp32_fma", "FLOP/s", 0, 0, "", "cannot build the FMA kernel"};
-  auto image = read_binary_file(built->cubin_path);
-  CUmodule m = nullptr;
-  if (!image || api.module_load_data(&m, image->data()) != CUDA_SUCCESS)
-    return Ceiling{"fp32_fma", "FLOP/s", 0, 0, "", "cannot load the FMA kernel"};
-  Module module(&api, m);
+  auto module = load_builtin_module(api, dev.arch(), "kopt_fma_rate", k_fma_source, "kopt_fma_rate");
+  if (!module) return Ceiling{"fp32_fma", "FLOP/s", 0, 0, "", "cannot build or load the FMA kernel"};
   CUfunction fn = nullptr;
-  api.module_get_function(&fn, m, "kopt_fma_rate");
+  api.module_get_function(&fn, module->get(), "kopt_fma_rate");
   CUdeviceptr out = 0;
   api.mem_alloc(&out, 1024 * sizeof(float));
   DeviceBuffer out_buf(&api, out);

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt::cuda {
@@ -28,6 +29,22 @@ void fill_scalar(ArgSlot& slot, const ResolvedArg& a) {
 }
 
 }  // namespace
+
+std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::string& arch, const std::string& name,
+                                            const char* source, const std::string& entry) {
+  TempDir tmp("kopt-builtin");
+  CompileRequest req;
+  req.source_path = name + ".cu";
+  req.source_text = source;
+  req.entry = entry;
+  req.arch = arch;
+  auto built = NvrtcCompiler().compile(req, tmp.path() / (name + ".cubin"));
+  if (!built || !built->ok) return nullptr;
+  auto image = read_binary_file(built->cubin_path);
+  CUmodule m = nullptr;
+  if (!image || api.module_load_data(&m, image->data()) != CUDA_SUCCESS) return nullptr;
+  return std::make_unique<Module>(&api, m);
+}
 
 RunResult driver_failure(const DriverApi& api, RunStatus status, const char* call, CUresult r) {
   RunResult result;

@@ -90,6 +90,11 @@ struct PreparedLaunch {
 // Describes a driver failure: "cuCall: CUDA_ERROR_X: text".
 RunResult driver_failure(const DriverApi& api, RunStatus status, const char* call, CUresult r);
 
+// Builds kopt's own small kernels (timer helpers, ceilings) with NVRTC and loads them;
+// nullptr when either step fails (the caller degrades and says so).
+std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::string& arch, const std::string& name,
+                                            const char* source, const std::string& entry);
+
 // Prepares `job`; on failure returns nullopt with `failure` filled in.
 std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job, RunResult& failure);
 

@@ -1,0 +1,62 @@
+#pragma once
+// The method catalog (catalog/methods.toml, compiled in) and SASS signature verdicts.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kopt/core/error.hpp"
+#include "kopt/tools/sass.hpp"
+
+namespace kopt {
+
+struct SassPattern {
+  std::string text;  // as written: "LDG.128"
+  std::string opcode;
+  std::vector<std::string> modifiers;
+  bool matches(const SassInstruction& i) const;
+};
+Expected<SassPattern> parse_sass_pattern(const std::string& text);
+
+struct Method {
+  std::string id;
+  std::string description;
+  int min_sm = 0;
+  std::vector<SassPattern> all, any, none;
+  int line = 0;
+};
+
+struct MethodCatalog {
+  std::string source;  // file name, for messages
+  std::vector<Method> methods;
+  const Method* find(const std::string& id) const;
+};
+
+Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text, const std::string& source);
+// The catalog compiled into kopt.
+Expected<MethodCatalog> builtin_method_catalog();
+
+enum class SassVerdictKind { verified, missing, not_applicable, unverifiable };
+std::string_view sass_verdict_name(SassVerdictKind v);
+
+struct PatternEvidence {
+  std::string pattern;
+  std::string rule;  // "all", "any", "none"
+  std::size_t count = 0;
+};
+
+struct MethodVerdict {
+  std::string method;
+  SassVerdictKind verdict = SassVerdictKind::unverifiable;
+  std::string reason;  // why: which pattern is missing or forbidden, or why it could not be checked
+  std::vector<PatternEvidence> evidence;
+};
+
+// `function` null with `why` set: not_applicable or unverifiable, as `kind` says.
+MethodVerdict verify_method(const Method& m, const SassFunction& function, int sm);
+MethodVerdict unchecked_method(const Method& m, SassVerdictKind kind, std::string why);
+
+nlohmann::json to_json(const MethodVerdict& v);
+
+}  // namespace kopt

@@ -1,0 +1,43 @@
+#pragma once
+// SASS as data: instructions parsed from `nvdisasm -c` or `cuobjdump -sass` text into
+// per-function streams (address, predicate, opcode, modifiers, operands) — never a text grep.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kopt/core/error.hpp"
+#include "kopt/core/process.hpp"
+
+namespace kopt {
+
+struct SassInstruction {
+  std::uint32_t address = 0;
+  std::string predicate;               // "@P0", "@!PT", "" when none
+  std::string opcode;                  // "LDG"
+  std::vector<std::string> modifiers;  // {"E", "128", "CONSTANT"}
+  std::string operands;                // "R4, desc[UR8][R4.64]"
+
+  bool has_modifier(const std::string& m) const;
+};
+
+struct SassFunction {
+  std::string name;  // the symbol, e.g. "softmax_tuned" or "_Z5scaleILi4EEvPf"
+  std::vector<SassInstruction> instructions;
+};
+
+// Parses either tool's text; functions appear in the order of the dump.
+std::vector<SassFunction> parse_sass(const std::string& text);
+
+// The function named `name`, or nullptr.
+const SassFunction* find_function(const std::vector<SassFunction>& functions, const std::string& name);
+
+// Disassembles a cubin with nvdisasm (preferred: $KOPT_NVDISASM, PATH, the CUDA toolkit) or
+// cuobjdump -sass. An environment error when neither tool is there.
+struct Disassembly {
+  std::string tool;  // path of the program used
+  std::string text;
+};
+Expected<Disassembly> disassemble(CommandRunner& runner, const std::filesystem::path& cubin);
+
+}  // namespace kopt

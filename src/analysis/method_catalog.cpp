@@ -1,0 +1,153 @@
+#include "kopt/analysis/method_catalog.hpp"
+
+#include <cctype>
+#include <toml++/toml.h>
+
+namespace kopt {
+
+extern const char* const k_builtin_method_catalog;  // generated from catalog/methods.toml
+
+bool SassPattern::matches(const SassInstruction& i) const {
+  if (i.opcode != opcode) return false;
+  for (const auto& m : modifiers)
+    if (!i.has_modifier(m)) return false;
+  return true;
+}
+
+Expected<SassPattern> parse_sass_pattern(const std::string& text) {
+  SassPattern p;
+  p.text = text;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = text.find('.', start);
+    std::string part = text.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    bool ok = !part.empty();
+    for (char c : part) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!ok) return Unexpected(bad_input("bad SASS pattern '" + text + "': expected OPCODE or OPCODE.MOD[.MOD...]"));
+    if (start == 0) {
+      for (char c : part)
+        if (std::islower(static_cast<unsigned char>(c)))
+          return Unexpected(bad_input("bad SASS pattern '" + text + "': opcodes are upper case (matching is case-sensitive)"));
+      p.opcode = part;
+    } else {
+      p.modifiers.push_back(part);
+    }
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return p;
+}
+
+const Method* MethodCatalog::find(const std::string& id) const {
+  for (const auto& m : methods)
+    if (m.id == id) return &m;
+  return nullptr;
+}
+
+Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    return Unexpected(bad_input("malformed TOML: " + std::string(e.description()), source,
+                                static_cast<int>(e.source().begin.line)));
+  }
+  MethodCatalog c;
+  c.source = source;
+  const toml::array* methods = root["methods"].as_array();
+  if (!methods) return Unexpected(bad_input("missing [[methods]]", source, 1, "methods"));
+  for (std::size_t i = 0; i < methods->size(); ++i) {
+    const toml::table* t = methods->get(i)->as_table();
+    std::string field = "methods[" + std::to_string(i) + "]";
+    int line = static_cast<int>(methods->get(i)->source().begin.line);
+    if (!t) return Unexpected(bad_input("expected a table", source, line, field));
+    Method m;
+    m.line = line;
+    m.id = t->get_as<std::string>("id") ? t->get_as<std::string>("id")->get() : "";
+    if (m.id.empty()) return Unexpected(bad_input("missing id", source, line, field + ".id"));
+    if (c.find(m.id)) return Unexpected(bad_input("duplicate method id '" + m.id + "'", source, line, field + ".id"));
+    if (auto d = t->get_as<std::string>("description")) m.description = d->get();
+    if (auto s = t->get_as<std::int64_t>("min_sm")) m.min_sm = static_cast<int>(s->get());
+    const toml::table* sass = t->get_as<toml::table>("sass");
+    if (!sass) return Unexpected(bad_input("missing sass = { all/any/none = [...] }", source, line, field + ".sass"));
+    for (auto& [key, list] : *sass) {
+      std::string rule(key.str());
+      auto* target = rule == "all" ? &m.all : rule == "any" ? &m.any : rule == "none" ? &m.none : nullptr;
+      int at = static_cast<int>(list.source().begin.line);
+      if (!target) return Unexpected(bad_input("unknown rule '" + rule + "' (known: all, any, none)", source, at, field + ".sass"));
+      const toml::array* arr = list.as_array();
+      if (!arr) return Unexpected(bad_input("expected a list of patterns", source, at, field + ".sass." + rule));
+      for (const auto& item : *arr) {
+        auto text = item.value<std::string>();
+        auto p = text ? parse_sass_pattern(*text) : Unexpected(bad_input("expected a string"));
+        if (!p) return Unexpected(bad_input(p.error().message, source, at, field + ".sass." + rule));
+        target->push_back(*p);
+      }
+    }
+    if (m.all.empty() && m.any.empty() && m.none.empty())
+      return Unexpected(bad_input("a signature needs at least one pattern", source, line, field + ".sass"));
+    c.methods.push_back(std::move(m));
+  }
+  return c;
+}
+
+Expected<MethodCatalog> builtin_method_catalog() {
+  return parse_method_catalog(k_builtin_method_catalog, "catalog/methods.toml");
+}
+
+std::string_view sass_verdict_name(SassVerdictKind v) {
+  switch (v) {
+    case SassVerdictKind::verified: return "verified";
+    case SassVerdictKind::missing: return "missing";
+    case SassVerdictKind::not_applicable: return "not_applicable";
+    case SassVerdictKind::unverifiable: return "unverifiable";
+  }
+  return "?";
+}
+
+MethodVerdict unchecked_method(const Method& m, SassVerdictKind kind, std::string why) {
+  return MethodVerdict{m.id, kind, std::move(why), {}};
+}
+
+MethodVerdict verify_method(const Method& m, const SassFunction& f, int sm) {
+  if (m.min_sm > 0 && sm > 0 && sm < m.min_sm)
+    return unchecked_method(m, SassVerdictKind::not_applicable,
+                            "needs sm_" + std::to_string(m.min_sm) + ", the target is sm_" + std::to_string(sm));
+  MethodVerdict v{m.id, SassVerdictKind::verified, {}, {}};
+  auto count = [&](const SassPattern& p) {
+    std::size_t n = 0;
+    for (const auto& i : f.instructions) n += p.matches(i);
+    return n;
+  };
+  std::string missing, forbidden;
+  for (const auto& p : m.all) {
+    v.evidence.push_back({p.text, "all", count(p)});
+    if (!v.evidence.back().count) missing += (missing.empty() ? "" : ", ") + p.text;
+  }
+  bool any_found = m.any.empty();
+  for (const auto& p : m.any) {
+    v.evidence.push_back({p.text, "any", count(p)});
+    any_found = any_found || v.evidence.back().count > 0;
+  }
+  for (const auto& p : m.none) {
+    v.evidence.push_back({p.text, "none", count(p)});
+    if (v.evidence.back().count) forbidden += (forbidden.empty() ? "" : ", ") + p.text + " x" + std::to_string(v.evidence.back().count);
+  }
+  if (!missing.empty()) v.reason = "no " + missing + " in " + f.name;
+  if (!any_found) {
+    std::string alts;
+    for (const auto& p : m.any) alts += (alts.empty() ? "" : " or ") + p.text;
+    v.reason += (v.reason.empty() ? "" : "; ") + std::string("none of ") + alts + " in " + f.name;
+  }
+  if (!forbidden.empty()) v.reason += (v.reason.empty() ? "" : "; ") + std::string("forbidden ") + forbidden;
+  if (!v.reason.empty()) v.verdict = SassVerdictKind::missing;
+  return v;
+}
+
+nlohmann::json to_json(const MethodVerdict& v) {
+  nlohmann::json ev = nlohmann::json::array();
+  for (const auto& e : v.evidence) ev.push_back({{"pattern", e.pattern}, {"rule", e.rule}, {"count", e.count}});
+  return {{"method", v.method}, {"verdict", sass_verdict_name(v.verdict)}, {"reason", v.reason}, {"evidence", ev}};
+}
+
+}  // namespace kopt

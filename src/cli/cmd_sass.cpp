@@ -1,0 +1,99 @@
+// `kopt sass PROBLEM`: machine-code facts and method signatures (no GPU needed).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "kopt/backend/cuda/executor.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/engine/sass_report.hpp"
+#include "kopt/problem/loader.hpp"
+#include "kopt/worker/worker_client.hpp"
+
+namespace kopt::cli {
+namespace {
+
+// The device's architecture when there is one (asked of a worker), else sm_90.
+std::string default_arch(int device) {
+  if (!cuda::probe_driver()) return "sm_90";
+  TempDir tmp("kopt-worker");
+  WorkerOptions wo;
+  wo.command = {self_executable().string(), "worker", "--device", std::to_string(device)};
+  wo.log_path = tmp.path() / "worker.log";
+  WorkerClient worker(wo);
+  auto info = worker.device_info();
+  return info ? info->arch() : "sm_90";
+}
+
+void print_sass(const SassReport& r) {
+  std::cout << fmt::format("kopt sass {} · {}\n", r.problem, r.arch);
+  for (const auto& k : r.kernels) {
+    std::cout << fmt::format("\n{} [{}]  {}\n", k.kernel, point_to_string(k.point), k.build.lowered_entry);
+    if (!k.error.empty()) std::cout << "  " << k.error << "\n";
+    if (k.facts) {
+      const SassFacts& f = *k.facts;
+      std::cout << fmt::format("  {} instructions, {} registers, {} B local frame  ({})\n", f.instructions,
+                               k.build.resources.registers, k.build.resources.local_bytes, k.disassembler);
+      std::string classes;
+      for (const auto& [c, n] : f.classes) classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", c, n);
+      std::cout << "  " << classes << "\n";
+      auto widths = [](const std::map<int, std::size_t>& m) {
+        std::string s;
+        for (const auto& [w, n] : m) s += fmt::format("{}{}-bit x{}", s.empty() ? "" : " ", w, n);
+        return s.empty() ? std::string("none") : s;
+      };
+      std::cout << fmt::format("  global loads {} ({:.0f}% 128-bit); global stores {}; shared loads {}; shared stores {}\n",
+                               widths(f.global_loads_by_width), 100 * f.share_128bit_global_loads,
+                               widths(f.global_stores_by_width), widths(f.shared_loads_by_width),
+                               widths(f.shared_stores_by_width));
+    }
+    for (const auto& v : k.verdicts) {
+      std::string ev;
+      for (const auto& e : v.evidence) ev += fmt::format("{}{} {}x{}", ev.empty() ? "" : ", ", e.rule, e.pattern, e.count);
+      std::cout << fmt::format("  {:<26} {:<15} {}\n", v.method, sass_verdict_name(v.verdict),
+                               v.reason.empty() ? ev : v.reason);
+    }
+  }
+  if (!r.diff.empty()) {
+    std::cout << "\nchanged from the first point to the second:\n";
+    for (const auto& d : r.diff)
+      std::cout << fmt::format("  {:<12} {:>5} -> {:<5}{}\n", d.key, d.before, d.after,
+                               d.before == 0 ? "  appeared" : d.after == 0 ? "  disappeared" : "");
+  }
+}
+
+}  // namespace
+
+int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
+  auto sets = parse_assignments(o.sets, "--set");
+  auto vs = parse_assignments(o.vs, "--vs");
+  auto dims = parse_assignments(o.dims, "--dim");
+  for (auto* e : {&sets, &vs, &dims})
+    if (!*e) return report_error(g, "sass", 2, e->error().to_string());
+  auto problem = load_problem(o.problem, *dims);
+  if (!problem) return report_error(g, "sass", exit_code(problem.error().kind), problem.error().to_string());
+  Expected<MethodCatalog> catalog = builtin_method_catalog();
+  if (o.catalog) {
+    auto text = read_text_file(*o.catalog);
+    if (!text) return report_error(g, "sass", 2, text.error().to_string());
+    catalog = parse_method_catalog(*text, *o.catalog);
+  }
+  if (!catalog) return report_error(g, "sass", exit_code(catalog.error().kind), catalog.error().to_string());
+  SassRequest req;
+  req.kernels = o.kernels;
+  req.sets = *sets;
+  if (!o.vs.empty()) req.vs = *vs;
+  req.methods = o.methods;
+  req.arch = o.arch ? *o.arch : default_arch(o.device);
+  req.cache_root = cache_dir();
+  cuda::NvrtcCompiler compiler;
+  SystemCommandRunner runner;
+  auto report = run_sass(*problem, req, SassContext{compiler, runner, *catalog});
+  if (!report) return report_error(g, "sass", exit_code(report.error().kind), report.error().to_string());
+  if (g.json) std::cout << to_json(*report).dump(2) << "\n";
+  else print_sass(*report);
+  return report->exit_code();
+}
+
+}  // namespace kopt::cli

@@ -1,0 +1,137 @@
+#include "kopt/engine/sass_report.hpp"
+
+#include "kopt/backend/build_cache.hpp"
+#include "kopt/backend/cubin_resources.hpp"
+#include "kopt/engine/variant_jobs.hpp"
+
+namespace kopt {
+using nlohmann::json;
+
+int SassReport::exit_code() const {
+  int code = 0;
+  for (const auto& k : kernels) {
+    if (!k.build.ok) code = 1;
+    if (!methods_requested) continue;
+    for (const auto& v : k.verdicts) {
+      if (v.verdict == SassVerdictKind::missing) code = 1;
+      if (v.verdict == SassVerdictKind::unverifiable && code == 0) code = 3;
+    }
+  }
+  return code;
+}
+
+namespace {
+
+int sm_of(const std::string& arch) {
+  int v = 0;
+  for (std::size_t i = 3; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i)
+    v = v * 10 + (arch[i] - '0');
+  return arch.rfind("sm_", 0) == 0 ? v : 0;
+}
+
+}  // namespace
+
+Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassContext ctx) {
+  SassReport report;
+  report.problem = p.name;
+  report.arch = req.arch;
+  report.methods_requested = !req.methods.empty();
+  std::vector<const Method*> methods;
+  for (const auto& id : req.methods) {
+    const Method* m = ctx.catalog.find(id);
+    if (!m) {
+      std::string known;
+      for (const auto& x : ctx.catalog.methods) known += (known.empty() ? "" : ", ") + x.id;
+      return Unexpected(bad_input("--method " + id + ": not in the catalog (known: " + known + ")", ctx.catalog.source));
+    }
+    methods.push_back(m);
+  }
+  if (methods.empty())
+    for (const auto& m : ctx.catalog.methods) methods.push_back(&m);
+
+  std::vector<std::pair<const KernelSpec*, std::map<std::string, std::int64_t>>> targets;
+  std::vector<std::string> names = req.kernels;
+  if (names.empty())
+    for (const auto& k : p.kernels) names.push_back(k.name);
+  if (req.vs && names.size() != 1) return Unexpected(bad_input("--vs compares one kernel: name it with --kernel"));
+  for (const auto& name : names) {
+    const KernelSpec* k = p.find_kernel(name);
+    if (!k) return Unexpected(bad_input("--kernel " + name + ": no such kernel", p.spec_path.string()));
+    std::map<std::string, std::int64_t> own;
+    for (const auto& [param, value] : req.sets)
+      if (k->find_param(param)) own[param] = value;
+    targets.emplace_back(k, own);
+    if (req.vs) {
+      auto b = own;
+      for (const auto& [param, value] : *req.vs) b[param] = value;
+      targets.emplace_back(k, b);
+    }
+  }
+
+  BuildCache cache(ctx.compiler, req.cache_root / "builds");
+  int sm = sm_of(req.arch);
+  for (const auto& [k, sets] : targets) {
+    auto point = resolve_point(p, *k, sets);
+    if (!point) return Unexpected(point.error());
+    SassKernelReport kr;
+    kr.kernel = k->name;
+    kr.point = *point;
+    auto b = cache.build(compile_request(p, *k, *point, req.arch));
+    if (!b) return Unexpected(b.error());
+    kr.build = *b;
+    if (!b->ok) {
+      kr.error = "does not compile";
+      for (const Method* m : methods)
+        kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::not_applicable, "no binary: the kernel does not compile"));
+      report.kernels.push_back(std::move(kr));
+      continue;
+    }
+    auto dis = disassemble(ctx.runner, b->cubin_path);
+    if (!dis) {
+      kr.error = dis.error().message;
+      for (const Method* m : methods)
+        kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::unverifiable, dis.error().message));
+      report.kernels.push_back(std::move(kr));
+      continue;
+    }
+    kr.disassembler = dis->tool;
+    auto functions = parse_sass(dis->text);
+    const SassFunction* f = find_function(functions, b->lowered_entry);
+    if (!f) {
+      kr.error = "the disassembly has no function " + b->lowered_entry;
+      for (const Method* m : methods) kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::unverifiable, kr.error));
+      report.kernels.push_back(std::move(kr));
+      continue;
+    }
+    kr.function = *f;
+    kr.facts = sass_facts(*f);
+    for (const Method* m : methods) kr.verdicts.push_back(verify_method(*m, *f, sm));
+    report.kernels.push_back(std::move(kr));
+  }
+  if (req.vs && report.kernels.size() == 2 && report.kernels[0].facts && report.kernels[1].facts)
+    report.diff = sass_diff(report.kernels[0].function, report.kernels[1].function);
+  return report;
+}
+
+json to_json(const SassReport& r) {
+  json kernels = json::array();
+  for (const auto& k : r.kernels) {
+    json verdicts = json::array();
+    for (const auto& v : k.verdicts) verdicts.push_back(to_json(v));
+    kernels.push_back({{"kernel", k.kernel},
+                       {"params", k.point},
+                       {"lowered_entry", k.build.lowered_entry},
+                       {"build_key", k.build.key},
+                       {"resources", k.build.resources},
+                       {"disassembler", k.disassembler},
+                       {"facts", k.facts ? to_json(*k.facts) : json(nullptr)},
+                       {"methods", verdicts},
+                       {"error", k.error}});
+  }
+  json diff = json::array();
+  for (const auto& d : r.diff) diff.push_back({{"key", d.key}, {"before", d.before}, {"after", d.after}});
+  return {{"schema_version", 1}, {"command", "sass"}, {"problem", r.problem}, {"arch", r.arch},
+          {"kernels", kernels},  {"diff", diff},         {"exit_code", r.exit_code()}};
+}
+
+}  // namespace kopt

@@ -1,0 +1,169 @@
+// Facts and method verdicts on recorded dumps, and live on kernels NVRTC builds here.
+#include "kopt/analysis/sass_facts.hpp"
+
+#include <gtest/gtest.h>
+
+#include "disassembler.hpp"
+#include "kopt/analysis/method_catalog.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/engine/sass_report.hpp"
+#include "kopt/problem/loader.hpp"
+#include "kopt_binary.hpp"
+
+namespace kopt {
+namespace {
+
+SassFunction recorded(const std::string& name) {
+  auto text = read_text_file(test::source_dir() / "tests/fixtures/sass" / (name + ".nvdisasm.sass"));
+  EXPECT_TRUE(text);
+  auto f = parse_sass(text ? *text : "");
+  return f.empty() ? SassFunction{} : f[0];
+}
+
+MethodCatalog catalog() {
+  auto c = builtin_method_catalog();
+  EXPECT_TRUE(c) << c.error().to_string();
+  return *c;
+}
+
+SassVerdictKind verdict(const std::string& method, const SassFunction& f, int sm = 90) {
+  MethodCatalog c = catalog();
+  const Method* m = c.find(method);
+  EXPECT_TRUE(m) << method;
+  return verify_method(*m, f, sm).verdict;
+}
+
+TEST(SassFacts, CountsByClassAndWidth) {
+  SassFacts vec = sass_facts(recorded("vector_add_vectorized"));
+  EXPECT_EQ(vec.share_128bit_global_loads, 1.0);
+  EXPECT_EQ(vec.global_loads_by_width.at(128), 2u);  // a and b
+  EXPECT_EQ(vec.global_stores_by_width.at(128), 1u);
+  SassFacts naive = sass_facts(recorded("vector_add_naive"));
+  EXPECT_EQ(naive.global_loads_by_width.at(32), 2u);
+  EXPECT_EQ(naive.share_128bit_global_loads, 0.0);
+  EXPECT_FALSE(naive.global_loads_by_width.count(128));
+  SassFacts tiled = sass_facts(recorded("transpose_tiled"));
+  EXPECT_GT(tiled.classes.at("shared_store"), 0u);
+  EXPECT_GT(tiled.classes.at("shared_load"), 0u);
+  EXPECT_GT(tiled.classes.at("barrier"), 0u);
+  SassFacts gemm = sass_facts(recorded("gemm_f32_register_tiled"));
+  EXPECT_GE(gemm.classes.at("fp32_fma"), 128u);  // 4 x 4 outputs x BK 8 per tile step
+  EXPECT_FALSE(gemm.classes.count("local_load"));
+}
+
+TEST(MethodVerdicts, OnRecordedKernels) {
+  EXPECT_EQ(verdict("vectorized_global_loads", recorded("vector_add_vectorized")), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("vectorized_global_loads", recorded("vector_add_naive")), SassVerdictKind::missing);
+  EXPECT_EQ(verdict("warp_shuffle_reduction", recorded("softmax_tuned")), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("warp_shuffle_reduction", recorded("softmax_naive")), SassVerdictKind::missing);
+  EXPECT_EQ(verdict("shared_memory_staging", recorded("gemm_f32_smem_tiled")), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("shared_memory_staging", recorded("gemm_f32_naive")), SassVerdictKind::missing);
+  EXPECT_EQ(verdict("atomic_accumulation", recorded("reduction_tuned")), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("remove_spills", recorded("gemm_f32_register_tiled")), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("tma", recorded("softmax_tuned"), 80), SassVerdictKind::not_applicable);
+}
+
+TEST(MethodVerdicts, MatchTheOpcodeFieldOnlyNeverNamesOrOtherOpcodes) {
+  // A kernel whose name shouts RED, with no reduction instruction: not a match.
+  SassFunction f = recorded("transpose_tiled");
+  f.name = "reduce_RED_kernel";
+  EXPECT_EQ(verdict("atomic_accumulation", f), SassVerdictKind::missing);
+  // LDGSTS is not an LDG; LDG.E.64 is not a 128-bit load; matching is case-sensitive.
+  auto parse = [](const char* line) {
+    return parse_sass(std::string(".text.k:\n        /*0000*/  ") + line + " ;\n")[0].instructions[0];
+  };
+  auto ldg = parse_sass_pattern("LDG.128");
+  ASSERT_TRUE(ldg);
+  EXPECT_TRUE(ldg->matches(parse("LDG.E.128.CONSTANT R4, desc[UR8][R4.64]")));
+  EXPECT_FALSE(ldg->matches(parse("LDG.E.64 R4, desc[UR8][R4.64]")));
+  EXPECT_FALSE(ldg->matches(parse("LDGSTS.E.BYPASS.128 [R1], desc[UR8][R4.64]")));
+  EXPECT_FALSE(parse_sass_pattern("red"));
+  EXPECT_FALSE(parse_sass_pattern("LDG..128"));
+}
+
+TEST(MethodCatalog, BuiltInCatalogLoadsAndBadOnesAreNamed) {
+  MethodCatalog c = catalog();
+  EXPECT_GE(c.methods.size(), 10u);
+  auto unknown_rule = parse_method_catalog("[[methods]]\nid = \"x\"\nsass = { some = [\"LDG\"] }\n", "m.toml");
+  ASSERT_FALSE(unknown_rule);
+  EXPECT_EQ(unknown_rule.error().to_string(), "m.toml:3: methods[0].sass: unknown rule 'some' (known: all, any, none)");
+  auto lower = parse_method_catalog("[[methods]]\nid = \"x\"\nsass = { all = [\"ldg\"] }\n", "m.toml");
+  ASSERT_FALSE(lower);
+  EXPECT_NE(lower.error().message.find("opcodes are upper case"), std::string::npos);
+  auto dup = parse_method_catalog("[[methods]]\nid = \"x\"\nsass = { all = [\"LDG\"] }\n[[methods]]\nid = \"x\"\n"
+                                  "sass = { all = [\"STG\"] }\n",
+                                  "m.toml");
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().to_string(), "m.toml:4: methods[1].id: duplicate method id 'x'");
+}
+
+// run_sass against real NVRTC builds, disassembled by whatever disassembler this machine has.
+class LiveSass : public ::testing::Test {
+ protected:
+  Expected<SassReport> run(const char* problem, SassRequest req, CommandRunner& runner) {
+    auto p = load_problem(test::source_dir() / problem);
+    EXPECT_TRUE(p) << p.error().to_string();
+    req.cache_root = m_cache.path();
+    return run_sass(*p, req, SassContext{m_compiler, runner, m_catalog});
+  }
+  TempDir m_cache{"kopt-sass-test"};
+  cuda::NvrtcCompiler m_compiler;
+  MethodCatalog m_catalog = catalog();
+};
+
+TEST_F(LiveSass, AKernelBuiltToSpillIsCaught) {
+  KOPT_SKIP_WITHOUT_DISASSEMBLER();
+  SystemCommandRunner runner;
+  SassRequest req;
+  req.methods = {"remove_spills"};
+  auto r = run("tests/fixtures/problems/spills", req, runner);
+  ASSERT_TRUE(r) << r.error().to_string();
+  ASSERT_EQ(r->kernels.size(), 2u);
+  const auto& heavy = r->kernels[0];
+  EXPECT_EQ(heavy.verdicts[0].verdict, SassVerdictKind::missing) << heavy.verdicts[0].reason;
+  EXPECT_GT(heavy.facts->classes.at("local_load"), 0u);
+  EXPECT_GT(heavy.facts->classes.at("local_store"), 0u);
+  EXPECT_GT(heavy.build.resources.local_bytes, 0);
+  EXPECT_LE(heavy.build.resources.registers, 32);
+  EXPECT_EQ(r->kernels[1].verdicts[0].verdict, SassVerdictKind::verified);
+  EXPECT_EQ(r->exit_code(), 1);
+}
+
+TEST_F(LiveSass, DiffShowsWhatAParameterChangedInTheBinary) {
+  KOPT_SKIP_WITHOUT_DISASSEMBLER();
+  SystemCommandRunner runner;
+  SassRequest req;
+  req.kernels = {"tuned"};
+  req.sets = {{"VEC", 4}};
+  req.vs = std::map<std::string, std::int64_t>{{"VEC", 1}};
+  req.methods = {"vectorized_global_loads"};
+  auto r = run("examples/softmax", req, runner);
+  ASSERT_TRUE(r) << r.error().to_string();
+  ASSERT_EQ(r->kernels.size(), 2u);
+  EXPECT_EQ(r->kernels[0].verdicts[0].verdict, SassVerdictKind::verified);
+  EXPECT_EQ(r->kernels[1].verdicts[0].verdict, SassVerdictKind::missing);
+  std::map<std::string, SassDiffEntry> diff;
+  for (const auto& d : r->diff) diff[d.key] = d;
+  ASSERT_TRUE(diff.count("LDG.128"));
+  EXPECT_EQ(diff["LDG.128"].after, 0u);  // disappeared
+  ASSERT_TRUE(diff.count("LDG.32"));
+  EXPECT_EQ(diff["LDG.32"].before, 0u);  // appeared
+}
+
+TEST_F(LiveSass, AMissingOrBrokenDisassemblerIsUnverifiableNeverVerified) {
+  FakeCommandRunner nothing_runs;  // every program "fails to start"
+  SassRequest req;
+  req.kernels = {"vectorized"};
+  req.methods = {"vectorized_global_loads", "remove_spills"};
+  auto r = run("examples/vector_add", req, nothing_runs);
+  ASSERT_TRUE(r) << r.error().to_string();
+  for (const auto& v : r->kernels[0].verdicts) {
+    EXPECT_EQ(v.verdict, SassVerdictKind::unverifiable) << v.method;
+    EXPECT_FALSE(v.reason.empty());
+  }
+  EXPECT_EQ(r->exit_code(), 3);
+}
+
+}  // namespace
+}  // namespace kopt
