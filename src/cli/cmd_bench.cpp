@@ -87,19 +87,17 @@ WorkerOptions worker_options(int device, const TempDir& tmp) {
 }  // namespace
 
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
-  auto sets = parse_assignments(o.sets, "--set");
-  auto vs = parse_assignments(o.vs, "--vs");
-  auto dims = parse_assignments(o.dims, "--dim");
-  for (auto* e : {&sets, &vs, &dims})
-    if (!*e) return report_error(g, "bench", 2, e->error().to_string());
-  auto problem = load_problem(o.problem, *dims);
-  if (!problem) return report_error(g, "bench", exit_code(problem.error().kind), problem.error().to_string());
+  auto sel = load_selection(o.sel);
+  if (!sel) return report_error(g, "bench", exit_code(sel.error().kind), sel.error().to_string());
+  const Problem* problem = &sel->problem;
+  const auto* sets = &sel->sets;
+  const auto* vs = &sel->vs;
 
   BenchRequest req;
-  std::vector<std::string> kernels = o.kernels;
+  std::vector<std::string> kernels = o.sel.kernels;
   if (kernels.empty())
     for (const auto& k : problem->kernels) kernels.push_back(k.name);
-  bool comparing = !o.vs.empty() || o.vs_kernel;
+  bool comparing = !o.sel.vs.empty() || o.vs_kernel;
   if (comparing) {
     if (kernels.size() != 1)
       return report_error(g, "bench", 2, "--vs compares one kernel: name it with --kernel");
@@ -127,12 +125,12 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   req.options.rule.max_time_s = o.max_time_s;
   req.threshold = o.threshold_pct / 100.0;
   req.check_first = o.check_first;
-  req.arch = o.arch;
+  req.arch = o.sel.arch;
   req.cache_root = cache_dir();
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
   TempDir tmp("kopt-worker");
-  WorkerClient worker(worker_options(o.device, tmp));
+  WorkerClient worker(worker_options(o.sel.device, tmp));
   cuda::NvrtcCompiler compiler;
   SystemCommandRunner runner;
   auto report = run_bench(*problem, req, CheckContext{compiler, runner, worker});

@@ -88,16 +88,12 @@ void print_human(const CheckReport& r) {
 }  // namespace
 
 int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
-  auto sets = parse_assignments(o.sets, "--set");
-  if (!sets) return report_error(g, "check", 2, sets.error().to_string());
-  auto dims = parse_assignments(o.dims, "--dim");
-  if (!dims) return report_error(g, "check", 2, dims.error().to_string());
-  auto problem = load_problem(o.problem, *dims);
-  if (!problem) return report_error(g, "check", exit_code(problem.error().kind), problem.error().to_string());
+  auto sel = load_selection(o.sel);
+  if (!sel) return report_error(g, "check", exit_code(sel.error().kind), sel.error().to_string());
 
   TempDir tmp("kopt-worker");
   WorkerOptions wo;
-  wo.command = {self_executable().string(), "worker", "--device", std::to_string(o.device)};
+  wo.command = {self_executable().string(), "worker", "--device", std::to_string(o.sel.device)};
   wo.job_timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
   wo.log_path = tmp.path() / "worker.log";
   WorkerClient worker(wo);
@@ -105,15 +101,15 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   SystemCommandRunner runner;
 
   CheckOptions co;
-  co.kernels = o.kernels;
-  co.sets = *sets;
+  co.kernels = o.sel.kernels;
+  co.sets = sel->sets;
   co.seeds = o.seeds;
   co.first_seed = o.first_seed;
-  co.arch = o.arch;
+  co.arch = o.sel.arch;
   co.cache_root = cache_dir();
   if (g.verbose) co.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
-  auto report = run_check(*problem, co, CheckContext{compiler, runner, worker});
+  auto report = run_check(sel->problem, co, CheckContext{compiler, runner, worker});
   if (!report) return report_error(g, "check", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_human(*report);

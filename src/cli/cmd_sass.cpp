@@ -66,13 +66,8 @@ void print_sass(const SassReport& r) {
 }  // namespace
 
 int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
-  auto sets = parse_assignments(o.sets, "--set");
-  auto vs = parse_assignments(o.vs, "--vs");
-  auto dims = parse_assignments(o.dims, "--dim");
-  for (auto* e : {&sets, &vs, &dims})
-    if (!*e) return report_error(g, "sass", 2, e->error().to_string());
-  auto problem = load_problem(o.problem, *dims);
-  if (!problem) return report_error(g, "sass", exit_code(problem.error().kind), problem.error().to_string());
+  auto sel = load_selection(o.sel);
+  if (!sel) return report_error(g, "sass", exit_code(sel.error().kind), sel.error().to_string());
   Expected<MethodCatalog> catalog = builtin_method_catalog();
   if (o.catalog) {
     auto text = read_text_file(*o.catalog);
@@ -81,15 +76,15 @@ int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
   }
   if (!catalog) return report_error(g, "sass", exit_code(catalog.error().kind), catalog.error().to_string());
   SassRequest req;
-  req.kernels = o.kernels;
-  req.sets = *sets;
-  if (!o.vs.empty()) req.vs = *vs;
+  req.kernels = o.sel.kernels;
+  req.sets = sel->sets;
+  if (!o.sel.vs.empty()) req.vs = sel->vs;
   req.methods = o.methods;
-  req.arch = o.arch ? *o.arch : default_arch(o.device);
+  req.arch = o.sel.arch ? *o.sel.arch : default_arch(o.sel.device);
   req.cache_root = cache_dir();
   cuda::NvrtcCompiler compiler;
   SystemCommandRunner runner;
-  auto report = run_sass(*problem, req, SassContext{compiler, runner, *catalog});
+  auto report = run_sass(sel->problem, req, SassContext{compiler, runner, *catalog});
   if (!report) return report_error(g, "sass", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_sass(*report);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kopt/core/error.hpp"
+#include "kopt/problem/problem.hpp"
 
 namespace kopt::cli {
 
@@ -16,31 +17,40 @@ struct GlobalOptions {
   bool verbose = false;
 };
 
+// What check, bench and sass share: the problem, its kernels, a point, a second point, dims.
+struct ProblemSelection {
+  std::string problem;
+  std::vector<std::string> kernels;
+  std::vector<std::string> sets;  // NAME=VALUE
+  std::vector<std::string> vs;    // NAME=VALUE (bench, sass)
+  std::vector<std::string> dims;  // NAME=VALUE
+  std::optional<std::string> arch;
+  int device = 0;
+};
+
+// --set, --vs and --dim parsed, and the problem loaded with the dims applied.
+struct Selected {
+  std::map<std::string, std::int64_t> sets, vs, dims;
+  Problem problem;
+};
+Expected<Selected> load_selection(const ProblemSelection& sel);
+
 struct EnvOptions {
   bool probe_ncu = true;
 };
 int run_env(const GlobalOptions& g, const EnvOptions& o);
 
 struct CheckCliOptions {
-  std::string problem;
-  std::vector<std::string> sets;  // NAME=VALUE
-  std::vector<std::string> dims;  // NAME=VALUE
-  std::vector<std::string> kernels;
+  ProblemSelection sel;
   int seeds = 3;
   std::uint64_t first_seed = 1;
-  std::optional<std::string> arch;
   double timeout_s = 10.0;
-  int device = 0;
 };
 int run_check_command(const GlobalOptions& g, const CheckCliOptions& o);
 
 struct BenchCliOptions {
-  std::string problem;
-  std::vector<std::string> kernels;
-  std::vector<std::string> sets;
-  std::vector<std::string> vs;
+  ProblemSelection sel;
   std::optional<std::string> vs_kernel;
-  std::vector<std::string> dims;
   std::string mode = "cold";
   std::string flush = "read";
   double max_noise_pct = 0.5;
@@ -51,8 +61,6 @@ struct BenchCliOptions {
   double threshold_pct = 1.0;
   bool check_first = true;
   bool blocking = true;
-  std::optional<std::string> arch;
-  int device = 0;
 };
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o);
 
@@ -63,15 +71,9 @@ struct CeilingsCliOptions {
 int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o);
 
 struct SassCliOptions {
-  std::string problem;
-  std::vector<std::string> kernels;
-  std::vector<std::string> sets;
-  std::vector<std::string> vs;
-  std::vector<std::string> dims;
+  ProblemSelection sel;
   std::vector<std::string> methods;
   std::optional<std::string> catalog;
-  std::optional<std::string> arch;
-  int device = 0;
 };
 int run_sass_command(const GlobalOptions& g, const SassCliOptions& o);
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kopt/problem/loader.hpp"
 
 namespace kopt::cli {
 
@@ -32,6 +33,20 @@ Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vecto
       else return Unexpected(bad_input(flag + " " + item + ": the value must be an integer"));
     }
   }
+  return out;
+}
+
+Expected<Selected> load_selection(const ProblemSelection& sel) {
+  Selected out;
+  for (auto [items, flag, target] : {std::tuple{&sel.sets, "--set", &out.sets}, std::tuple{&sel.vs, "--vs", &out.vs},
+                                     std::tuple{&sel.dims, "--dim", &out.dims}}) {
+    auto parsed = parse_assignments(*items, flag);
+    if (!parsed) return Unexpected(parsed.error());
+    *target = std::move(*parsed);
+  }
+  auto problem = load_problem(sel.problem, out.dims);
+  if (!problem) return Unexpected(problem.error());
+  out.problem = std::move(*problem);
   return out;
 }
 

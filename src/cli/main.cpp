@@ -3,6 +3,21 @@
 
 #include "commands.hpp"
 
+namespace {
+
+// The options that select a problem and a point, the same for every command that takes them.
+void add_selection(CLI::App* cmd, kopt::cli::ProblemSelection& sel, bool with_vs, const char* vs_help) {
+  cmd->add_option("problem", sel.problem, "problem directory (or its kopt.toml)")->required();
+  cmd->add_option("--kernel", sel.kernels, "only this kernel (repeatable; default: all)");
+  cmd->add_option("--set", sel.sets, "parameter value NAME=VALUE (repeatable)");
+  if (with_vs) cmd->add_option("--vs", sel.vs, vs_help);
+  cmd->add_option("--dim", sel.dims, "override a dim NAME=VALUE (repeatable)");
+  cmd->add_option("--arch", sel.arch, "target architecture, e.g. sm_90 (default: the device's)");
+  cmd->add_option("--device", sel.device, "CUDA device ordinal");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace kopt::cli;
   CLI::App app{"kopt: evidence-driven GPU kernel optimization"};
@@ -19,27 +34,18 @@ int main(int argc, char** argv) {
 
   CheckCliOptions check;
   auto* check_cmd = app.add_subcommand("check", "correctness of a problem's kernels over several seeds");
-  check_cmd->add_option("problem", check.problem, "problem directory (or its kopt.toml)")->required();
-  check_cmd->add_option("--set", check.sets, "parameter value NAME=VALUE (repeatable)");
-  check_cmd->add_option("--dim", check.dims, "override a dim NAME=VALUE (repeatable)");
-  check_cmd->add_option("--kernel", check.kernels, "check only this kernel (repeatable)");
+  add_selection(check_cmd, check.sel, false, "");
   check_cmd->add_option("--seeds", check.seeds, "number of seeds")->check(CLI::Range(1, 1000));
   check_cmd->add_option("--first-seed", check.first_seed, "first seed (then +1 each)");
-  check_cmd->add_option("--arch", check.arch, "target architecture, e.g. sm_90 (default: the device's)");
   check_cmd->add_option("--timeout", check.timeout_s, "seconds one kernel run may take (watchdog)")
       ->check(CLI::PositiveNumber);
-  check_cmd->add_option("--device", check.device, "CUDA device ordinal");
   check_cmd->add_flag("--json", g.json, "JSON output");
   check_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 
   BenchCliOptions bench;
   auto* bench_cmd = app.add_subcommand("bench", "time kernels (cold or hot cache), or compare two with --vs");
-  bench_cmd->add_option("problem", bench.problem, "problem directory (or its kopt.toml)")->required();
-  bench_cmd->add_option("--kernel", bench.kernels, "time this kernel (repeatable; default: all, interleaved)");
-  bench_cmd->add_option("--set", bench.sets, "parameter value NAME=VALUE (repeatable)");
-  bench_cmd->add_option("--vs", bench.vs, "compare with the same point changed by NAME=VALUE (repeatable)");
+  add_selection(bench_cmd, bench.sel, true, "compare with the same point changed by NAME=VALUE (repeatable)");
   bench_cmd->add_option("--vs-kernel", bench.vs_kernel, "compare with another kernel of the problem");
-  bench_cmd->add_option("--dim", bench.dims, "override a dim NAME=VALUE (repeatable)");
   bench_cmd->add_option("--mode", bench.mode, "cold (L2 flushed before each sample) or hot")
       ->check(CLI::IsMember({"cold", "hot"}));
   bench_cmd->add_option("--flush", bench.flush, "cold mode: read (clean L2, default) or write (dirty L2) the flush buffer")
@@ -55,8 +61,6 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bench_cmd->add_flag("!--no-check", bench.check_first, "time without checking correctness first");
   bench_cmd->add_flag("!--no-blocking-kernel", bench.blocking, "do not hold the stream while queueing a sample");
-  bench_cmd->add_option("--arch", bench.arch, "target architecture (default: the device's)");
-  bench_cmd->add_option("--device", bench.device, "CUDA device ordinal");
   bench_cmd->add_flag("--json", g.json, "JSON output (raw samples and provenance)");
   bench_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 
@@ -68,15 +72,9 @@ int main(int argc, char** argv) {
 
   SassCliOptions sass;
   auto* sass_cmd = app.add_subcommand("sass", "machine-code facts and method signatures of kernels");
-  sass_cmd->add_option("problem", sass.problem, "problem directory (or its kopt.toml)")->required();
-  sass_cmd->add_option("--kernel", sass.kernels, "this kernel (repeatable; default: all)");
-  sass_cmd->add_option("--set", sass.sets, "parameter value NAME=VALUE (repeatable)");
-  sass_cmd->add_option("--vs", sass.vs, "diff against the same point changed by NAME=VALUE (repeatable)");
-  sass_cmd->add_option("--dim", sass.dims, "override a dim NAME=VALUE (repeatable)");
+  add_selection(sass_cmd, sass.sel, true, "diff against the same point changed by NAME=VALUE (repeatable)");
   sass_cmd->add_option("--method", sass.methods, "check this method's signature (repeatable; default: all)");
   sass_cmd->add_option("--catalog", sass.catalog, "a method catalog instead of the built-in one");
-  sass_cmd->add_option("--arch", sass.arch, "target architecture (default: the device's, else sm_90)");
-  sass_cmd->add_option("--device", sass.device, "CUDA device ordinal");
   sass_cmd->add_flag("--json", g.json, "JSON output");
 
   int worker_device = 0;

@@ -141,16 +141,13 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     if (kopt_r_ != CUDA_SUCCESS) return fail(status, #call, kopt_r_); \
   } while (0)
 
-  if (!m_state->info) {
-    auto info = device_info();
-    if (!info) {
-      result.status = RunStatus::launch_failed;
-      result.error = info.error().message;
-      return result;
-    }
-    m_state->info = *info;
+  auto info = cached_device_info();
+  if (!info) {
+    result.status = RunStatus::launch_failed;
+    result.error = info.error().message;
+    return result;
   }
-  const DeviceInfo& dev = *m_state->info;
+  const DeviceInfo& dev = **info;
   result.clocks_before = read_clocks(dev.pci_bus_id);
 
   std::vector<std::unique_ptr<Variant>> variants;

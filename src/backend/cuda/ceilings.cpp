@@ -160,16 +160,13 @@ Ceiling gemm_ceiling(const DriverApi& api, CUstream stream, const CublasApi& bla
 CeilingsResult CudaExecutor::ceilings() {
   const DriverApi& api = *m_state->api;
   CeilingsResult result;
-  if (!m_state->info) {
-    auto info = device_info();
-    if (!info) {
-      result.status = RunStatus::launch_failed;
-      result.error = info.error().message;
-      return result;
-    }
-    m_state->info = *info;
+  auto info = cached_device_info();
+  if (!info) {
+    result.status = RunStatus::launch_failed;
+    result.error = info.error().message;
+    return result;
   }
-  const DeviceInfo& dev = *m_state->info;
+  const DeviceInfo& dev = **info;
   result.clocks_before = read_clocks(dev.pci_bus_id);
   Stream stream(&api);
   result.ceilings.push_back(copy_ceiling(api, stream.get()));

@@ -108,6 +108,15 @@ unsigned long long read_throttle_mask(const std::string& pci_bus_id) {
   return (*api)->device_get_throttle_reasons(cached, &mask) == 0 ? mask : 0;
 }
 
+Expected<const DeviceInfo*> CudaExecutor::cached_device_info() {
+  if (!m_state->info) {
+    auto info = device_info();
+    if (!info) return Unexpected(info.error());
+    m_state->info = *info;
+  }
+  return &*m_state->info;
+}
+
 Expected<DeviceInfo> CudaExecutor::device_info() const {
   const DriverApi* a = m_state->api;
   CUdevice dev = m_state->device;

@@ -26,6 +26,8 @@ class CudaExecutor final : public Executor {
  private:
   struct State;
   explicit CudaExecutor(std::unique_ptr<State> state);
+  // device_info(), asked once and kept.
+  Expected<const DeviceInfo*> cached_device_info();
   std::unique_ptr<State> m_state;
 };
 
