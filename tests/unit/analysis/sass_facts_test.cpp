@@ -112,11 +112,15 @@ class LiveSass : public ::testing::Test {
   MethodCatalog m_catalog = catalog();
 };
 
-TEST_F(LiveSass, AKernelBuiltToSpillIsCaught) {
+// The same checks on cubins NVRTC builds here for Ampere and Hopper.
+class LiveSassArch : public LiveSass, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(LiveSassArch, AKernelBuiltToSpillIsCaught) {
   KOPT_SKIP_WITHOUT_DISASSEMBLER();
   SystemCommandRunner runner;
   SassRequest req;
   req.methods = {"remove_spills"};
+  req.arch = GetParam();
   auto r = run("tests/fixtures/problems/spills", req, runner);
   ASSERT_TRUE(r) << r.error().to_string();
   ASSERT_EQ(r->kernels.size(), 2u);
@@ -130,7 +134,7 @@ TEST_F(LiveSass, AKernelBuiltToSpillIsCaught) {
   EXPECT_EQ(r->exit_code(), 1);
 }
 
-TEST_F(LiveSass, DiffShowsWhatAParameterChangedInTheBinary) {
+TEST_P(LiveSassArch, DiffShowsWhatAParameterChangedInTheBinary) {
   KOPT_SKIP_WITHOUT_DISASSEMBLER();
   SystemCommandRunner runner;
   SassRequest req;
@@ -138,6 +142,7 @@ TEST_F(LiveSass, DiffShowsWhatAParameterChangedInTheBinary) {
   req.sets = {{"VEC", 4}};
   req.vs = std::map<std::string, std::int64_t>{{"VEC", 1}};
   req.methods = {"vectorized_global_loads"};
+  req.arch = GetParam();
   auto r = run("examples/softmax", req, runner);
   ASSERT_TRUE(r) << r.error().to_string();
   ASSERT_EQ(r->kernels.size(), 2u);
@@ -150,6 +155,8 @@ TEST_F(LiveSass, DiffShowsWhatAParameterChangedInTheBinary) {
   ASSERT_TRUE(diff.count("LDG.32"));
   EXPECT_EQ(diff["LDG.32"].before, 0u);  // appeared
 }
+
+INSTANTIATE_TEST_SUITE_P(Archs, LiveSassArch, ::testing::Values("sm_80", "sm_90"));
 
 TEST_F(LiveSass, AMissingOrBrokenDisassemblerIsUnverifiableNeverVerified) {
   FakeCommandRunner nothing_runs;  // every program "fails to start"
