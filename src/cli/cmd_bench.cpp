@@ -89,31 +89,31 @@ WorkerOptions worker_options(int device, const TempDir& tmp) {
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   auto sel = load_selection(o.sel);
   if (!sel) return report_error(g, "bench", exit_code(sel.error().kind), sel.error().to_string());
-  const Problem* problem = &sel->problem;
-  const auto* sets = &sel->sets;
-  const auto* vs = &sel->vs;
+  const Problem& problem = sel->problem;
 
   BenchRequest req;
   std::vector<std::string> kernels = o.sel.kernels;
   if (kernels.empty())
-    for (const auto& k : problem->kernels) kernels.push_back(k.name);
+    for (const auto& k : problem.kernels) kernels.push_back(k.name);
   bool comparing = !o.sel.vs.empty() || o.vs_kernel;
   if (comparing) {
     if (kernels.size() != 1)
       return report_error(g, "bench", 2, "--vs compares one kernel: name it with --kernel");
-    req.variants.push_back({kernels[0], *sets});
-    auto b_sets = *sets;
-    for (const auto& [k, v] : *vs) b_sets[k] = v;
+    req.variants.push_back({kernels[0], sel->sets});
+    auto b_sets = sel->sets;
+    for (const auto& [k, v] : sel->vs) b_sets[k] = v;
     req.variants.push_back({o.vs_kernel.value_or(kernels[0]), b_sets});
     req.compare = true;
   } else {
+    std::vector<const KernelSpec*> chosen;
     for (const auto& k : kernels) {
-      std::map<std::string, std::int64_t> own;
-      if (const KernelSpec* ks = problem->find_kernel(k))
-        for (const auto& [name, value] : *sets)
-          if (ks->find_param(name)) own[name] = value;
-      req.variants.push_back({k, own});
+      const KernelSpec* ks = problem.find_kernel(k);
+      if (!ks) return report_error(g, "bench", 2, "--kernel " + k + ": no such kernel");
+      chosen.push_back(ks);
     }
+    if (auto used = check_assignments_used(problem, chosen, sel->sets, "--set"); !used)
+      return report_error(g, "bench", 2, used.error().to_string());
+    for (const KernelSpec* ks : chosen) req.variants.push_back({ks->name, assignments_for(*ks, sel->sets)});
   }
   req.options.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
   req.options.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;
@@ -133,7 +133,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   WorkerClient worker(worker_options(o.sel.device, tmp));
   cuda::NvrtcCompiler compiler;
   SystemCommandRunner runner;
-  auto report = run_bench(*problem, req, CheckContext{compiler, runner, worker});
+  auto report = run_bench(problem, req, CheckContext{compiler, runner, worker});
   if (!report) return report_error(g, "bench", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_bench(*report);

@@ -112,14 +112,7 @@ class CheckRun {
         chosen.push_back(k);
       }
     }
-    for (const auto& [name, value] : m_o.sets) {
-      bool used = false;
-      for (const KernelSpec* k : chosen) used = used || k->find_param(name);
-      if (!used)
-        return Unexpected(bad_input("--set " + name + "=" + std::to_string(value) +
-                                        ": no selected kernel has a param named '" + name + "'",
-                                    m_p.spec_path.string()));
-    }
+    if (auto used = check_assignments_used(m_p, chosen, m_o.sets, "--set"); !used) return used;
     for (const KernelSpec* k : chosen) {
       KernelCheck kc;
       kc.kernel = k->name;

@@ -54,12 +54,17 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
   if (names.empty())
     for (const auto& k : p.kernels) names.push_back(k.name);
   if (req.vs && names.size() != 1) return Unexpected(bad_input("--vs compares one kernel: name it with --kernel"));
+  std::vector<const KernelSpec*> chosen;
   for (const auto& name : names) {
     const KernelSpec* k = p.find_kernel(name);
     if (!k) return Unexpected(bad_input("--kernel " + name + ": no such kernel", p.spec_path.string()));
-    std::map<std::string, std::int64_t> own;
-    for (const auto& [param, value] : req.sets)
-      if (k->find_param(param)) own[param] = value;
+    chosen.push_back(k);
+  }
+  if (auto used = check_assignments_used(p, chosen, req.sets, "--set"); !used) return Unexpected(used.error());
+  if (req.vs)
+    if (auto used = check_assignments_used(p, chosen, *req.vs, "--vs"); !used) return Unexpected(used.error());
+  for (const KernelSpec* k : chosen) {
+    auto own = assignments_for(*k, req.sets);
     targets.emplace_back(k, own);
     if (req.vs) {
       auto b = own;

@@ -91,6 +91,27 @@ Expected<ParamPoint> default_point(const Problem& problem, const KernelSpec& ker
   return *first;
 }
 
+Expected<void> check_assignments_used(const Problem& problem, const std::vector<const KernelSpec*>& kernels,
+                                      const std::map<std::string, std::int64_t>& assignments, const std::string& flag) {
+  for (const auto& [name, value] : assignments) {
+    bool used = false;
+    for (const KernelSpec* k : kernels) used = used || k->find_param(name);
+    if (!used)
+      return Unexpected(bad_input(flag + " " + name + "=" + std::to_string(value) +
+                                      ": no selected kernel has a param named '" + name + "'",
+                                  problem.spec_path.string()));
+  }
+  return {};
+}
+
+std::map<std::string, std::int64_t> assignments_for(const KernelSpec& kernel,
+                                                    const std::map<std::string, std::int64_t>& assignments) {
+  std::map<std::string, std::int64_t> own;
+  for (const auto& [name, value] : assignments)
+    if (kernel.find_param(name)) own[name] = value;
+  return own;
+}
+
 Expected<ParamPoint> resolve_point(const Problem& problem, const KernelSpec& kernel,
                                    const std::map<std::string, std::int64_t>& overrides) {
   auto point = default_point(problem, kernel);

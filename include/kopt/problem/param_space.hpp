@@ -33,6 +33,14 @@ Expected<std::size_t> for_each_point(const KernelSpec& kernel, const Scope& dims
 // point that satisfies all of them.
 Expected<ParamPoint> default_point(const Problem& problem, const KernelSpec& kernel);
 
+// Command-line assignments (--set, --vs) over several kernels: each NAME must be a param of
+// at least one of them (an unknown one is a typo, bad input); `flag` names the option.
+Expected<void> check_assignments_used(const Problem& problem, const std::vector<const KernelSpec*>& kernels,
+                                      const std::map<std::string, std::int64_t>& assignments, const std::string& flag);
+// The assignments that name params of `kernel`.
+std::map<std::string, std::int64_t> assignments_for(const KernelSpec& kernel,
+                                                    const std::map<std::string, std::int64_t>& assignments);
+
 // The default point with overrides applied (--set), each a declared value of its param,
 // checked against the constraints.
 Expected<ParamPoint> resolve_point(const Problem& problem, const KernelSpec& kernel,

@@ -70,6 +70,13 @@ TEST_F(Cli, BenchRejectsPointsOutsideTheSpaceAndUnknownOptionValues) {
   CommandResult mode = kopt({"bench", softmax.string(), "--mode", "warm"});
   EXPECT_EQ(mode.exit_code, 2);
   EXPECT_NE(mode.err.find("--mode: warm not in {cold,hot}"), std::string::npos) << mode.err;
+  CommandResult typo = kopt({"bench", softmax.string(), "--set", "BLOCKK=128"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("--set BLOCKK=128: no selected kernel has a param named 'BLOCKK'"), std::string::npos)
+      << typo.err;
+  CommandResult sass_typo = kopt({"sass", softmax.string(), "--set", "BLOCKK=128"});
+  EXPECT_EQ(sass_typo.exit_code, 2);
+  EXPECT_NE(sass_typo.err.find("no selected kernel has a param named 'BLOCKK'"), std::string::npos) << sass_typo.err;
   CommandResult two = kopt({"bench", softmax.string(), "--vs", "BLOCK=128"});
   EXPECT_EQ(two.exit_code, 2);
   EXPECT_NE(two.err.find("--vs compares one kernel"), std::string::npos) << two.err;
