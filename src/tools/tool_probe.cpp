@@ -1,5 +1,7 @@
 #include "kopt/tools/tool_probe.hpp"
 
+#include "kopt/tools/ncu.hpp"
+
 #include <cstdlib>
 #include <regex>
 
@@ -93,9 +95,7 @@ NcuProbe classify_ncu_probe(const CommandResult& r) {
     p.detail = "ncu could not be executed";
   } else if (all.find("ERR_NVGPUCTRPERM") != std::string::npos) {
     p.access = CounterAccess::no_permission;
-    p.detail = "ncu may not read GPU performance counters (ERR_NVGPUCTRPERM). Run as root, or let "
-               "every user profile: load nvidia with NVreg_RestrictProfilingToAdminUsers=0 "
-               "(see the Nsight Compute documentation on ERR_NVGPUCTRPERM).";
+    p.detail = ncu_permission_help();
   } else if (r.timed_out) {
     p.access = CounterAccess::failed;
     p.detail = "the probe profile timed out";

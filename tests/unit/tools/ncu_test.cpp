@@ -1,0 +1,114 @@
+#include "kopt/tools/ncu.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+namespace kopt {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+std::string after(const std::vector<std::string>& v, const std::string& flag) {
+  auto it = std::find(v.begin(), v.end(), flag);
+  return it == v.end() || it + 1 == v.end() ? std::string{} : *(it + 1);
+}
+
+NcuRequest request() {
+  NcuRequest r;
+  r.ncu = "/opt/ncu";
+  r.questions = default_ncu_questions();
+  r.kernel_name = "_Z6kernelPf";
+  r.launch_skip = 2;
+  r.launch_count = 3;
+  r.report = "/tmp/out/profile";
+  r.program = {"kopt", "worker", "--once", "job.json"};
+  return r;
+}
+
+TEST(NcuCommand, ClocksAloneAndTheKernelFilteredExactly) {
+  auto argv = ncu_profile_argv(request());
+  EXPECT_EQ(argv[0], "/opt/ncu");
+  EXPECT_EQ(after(argv, "--clock-control"), "none");
+  EXPECT_EQ(after(argv, "--kernel-name-base"), "mangled");
+  EXPECT_EQ(after(argv, "--kernel-name"), "_Z6kernelPf");
+  EXPECT_EQ(after(argv, "--launch-skip"), "2");
+  EXPECT_EQ(after(argv, "--launch-count"), "3");
+  EXPECT_EQ(after(argv, "--export"), "/tmp/out/profile");
+  EXPECT_FALSE(contains(argv, "--set"));
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 4, argv.end()), request().program);
+}
+
+TEST(NcuCommand, MinimalListsHaveNoDuplicatesAndNoFullSet) {
+  auto argv = ncu_profile_argv(request());
+  std::string list = after(argv, "--metrics");
+  std::set<std::string> seen;
+  std::size_t n = 0, start = 0;
+  while (start < list.size()) {
+    std::size_t comma = list.find(',', start);
+    std::string m = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    EXPECT_TRUE(seen.insert(m).second) << "duplicate " << m;
+    ++n;
+    start = comma == std::string::npos ? list.size() : comma + 1;
+  }
+  EXPECT_GT(n, 60u);
+  EXPECT_LT(n, 120u);
+  EXPECT_TRUE(seen.contains("gpu__time_duration.sum"));
+  EXPECT_TRUE(seen.contains("smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"));
+  EXPECT_FALSE(contains(argv, "--section"));  // source counters only when asked
+}
+
+TEST(NcuCommand, FullSetAndSourceCountersOnRequest) {
+  NcuRequest r = request();
+  r.set = "full";
+  auto argv = ncu_profile_argv(r);
+  EXPECT_EQ(after(argv, "--set"), "full");
+  EXPECT_FALSE(contains(argv, "--metrics"));
+  r.set.reset();
+  r.questions = {"sol", "source"};
+  argv = ncu_profile_argv(r);
+  EXPECT_EQ(after(argv, "--section"), "SourceCounters");
+  r.clock_control = "base";
+  EXPECT_EQ(after(ncu_profile_argv(r), "--clock-control"), "base");
+}
+
+TEST(NcuCommand, UnknownQuestionIsBadInput) {
+  auto m = metrics_for_questions({"sol", "cache"});
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().kind, ErrorKind::bad_input);
+  EXPECT_NE(m.error().message.find("'cache'"), std::string::npos);
+}
+
+TEST(NcuCommand, ImportPrintsTheRawPageInBaseUnits) {
+  auto argv = ncu_import_argv("/opt/ncu", "/tmp/p.ncu-rep");
+  EXPECT_EQ(after(argv, "--import"), "/tmp/p.ncu-rep");
+  EXPECT_EQ(after(argv, "--page"), "raw");
+  EXPECT_EQ(after(argv, "--print-units"), "base");
+  EXPECT_TRUE(contains(argv, "--csv"));
+}
+
+CommandResult result(int code, std::string out, std::string err = "") {
+  CommandResult r;
+  r.started = true;
+  r.exit_code = code;
+  r.out = std::move(out);
+  r.err = std::move(err);
+  return r;
+}
+
+TEST(NcuOutcome, PermissionNoKernelAndFailures) {
+  EXPECT_EQ(classify_ncu_run(result(0, "==PROF== Disconnected\n")).failure, NcuFailure::none);
+  auto perm = classify_ncu_run(result(1, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n"));
+  EXPECT_EQ(perm.failure, NcuFailure::no_permission);
+  EXPECT_NE(perm.message.find("NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos);
+  EXPECT_EQ(classify_ncu_run(result(0, "==WARNING== No kernels were profiled.\n")).failure, NcuFailure::no_kernel_profiled);
+  auto failed = classify_ncu_run(result(1, "", "==ERROR== The application returned an error code (1).\n"));
+  EXPECT_EQ(failed.failure, NcuFailure::program_failed);
+  EXPECT_NE(failed.message.find("application returned an error"), std::string::npos);
+  CommandResult missing;
+  EXPECT_EQ(classify_ncu_run(missing).failure, NcuFailure::not_found);
+}
+
+}  // namespace
+}  // namespace kopt
