@@ -77,13 +77,6 @@ void print_bench(const BenchReport& r) {
   }
 }
 
-WorkerOptions worker_options(int device, const TempDir& tmp) {
-  WorkerOptions wo;
-  wo.command = {self_executable().string(), "worker", "--device", std::to_string(device)};
-  wo.log_path = tmp.path() / "worker.log";
-  return wo;
-}
-
 }  // namespace
 
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
@@ -130,7 +123,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
   TempDir tmp("kopt-worker");
-  WorkerClient worker(worker_options(o.sel.device, tmp));
+  WorkerClient worker(worker_options(o.sel.device, tmp.path()));
   cuda::NvrtcCompiler compiler;
   SystemCommandRunner runner;
   auto report = run_bench(problem, req, CheckContext{compiler, runner, worker});
@@ -142,7 +135,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
 
 int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o) {
   TempDir tmp("kopt-worker");
-  WorkerClient worker(worker_options(o.device, tmp));
+  WorkerClient worker(worker_options(o.device, tmp.path()));
   auto device = worker.device_info();
   if (!device) return report_error(g, "ceilings", exit_code(device.error().kind), device.error().message);
   std::optional<StoredCeilings> stored = o.refresh ? std::nullopt : load_ceilings(cache_dir(), *device);

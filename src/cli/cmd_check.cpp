@@ -92,10 +92,8 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   if (!sel) return report_error(g, "check", exit_code(sel.error().kind), sel.error().to_string());
 
   TempDir tmp("kopt-worker");
-  WorkerOptions wo;
-  wo.command = {self_executable().string(), "worker", "--device", std::to_string(o.sel.device)};
+  WorkerOptions wo = worker_options(o.sel.device, tmp.path());
   wo.job_timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
-  wo.log_path = tmp.path() / "worker.log";
   WorkerClient worker(wo);
   cuda::NvrtcCompiler compiler;
   SystemCommandRunner runner;

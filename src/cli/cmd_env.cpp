@@ -37,10 +37,7 @@ json gather(const EnvOptions& o) {
               {"device_count", probe->device_count}};
     TempDir tmp("kopt-env");
     for (int i = 0; i < probe->device_count; ++i) {
-      WorkerOptions wo;
-      wo.command = {self_executable().string(), "worker", "--device", std::to_string(i)};
-      wo.log_path = tmp.path() / ("worker" + std::to_string(i) + ".log");
-      WorkerClient worker(wo);
+      WorkerClient worker(worker_options(i, tmp.path()));
       auto info = worker.device_info();
       gpus.push_back(info ? to_json(*info) : json{{"ordinal", i}, {"error", info.error().message}});
     }

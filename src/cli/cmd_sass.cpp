@@ -18,10 +18,7 @@ namespace {
 std::string default_arch(int device) {
   if (!cuda::probe_driver()) return "sm_90";
   TempDir tmp("kopt-worker");
-  WorkerOptions wo;
-  wo.command = {self_executable().string(), "worker", "--device", std::to_string(device)};
-  wo.log_path = tmp.path() / "worker.log";
-  WorkerClient worker(wo);
+  WorkerClient worker(worker_options(device, tmp.path()));
   auto info = worker.device_info();
   return info ? info->arch() : "sm_90";
 }

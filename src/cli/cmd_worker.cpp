@@ -1,4 +1,5 @@
-// `kopt worker` (the process that owns a GPU) and `kopt probe-kernel` (for ncu's probe).
+// `kopt worker` (the process that owns a GPU), its one-shot mode `kopt worker --once JOB`
+// (what ncu profiles), and `kopt probe-kernel` (for ncu's counter-access probe).
 #include <unistd.h>
 
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/worker/protocol.hpp"
 #include "kopt/worker/worker_loop.hpp"
 
 namespace kopt::cli {
@@ -29,6 +31,34 @@ int run_worker_command(int device) {
     return std::unique_ptr<Executor>(std::move(*e));
   };
   return run_worker_loop(std::cin, out, factory);
+}
+
+int run_worker_once_command(int device, const std::string& job_file, int repeat) {
+  auto text = read_text_file(job_file);
+  if (!text) {
+    std::cerr << "kopt worker --once: " << text.error().to_string() << "\n";
+    return 2;
+  }
+  RunJob job;
+  try {
+    job = run_job_from_json(nlohmann::json::parse(*text));
+  } catch (const std::exception& e) {
+    std::cerr << "kopt worker --once: " << job_file << ": not a run job: " << e.what() << "\n";
+    return 2;
+  }
+  auto executor = cuda::CudaExecutor::open(device);
+  if (!executor) {
+    std::cerr << "kopt worker --once: " << executor.error().message << "\n";
+    return 3;
+  }
+  for (int i = 0; i < repeat; ++i) {
+    RunResult r = (*executor)->run(job);
+    if (!r.ok()) {
+      std::cerr << "kopt worker --once: launch " << i + 1 << ": " << run_status_name(r.status) << ": " << r.error << "\n";
+      return 1;
+    }
+  }
+  return 0;
 }
 
 int run_probe_kernel_command(int device) {

@@ -9,6 +9,7 @@
 
 #include "kopt/core/error.hpp"
 #include "kopt/problem/problem.hpp"
+#include "kopt/worker/worker_client.hpp"
 
 namespace kopt::cli {
 
@@ -81,10 +82,47 @@ int run_sass_command(const GlobalOptions& g, const SassCliOptions& o);
 Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
                                                                  const std::string& flag);
 int run_worker_command(int device);
+int run_worker_once_command(int device, const std::string& job_file, int repeat);
+
+struct ProfileCliOptions {
+  ProblemSelection sel;
+  std::vector<std::string> questions;  // comma lists allowed
+  std::optional<std::string> ncu_set;
+  std::string clock_control = "none";
+  int launch_skip = 0;
+  int launch_count = 1;
+  std::string out = "kopt-profiles";
+  bool check_first = true;
+  double timeout_s = 600;
+};
+int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& o);
+
+struct AnalyzeCliOptions {
+  std::string file;
+  std::string kernel;
+  std::optional<std::string> gpu;
+  std::optional<std::string> problem;
+};
+int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o);
+
+struct SpecsCliOptions {
+  std::optional<std::string> gpu;
+};
+int run_specs_command(const GlobalOptions& g, const SpecsCliOptions& o);
+
+struct TargetCliOptions {
+  ProblemSelection sel;
+  std::optional<std::string> gpu;
+  std::optional<std::string> precision;
+  std::string out = "target.md";
+};
+int run_target_command(const GlobalOptions& g, const TargetCliOptions& o);
 int run_probe_kernel_command(int device);
 
 // The running kopt executable, to start workers with.
 std::filesystem::path self_executable();
+// A worker on `device`, its stderr logged in `log_dir`.
+WorkerOptions worker_options(int device, const std::filesystem::path& log_dir);
 
 // Prints an error (human or JSON) to the right stream and returns its exit code.
 int report_error(const GlobalOptions& g, const std::string& command, int code, const std::string& message);

@@ -14,6 +14,13 @@ std::filesystem::path self_executable() {
   return ec ? std::filesystem::path("kopt") : p;
 }
 
+WorkerOptions worker_options(int device, const std::filesystem::path& log_dir) {
+  WorkerOptions wo;
+  wo.command = {self_executable().string(), "worker", "--device", std::to_string(device)};
+  wo.log_path = log_dir / ("worker" + std::to_string(device) + ".log");
+  return wo;
+}
+
 Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
                                                                  const std::string& flag) {
   std::map<std::string, std::int64_t> out;

@@ -77,10 +77,53 @@ int main(int argc, char** argv) {
   sass_cmd->add_option("--catalog", sass.catalog, "a method catalog instead of the built-in one");
   sass_cmd->add_flag("--json", g.json, "JSON output");
 
+  ProfileCliOptions prof;
+  auto* prof_cmd = app.add_subcommand("profile", "ncu metrics -> roofline -> bottleneck, with the evidence");
+  add_selection(prof_cmd, prof.sel, false, "");
+  prof_cmd->add_option("--question", prof.questions,
+                       "collect the metrics for these questions (repeatable or comma list): sol, memory, compute, "
+                       "occupancy, launch, stalls, instructions, source (default: all but source)");
+  prof_cmd->add_option("--ncu-set", prof.ncu_set, "collect one of ncu's own section sets instead (e.g. full)");
+  prof_cmd->add_option("--clock-control", prof.clock_control, "ncu --clock-control: none (default, clocks untouched) or base")
+      ->check(CLI::IsMember({"none", "base"}));
+  prof_cmd->add_option("--launch-skip", prof.launch_skip, "launches to skip before profiling")->check(CLI::Range(0, 1000));
+  prof_cmd->add_option("--launch-count", prof.launch_count, "launches to profile (averaged)")->check(CLI::Range(1, 100));
+  prof_cmd->add_option("--out", prof.out, "directory for the reports (PROBLEM/KERNEL/ below it)");
+  prof_cmd->add_flag("!--no-check", prof.check_first, "profile even if the output is wrong");
+  prof_cmd->add_option("--timeout", prof.timeout_s, "seconds ncu may take per kernel")->check(CLI::PositiveNumber);
+  prof_cmd->add_flag("--json", g.json, "JSON output");
+  prof_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
+
+  AnalyzeCliOptions an;
+  auto* an_cmd = app.add_subcommand("analyze", "the profile analysis from saved ncu output (CSV or .ncu-rep)");
+  an_cmd->add_option("file", an.file, "ncu CSV (--page raw or details) or an .ncu-rep")->required();
+  an_cmd->add_option("--kernel", an.kernel, "the kernel to analyse (default: the longest)");
+  an_cmd->add_option("--gpu", an.gpu, "spec table entry for the roofs (default: the device named in the CSV)");
+  an_cmd->add_option("--problem", an.problem, "problem directory, for its cost formulas");
+  an_cmd->add_flag("--json", g.json, "JSON output");
+
+  SpecsCliOptions specs;
+  auto* specs_cmd = app.add_subcommand("specs", "the hardware spec table, with a source for every value");
+  specs_cmd->add_option("gpu", specs.gpu, "an id (h100-sxm) or a device name (\"NVIDIA H100 80GB HBM3\")");
+  specs_cmd->add_flag("--json", g.json, "JSON output");
+
+  TargetCliOptions target;
+  auto* target_cmd = app.add_subcommand("target", "write target.md: roofs with sources, bound, stop conditions");
+  add_selection(target_cmd, target.sel, false, "");
+  target_cmd->add_option("--gpu", target.gpu, "a GPU of the spec table (default: this machine's)");
+  target_cmd->add_option("--precision", target.precision, "compute roof: fp32, fp64, fp16, bf16, tf32, fp8, int8")
+      ->check(CLI::IsMember({"fp32", "fp64", "fp16", "bf16", "tf32", "fp8", "int8"}));
+  target_cmd->add_option("--out", target.out, "where to write target.md");
+  target_cmd->add_flag("--json", g.json, "JSON output");
+
   int worker_device = 0;
+  std::string once_job;
+  int once_repeat = 1;
   auto* worker_cmd = app.add_subcommand("worker", "internal: the process that owns a GPU");
   worker_cmd->group("");
   worker_cmd->add_option("--device", worker_device);
+  worker_cmd->add_option("--once", once_job, "run this job file once (for ncu) instead of serving the protocol");
+  worker_cmd->add_option("--repeat", once_repeat, "with --once: launches")->check(CLI::Range(1, 1000));
   auto* probe_cmd = app.add_subcommand("probe-kernel", "internal: launch one tiny kernel (for ncu)");
   probe_cmd->group("");
   probe_cmd->add_option("--device", worker_device);
@@ -97,7 +140,13 @@ int main(int argc, char** argv) {
     if (*bench_cmd) return run_bench_command(g, bench);
     if (*ceil_cmd) return run_ceilings_command(g, ceil);
     if (*sass_cmd) return run_sass_command(g, sass);
-    if (*worker_cmd) return run_worker_command(worker_device);
+    if (*prof_cmd) return run_profile_command(g, prof);
+    if (*an_cmd) return run_analyze_command(g, an);
+    if (*specs_cmd) return run_specs_command(g, specs);
+    if (*target_cmd) return run_target_command(g, target);
+    if (*worker_cmd)
+      return once_job.empty() ? run_worker_command(worker_device)
+                              : run_worker_once_command(worker_device, once_job, once_repeat);
     if (*probe_cmd) return run_probe_kernel_command(worker_device);
   } catch (const std::exception& e) {
     return report_error(g, "kopt", 4, std::string("internal error: ") + e.what());

@@ -28,8 +28,10 @@ json to_json(const StoredCeilings& c) {
           {"result", to_json(c.result)}};
 }
 
-std::optional<StoredCeilings> load_ceilings(const fs::path& cache_root, const DeviceInfo& d) {
-  auto text = read_text_file(ceilings_path(cache_root, d));
+namespace {
+
+std::optional<StoredCeilings> load_ceilings_file(const fs::path& file) {
+  auto text = read_text_file(file);
   if (!text) return std::nullopt;
   try {
     json j = json::parse(*text);
@@ -41,6 +43,22 @@ std::optional<StoredCeilings> load_ceilings(const fs::path& cache_root, const De
   } catch (const std::exception&) {
     return std::nullopt;  // a damaged cache entry is measured again
   }
+}
+
+}  // namespace
+
+std::optional<StoredCeilings> load_ceilings(const fs::path& cache_root, const DeviceInfo& d) {
+  return load_ceilings_file(ceilings_path(cache_root, d));
+}
+
+std::optional<StoredCeilings> find_ceilings_by_name(const fs::path& cache_root, const std::string& device_name) {
+  std::optional<StoredCeilings> newest;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(cache_root / "ceilings", ec)) {
+    auto c = load_ceilings_file(entry.path());
+    if (c && c->device.name == device_name && (!newest || c->measured_at > newest->measured_at)) newest = c;
+  }
+  return newest;
 }
 
 Expected<void> save_ceilings(const fs::path& cache_root, const StoredCeilings& c) {

@@ -17,6 +17,8 @@ struct StoredCeilings {
 std::string ceilings_key(const DeviceInfo& d);
 std::filesystem::path ceilings_path(const std::filesystem::path& cache_root, const DeviceInfo& d);
 std::optional<StoredCeilings> load_ceilings(const std::filesystem::path& cache_root, const DeviceInfo& d);
+// The newest stored ceilings of a device of that name (for saved profiles, with no device at hand).
+std::optional<StoredCeilings> find_ceilings_by_name(const std::filesystem::path& cache_root, const std::string& device_name);
 Expected<void> save_ceilings(const std::filesystem::path& cache_root, const StoredCeilings& c);
 
 // The best rate of a ceiling by name, 0 when missing.

@@ -1,0 +1,167 @@
+// `kopt profile PROBLEM` (ncu → roofline → bottleneck) and `kopt analyze FILE` (the same
+// analysis from saved ncu output).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/engine/ceilings_store.hpp"
+#include "kopt/engine/profiler.hpp"
+#include "kopt/problem/loader.hpp"
+#include "kopt/tools/ncu.hpp"
+#include "kopt/tools/tool_probe.hpp"
+
+namespace kopt::cli {
+namespace {
+
+std::vector<std::string> split_commas(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::size_t start = 0;
+    while (start <= item.size()) {
+      std::size_t comma = item.find(',', start);
+      std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!part.empty()) out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+// ncu's path and version, or an environment error (exit 3) that says how to get it.
+Expected<ToolInfo> find_ncu(CommandRunner& runner) {
+  ToolInfo ncu = probe_tool(runner, "ncu");
+  if (!ncu.found)
+    return Unexpected(environment_error("ncu (Nsight Compute) not found on PATH or in the CUDA toolkit's bin: install "
+                                        "Nsight Compute or put ncu on PATH"));
+  return ncu;
+}
+
+void print_profile(const ProfileReport& r) {
+  for (const auto& k : r.kernels) {
+    if (k.explanation) std::cout << summary_markdown(*k.explanation, k.provenance) << "\n";
+    if (k.status != "ok") std::cout << fmt::format("{}: {}: {}\n", k.kernel, k.status, k.error);
+    if (k.explanation)
+      std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json,profile.csv,profile.ncu-rep}} "
+                               "(ncu took {:.1f} s)\n\n",
+                               k.dir.string(), k.ncu_wall_s);
+  }
+}
+
+}  // namespace
+
+int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& o) {
+  auto sel = load_selection(o.sel);
+  if (!sel) return report_error(g, "profile", exit_code(sel.error().kind), sel.error().to_string());
+  const Problem& problem = sel->problem;
+  ProfileRequest req;
+  req.kernels = o.sel.kernels;
+  std::vector<const KernelSpec*> chosen;
+  for (const auto& k : req.kernels) {
+    const KernelSpec* ks = problem.find_kernel(k);
+    if (!ks) return report_error(g, "profile", 2, "--kernel " + k + ": no such kernel");
+    chosen.push_back(ks);
+  }
+  if (chosen.empty())
+    for (const auto& k : problem.kernels) chosen.push_back(&k);
+  if (auto used = check_assignments_used(problem, chosen, sel->sets, "--set"); !used)
+    return report_error(g, "profile", 2, used.error().to_string());
+  req.sets = sel->sets;
+  req.questions = split_commas(o.questions);
+  if (auto m = metrics_for_questions(req.questions); !m) return report_error(g, "profile", 2, m.error().to_string());
+  if (o.ncu_set && !req.questions.empty())
+    return report_error(g, "profile", 2, "--ncu-set and --question choose the metrics two ways: give one");
+  req.ncu_set = o.ncu_set;
+  req.clock_control = o.clock_control;
+  req.launch_skip = o.launch_skip;
+  req.launch_count = o.launch_count;
+  req.check_first = o.check_first;
+  req.arch = o.sel.arch;
+  req.device = o.sel.device;
+  req.out_dir = std::filesystem::absolute(std::filesystem::path(o.out) / problem.name);
+  req.cache_root = cache_dir();
+  req.kopt_executable = self_executable();
+  req.timeout_s = o.timeout_s;
+  if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+
+  SystemCommandRunner runner;
+  auto ncu = find_ncu(runner);
+  if (!ncu) return report_error(g, "profile", 3, ncu.error().message);
+  req.ncu = ncu->path;
+  req.ncu_version = ncu->version;
+
+  TempDir tmp("kopt-worker");
+  WorkerClient worker(worker_options(o.sel.device, tmp.path()));
+  cuda::NvrtcCompiler compiler;
+  auto report = run_profile(problem, req, CheckContext{compiler, runner, worker});
+  if (!report) return report_error(g, "profile", exit_code(report.error().kind), report.error().to_string());
+  if (g.json) std::cout << to_json(*report).dump(2) << "\n";
+  else print_profile(*report);
+  return report->exit_code();
+}
+
+int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
+  std::string text;
+  SystemCommandRunner runner;
+  if (o.file.ends_with(".ncu-rep")) {
+    if (!std::filesystem::exists(o.file)) return report_error(g, "analyze", 2, o.file + ": no such file");
+    auto ncu = find_ncu(runner);
+    if (!ncu) return report_error(g, "analyze", 3, ncu.error().message);
+    CommandResult r = runner.run(ncu_import_argv(ncu->path, o.file), std::chrono::milliseconds(120000));
+    if (!r.ok()) return report_error(g, "analyze", 2, o.file + ": ncu could not import it: " + r.err.substr(0, 400));
+    text = r.out;
+  } else {
+    auto t = read_text_file(o.file);
+    if (!t) return report_error(g, "analyze", 2, t.error().to_string());
+    text = *t;
+  }
+  auto parsed = parse_ncu_csv(text, o.file);
+  if (!parsed) return report_error(g, "analyze", exit_code(parsed.error().kind), parsed.error().to_string());
+  auto target = select_kernel(*parsed, o.kernel);
+  if (!target) return report_error(g, "analyze", 2, o.file + ": " + target.error().message);
+  ExplainInputs in;
+  in.profile = *target;
+  for (const auto& l : parsed->launches)
+    if (l.kernel == target->kernel)
+      if (auto it = l.attributes.find("device__attribute_display_name"); it != l.attributes.end()) in.device_name = it->second;
+  if (o.gpu) {
+    in.spec = find_gpu_spec(*o.gpu);
+    if (!in.spec) return report_error(g, "analyze", 2, "--gpu " + *o.gpu + ": not in the spec table (kopt specs lists it)");
+    if (in.device_name.empty()) in.device_name = in.spec->name;
+  }
+  std::optional<StoredCeilings> ceilings;
+  if (!in.device_name.empty()) ceilings = find_ceilings_by_name(cache_dir(), in.device_name);
+  if (ceilings) {
+    in.ceilings = &ceilings->result;
+    in.ceilings_measured_at = ceilings->measured_at;
+  }
+  ProfileProvenance prov;
+  prov.device = in.device_name;
+  prov.csv_file = o.file;
+  if (o.problem) {
+    auto p = load_problem(*o.problem);
+    if (!p) return report_error(g, "analyze", exit_code(p.error().kind), p.error().to_string());
+    prov.problem = p->name;
+    Scope dims = p->dim_scope();
+    if (p->cost) {
+      if (auto b = p->cost->bytes.evaluate(dims)) in.cost_bytes = as_double(*b);
+      if (auto f = p->cost->flops.evaluate(dims)) in.cost_flops = as_double(*f);
+    }
+    in.has_half_data = false;
+    for (const auto& t : p->tensors) in.has_half_data = in.has_half_data || t.dtype == DType::f16 || t.dtype == DType::bf16;
+  }
+  Explanation e = explain(in);
+  if (g.json) {
+    nlohmann::json j{{"schema_version", 1}, {"command", "analyze"}, {"file", o.file}, {"layout", parsed->layout},
+                     {"device", in.device_name}, {"analysis", to_json(e)}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << summary_markdown(e, prov);
+  }
+  return 0;
+}
+
+}  // namespace kopt::cli
