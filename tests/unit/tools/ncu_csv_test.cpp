@@ -32,7 +32,8 @@ TEST(NcuUnits, ScaleToBaseUnits) {
 TEST(NcuCsv, EveryRecordedWideCsvParses) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(test::source_dir() / "tests/fixtures/ncu/h100")) {
-    if (e.path().filename().string().starts_with("details_")) continue;
+    std::string file = e.path().filename().string();
+    if (file.starts_with("details_") || file.starts_with("multi_")) continue;
     auto r = parse_ncu_csv(test::ncu_fixture_text("h100/" + e.path().filename().string()), e.path().string());
     ASSERT_TRUE(r) << e.path() << ": " << r.error().to_string();
     EXPECT_EQ(r->layout, "wide");
@@ -83,40 +84,29 @@ TEST(NcuCsv, LongLayoutWithMetricNames) {
 }
 
 TEST(NcuCsv, SeveralKernelsAndLaunches) {
-  // Two kernels, the first launched twice: rows of recorded CSVs under one header.
-  std::string a = test::ncu_fixture_text("h100/softmax_tuned.csv");
-  std::string b = test::ncu_fixture_text("h100/softmax_naive.csv");
-  auto lines = [](const std::string& t) {
-    std::vector<std::string> out;
-    std::size_t s = 0;
-    while (s < t.size()) {
-      std::size_t e = t.find('\n', s);
-      out.push_back(t.substr(s, e - s));
-      s = e == std::string::npos ? t.size() : e + 1;
-    }
-    return out;
-  };
-  auto la = lines(a), lb = lines(b);
-  ASSERT_GE(la.size(), 3u);
-  std::string second = la[2];
-  second.replace(0, 3, "\"1\"");  // a second launch of the same kernel, ID 1
-  std::string merged = la[0] + "\n" + la[1] + "\n" + la[2] + "\n" + second + "\n" + lb[2] + "\n";
-  auto r = parse_ncu_csv(merged, "merged");
+  // ncu over `kopt check examples/softmax`: the reference and two kernels, 3 seeds each,
+  // with the checker's own output before the table.
+  auto r = parse_ncu_csv(test::ncu_fixture_text("h100/multi_kernel_check_softmax.csv"), "multi");
   ASSERT_TRUE(r) << r.error().to_string();
-  ASSERT_EQ(r->launches.size(), 3u);
+  ASSERT_EQ(r->launches.size(), 9u);
   auto longest = select_kernel(*r, "");
   ASSERT_TRUE(longest);
-  EXPECT_EQ(longest->kernel, "softmax_naive");  // 1.38 ms against 2 x 20 us
+  EXPECT_EQ(longest->kernel, "softmax_naive");  // ~1.4 ms a launch against ~20 us
+  EXPECT_EQ(longest->launches, 3u);
+  EXPECT_EQ(longest->launch_ids, (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(longest->other_kernels, (std::vector<std::string>{"softmax_ref", "softmax_tuned"}));
   auto tuned = select_kernel(*r, "softmax_tuned");
   ASSERT_TRUE(tuned);
-  EXPECT_EQ(tuned->launches, 2u);
-  EXPECT_EQ(tuned->other_kernels, std::vector<std::string>{"softmax_naive"});
-  auto by_part = select_kernel(*r, "naive");
+  double sum = 0;
+  for (const auto& l : r->launches)
+    if (l.kernel == "softmax_tuned") sum += l.metrics.at("gpu__time_duration.sum");
+  EXPECT_DOUBLE_EQ(tuned->metrics.at("gpu__time_duration.sum"), sum / 3);  // the average of its launches
+  auto by_part = select_kernel(*r, "ref");
   ASSERT_TRUE(by_part);
-  EXPECT_EQ(by_part->kernel, "softmax_naive");
+  EXPECT_EQ(by_part->kernel, "softmax_ref");
   auto none = select_kernel(*r, "gemm");
   ASSERT_FALSE(none);
-  EXPECT_NE(none.error().message.find("softmax_tuned, softmax_naive"), std::string::npos);
+  EXPECT_NE(none.error().message.find("softmax_ref, softmax_naive, softmax_tuned"), std::string::npos);
 }
 
 TEST(NcuCsv, BadInputIsAClearError) {
