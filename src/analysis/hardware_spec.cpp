@@ -4,6 +4,8 @@
 #include <cctype>
 #include <toml++/toml.h>
 
+#include "kopt/core/toml_text.hpp"
+
 namespace kopt {
 
 struct EmbeddedSpecFile {
@@ -89,13 +91,9 @@ std::string GpuSpec::citation(const std::string& field) const {
 }
 
 Expected<GpuSpec> parse_gpu_spec(const std::string& toml_text, const std::string& file) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, file);
-  } catch (const toml::parse_error& e) {
-    return Unexpected(bad_input("malformed TOML: " + std::string(e.description()), file,
-                                static_cast<int>(e.source().begin.line)));
-  }
+  auto parsed = parse_toml_text(toml_text, file);
+  if (!parsed) return Unexpected(parsed.error());
+  toml::table& root = *parsed;
   GpuSpec spec;
   spec.file = file;
   for (const char* key : {"id", "name", "vendor", "arch"}) {

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <toml++/toml.h>
 
+#include "kopt/core/toml_text.hpp"
+
 namespace kopt {
 
 extern const char* const k_builtin_method_catalog;  // generated from catalog/methods.toml
@@ -45,13 +47,9 @@ const Method* MethodCatalog::find(const std::string& id) const {
 }
 
 Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, source);
-  } catch (const toml::parse_error& e) {
-    return Unexpected(bad_input("malformed TOML: " + std::string(e.description()), source,
-                                static_cast<int>(e.source().begin.line)));
-  }
+  auto parsed = parse_toml_text(toml_text, source);
+  if (!parsed) return Unexpected(parsed.error());
+  const toml::table& root = *parsed;
   MethodCatalog c;
   c.source = source;
   const toml::array* methods = root["methods"].as_array();

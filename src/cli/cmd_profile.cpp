@@ -145,13 +145,10 @@ int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
     auto p = load_problem(*o.problem);
     if (!p) return report_error(g, "analyze", exit_code(p.error().kind), p.error().to_string());
     prov.problem = p->name;
-    Scope dims = p->dim_scope();
-    if (p->cost) {
-      if (auto b = p->cost->bytes.evaluate(dims)) in.cost_bytes = as_double(*b);
-      if (auto f = p->cost->flops.evaluate(dims)) in.cost_flops = as_double(*f);
-    }
-    in.has_half_data = false;
-    for (const auto& t : p->tensors) in.has_half_data = in.has_half_data || t.dtype == DType::f16 || t.dtype == DType::bf16;
+    Cost cost = p->cost_at_dims();
+    in.cost_flops = cost.flops;
+    in.cost_bytes = cost.bytes;
+    in.has_half_data = p->has_half_data();
   }
   Explanation e = explain(in);
   if (g.json) {

@@ -128,12 +128,8 @@ class BenchRun {
     m_report.ceilings_source = stored ? "measured " + stored->measured_at : "none: run kopt ceilings";
     double bw = stored ? ceiling_value(stored->result, "dram_copy") : 0;
     double compute = stored ? best_compute_rate(stored->result) : 0;
-    Scope dims = m_p.dim_scope();
-    double bytes = 0, flops = 0;
-    if (m_p.cost) {
-      if (auto b = m_p.cost->bytes.evaluate(dims)) bytes = as_double(*b);
-      if (auto f = m_p.cost->flops.evaluate(dims)) flops = as_double(*f);
-    }
+    Cost cost = m_p.cost_at_dims();
+    double bytes = cost.bytes.value_or(0), flops = cost.flops.value_or(0);
     for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {
       BenchVariant& v = m_report.variants[i];
       v.series = result.series[i];

@@ -32,12 +32,6 @@ std::string join_command(const std::vector<std::string>& argv) {
   return s;
 }
 
-bool has_half_data(const Problem& p) {
-  for (const auto& t : p.tensors)
-    if (t.dtype == DType::f16 || t.dtype == DType::bf16) return true;
-  return false;
-}
-
 class ProfileRun {
  public:
   ProfileRun(const Problem& p, const ProfileRequest& r, CheckContext c) : m_p(p), m_r(r), m_ctx(c) {}
@@ -152,12 +146,10 @@ class ProfileRun {
       in.ceilings = &m_ceilings->result;
       in.ceilings_measured_at = m_ceilings->measured_at;
     }
-    Scope dims = m_p.dim_scope();
-    if (m_p.cost) {
-      if (auto b = m_p.cost->bytes.evaluate(dims)) in.cost_bytes = as_double(*b);
-      if (auto f = m_p.cost->flops.evaluate(dims)) in.cost_flops = as_double(*f);
-    }
-    in.has_half_data = has_half_data(m_p);
+    Cost cost = m_p.cost_at_dims();
+    in.cost_flops = cost.flops;
+    in.cost_bytes = cost.bytes;
+    in.has_half_data = m_p.has_half_data();
     return in;
   }
 

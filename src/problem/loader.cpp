@@ -3,6 +3,7 @@
 #include <set>
 
 #include "kopt/core/fs.hpp"
+#include "kopt/core/toml_text.hpp"
 #include "kopt/problem/param_space.hpp"
 #include "toml_reader.hpp"
 
@@ -401,15 +402,10 @@ class Loader {
 Expected<Problem> parse_problem(const std::string& toml_text, const fs::path& spec_path,
                                 const std::map<std::string, std::int64_t>& dim_overrides) {
   std::string file = spec_path.string();
-  toml::table root;
+  auto root = parse_toml_text(toml_text, file);
+  if (!root) return Unexpected(root.error());
   try {
-    root = toml::parse(toml_text, file);
-  } catch (const toml::parse_error& e) {
-    return Unexpected(bad_input("malformed TOML: " + std::string(e.description()), file,
-                                static_cast<int>(e.source().begin.line)));
-  }
-  try {
-    return Loader(file, spec_path.parent_path(), dim_overrides).load(root);
+    return Loader(file, spec_path.parent_path(), dim_overrides).load(*root);
   } catch (const SpecError& e) {
     return Unexpected(e.error);
   }

@@ -62,4 +62,19 @@ Scope Problem::dim_scope() const {
   return s;
 }
 
+Cost Problem::cost_at_dims() const {
+  Cost c;
+  if (!cost) return c;
+  Scope s = dim_scope();
+  if (auto f = cost->flops.evaluate(s)) c.flops = as_double(*f);
+  if (auto b = cost->bytes.evaluate(s)) c.bytes = as_double(*b);
+  return c;
+}
+
+bool Problem::has_half_data() const {
+  for (const auto& t : tensors)
+    if (t.dtype == DType::f16 || t.dtype == DType::bf16) return true;
+  return false;
+}
+
 }  // namespace kopt

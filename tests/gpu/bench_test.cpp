@@ -7,6 +7,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt_binary.hpp"
+#include "kopt_json.hpp"
 
 namespace kopt {
 namespace {
@@ -18,18 +19,7 @@ class Bench : public ::testing::Test {
   void SetUp() override { ::setenv("KOPT_CACHE_DIR", m_cache.path().c_str(), 1); }
   void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
 
-  json kopt(std::vector<std::string> args, int& rc) {
-    args.insert(args.begin(), test::kopt_binary().string());
-    args.push_back("--json");
-    CommandResult r = SystemCommandRunner().run(args, 600s);
-    rc = r.exit_code;
-    try {
-      return json::parse(r.out);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out << "\n" << r.err;
-      return {};
-    }
-  }
+  json kopt(std::vector<std::string> args, int& rc) { return test::kopt_json(std::move(args), rc); }
   std::string example(const char* name) { return (test::source_dir() / "examples" / name).string(); }
   TempDir m_cache{"kopt-bench-cache"};
 };

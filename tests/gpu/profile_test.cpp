@@ -10,6 +10,7 @@
 #include "kopt/core/process.hpp"
 #include "kopt/tools/tool_probe.hpp"
 #include "kopt_binary.hpp"
+#include "kopt_json.hpp"
 
 namespace kopt {
 namespace {
@@ -26,16 +27,8 @@ class Profile : public ::testing::Test {
   void SetUp() override { ::setenv("KOPT_CACHE_DIR", m_dir.path().c_str(), 1); }
   void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
   json kopt(std::vector<std::string> args, int& rc) {
-    args.insert(args.begin(), test::kopt_binary().string());
-    args.insert(args.end(), {"--out", (m_dir.path() / "out").string(), "--json"});
-    CommandResult r = SystemCommandRunner().run(args, 600s);
-    rc = r.exit_code;
-    try {
-      return json::parse(r.out);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out << "\n" << r.err;
-      return {};
-    }
+    args.insert(args.end(), {"--out", (m_dir.path() / "out").string()});
+    return test::kopt_json(std::move(args), rc);
   }
   std::string example(const char* name) { return (test::source_dir() / "examples" / name).string(); }
   TempDir m_dir{"kopt-profile-test"};

@@ -111,6 +111,11 @@ struct CostSpec {
   Expr bytes;
 };
 
+// The cost formulas evaluated at the problem's dims; empty where there is no formula.
+struct Cost {
+  std::optional<double> flops, bytes;
+};
+
 struct Problem {
   std::filesystem::path dir;
   std::filesystem::path spec_path;  // dir / "kopt.toml", as the user named it
@@ -128,6 +133,8 @@ struct Problem {
   const KernelSpec* find_kernel(std::string_view kernel) const;
   Tolerance tolerance_for(const TensorSpec& t) const;
   Scope dim_scope() const;
+  Cost cost_at_dims() const;
+  bool has_half_data() const;  // any f16 or bf16 tensor
 };
 
 }  // namespace kopt

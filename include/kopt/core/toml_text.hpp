@@ -1,0 +1,12 @@
+#pragma once
+// TOML text to a table, with a malformed file reported as bad input at its line.
+#include <string>
+#include <toml++/toml.h>
+
+#include "kopt/core/error.hpp"
+
+namespace kopt {
+
+Expected<toml::table> parse_toml_text(const std::string& text, const std::string& file);
+
+}  // namespace kopt
