@@ -53,7 +53,19 @@ void print_profile(const ProfileReport& r) {
 
 }  // namespace
 
-int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& o) {
+int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) {
+  // `--set full` (no '=') names one of ncu's section sets; `--set NAME=VALUE` a parameter.
+  ProfileCliOptions o = given;
+  o.sel.sets.clear();
+  for (const auto& s : given.sel.sets) {
+    if (s.find('=') != std::string::npos) {
+      o.sel.sets.push_back(s);
+    } else if (o.ncu_set && *o.ncu_set != s) {
+      return report_error(g, "profile", 2, "two ncu section sets named: " + *o.ncu_set + " and " + s);
+    } else {
+      o.ncu_set = s;
+    }
+  }
   auto sel = load_selection(o.sel);
   if (!sel) return report_error(g, "profile", exit_code(sel.error().kind), sel.error().to_string());
   const Problem& problem = sel->problem;

@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
   prof_cmd->add_option("--question", prof.questions,
                        "collect the metrics for these questions (repeatable or comma list): sol, memory, compute, "
                        "occupancy, launch, stalls, instructions, source (default: all but source)");
-  prof_cmd->add_option("--ncu-set", prof.ncu_set, "collect one of ncu's own section sets instead (e.g. full)");
+  prof_cmd->add_option("--ncu-set", prof.ncu_set,
+                       "collect one of ncu's own section sets instead (e.g. full); `--set full` says the same");
   prof_cmd->add_option("--clock-control", prof.clock_control, "ncu --clock-control: none (default, clocks untouched) or base")
       ->check(CLI::IsMember({"none", "base"}));
   prof_cmd->add_option("--launch-skip", prof.launch_skip, "launches to skip before profiling")->check(CLI::Range(0, 1000));

@@ -82,5 +82,31 @@ TEST_F(Profile, AFaultingKernelIsAFailedCandidate) {
   EXPECT_EQ(status["good_first"], "ok") << j.dump(2);
 }
 
+TEST_F(Profile, WithoutCounterPermissionItFallsBackAndSaysHow) {
+  KOPT_SKIP_WITHOUT_GPU();
+  // An ncu that answers as ncu does for a user without counter access.
+  fs::path bin = m_dir.path() / "bin";
+  fs::create_directories(bin);
+  ASSERT_TRUE(write_text_atomic(bin / "ncu",
+                                "#!/bin/sh\n"
+                                "if [ \"$1\" = --version ]; then echo 'Version 2025.3.1.0 (build 0)'; exit 0; fi\n"
+                                "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA "
+                                "GPU Performance Counters on the target device 0.'\n"
+                                "exit 1\n"));
+  fs::permissions(bin / "ncu", fs::perms::owner_all);
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
+  int rc = -1;
+  json j = kopt({"profile", example("vector_add"), "--kernel", "naive"}, rc);
+  ::setenv("PATH", path.c_str(), 1);
+  EXPECT_EQ(rc, 3);
+  const json& k = j["kernels"][0];
+  EXPECT_EQ(k["status"], "no_counters");
+  EXPECT_NE(k["error"].get<std::string>().find("NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos);
+  EXPECT_EQ(k["analysis"]["bottleneck"]["class"], "unknown");
+  EXPECT_GT(k["analysis"]["time_s"].get<double>(), 0);
+  EXPECT_EQ(k["analysis"]["roofline"]["points"].size(), 1u);  // from the cost formulas only
+}
+
 }  // namespace
 }  // namespace kopt

@@ -5,6 +5,7 @@
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
+#include "kopt/tools/tool_probe.hpp"
 #include "kopt_binary.hpp"
 
 namespace kopt {
@@ -92,6 +93,19 @@ TEST_F(ExplainCli, TargetWritesTargetMd) {
                             out.string(), "--json"});
   ASSERT_EQ(vec.exit_code, 0) << vec.err;
   EXPECT_EQ(nlohmann::json::parse(vec.out)["bound"], "memory");
+}
+
+TEST_F(ExplainCli, ProfileWithoutNcuIsAnEnvironmentError) {
+  if (find_program("ncu", cuda_tool_dirs())) GTEST_SKIP() << "ncu is installed here: the device tests profile for real";
+  CommandResult r = kopt({"profile", (test::source_dir() / "examples/softmax").string()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("ncu (Nsight Compute) not found"), std::string::npos) << r.err;
+  CommandResult bad = kopt({"profile", (test::source_dir() / "examples/softmax").string(), "--set", "full", "--set",
+                            "basic"});
+  EXPECT_EQ(bad.exit_code, 2);
+  CommandResult question = kopt({"profile", (test::source_dir() / "examples/softmax").string(), "--question", "cache"});
+  EXPECT_EQ(question.exit_code, 2);
+  EXPECT_NE(question.err.find("'cache'"), std::string::npos);
 }
 
 }  // namespace
