@@ -1,0 +1,31 @@
+#pragma once
+// A parameter space as search strategies see it: ordered params, each a list of values,
+// points addressed by one index per param, and the declared constraints.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kopt/problem/param_space.hpp"
+
+namespace kopt {
+
+using PointIndex = std::vector<std::size_t>;  // one value index per param
+
+struct SearchSpace {
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> params;
+  std::function<bool(const ParamPoint&)> feasible = [](const ParamPoint&) { return true; };
+
+  // A kernel's params with its constraints evaluated at `dims`.
+  static SearchSpace from_kernel(const KernelSpec& kernel, const Scope& dims);
+
+  std::uint64_t size() const;  // the full product, before constraints
+  ParamPoint point(const PointIndex& index) const;
+  // The index of a point whose values are all declared; empty when one is not.
+  PointIndex index_of(const ParamPoint& point) const;
+  // The points one step away: one param moved to the next or previous value.
+  std::vector<PointIndex> neighbours(const PointIndex& index) const;
+};
+
+}  // namespace kopt

@@ -1,0 +1,372 @@
+#include "kopt/engine/search/search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+namespace kopt {
+namespace {
+
+constexpr double k_inf = std::numeric_limits<double>::infinity();
+
+// Evaluates points for every strategy: cache, budget, progress, hidden constraints.
+class Evaluator {
+ public:
+  Evaluator(const SearchSpace& space, const Objective& objective, const SearchOptions& options, SearchResult& result)
+      : m_space(space), m_objective(objective), m_options(options), m_result(result),
+        m_start(std::chrono::steady_clock::now()) {}
+
+  // The point's cost (infinite when it failed, is infeasible or learned to fail); nullopt
+  // once the budget is spent.
+  std::optional<double> cost(const PointIndex& index) {
+    if (auto it = m_cost.find(index); it != m_cost.end()) return it->second;
+    if (stopped()) return std::nullopt;
+    ParamPoint point = m_space.point(index);
+    if (!m_space.feasible(point)) {
+      ++m_result.skipped_infeasible;
+      return m_cost[index] = k_inf;
+    }
+    if (forbidden(point)) {
+      ++m_result.skipped_learned;
+      return m_cost[index] = k_inf;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    Evaluation e = m_objective(point);
+    e.point = point;
+    e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m_result.history.push_back(e);
+    learn(e);
+    if (e.ok && (!m_result.best || e.cost < m_result.best->cost)) m_result.best = e;
+    report();
+    return m_cost[index] = e.ok ? e.cost : k_inf;
+  }
+
+  bool seen(const PointIndex& index) const { return m_cost.contains(index); }
+  std::size_t seen_count() const { return m_cost.size(); }
+
+  bool stopped() {
+    if (m_result.history.size() >= m_options.budget.max_evaluations) {
+      m_result.stop_reason = "evaluation budget";
+      return true;
+    }
+    if (m_options.budget.max_wall_s > 0 && elapsed() >= m_options.budget.max_wall_s) {
+      m_result.stop_reason = "time budget";
+      return true;
+    }
+    return false;
+  }
+
+  // Budget spent, for strategies whose loops should end: as a fraction in [0, 1].
+  double spent() const {
+    double by_evals = double(m_result.history.size()) / double(std::max<std::size_t>(1, m_options.budget.max_evaluations));
+    double by_time = m_options.budget.max_wall_s > 0 ? elapsed() / m_options.budget.max_wall_s : 0.0;
+    return std::min(1.0, std::max(by_evals, by_time));
+  }
+
+ private:
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count(); }
+
+  // A value is a hidden constraint when it failed twice or more, never succeeded, and its
+  // failures cover two values of every other param (so no other value is to blame).
+  void learn(const Evaluation& e) {
+    for (const auto& [param, value] : e.point) {
+      auto& s = m_stats[{param, value}];
+      if (e.ok) {
+        ++s.ok;
+        continue;
+      }
+      ++s.failures;
+      if (s.example.empty()) s.example = e.failure;
+      for (const auto& [other, v] : e.point)
+        if (other != param) s.others[other].insert(v);
+    }
+    if (e.ok) return;
+    for (const auto& [param, value] : e.point) {
+      auto key = std::make_pair(param, value);
+      const auto& s = m_stats[key];
+      if (m_forbidden.contains(key) || s.ok > 0 || s.failures < 2) continue;
+      bool spans = true;
+      for (const auto& [other, values] : m_space.params)
+        if (other != param && values.size() > 1) spans = spans && s.others.count(other) && s.others.at(other).size() >= 2;
+      if (!spans) continue;
+      m_forbidden.insert(key);
+      m_result.learned.push_back(HiddenConstraint{param, value, s.failures, s.example});
+    }
+  }
+
+  bool forbidden(const ParamPoint& p) const {
+    for (const auto& [param, value] : p)
+      if (m_forbidden.contains({param, value})) return true;
+    return false;
+  }
+
+  void report() {
+    SearchProgress p;
+    p.evaluations = m_result.history.size();
+    p.budget = m_options.budget.max_evaluations;
+    p.best = m_result.best;
+    p.elapsed_s = elapsed();
+    if (m_options.budget.max_wall_s > 0) p.time_left_s = std::max(0.0, m_options.budget.max_wall_s - p.elapsed_s);
+    m_options.progress(p);
+  }
+
+  struct ValueStats {
+    std::size_t ok = 0, failures = 0;
+    std::string example;
+    std::map<std::string, std::set<std::int64_t>> others;
+  };
+  const SearchSpace& m_space;
+  const Objective& m_objective;
+  const SearchOptions& m_options;
+  SearchResult& m_result;
+  std::chrono::steady_clock::time_point m_start;
+  std::map<PointIndex, double> m_cost;
+  std::map<std::pair<std::string, std::int64_t>, ValueStats> m_stats;
+  std::set<std::pair<std::string, std::int64_t>> m_forbidden;
+};
+
+class Strategies {
+ public:
+  Strategies(const SearchSpace& space, Evaluator& ev, const SearchOptions& o, SearchResult& r)
+      : m_space(space), m_ev(ev), m_o(o), m_r(r), m_rng(o.seed) {}
+
+  void run() {
+    for (const auto& p : m_o.start)
+      if (auto idx = m_space.index_of(p); !idx.empty() && !m_ev.cost(idx)) return;
+    if (m_space.size() == 0) {
+      m_r.stop_reason = "space exhausted";
+      return;
+    }
+    switch (m_o.strategy) {
+      case SearchStrategy::exhaustive: return exhaustive();
+      case SearchStrategy::random: return random();
+      case SearchStrategy::local: return local();
+      case SearchStrategy::annealing: return annealing();
+      case SearchStrategy::genetic: return genetic();
+    }
+  }
+
+ private:
+  void exhaustive() {
+    PointIndex idx(m_space.params.size(), 0);
+    while (true) {
+      if (!m_ev.cost(idx)) return;
+      std::size_t i = idx.size();
+      while (i > 0) {
+        --i;
+        if (++idx[i] < m_space.params[i].second.size()) break;
+        idx[i] = 0;
+        if (i == 0) {
+          m_r.stop_reason = "space exhausted";
+          return;
+        }
+      }
+      if (idx.empty()) {
+        m_r.stop_reason = "space exhausted";
+        return;
+      }
+    }
+  }
+
+  PointIndex random_index() {
+    PointIndex idx;
+    for (const auto& [name, values] : m_space.params)
+      idx.push_back(std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(m_rng));
+    return idx;
+  }
+
+  // A point not seen yet, or empty when the space looks exhausted.
+  PointIndex fresh_index() {
+    if (m_ev.seen_count() >= m_space.size()) return {};
+    for (int tries = 0; tries < 1000; ++tries) {
+      PointIndex idx = random_index();
+      if (!m_ev.seen(idx)) return idx;
+    }
+    return {};
+  }
+
+  bool exhausted(const PointIndex& idx) {
+    if (!idx.empty()) return false;
+    if (m_r.stop_reason.empty()) m_r.stop_reason = m_ev.seen_count() >= m_space.size() ? "space exhausted" : "converged";
+    return true;
+  }
+
+  void random() {
+    while (true) {
+      PointIndex idx = fresh_index();
+      if (exhausted(idx) || !m_ev.cost(idx)) return;
+    }
+  }
+
+  // Multi-start hill climbing: move to the best neighbour while it improves, then restart.
+  void local() {
+    while (true) {
+      PointIndex cur = fresh_index();
+      if (exhausted(cur)) return;
+      auto c = m_ev.cost(cur);
+      if (!c) return;
+      while (std::isfinite(*c)) {
+        PointIndex best_n;
+        double best_c = *c;
+        for (const auto& n : m_space.neighbours(cur)) {
+          auto nc = m_ev.cost(n);
+          if (!nc) return;
+          if (*nc < best_c) {
+            best_c = *nc;
+            best_n = n;
+          }
+        }
+        if (best_n.empty()) break;  // a local optimum: restart elsewhere
+        cur = best_n;
+        *c = best_c;
+      }
+    }
+  }
+
+  // Simulated annealing on relative cost differences, cooling with the budget spent.
+  void annealing() {
+    constexpr double t_start = 0.3, t_end = 0.003;
+    PointIndex cur;
+    double cur_c = k_inf;
+    std::size_t idle = 0;
+    std::uniform_real_distribution<double> u(0, 1);
+    while (idle < 2000) {
+      if (!std::isfinite(cur_c)) {
+        cur = fresh_index();
+        if (exhausted(cur)) return;
+        auto c = m_ev.cost(cur);
+        if (!c) return;
+        cur_c = *c;
+        continue;
+      }
+      auto ns = m_space.neighbours(cur);
+      if (ns.empty()) {  // one point in all
+        m_r.stop_reason = "space exhausted";
+        return;
+      }
+      const PointIndex& n = ns[std::uniform_int_distribution<std::size_t>(0, ns.size() - 1)(m_rng)];
+      bool was_seen = m_ev.seen(n);
+      auto c = m_ev.cost(n);
+      if (!c) return;
+      idle = was_seen ? idle + 1 : 0;
+      if (!std::isfinite(*c)) continue;
+      double t = t_start * std::pow(t_end / t_start, m_ev.spent());
+      double delta = *c / cur_c - 1.0;
+      if (delta < 0 || u(m_rng) < std::exp(-delta / t)) {
+        cur = n;
+        cur_c = *c;
+      }
+      if (was_seen && idle % 50 == 49) cur_c = k_inf;  // stuck among seen points: jump
+    }
+    m_r.stop_reason = "converged";
+  }
+
+  // A small genetic algorithm: tournament selection, uniform crossover, ±1-step mutation,
+  // the best individual always kept.
+  void genetic() {
+    const std::size_t pop_size = 12;
+    std::vector<std::pair<PointIndex, double>> pop;
+    for (std::size_t i = 0; i < pop_size; ++i) {
+      PointIndex idx = fresh_index();
+      if (idx.empty()) break;
+      auto c = m_ev.cost(idx);
+      if (!c) return;
+      pop.emplace_back(idx, *c);
+    }
+    if (exhausted(pop.empty() ? PointIndex{} : pop[0].first)) return;
+    std::uniform_real_distribution<double> u(0, 1);
+    std::size_t idle = 0;
+    while (idle < 2000) {
+      std::sort(pop.begin(), pop.end(), [](auto& a, auto& b) { return a.second < b.second; });
+      std::vector<std::pair<PointIndex, double>> next{pop[0]};
+      auto pick = [&]() -> const PointIndex& {
+        auto& a = pop[std::uniform_int_distribution<std::size_t>(0, pop.size() - 1)(m_rng)];
+        auto& b = pop[std::uniform_int_distribution<std::size_t>(0, pop.size() - 1)(m_rng)];
+        return a.second <= b.second ? a.first : b.first;
+      };
+      while (next.size() < pop.size()) {
+        const PointIndex &a = pick(), &b = pick();
+        PointIndex child(a.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          child[i] = u(m_rng) < 0.5 ? a[i] : b[i];
+          if (u(m_rng) < 1.0 / double(a.size())) {
+            std::size_t n = m_space.params[i].second.size();
+            if (u(m_rng) < 0.5 && child[i] > 0) --child[i];
+            else if (child[i] + 1 < n) ++child[i];
+          }
+        }
+        bool was_seen = m_ev.seen(child);
+        auto c = m_ev.cost(child);
+        if (!c) return;
+        idle = was_seen ? idle + 1 : 0;
+        next.emplace_back(child, *c);
+      }
+      pop = std::move(next);
+      if (m_ev.seen_count() >= m_space.size()) {
+        m_r.stop_reason = "space exhausted";
+        return;
+      }
+    }
+    m_r.stop_reason = "converged";
+  }
+
+  const SearchSpace& m_space;
+  Evaluator& m_ev;
+  const SearchOptions& m_o;
+  SearchResult& m_r;
+  std::mt19937_64 m_rng;
+};
+
+}  // namespace
+
+std::string_view search_strategy_name(SearchStrategy s) {
+  switch (s) {
+    case SearchStrategy::exhaustive: return "exhaustive";
+    case SearchStrategy::random: return "random";
+    case SearchStrategy::local: return "local";
+    case SearchStrategy::annealing: return "annealing";
+    case SearchStrategy::genetic: return "genetic";
+  }
+  return "?";
+}
+
+std::optional<SearchStrategy> parse_search_strategy(std::string_view name) {
+  for (auto s : {SearchStrategy::exhaustive, SearchStrategy::random, SearchStrategy::local, SearchStrategy::annealing,
+                 SearchStrategy::genetic})
+    if (search_strategy_name(s) == name) return s;
+  return std::nullopt;
+}
+
+SearchResult run_search(const SearchSpace& space, const Objective& objective, const SearchOptions& options) {
+  SearchResult r;
+  r.strategy = options.strategy;
+  Evaluator ev(space, objective, options, r);
+  Strategies(space, ev, options, r).run();
+  if (r.stop_reason.empty()) ev.stopped();  // names the budget that ended it
+  return r;
+}
+
+nlohmann::json to_json(const SearchResult& r) {
+  auto eval = [](const Evaluation& e) {
+    return nlohmann::json{{"point", e.point}, {"ok", e.ok}, {"cost", e.ok ? nlohmann::json(e.cost) : nlohmann::json(nullptr)},
+                          {"failure", e.failure}, {"wall_s", e.wall_s}};
+  };
+  nlohmann::json history = nlohmann::json::array();
+  for (const auto& e : r.history) history.push_back(eval(e));
+  nlohmann::json learned = nlohmann::json::array();
+  for (const auto& h : r.learned)
+    learned.push_back({{"param", h.param}, {"value", h.value}, {"failures", h.failures}, {"example", h.example_failure}});
+  return {{"strategy", std::string(search_strategy_name(r.strategy))},
+          {"best", r.best ? eval(*r.best) : nlohmann::json(nullptr)},
+          {"evaluations", r.history.size()},
+          {"skipped_infeasible", r.skipped_infeasible},
+          {"skipped_learned", r.skipped_learned},
+          {"learned_constraints", learned},
+          {"stop_reason", r.stop_reason},
+          {"history", history}};
+}
+
+}  // namespace kopt

@@ -1,0 +1,63 @@
+#include "kopt/engine/search/search_space.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace kopt {
+
+SearchSpace SearchSpace::from_kernel(const KernelSpec& kernel, const Scope& dims) {
+  SearchSpace s;
+  for (const auto& p : kernel.params) s.params.emplace_back(p.name, p.values);
+  s.feasible = [&kernel, dims](const ParamPoint& point) {
+    auto v = violated_constraint(kernel, dims, point);
+    return v && *v == nullptr;
+  };
+  return s;
+}
+
+std::uint64_t SearchSpace::size() const {
+  std::uint64_t n = 1;
+  for (const auto& [name, values] : params) {
+    if (values.empty()) return 0;
+    if (n > std::numeric_limits<std::uint64_t>::max() / values.size()) return std::numeric_limits<std::uint64_t>::max();
+    n *= values.size();
+  }
+  return n;
+}
+
+ParamPoint SearchSpace::point(const PointIndex& index) const {
+  ParamPoint p;
+  for (std::size_t i = 0; i < params.size(); ++i) p[params[i].first] = params[i].second[index[i]];
+  return p;
+}
+
+PointIndex SearchSpace::index_of(const ParamPoint& point) const {
+  PointIndex idx;
+  for (const auto& [name, values] : params) {
+    auto it = point.find(name);
+    if (it == point.end()) return {};
+    auto v = std::find(values.begin(), values.end(), it->second);
+    if (v == values.end()) return {};
+    idx.push_back(static_cast<std::size_t>(v - values.begin()));
+  }
+  return idx;
+}
+
+std::vector<PointIndex> SearchSpace::neighbours(const PointIndex& index) const {
+  std::vector<PointIndex> out;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (index[i] > 0) {
+      PointIndex n = index;
+      --n[i];
+      out.push_back(n);
+    }
+    if (index[i] + 1 < params[i].second.size()) {
+      PointIndex n = index;
+      ++n[i];
+      out.push_back(n);
+    }
+  }
+  return out;
+}
+
+}  // namespace kopt

@@ -1,0 +1,166 @@
+// Strategies on synthetic cost surfaces with a known optimum; each must find it within
+// the budget stated in the test.
+#include "kopt/engine/search/search.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+namespace kopt {
+namespace {
+
+// n params with values 0..k-1.
+SearchSpace grid(std::size_t n, std::int64_t k) {
+  SearchSpace s;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::int64_t> values;
+    for (std::int64_t v = 0; v < k; ++v) values.push_back(v);
+    s.params.emplace_back("P" + std::to_string(i), values);
+  }
+  return s;
+}
+
+// A bowl with its minimum at `opt` (cost 1 there).
+Objective bowl(std::vector<std::int64_t> opt) {
+  return [opt](const ParamPoint& p) {
+    double c = 1;
+    std::size_t i = 0;
+    for (const auto& [name, v] : p) c += 0.05 * double((v - opt[i]) * (v - opt[i])), ++i;
+    return Evaluation{p, true, c, "", 0};
+  };
+}
+
+// Many local minima (a Rastrigin-like surface) with the global one at `opt`.
+Objective rugged(std::vector<std::int64_t> opt) {
+  return [opt](const ParamPoint& p) {
+    double c = 1;
+    std::size_t i = 0;
+    for (const auto& [name, v] : p) {
+      double d = double(v - opt[i++]);
+      c += 0.02 * d * d + 0.3 * (1 - std::cos(2.0 * M_PI * d / 3.0));
+    }
+    return Evaluation{p, true, c, "", 0};
+  };
+}
+
+ParamPoint point(std::vector<std::int64_t> v) {
+  ParamPoint p;
+  for (std::size_t i = 0; i < v.size(); ++i) p["P" + std::to_string(i)] = v[i];
+  return p;
+}
+
+SearchResult search(const SearchSpace& s, const Objective& f, SearchStrategy st, std::size_t budget, std::uint64_t seed = 7) {
+  SearchOptions o;
+  o.strategy = st;
+  o.budget.max_evaluations = budget;
+  o.seed = seed;
+  return run_search(s, f, o);
+}
+
+TEST(Search, ExhaustiveVisitsEveryFeasiblePointOnce) {
+  SearchSpace s = grid(2, 6);
+  s.feasible = [](const ParamPoint& p) { return p.at("P0") + p.at("P1") <= 8; };
+  SearchResult r = search(s, bowl({4, 3}), SearchStrategy::exhaustive, 1000);
+  EXPECT_EQ(r.history.size(), 33u);  // 36 points, 3 with P0 + P1 > 8
+  EXPECT_EQ(r.skipped_infeasible, 3u);
+  EXPECT_EQ(r.stop_reason, "space exhausted");
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->point, point({4, 3}));
+}
+
+TEST(Search, RandomFindsTheOptimumOfASmallSpaceWithinItsSize) {
+  SearchSpace s = grid(2, 8);  // 64 points, budget 64: sampling without replacement covers it
+  SearchResult r = search(s, rugged({5, 2}), SearchStrategy::random, 64);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->point, point({5, 2}));
+  std::set<ParamPoint> distinct;
+  for (const auto& e : r.history) distinct.insert(e.point);
+  EXPECT_EQ(distinct.size(), r.history.size());  // nothing measured twice
+}
+
+TEST(Search, LocalAnnealingAndGeneticFindTheBowlsMinimumWithinAFifthOfTheSpace) {
+  SearchSpace s = grid(4, 8);  // 4096 points; budget 800
+  for (auto st : {SearchStrategy::local, SearchStrategy::annealing, SearchStrategy::genetic})
+    for (std::uint64_t seed : {1, 2, 3}) {
+      SearchResult r = search(s, bowl({6, 1, 3, 7}), st, 800, seed);
+      ASSERT_TRUE(r.best) << search_strategy_name(st);
+      EXPECT_EQ(r.best->point, point({6, 1, 3, 7})) << search_strategy_name(st) << " seed " << seed;
+    }
+}
+
+TEST(Search, LocalAnnealingAndGeneticEscapeLocalMinima) {
+  SearchSpace s = grid(3, 12);  // 1728 points; budget 600
+  for (auto st : {SearchStrategy::local, SearchStrategy::annealing, SearchStrategy::genetic})
+    for (std::uint64_t seed : {1, 2, 3}) {
+      SearchResult r = search(s, rugged({9, 2, 5}), st, 600, seed);
+      ASSERT_TRUE(r.best);
+      EXPECT_EQ(r.best->point, point({9, 2, 5})) << search_strategy_name(st) << " seed " << seed;
+    }
+}
+
+TEST(Search, StartPointsComeFirst) {
+  SearchOptions o;
+  o.strategy = SearchStrategy::genetic;
+  o.budget.max_evaluations = 5;
+  o.start = {point({3, 3})};
+  SearchResult r = run_search(grid(2, 8), bowl({0, 0}), o);
+  ASSERT_FALSE(r.history.empty());
+  EXPECT_EQ(r.history[0].point, point({3, 3}));
+  EXPECT_EQ(r.history.size(), 5u);
+  EXPECT_EQ(r.stop_reason, "evaluation budget");
+}
+
+TEST(Search, FailuresBecomeHiddenConstraints) {
+  // Every point with P1 = 7 fails to compile; the rest is a bowl.
+  SearchSpace s = grid(2, 8);
+  Objective f = [](const ParamPoint& p) {
+    if (p.at("P1") == 7) return Evaluation{p, false, 0, "compile_failed: too much shared memory", 0};
+    return bowl({2, 6})(p);
+  };
+  SearchResult r = search(s, f, SearchStrategy::exhaustive, 1000);
+  ASSERT_EQ(r.learned.size(), 1u);
+  EXPECT_EQ(r.learned[0].param, "P1");
+  EXPECT_EQ(r.learned[0].value, 7);
+  EXPECT_EQ(r.learned[0].example_failure, "compile_failed: too much shared memory");
+  EXPECT_EQ(r.skipped_learned, 6u);  // learned after (0,7) and (1,7): 6 more are never tried
+  EXPECT_EQ(r.best->point, point({2, 6}));
+}
+
+TEST(Search, AValueIsNotBlamedForAnotherValuesFailures) {
+  // Only (P0 = 3, P1 = 5) fails; P0 = 3 must not become a constraint.
+  SearchSpace s = grid(2, 6);
+  Objective f = [](const ParamPoint& p) {
+    if (p.at("P0") == 3 && p.at("P1") == 5) return Evaluation{p, false, 0, "wrong", 0};
+    return bowl({3, 5})(p);
+  };
+  SearchResult r = search(s, f, SearchStrategy::exhaustive, 1000);
+  EXPECT_TRUE(r.learned.empty());
+  EXPECT_EQ(r.skipped_learned, 0u);
+  EXPECT_NEAR(r.best->cost, 1.05, 1e-12);  // a neighbour of the failing optimum
+}
+
+TEST(Search, TimeBudgetStopsTheSearch) {
+  SearchOptions o;
+  o.strategy = SearchStrategy::random;
+  o.budget.max_evaluations = 1000000;
+  o.budget.max_wall_s = 0.05;
+  std::size_t progress_calls = 0;
+  o.progress = [&](const SearchProgress& p) {
+    ++progress_calls;
+    EXPECT_LE(p.time_left_s, 0.05);
+  };
+  SearchResult r = run_search(grid(6, 10), bowl({1, 2, 3, 4, 5, 6}), o);
+  EXPECT_EQ(r.stop_reason, "time budget");
+  EXPECT_EQ(progress_calls, r.history.size());
+}
+
+TEST(Search, StrategyNames) {
+  for (auto st : {SearchStrategy::exhaustive, SearchStrategy::random, SearchStrategy::local, SearchStrategy::annealing,
+                  SearchStrategy::genetic})
+    EXPECT_EQ(parse_search_strategy(search_strategy_name(st)), st);
+  EXPECT_FALSE(parse_search_strategy("bayesian"));
+}
+
+}  // namespace
+}  // namespace kopt
