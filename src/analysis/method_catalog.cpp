@@ -40,6 +40,53 @@ Expected<SassPattern> parse_sass_pattern(const std::string& text) {
   return p;
 }
 
+namespace {
+
+// axis, priority, trigger, couplings, playbook: when a method is worth trying.
+Expected<void> read_policy(const toml::table& t, Method& m, const std::string& source, int line, const std::string& field) {
+  auto axis = t["axis"].value<std::string>();
+  if (!axis) return Unexpected(bad_input("missing axis (compute, memory or latency)", source, line, field + ".axis"));
+  auto a = parse_axis(*axis);
+  if (!a) return Unexpected(bad_input("unknown axis '" + *axis + "' (known: compute, memory, latency)", source, line, field + ".axis"));
+  m.axis = *a;
+  if (auto p = t["priority"].value<std::int64_t>()) m.priority = static_cast<int>(*p);
+  if (m.priority < 1) return Unexpected(bad_input("priority must be 1 or more", source, line, field + ".priority"));
+  if (const toml::table* tr = t["trigger"].as_table()) {
+    Trigger trig;
+    trig.metric = (*tr)["metric"].value_or(std::string{});
+    auto good = (*tr)["good"].value<double>();
+    auto bad = (*tr)["bad"].value<double>();
+    if (trig.metric.empty() || !good || !bad || *good == *bad)
+      return Unexpected(bad_input("a trigger is { metric = NAME, good = X, bad = Y } with X != Y", source,
+                                  static_cast<int>(tr->source().begin.line), field + ".trigger"));
+    trig.good = *good;
+    trig.bad = *bad;
+    m.trigger = trig;
+  }
+  if (const toml::array* c = t["couplings"].as_array())
+    for (const auto& x : *c)
+      if (auto s = x.value<std::string>()) m.couplings.push_back(*s);
+  m.playbook = t["playbook"].value_or(std::string{});
+  return {};
+}
+
+}  // namespace
+
+std::string_view axis_name(Axis a) {
+  switch (a) {
+    case Axis::compute: return "compute";
+    case Axis::memory: return "memory";
+    case Axis::latency: return "latency";
+  }
+  return "?";
+}
+
+std::optional<Axis> parse_axis(std::string_view name) {
+  for (Axis a : {Axis::compute, Axis::memory, Axis::latency})
+    if (axis_name(a) == name) return a;
+  return std::nullopt;
+}
+
 const Method* MethodCatalog::find(const std::string& id) const {
   for (const auto& m : methods)
     if (m.id == id) return &m;
@@ -66,6 +113,7 @@ Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text, const
     if (c.find(m.id)) return Unexpected(bad_input("duplicate method id '" + m.id + "'", source, line, field + ".id"));
     if (auto d = t->get_as<std::string>("description")) m.description = d->get();
     if (auto s = t->get_as<std::int64_t>("min_sm")) m.min_sm = static_cast<int>(s->get());
+    if (auto e = read_policy(*t, m, source, line, field); !e) return Unexpected(e.error());
     const toml::table* sass = t->get_as<toml::table>("sass");
     if (!sass) return Unexpected(bad_input("missing sass = { all/any/none = [...] }", source, line, field + ".sass"));
     for (auto& [key, list] : *sass) {
@@ -86,6 +134,10 @@ Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text, const
       return Unexpected(bad_input("a signature needs at least one pattern", source, line, field + ".sass"));
     c.methods.push_back(std::move(m));
   }
+  for (const auto& m : c.methods)
+    for (const auto& other : m.couplings)
+      if (!c.find(other))
+        return Unexpected(bad_input("couples with unknown method '" + other + "'", source, m.line, "methods." + m.id + ".couplings"));
   return c;
 }
 

@@ -19,10 +19,25 @@ struct SassPattern {
 };
 Expected<SassPattern> parse_sass_pattern(const std::string& text);
 
+enum class Axis { compute, memory, latency };
+std::string_view axis_name(Axis a);
+std::optional<Axis> parse_axis(std::string_view name);
+
+// Where a metric says a method is worth trying: strength 0 at `good`, 1 at `bad`.
+struct Trigger {
+  std::string metric;
+  double good = 0, bad = 1;
+};
+
 struct Method {
   std::string id;
   std::string description;
+  Axis axis = Axis::latency;
+  int priority = 9;  // 1 first
   int min_sm = 0;
+  std::optional<Trigger> trigger;
+  std::vector<std::string> couplings;
+  std::string playbook;
   std::vector<SassPattern> all, any, none;
   int line = 0;
 };

@@ -85,17 +85,48 @@ TEST(MethodVerdicts, MatchTheOpcodeFieldOnlyNeverNamesOrOtherOpcodes) {
 TEST(MethodCatalog, BuiltInCatalogLoadsAndBadOnesAreNamed) {
   MethodCatalog c = catalog();
   EXPECT_GE(c.methods.size(), 10u);
-  auto unknown_rule = parse_method_catalog("[[methods]]\nid = \"x\"\nsass = { some = [\"LDG\"] }\n", "m.toml");
+  auto unknown_rule =
+      parse_method_catalog("[[methods]]\nid = \"x\"\naxis = \"memory\"\nsass = { some = [\"LDG\"] }\n", "m.toml");
   ASSERT_FALSE(unknown_rule);
-  EXPECT_EQ(unknown_rule.error().to_string(), "m.toml:3: methods[0].sass: unknown rule 'some' (known: all, any, none)");
-  auto lower = parse_method_catalog("[[methods]]\nid = \"x\"\nsass = { all = [\"ldg\"] }\n", "m.toml");
+  EXPECT_EQ(unknown_rule.error().to_string(), "m.toml:4: methods[0].sass: unknown rule 'some' (known: all, any, none)");
+  auto lower = parse_method_catalog("[[methods]]\nid = \"x\"\naxis = \"memory\"\nsass = { all = [\"ldg\"] }\n", "m.toml");
   ASSERT_FALSE(lower);
   EXPECT_NE(lower.error().message.find("opcodes are upper case"), std::string::npos);
-  auto dup = parse_method_catalog("[[methods]]\nid = \"x\"\nsass = { all = [\"LDG\"] }\n[[methods]]\nid = \"x\"\n"
-                                  "sass = { all = [\"STG\"] }\n",
+  auto dup = parse_method_catalog("[[methods]]\nid = \"x\"\naxis = \"memory\"\nsass = { all = [\"LDG\"] }\n"
+                                  "[[methods]]\nid = \"x\"\naxis = \"memory\"\nsass = { all = [\"STG\"] }\n",
                                   "m.toml");
   ASSERT_FALSE(dup);
-  EXPECT_EQ(dup.error().to_string(), "m.toml:4: methods[1].id: duplicate method id 'x'");
+  EXPECT_EQ(dup.error().to_string(), "m.toml:5: methods[1].id: duplicate method id 'x'");
+}
+
+TEST(MethodCatalog, EveryBuiltInMethodHasAnAxisPriorityAndTrigger) {
+  MethodCatalog c = catalog();
+  for (const auto& m : c.methods) {
+    EXPECT_TRUE(m.trigger) << m.id;
+    EXPECT_GE(m.priority, 1) << m.id;
+    EXPECT_FALSE(m.playbook.empty()) << m.id;
+  }
+  const Method* shfl = c.find("warp_shuffle_reduction");
+  ASSERT_TRUE(shfl);
+  EXPECT_EQ(shfl->axis, Axis::latency);
+  EXPECT_EQ(shfl->trigger->metric, "kopt__stall_share_barrier");
+}
+
+TEST(MethodCatalog, BadPolicyFieldsAreNamed) {
+  auto axis = parse_method_catalog("[[methods]]\nid = \"x\"\naxis = \"io\"\nsass = { all = [\"LDG\"] }\n", "m.toml");
+  ASSERT_FALSE(axis);
+  EXPECT_EQ(axis.error().field, "methods[0].axis");
+  auto trigger = parse_method_catalog(
+      "[[methods]]\nid = \"x\"\naxis = \"memory\"\ntrigger = { metric = \"m\", good = 1, bad = 1 }\n"
+      "sass = { all = [\"LDG\"] }\n",
+      "m.toml");
+  ASSERT_FALSE(trigger);
+  EXPECT_EQ(trigger.error().line, 4);
+  EXPECT_EQ(trigger.error().field, "methods[0].trigger");
+  auto coupling = parse_method_catalog(
+      "[[methods]]\nid = \"x\"\naxis = \"memory\"\ncouplings = [\"y\"]\nsass = { all = [\"LDG\"] }\n", "m.toml");
+  ASSERT_FALSE(coupling);
+  EXPECT_NE(coupling.error().message.find("unknown method 'y'"), std::string::npos);
 }
 
 // run_sass against real NVRTC builds, disassembled by whatever disassembler this machine has.

@@ -1,0 +1,66 @@
+#pragma once
+// Which methods an iteration tries: each method's trigger strength from the profile, the
+// catalog's suggestion within the axis budget, and the validator that rejects a method set
+// breaking the rules (over budget, a triggered higher-priority method skipped without a
+// stated reason, a method already classified ineffective or implementation-failed reused
+// without an override, an unknown id, a method the architecture lacks).
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kopt/analysis/axis_budget.hpp"
+
+namespace kopt {
+
+// The profile's metrics plus those kopt derives for triggers: kopt__stall_share_<reason>,
+// kopt__gap_compute|memory|latency, kopt__local_sectors.
+MetricValues trigger_metrics(const MetricValues& m);
+
+// Where `value` sits between the trigger's good (0) and bad (1) thresholds, clamped.
+double trigger_strength(const Trigger& t, double value);
+// The method's strength on these metrics; nullopt without a trigger or its metric.
+std::optional<double> method_strength(const Method& m, const MetricValues& derived);
+inline constexpr double k_triggered = 0.5;  // a method is "triggered" from this strength on
+
+enum class MethodOutcome { effective, ineffective, implementation_failed };
+std::string_view method_outcome_name(MethodOutcome o);
+std::optional<MethodOutcome> parse_method_outcome(std::string_view name);
+
+struct MethodCandidate {
+  std::string method;
+  Axis axis = Axis::latency;
+  int priority = 0;
+  double strength = 0;
+  std::string why;  // "kopt__stall_share_barrier = 0.42 (good 0.1, bad 0.4)"
+};
+
+struct SelectionContext {
+  const MethodCatalog* catalog = nullptr;
+  AxisBudget budget;
+  MetricValues metrics;  // from trigger_metrics()
+  int sm = 0;            // the target architecture (0: unknown)
+  std::map<std::string, MethodOutcome> history;  // earlier classifications (unmasked)
+  std::set<std::string> available;  // methods the problem can toggle (empty: any)
+};
+
+// Triggered methods, per axis by priority then strength, within the budget; methods
+// classified ineffective or implementation-failed before are left out.
+std::vector<MethodCandidate> suggest_methods(const SelectionContext& ctx);
+
+struct MethodSet {
+  std::vector<std::string> methods;
+  std::map<std::string, std::string> skip_reasons;  // method -> why it was not chosen
+  std::set<std::string> overrides;                  // reuse allowed despite the history
+};
+
+struct ValidationIssue {
+  std::string rule;  // unknown_method, over_budget, not_applicable, skipped_without_reason, reuse_without_override
+  std::string method;
+  std::string message;
+};
+
+std::vector<ValidationIssue> validate_methods(const SelectionContext& ctx, const MethodSet& set);
+
+}  // namespace kopt

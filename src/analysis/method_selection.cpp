@@ -1,0 +1,134 @@
+#include "kopt/analysis/method_selection.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace kopt {
+
+MetricValues trigger_metrics(const MetricValues& m) {
+  MetricValues d = m;
+  for (const auto& [reason, share] : stall_shares(m)) d["kopt__stall_share_" + reason] = share;
+  Gaps g = roofline_gaps(m);
+  if (g.compute) d["kopt__gap_compute"] = *g.compute;
+  if (g.memory) d["kopt__gap_memory"] = *g.memory;
+  if (g.latency) d["kopt__gap_latency"] = *g.latency;
+  auto ld = metric(m, "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum");
+  auto st = metric(m, "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum");
+  if (ld || st) d["kopt__local_sectors"] = ld.value_or(0) + st.value_or(0);
+  return d;
+}
+
+double trigger_strength(const Trigger& t, double value) {
+  return std::clamp((value - t.good) / (t.bad - t.good), 0.0, 1.0);
+}
+
+std::optional<double> method_strength(const Method& m, const MetricValues& derived) {
+  if (!m.trigger) return std::nullopt;
+  auto v = metric(derived, m.trigger->metric);
+  if (!v) return std::nullopt;
+  return trigger_strength(*m.trigger, *v);
+}
+
+std::string_view method_outcome_name(MethodOutcome o) {
+  switch (o) {
+    case MethodOutcome::effective: return "effective";
+    case MethodOutcome::ineffective: return "ineffective";
+    case MethodOutcome::implementation_failed: return "implementation_failed";
+  }
+  return "?";
+}
+
+std::optional<MethodOutcome> parse_method_outcome(std::string_view name) {
+  for (auto o : {MethodOutcome::effective, MethodOutcome::ineffective, MethodOutcome::implementation_failed})
+    if (method_outcome_name(o) == name) return o;
+  return std::nullopt;
+}
+
+namespace {
+
+bool applicable(const Method& m, const SelectionContext& ctx) {
+  return (m.min_sm == 0 || ctx.sm == 0 || ctx.sm >= m.min_sm) &&
+         (ctx.available.empty() || ctx.available.contains(m.id));
+}
+
+bool discredited(const SelectionContext& ctx, const std::string& id) {
+  auto it = ctx.history.find(id);
+  return it != ctx.history.end() && it->second != MethodOutcome::effective;
+}
+
+// Triggered, applicable, not discredited: sorted by axis, priority, strength.
+std::vector<MethodCandidate> triggered(const SelectionContext& ctx) {
+  std::vector<MethodCandidate> out;
+  for (const auto& m : ctx.catalog->methods) {
+    auto s = method_strength(m, ctx.metrics);
+    if (!s || *s < k_triggered || !applicable(m, ctx)) continue;
+    out.push_back(MethodCandidate{m.id, m.axis, m.priority, *s,
+                                  fmt::format("{} = {:.4g} (good {:g}, bad {:g})", m.trigger->metric,
+                                              *metric(ctx.metrics, m.trigger->metric), m.trigger->good, m.trigger->bad)});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const MethodCandidate& a, const MethodCandidate& b) {
+    if (a.axis != b.axis) return a.axis < b.axis;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    return a.strength > b.strength;
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<MethodCandidate> suggest_methods(const SelectionContext& ctx) {
+  std::vector<MethodCandidate> out;
+  std::array<int, 3> used{0, 0, 0};
+  for (const auto& c : triggered(ctx)) {
+    int a = static_cast<int>(c.axis);
+    if (discredited(ctx, c.method) || used[a] >= ctx.budget.slots[a]) continue;
+    ++used[a];
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<ValidationIssue> validate_methods(const SelectionContext& ctx, const MethodSet& set) {
+  std::vector<ValidationIssue> issues;
+  std::array<int, 3> per_axis{0, 0, 0};
+  std::array<int, 3> worst_priority{0, 0, 0};  // the lowest priority chosen on each axis
+  for (const auto& id : set.methods) {
+    const Method* m = ctx.catalog->find(id);
+    if (!m) {
+      issues.push_back({"unknown_method", id, "no method '" + id + "' in the catalog"});
+      continue;
+    }
+    int a = static_cast<int>(m->axis);
+    ++per_axis[a];
+    worst_priority[a] = std::max(worst_priority[a], m->priority);
+    if (m->min_sm > 0 && ctx.sm > 0 && ctx.sm < m->min_sm)
+      issues.push_back({"not_applicable", id, fmt::format("needs sm_{}, the target is sm_{}", m->min_sm, ctx.sm)});
+    if (discredited(ctx, id) && !set.overrides.contains(id))
+      issues.push_back({"reuse_without_override", id,
+                        fmt::format("classified {} in an earlier iteration; reuse needs an override",
+                                    method_outcome_name(ctx.history.at(id)))});
+  }
+  if (static_cast<int>(set.methods.size()) > k_budget_slots)
+    issues.push_back({"over_budget", "", fmt::format("{} methods, at most {} per iteration", set.methods.size(), k_budget_slots)});
+  for (Axis axis : {Axis::compute, Axis::memory, Axis::latency}) {
+    int a = static_cast<int>(axis);
+    if (per_axis[a] > ctx.budget.slots[a])
+      issues.push_back({"over_budget", "",
+                        fmt::format("{} {} methods, the budget allows {} (gap {:.2f})", per_axis[a], axis_name(axis),
+                                    ctx.budget.slots[a], ctx.budget.gaps[a])});
+  }
+  // A triggered method that ranks above one chosen on its axis needs a reason to be skipped.
+  for (const auto& c : triggered(ctx)) {
+    int a = static_cast<int>(c.axis);
+    bool chosen = std::find(set.methods.begin(), set.methods.end(), c.method) != set.methods.end();
+    if (chosen || per_axis[a] == 0 || c.priority >= worst_priority[a] || discredited(ctx, c.method)) continue;
+    if (!set.skip_reasons.contains(c.method))
+      issues.push_back({"skipped_without_reason", c.method,
+                        fmt::format("triggered ({}) and ranks above a chosen {} method; say why it is skipped", c.why,
+                                    axis_name(c.axis))});
+  }
+  return issues;
+}
+
+}  // namespace kopt
