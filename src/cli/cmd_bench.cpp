@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/bencher.hpp"
 #include "kopt/engine/ceilings_store.hpp"
@@ -31,13 +32,6 @@ std::string rate_text(double v, const std::string& unit) {
 std::string clocks_text(const Clocks& c) {
   if (!c.nvml_error.empty()) return "clocks unknown (" + c.nvml_error + ")";
   return fmt::format("SM {}/{} MHz, mem {} MHz, throttle: {}", c.sm_mhz, c.max_sm_mhz, c.mem_mhz, c.throttle_reasons);
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 void print_bench(const BenchReport& r) {
@@ -144,7 +138,7 @@ int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o) {
     auto measured = worker.ceilings(std::chrono::minutes(5));
     if (!measured) return report_error(g, "ceilings", exit_code(measured.error().kind), measured.error().message);
     if (!measured->error.empty()) return report_error(g, "ceilings", 3, measured->error);
-    stored = StoredCeilings{*device, *measured, utc_now()};
+    stored = StoredCeilings{*device, *measured, utc_timestamp()};
     if (auto w = save_ceilings(cache_dir(), *stored); !w)
       return report_error(g, "ceilings", 4, w.error().to_string());
   }

@@ -1,0 +1,86 @@
+#pragma once
+// The state of one optimization run (run.json): one writer, replaced atomically, with a
+// schema_version. Every completed evaluation is recorded by its content hash, so a run
+// killed at any moment resumes without measuring anything twice; every version carries
+// its evidence, hypothesis and outcome, and a `masked` flag that keeps a misleading record
+// from steering decisions without deleting it.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kopt/core/error.hpp"
+#include "kopt/problem/param_space.hpp"
+
+namespace kopt {
+
+inline constexpr int k_run_schema_version = 1;
+
+// One measured variant: build + check + time, keyed by the hash of what determines it.
+struct EvaluationRecord {
+  std::string key;  // content hash: source, params, arch, toolkit, dims, timing mode
+  std::string kernel;
+  ParamPoint point;
+  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor
+  double median_s = 0;
+  double noise = 0;  // relative
+  std::size_t samples = 0;
+  std::string error;
+  std::string recorded_at;
+};
+
+struct VersionRecord {
+  int index = 0;  // v0, v1, ...
+  int iteration = 0;
+  std::string kernel;
+  ParamPoint point;
+  std::string evaluation;  // key into RunState::evaluations
+  double median_s = 0;
+  double noise = 0;
+  std::string bottleneck;              // class at the time
+  std::vector<std::string> evidence;   // the rule and metric values that led here
+  std::string hypothesis;
+  std::vector<std::string> methods;    // the methods this version applied
+  std::map<std::string, std::string> method_outcomes;  // method -> effective | ineffective | implementation_failed
+  std::map<std::string, double> attribution_ms;        // method -> time it saved (leave-one-out)
+  std::string outcome = "accepted";    // baseline | accepted
+  std::string git_commit;
+  bool masked = false;
+  std::string mask_reason;
+};
+
+struct RunState {
+  int schema_version = k_run_schema_version;
+  std::string problem;
+  std::string problem_dir;
+  std::string device;
+  std::string created_at;
+  std::string status = "running";  // running | finished
+  std::string stop_reason;
+  int iteration = 0;               // the last one completed
+  int no_improvement = 0;          // iterations in a row without a new champion
+  std::vector<VersionRecord> versions;
+  std::map<std::string, EvaluationRecord> evaluations;
+
+  const VersionRecord* champion() const;  // the newest unmasked version
+  // Outcomes of methods in unmasked versions, the newest winning.
+  std::map<std::string, std::string> method_history() const;
+  const EvaluationRecord* find_evaluation(const std::string& key) const;
+};
+
+nlohmann::json to_json(const RunState& s);
+// A file from a newer kopt, or a damaged one, is bad input naming the file; nothing is
+// changed on disk.
+Expected<RunState> run_state_from_json(const std::string& text, const std::string& file);
+
+std::filesystem::path run_state_path(const std::filesystem::path& run_dir);
+Expected<RunState> load_run_state(const std::filesystem::path& run_dir);
+Expected<void> save_run_state(const std::filesystem::path& run_dir, const RunState& s);
+
+// Marks versions masked (or not); a version that does not exist is bad input.
+Expected<void> set_masked(RunState& s, const std::vector<int>& versions, bool masked, const std::string& reason);
+
+}  // namespace kopt

@@ -1,0 +1,16 @@
+#include "kopt/core/clock.hpp"
+
+#include <ctime>
+
+namespace kopt {
+
+std::string utc_timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace kopt
