@@ -105,6 +105,16 @@ struct AnalyzeCliOptions {
 };
 int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o);
 
+struct TuneCliOptions {
+  ProblemSelection sel;
+  std::string strategy = "random";
+  std::size_t budget = 30;
+  double time_budget_s = 0;
+  std::uint64_t seed = 1;
+  double max_time_s = 2.0;
+};
+int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o);
+
 struct SpecsCliOptions {
   std::optional<std::string> gpu;
 };

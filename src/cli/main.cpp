@@ -103,6 +103,19 @@ int main(int argc, char** argv) {
   an_cmd->add_option("--problem", an.problem, "problem directory, for its cost formulas");
   an_cmd->add_flag("--json", g.json, "JSON output");
 
+  TuneCliOptions tune;
+  auto* tune_cmd = app.add_subcommand("tune", "search a kernel's parameter space (strategy, budget)");
+  add_selection(tune_cmd, tune.sel, false, "");
+  tune_cmd->add_option("--strategy", tune.strategy, "exhaustive, random, local, annealing or genetic")
+      ->check(CLI::IsMember({"exhaustive", "random", "local", "annealing", "genetic"}));
+  tune_cmd->add_option("--budget", tune.budget, "points to evaluate at most")->check(CLI::Range(1, 100000));
+  tune_cmd->add_option("--time-budget", tune.time_budget_s, "seconds the search may take (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  tune_cmd->add_option("--seed", tune.seed, "random seed of the strategy");
+  tune_cmd->add_option("--max-time", tune.max_time_s, "time cap of each point's bench (s)")->check(CLI::PositiveNumber);
+  tune_cmd->add_flag("--json", g.json, "JSON output (every evaluation)");
+  tune_cmd->add_flag("-v,--verbose", g.verbose, "log each evaluation to stderr");
+
   SpecsCliOptions specs;
   auto* specs_cmd = app.add_subcommand("specs", "the hardware spec table, with a source for every value");
   specs_cmd->add_option("gpu", specs.gpu, "an id (h100-sxm) or a device name (\"NVIDIA H100 80GB HBM3\")");
@@ -144,6 +157,7 @@ int main(int argc, char** argv) {
     if (*prof_cmd) return run_profile_command(g, prof);
     if (*an_cmd) return run_analyze_command(g, an);
     if (*specs_cmd) return run_specs_command(g, specs);
+    if (*tune_cmd) return run_tune_command(g, tune);
     if (*target_cmd) return run_target_command(g, target);
     if (*worker_cmd)
       return once_job.empty() ? run_worker_command(worker_device)

@@ -315,6 +315,51 @@ class Loader {
     }
   }
 
+  // [kernels.methods]: METHOD = { on = "P=V [P=V...]", off = "P=V [P=V...]" }, over declared values.
+  void read_methods(TomlReader& kr, KernelSpec& k) {
+    if (!kr.has("methods")) return;
+    const toml::table& t = table_at(kr, "methods", true);
+    for (const auto& [key, v] : t) {
+      MethodToggle m;
+      m.method = std::string(key.str());
+      std::string field = kr.field("methods") + "." + m.method;
+      m.where = {line_of(v), field};
+      const toml::table* mt = v.as_table();
+      if (!mt) fail(line_of(v), field, "expected { on = \"P=V\", off = \"P=V\" }");
+      TomlReader mr(*mt, field, m_file);
+      m.on = read_assignments(k, mr.get_string("on"), line_of(v), field + ".on");
+      m.off = read_assignments(k, mr.get_string("off"), line_of(v), field + ".off");
+      mr.reject_unknown();
+      k.methods.push_back(std::move(m));
+    }
+  }
+
+  std::map<std::string, std::int64_t> read_assignments(const KernelSpec& k, const std::string& text, int line,
+                                                       const std::string& field) {
+    std::map<std::string, std::int64_t> out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+      std::size_t end = text.find(' ', start);
+      std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      start = end == std::string::npos ? text.size() : end + 1;
+      if (item.empty()) continue;
+      auto eq = item.find('=');
+      const ParamSpec* ps = eq == std::string::npos ? nullptr : k.find_param(item.substr(0, eq));
+      if (!ps) fail(line, field, "'" + item + "': expected PARAM=VALUE with a param of this kernel");
+      std::int64_t value = 0;
+      try {
+        value = std::stoll(item.substr(eq + 1));
+      } catch (const std::exception&) {
+        fail(line, field, "'" + item + "': the value must be an integer");
+      }
+      if (std::find(ps->values.begin(), ps->values.end(), value) == ps->values.end())
+        fail(line, field, "'" + item + "': " + std::to_string(value) + " is not a declared value of " + ps->name);
+      out[ps->name] = value;
+    }
+    if (out.empty()) fail(line, field, "expected at least one PARAM=VALUE");
+    return out;
+  }
+
   KernelSpec read_kernel(const toml::table& t, const std::string& field, const Problem& p,
                          bool is_reference) {
     TomlReader kr(t, field, m_file);
@@ -326,7 +371,10 @@ class Loader {
     fs::path full = m_dir / k.source;
     if (!fs::is_regular_file(full)) kr.fail("source", "file not found: " + full.string());
     k.entry = kr.get_string("entry");
-    if (!is_reference) read_params(kr, k);
+    if (!is_reference) {
+      read_params(kr, k);
+      read_methods(kr, k);
+    }
     std::set<std::string> names = m_dim_names;
     for (const auto& prm : k.params) names.insert(prm.name);
     std::set<std::string> launch_names = names;

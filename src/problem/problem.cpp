@@ -38,6 +38,12 @@ const ParamSpec* KernelSpec::find_param(std::string_view param) const {
   return nullptr;
 }
 
+const MethodToggle* KernelSpec::find_method(std::string_view method) const {
+  for (const auto& m : methods)
+    if (m.method == method) return &m;
+  return nullptr;
+}
+
 const TensorSpec* Problem::find_tensor(std::string_view tensor) const {
   for (const auto& t : tensors)
     if (t.name == tensor) return &t;

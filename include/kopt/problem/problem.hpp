@@ -83,6 +83,14 @@ struct Constraint {
   SourceRef where;
 };
 
+// An optimization method (an id of the method catalog) as this kernel switches it: the
+// parameter values that turn it on, and those that turn it off.
+struct MethodToggle {
+  std::string method;
+  std::map<std::string, std::int64_t> on, off;
+  SourceRef where;
+};
+
 // A CUDA kernel: a candidate, or the reference when it is a CUDA kernel.
 struct KernelSpec {
   std::string name;
@@ -93,9 +101,11 @@ struct KernelSpec {
   std::vector<ParamSpec> params;
   std::vector<Constraint> constraints;
   std::vector<std::string> compile_options;
+  std::vector<MethodToggle> methods;  // [kernels.methods]
   SourceRef where;
 
   const ParamSpec* find_param(std::string_view param) const;
+  const MethodToggle* find_method(std::string_view method) const;
 };
 
 enum class ReferenceKind { cuda, cpp };

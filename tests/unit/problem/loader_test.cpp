@@ -201,3 +201,39 @@ TEST(LoadProblem, EveryExampleLoads) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+class MethodToggles : public LoaderTest {};
+
+TEST_F(MethodToggles, OnAndOffAreDeclaredParamValues) {
+  std::string text = std::string(k_valid) +
+                     "\n[kernels.methods]\nvectorized_global_loads = { on = \"VEC=4\", off = \"VEC=1\" }\n"
+                     "fast_math_intrinsics = { on = \"FAST=1 BLOCK=128\", off = \"FAST=0\" }\n";
+  auto p = parse(text);
+  ASSERT_TRUE(p) << p.error().to_string();
+  const MethodToggle* v = p->kernels[0].find_method("vectorized_global_loads");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->on, (std::map<std::string, std::int64_t>{{"VEC", 4}}));
+  EXPECT_EQ(v->off, (std::map<std::string, std::int64_t>{{"VEC", 1}}));
+  EXPECT_EQ(p->kernels[0].find_method("fast_math_intrinsics")->on.size(), 2u);
+  EXPECT_EQ(p->kernels[0].find_method("tma"), nullptr);
+}
+
+TEST_F(MethodToggles, BadTogglesNameTheField) {
+  std::string base = std::string(k_valid) + "\n[kernels.methods]\n";
+  auto undeclared = parse(base + "vectorized_global_loads = { on = \"VEC=8\", off = \"VEC=1\" }\n");
+  ASSERT_FALSE(undeclared);
+  EXPECT_EQ(undeclared.error().field, "kernels[0].methods.vectorized_global_loads.on");
+  EXPECT_NE(undeclared.error().message.find("not a declared value of VEC"), std::string::npos);
+  auto unknown = parse(base + "vectorized_global_loads = { on = \"WIDTH=4\", off = \"VEC=1\" }\n");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("a param of this kernel"), std::string::npos);
+  auto no_off = parse(base + "vectorized_global_loads = { on = \"VEC=4\" }\n");
+  ASSERT_FALSE(no_off);
+  EXPECT_EQ(no_off.error().kind, ErrorKind::bad_input);
+}
+
+}  // namespace
+}  // namespace kopt
