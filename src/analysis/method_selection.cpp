@@ -49,7 +49,7 @@ namespace {
 
 bool applicable(const Method& m, const SelectionContext& ctx) {
   return (m.min_sm == 0 || ctx.sm == 0 || ctx.sm >= m.min_sm) &&
-         (ctx.available.empty() || ctx.available.contains(m.id));
+         (!ctx.available || ctx.available->contains(m.id));
 }
 
 bool discredited(const SelectionContext& ctx, const std::string& id) {

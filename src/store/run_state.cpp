@@ -12,11 +12,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EvaluationRecord, key, kernel, p
                                                 error, recorded_at)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration, kernel, point, evaluation, median_s,
                                                 noise, bottleneck, evidence, hypothesis, methods, method_outcomes,
-                                                attribution_ms, outcome, git_commit, masked, mask_reason)
+                                                attribution_ms, outcome, verdict, ratio, note, git_commit, masked,
+                                                mask_reason)
 
 const VersionRecord* RunState::champion() const {
   for (auto it = versions.rbegin(); it != versions.rend(); ++it)
-    if (!it->masked) return &*it;
+    if (!it->masked && (it->outcome == "accepted" || it->outcome == "baseline")) return &*it;
   return nullptr;
 }
 

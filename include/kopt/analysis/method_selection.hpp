@@ -42,7 +42,7 @@ struct SelectionContext {
   MetricValues metrics;  // from trigger_metrics()
   int sm = 0;            // the target architecture (0: unknown)
   std::map<std::string, MethodOutcome> history;  // earlier classifications (unmasked)
-  std::set<std::string> available;  // methods the problem can toggle (empty: any)
+  std::optional<std::set<std::string>> available;  // methods the problem can switch on (nullopt: any)
 };
 
 // Triggered methods, per axis by priority then strength, within the budget; methods

@@ -32,8 +32,10 @@ struct EvaluationRecord {
   std::string recorded_at;
 };
 
+// One record per iteration (v0 is the baseline, vN iteration N): what was tried, what it
+// gave, and whether it became the champion.
 struct VersionRecord {
-  int index = 0;  // v0, v1, ...
+  int index = 0;  // v0, v1, ...: the iteration
   int iteration = 0;
   std::string kernel;
   ParamPoint point;
@@ -46,7 +48,10 @@ struct VersionRecord {
   std::vector<std::string> methods;    // the methods this version applied
   std::map<std::string, std::string> method_outcomes;  // method -> effective | ineffective | implementation_failed
   std::map<std::string, double> attribution_ms;        // method -> time it saved (leave-one-out)
-  std::string outcome = "accepted";    // baseline | accepted
+  std::string outcome = "accepted";    // baseline | accepted | rejected | failed
+  std::string verdict;                 // the interleaved comparison with the champion: faster, same, ...
+  double ratio = 0;                    // winner / champion time
+  std::string note;                    // why rejected or failed
   std::string git_commit;
   bool masked = false;
   std::string mask_reason;
@@ -65,7 +70,7 @@ struct RunState {
   std::vector<VersionRecord> versions;
   std::map<std::string, EvaluationRecord> evaluations;
 
-  const VersionRecord* champion() const;  // the newest unmasked version
+  const VersionRecord* champion() const;  // the newest unmasked baseline or accepted version
   // Outcomes of methods in unmasked versions, the newest winning.
   std::map<std::string, std::string> method_history() const;
   const EvaluationRecord* find_evaluation(const std::string& key) const;

@@ -65,7 +65,7 @@ TEST(SuggestMethods, LeavesOutDiscreditedAndInapplicableMethods) {
   ctx.history["shared_memory_staging"] = MethodOutcome::implementation_failed;
   auto s = ids(suggest_methods(ctx));
   EXPECT_EQ(s, (std::vector<std::string>{"vectorized_global_loads", "vectorized_global_stores", "warp_shuffle_reduction"}));
-  ctx.available = {"vectorized_global_loads"};  // all the problem can toggle
+  ctx.available = std::set<std::string>{"vectorized_global_loads"};  // all the problem can switch
   EXPECT_EQ(ids(suggest_methods(ctx)), std::vector<std::string>{"vectorized_global_loads"});
 }
 

@@ -1,0 +1,54 @@
+#pragma once
+// What the optimization loop asks of the machine: measure a variant (build, check, time),
+// compare two interleaved, profile one, verify methods in its SASS. The loop's decisions
+// live in the optimizer and are tested with a fake lab; the real one (engine/gpu_lab) uses
+// the worker, ncu and the disassembler.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kopt/analysis/explanation.hpp"
+#include "kopt/analysis/method_catalog.hpp"
+#include "kopt/measure/compare.hpp"
+#include "kopt/problem/param_space.hpp"
+
+namespace kopt {
+
+struct Variant {
+  std::string kernel;
+  ParamPoint point;
+  std::string label() const;  // "tuned BLOCK=256 VEC=4"
+  bool operator==(const Variant&) const = default;
+};
+
+struct Measured {
+  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor | error
+  double median_s = 0;
+  double noise = 0;
+  std::size_t samples = 0;
+  std::string error;
+  bool ok() const { return status == "ok"; }
+};
+
+class Lab {
+ public:
+  virtual ~Lab() = default;
+  virtual std::string device_name() = 0;
+  virtual int sm() = 0;  // 90 for sm_90
+  // Content hash of everything that decides a measurement: source, params, arch, toolkit,
+  // dims, timing mode. Equal keys are the same measurement.
+  virtual Expected<std::string> evaluation_key(const Variant& v) = 0;
+  virtual Measured measure(const Variant& v) = 0;
+  // A vs B measured interleaved; the verdict is A's (faster: A takes less time).
+  virtual Expected<Comparison> compare(const Variant& a, const Variant& b) = 0;
+  // ncu's view, the files written under `dir`; nullopt (with a reason) when it cannot profile.
+  virtual Expected<Explanation> profile(const Variant& v, const std::filesystem::path& dir) = 0;
+  virtual std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) = 0;
+  // The time that meets the target (90 % of the relevant roof); nullopt when no roof is known.
+  virtual std::optional<double> target_time() = 0;
+  virtual std::string source_text(const Variant& v) = 0;
+};
+
+}  // namespace kopt

@@ -1,0 +1,41 @@
+#pragma once
+// `kopt optimize`: the loop, deterministic and resumable. Per iteration: profile the
+// champion → roofline gaps → axis budget → methods (catalog triggers, within the budget,
+// validated) → hypothesis.md → K branches (the methods on, tuning params varied) → measure
+// all → the fastest correct branch becomes champion only if an interleaved comparison says
+// it is faster than the current one → SASS check per method → leave-one-out ablation →
+// attribution and classes (effective / ineffective / implementation-failed) → record and
+// commit. Stops on the target, near_peak, the iteration limit, or no improvement for
+// `patience` iterations. Every measurement is recorded by its content hash in run.json the
+// moment it completes, so a run killed anywhere resumes without measuring anything twice.
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "kopt/engine/lab.hpp"
+#include "kopt/store/run_state.hpp"
+#include "kopt/tools/git.hpp"
+
+namespace kopt {
+
+struct OptimizeOptions {
+  int iterations = 5;
+  int branches = 4;
+  int patience = 2;       // iterations without improvement before stopping
+  int max_retries = 3;    // when every branch fails
+  std::uint64_t seed = 1;
+  std::string start_kernel;  // v0; default: the first kernel without method toggles, else the first
+  std::filesystem::path run_dir;
+  bool resume = false;
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+// `git` may be null (no history commits); errors are for the whole run (bad input, a run
+// directory that exists without --resume, a damaged run.json). Failed candidates are records.
+Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
+                                Lab& lab, GitRepo* git);
+
+// The kernel that carries method toggles (the loop's branches are points of it).
+const KernelSpec* method_kernel(const Problem& problem);
+
+}  // namespace kopt

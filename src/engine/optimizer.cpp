@@ -1,0 +1,419 @@
+#include "kopt/engine/optimizer.hpp"
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "kopt/analysis/method_selection.hpp"
+#include "kopt/core/clock.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/report/explanation_markdown.hpp"
+
+namespace kopt {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Variant::label() const { return kernel + (point.empty() ? "" : " " + point_to_string(point)); }
+
+const KernelSpec* method_kernel(const Problem& problem) {
+  for (const auto& k : problem.kernels)
+    if (!k.methods.empty()) return &k;
+  return nullptr;
+}
+
+namespace {
+
+bool applies(const ParamPoint& p, const std::map<std::string, std::int64_t>& assignments) {
+  for (const auto& [k, v] : assignments)
+    if (auto it = p.find(k); it == p.end() || it->second != v) return false;
+  return true;
+}
+
+ParamPoint with(ParamPoint p, const std::map<std::string, std::int64_t>& assignments) {
+  for (const auto& [k, v] : assignments) p[k] = v;
+  return p;
+}
+
+class Optimizer {
+ public:
+  Optimizer(const Problem& p, const MethodCatalog& c, const OptimizeOptions& o, Lab& lab, GitRepo* git)
+      : m_p(p), m_catalog(c), m_o(o), m_lab(lab), m_git(git), m_mk(method_kernel(p)) {}
+
+  Expected<RunState> run() {
+    if (auto r = open(); !r) return Unexpected(r.error());
+    if (m_state.versions.empty())
+      if (auto r = baseline(); !r) return Unexpected(r.error());
+    while (m_state.status == "running") {
+      if (m_state.iteration >= m_o.iterations) {
+        finish("iteration limit (" + std::to_string(m_o.iterations) + ")");
+        break;
+      }
+      if (auto r = iterate(m_state.iteration + 1); !r) return Unexpected(r.error());
+    }
+    return m_state;
+  }
+
+ private:
+  // --- the run directory -------------------------------------------------------------------
+  Expected<void> open() {
+    std::error_code ec;
+    bool exists = fs::exists(run_state_path(m_o.run_dir), ec);
+    if (exists && !m_o.resume)
+      return Unexpected(bad_input("a run already exists in " + m_o.run_dir.string() +
+                                  ": continue it with --resume, or choose another --run directory"));
+    if (exists) {
+      auto s = load_run_state(m_o.run_dir);
+      if (!s) return Unexpected(s.error());
+      if (s->problem != m_p.name)
+        return Unexpected(bad_input("the run in " + m_o.run_dir.string() + " is of problem '" + s->problem + "', not '" +
+                                    m_p.name + "'"));
+      m_state = *s;
+      if (m_state.status == "finished" && m_state.iteration < m_o.iterations) {
+        m_state.status = "running";  // asked for more iterations than the run had
+        m_state.stop_reason.clear();
+      }
+      m_o.log(fmt::format("resuming {} at iteration {} ({} measurements recorded)", m_o.run_dir.string(),
+                          m_state.iteration + 1, m_state.evaluations.size()));
+    } else {
+      fs::create_directories(m_o.run_dir, ec);
+      if (ec) return Unexpected(bad_input("cannot create " + m_o.run_dir.string() + ": " + ec.message()));
+      m_state.problem = m_p.name;
+      m_state.problem_dir = m_p.dir.string();
+      m_state.device = m_lab.device_name();
+      m_state.created_at = utc_timestamp();
+    }
+    if (m_git)
+      if (auto r = m_git->init(); !r) m_o.log("no git history: " + r.error().message);
+    return save();
+  }
+
+  Expected<void> save() { return save_run_state(m_o.run_dir, m_state); }
+
+  void commit(const std::string& message, VersionRecord* record) {
+    if (!m_git) return;
+    auto c = m_git->commit_all(message);
+    if (c && record) record->git_commit = *c;
+    if (!c) m_o.log("git: " + c.error().message);
+  }
+
+  void finish(const std::string& reason) {
+    m_state.status = "finished";
+    m_state.stop_reason = reason;
+    (void)save();
+    commit("finished: " + reason, nullptr);
+    m_o.log("stop: " + reason);
+  }
+
+  fs::path version_dir(int i) const { return m_o.run_dir / ("v" + std::to_string(i)); }
+
+  // --- measurements, each recorded the moment it completes ---------------------------------
+  std::pair<std::string, Measured> measure(const Variant& v) {
+    auto key = m_lab.evaluation_key(v);
+    if (!key) return {"", Measured{"compile_failed", 0, 0, 0, key.error().message}};
+    if (const EvaluationRecord* e = m_state.find_evaluation(*key))
+      return {*key, Measured{e->status, e->median_s, e->noise, e->samples, e->error}};
+    Measured m = m_lab.measure(v);
+    m_state.evaluations[*key] =
+        EvaluationRecord{*key, v.kernel, v.point, m.status, m.median_s, m.noise, m.samples, m.error, utc_timestamp()};
+    (void)save();
+    m_o.log(fmt::format("  {:<40} {}", v.label(), m.ok() ? human_time(m.median_s) : m.status + ": " + m.error));
+    return {*key, m};
+  }
+
+  void write_variant_files(const fs::path& dir, const Variant& v, const Measured& m) {
+    fs::create_directories(dir);
+    const KernelSpec* k = m_p.find_kernel(v.kernel);
+    std::string name = k ? k->source.filename().string() : "kernel.cu";
+    (void)write_text_atomic(dir / name, m_lab.source_text(v));
+    (void)write_text_atomic(dir / "params.json", json{{"kernel", v.kernel}, {"params", v.point}}.dump(2));
+    (void)write_text_atomic(dir / "bench.json", json{{"status", m.status}, {"median_s", m.median_s}, {"noise", m.noise},
+                                                     {"samples", m.samples}, {"error", m.error}}
+                                                    .dump(2));
+  }
+
+  Expected<void> baseline() {
+    std::string kernel = m_o.start_kernel;
+    if (kernel.empty()) {
+      for (const auto& k : m_p.kernels)
+        if (k.methods.empty() && kernel.empty()) kernel = k.name;
+      if (kernel.empty()) kernel = m_p.kernels.front().name;
+    }
+    const KernelSpec* k = m_p.find_kernel(kernel);
+    if (!k) return Unexpected(bad_input("--start-kernel " + kernel + ": no such kernel"));
+    auto point = default_point(m_p, *k);
+    if (!point) return Unexpected(point.error());
+    Variant v{kernel, *point};
+    m_o.log("v0: measuring the baseline " + v.label());
+    auto [key, m] = measure(v);
+    if (!m.ok())
+      return Unexpected(bad_input("the starting kernel " + v.label() + " fails (" + m.status + ": " + m.error +
+                                  "): nothing to optimize from"));
+    VersionRecord r;
+    r.index = 0;
+    r.kernel = v.kernel;
+    r.point = v.point;
+    r.evaluation = key;
+    r.median_s = m.median_s;
+    r.noise = m.noise;
+    r.outcome = "baseline";
+    write_variant_files(version_dir(0), v, m);
+    m_state.versions.push_back(r);
+    commit("v0: baseline " + v.label() + ", " + human_time(m.median_s), &m_state.versions.back());
+    return save();
+  }
+
+  // --- one iteration -------------------------------------------------------------------------
+  Expected<void> iterate(int i) {
+    const VersionRecord* champ_rec = m_state.champion();
+    if (!champ_rec) return Unexpected(bad_input("every version of this run is masked: unmask one to continue"));
+    Variant champ{champ_rec->kernel, champ_rec->point};
+    double champ_time = champ_rec->median_s;
+    fs::path dir = version_dir(i);
+    fs::create_directories(dir);
+    m_o.log(fmt::format("iteration {}: champion v{} {} at {}", i, champ_rec->index, champ.label(), human_time(champ_time)));
+
+    if (auto t = m_lab.target_time(); t && champ_time <= *t) {
+      finish(fmt::format("target met ({} <= {}, 90 % of the roof)", human_time(champ_time), human_time(*t)));
+      return {};
+    }
+    auto expl = m_lab.profile(champ, dir / "profile");
+    if (!expl) {
+      finish("cannot profile the champion: " + expl.error().message);
+      return {};
+    }
+    if (expl->gaps.near_peak) {
+      finish("near_peak: Δc, Δm and Δl all below 0.15");
+      return {};
+    }
+    SelectionContext ctx = selection(*expl, champ);
+    std::vector<MethodCandidate> chosen = suggest_methods(ctx);
+    MethodSet set;
+    for (const auto& c : chosen) set.methods.push_back(c.method);
+    if (auto issues = validate_methods(ctx, set); !issues.empty())
+      return Unexpected(internal_error("the loop chose a method set its validator rejects: " + issues[0].message));
+    (void)write_text_atomic(dir / "hypothesis.md", hypothesis(i, *expl, ctx, chosen, champ, champ_time));
+
+    VersionRecord rec;
+    rec.index = i;
+    rec.iteration = i;
+    rec.bottleneck = std::string(bottleneck_name(expl->bottleneck.cls));
+    rec.evidence.push_back(expl->bottleneck.rule);
+    for (const auto& e : expl->bottleneck.evidence) rec.evidence.push_back(fmt::format("{} = {:.4g}", e.metric, e.value));
+    rec.hypothesis = set.methods.empty() ? "tuning only: no method triggered within the budget"
+                                         : "turn on " + fmt::format("{}", fmt::join(set.methods, ", "));
+    rec.methods = set.methods;
+
+    // Branches, retried with other tunings when all of them fail.
+    std::optional<std::pair<Variant, Measured>> winner;
+    std::string winner_key;
+    for (int attempt = 0; attempt <= m_o.max_retries && !winner; ++attempt) {
+      auto branches = make_branches(champ, set.methods, i, attempt);
+      if (branches.empty()) break;
+      for (std::size_t b = 0; b < branches.size(); ++b) {
+        auto [key, m] = measure(branches[b]);
+        write_variant_files(dir / "branches" / ("b" + std::to_string(attempt) + "_" + std::to_string(b)), branches[b], m);
+        if (m.ok() && (!winner || m.median_s < winner->second.median_s)) {
+          winner = {branches[b], m};
+          winner_key = key;
+        }
+      }
+    }
+    if (!winner) {
+      rec.kernel = champ.kernel;
+      rec.point = champ.point;
+      rec.outcome = "failed";
+      rec.note = "every branch failed (after retries)";
+      for (const auto& m : set.methods) rec.method_outcomes[m] = "implementation_failed";
+      return close_iteration(i, rec, false);
+    }
+    const auto& [wv, wm] = *winner;
+    rec.kernel = wv.kernel;
+    rec.point = wv.point;
+    rec.evaluation = winner_key;
+    rec.median_s = wm.median_s;
+    rec.noise = wm.noise;
+    bool accepted = false;
+    if (wv == champ) {
+      rec.note = "the best branch is the champion itself";
+    } else {
+      auto cmp = m_lab.compare(wv, champ);
+      if (cmp) {
+        rec.verdict = std::string(verdict_name(cmp->verdict));
+        rec.ratio = cmp->ratio;
+        accepted = cmp->verdict == Verdict::faster;
+        if (!accepted) rec.note = fmt::format("not faster than the champion outside the noise (ratio {:.4f}, {})", cmp->ratio, rec.verdict);
+      } else {
+        rec.note = "comparison failed: " + cmp.error().message;
+      }
+    }
+    attribute(rec, wv, wm, set.methods, dir);
+    rec.outcome = accepted ? "accepted" : "rejected";
+    write_variant_files(dir, wv, wm);
+    return close_iteration(i, rec, accepted);
+  }
+
+  Expected<void> close_iteration(int i, VersionRecord rec, bool accepted) {
+    (void)write_text_atomic(version_dir(i) / "attribution.json",
+                            json{{"methods", rec.methods}, {"method_outcomes", rec.method_outcomes},
+                                 {"attribution_ms", rec.attribution_ms}, {"outcome", rec.outcome}, {"note", rec.note}}
+                                .dump(2));
+    m_state.versions.push_back(rec);
+    m_state.iteration = i;
+    m_state.no_improvement = accepted ? 0 : m_state.no_improvement + 1;
+    if (auto s = save(); !s) return s;
+    commit(fmt::format("v{}: {} {}{}", i, rec.outcome, Variant{rec.kernel, rec.point}.label(),
+                       rec.median_s > 0 ? ", " + human_time(rec.median_s) : ""),
+           &m_state.versions.back());
+    if (auto s = save(); !s) return s;
+    m_o.log(fmt::format("iteration {}: {}{}", i, rec.outcome, rec.note.empty() ? "" : " — " + rec.note));
+    if (m_state.no_improvement >= m_o.patience)
+      finish(fmt::format("no improvement for {} iterations", m_state.no_improvement));
+    return {};
+  }
+
+  SelectionContext selection(const Explanation& e, const Variant& champ) {
+    SelectionContext ctx;
+    ctx.catalog = &m_catalog;
+    ctx.budget = allocate_budget(e.gaps);
+    ctx.metrics = trigger_metrics(e.metrics);
+    ctx.sm = m_lab.sm();
+    for (const auto& [m, o] : m_state.method_history())
+      if (auto parsed = parse_method_outcome(o)) ctx.history[m] = *parsed;
+    ctx.available.emplace();  // what the problem can still switch on
+    if (m_mk)
+      for (const auto& t : m_mk->methods)
+        if (!(champ.kernel == m_mk->name && applies(champ.point, t.on))) ctx.available->insert(t.method);
+    return ctx;
+  }
+
+  // The chosen methods on, over the champion (or the method kernel's default with every
+  // method off); the other branches vary the params no method switches.
+  std::vector<Variant> make_branches(const Variant& champ, const std::vector<std::string>& methods, int i, int attempt) {
+    const KernelSpec* k = m_mk ? m_mk : m_p.find_kernel(champ.kernel);
+    if (!k || k->params.empty()) return {};
+    ParamPoint base;
+    if (champ.kernel == k->name) {
+      base = champ.point;
+    } else {
+      auto d = default_point(m_p, *k);
+      if (!d) return {};
+      base = *d;
+      for (const auto& t : k->methods) base = with(base, t.off);
+    }
+    for (const auto& m : methods)
+      if (const MethodToggle* t = k->find_method(m)) base = with(base, t->on);
+    std::set<std::string> switched;
+    for (const auto& t : k->methods)
+      for (const auto& [p, v] : t.on) switched.insert(p);
+    std::vector<const ParamSpec*> tunable;
+    for (const auto& p : k->params)
+      if (!switched.contains(p.name)) tunable.push_back(&p);
+    Scope dims = m_p.dim_scope();
+    auto feasible = [&](const ParamPoint& p) {
+      auto v = violated_constraint(*k, dims, p);
+      return v && *v == nullptr;
+    };
+    std::vector<Variant> out;
+    auto add = [&](const ParamPoint& p) {
+      Variant v{k->name, p};
+      if (feasible(p) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    };
+    if (attempt == 0) add(base);
+    std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u + static_cast<std::uint64_t>(attempt));
+    for (int tries = 0; tries < 50 * m_o.branches && static_cast<int>(out.size()) < m_o.branches && !tunable.empty(); ++tries) {
+      ParamPoint p = base;
+      for (const ParamSpec* t : tunable)
+        p[t->name] = t->values[std::uniform_int_distribution<std::size_t>(0, t->values.size() - 1)(rng)];
+      add(p);
+    }
+    return out;
+  }
+
+  // SASS check and leave-one-out ablation of each method the winner applies.
+  void attribute(VersionRecord& rec, const Variant& wv, const Measured& wm, const std::vector<std::string>& methods,
+                 const fs::path& dir) {
+    const KernelSpec* k = m_p.find_kernel(wv.kernel);
+    std::vector<std::string> applied;
+    for (const auto& m : methods)
+      if (const MethodToggle* t = k ? k->find_method(m) : nullptr; t && applies(wv.point, t->on)) applied.push_back(m);
+    auto sass = m_lab.verify(wv, applied);
+    json sass_json = json::object();
+    for (const auto& [m, v] : sass) sass_json[m] = std::string(sass_verdict_name(v));
+    (void)write_text_atomic(dir / "sass.json", sass_json.dump(2));
+    for (const auto& m : applied) {
+      Variant ablated{wv.kernel, with(wv.point, k->find_method(m)->off)};
+      auto [key, am] = measure(ablated);
+      write_variant_files(dir / "ablations" / m, ablated, am);
+      auto verdict = sass.find(m);
+      if (verdict != sass.end() && verdict->second == SassVerdictKind::missing) {
+        rec.method_outcomes[m] = "implementation_failed";
+        continue;
+      }
+      if (!am.ok()) {  // without the method the kernel fails: it is needed
+        rec.method_outcomes[m] = "effective";
+        continue;
+      }
+      double saved = am.median_s - wm.median_s;
+      rec.attribution_ms[m] = saved * 1e3;
+      double noise = std::max({wm.noise, am.noise, 0.01});
+      rec.method_outcomes[m] = saved > noise * wm.median_s ? "effective" : "ineffective";
+    }
+  }
+
+  std::string hypothesis(int i, const Explanation& e, const SelectionContext& ctx, const std::vector<MethodCandidate>& chosen,
+                         const Variant& champ, double champ_time) {
+    std::string out = fmt::format("# Iteration {}: hypothesis\n\n## Hypothesis\n\n", i);
+    if (chosen.empty()) {
+      out += fmt::format("No method is triggered within the budget; varying the tuning parameters of {} finds a point "
+                         "faster than {}.\n",
+                         m_mk ? m_mk->name : champ.kernel, human_time(champ_time));
+    } else {
+      std::vector<std::string> ids;
+      for (const auto& c : chosen) ids.push_back(c.method);
+      out += fmt::format("Turning on {} in {} closes the gaps it targets and brings the time below {}.\n",
+                         fmt::join(ids, ", "), m_mk ? m_mk->name : champ.kernel, human_time(champ_time));
+    }
+    out += fmt::format("\n## Rationale\n\nThe champion {} is {}{}: {}\n\n", champ.label(), bottleneck_name(e.bottleneck.cls),
+                       e.bottleneck.limiter.empty() ? "" : " (" + e.bottleneck.limiter + ")", e.bottleneck.rule);
+    out += fmt::format("Budget: {} (Δc {:.2f}, Δm {:.2f}, Δl {:.2f}).\n\n", ctx.budget.to_string(), ctx.budget.gaps[0],
+                       ctx.budget.gaps[1], ctx.budget.gaps[2]);
+    for (const auto& c : chosen) {
+      const Method* m = m_catalog.find(c.method);
+      out += fmt::format("- {} ({}, priority {}): triggered by {}, strength {:.2f}. {}\n", c.method, axis_name(c.axis),
+                         c.priority, c.why, c.strength, m ? m->playbook : "");
+    }
+    out += "\n## Expected\n\n";
+    for (const auto& c : chosen) {
+      const Method* m = m_catalog.find(c.method);
+      if (m && m->trigger)
+        out += fmt::format("- `{}` moves toward {:g} (now {:.4g})\n", m->trigger->metric, m->trigger->good,
+                           metric(ctx.metrics, m->trigger->metric).value_or(0));
+    }
+    out += fmt::format("- time: below {} (interleaved comparison, outside the noise)\n", human_time(champ_time));
+    return out;
+  }
+
+  const Problem& m_p;
+  const MethodCatalog& m_catalog;
+  OptimizeOptions m_o;
+  Lab& m_lab;
+  GitRepo* m_git;
+  const KernelSpec* m_mk;
+  RunState m_state;
+};
+
+}  // namespace
+
+Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
+                                Lab& lab, GitRepo* git) {
+  try {
+    Optimizer o(problem, catalog, options, lab, git);
+    return o.run();
+  } catch (const std::exception& e) {
+    return Unexpected(internal_error(std::string("optimize: ") + e.what()));
+  }
+}
+
+}  // namespace kopt

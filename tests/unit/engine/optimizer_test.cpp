@@ -1,0 +1,288 @@
+// The optimization loop's decisions on a fake lab whose timings and profiles follow a
+// known model, so every choice can be checked: methods, champion, ablation, stop rules,
+// and resuming after a kill at any measurement.
+#include "kopt/engine/optimizer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
+#include "kopt/problem/loader.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+
+const char* k_problem = R"TOML(name = "toy"
+[dims]
+n = 1024
+[[tensors]]
+name = "x"
+dtype = "f32"
+shape = ["n"]
+role = "input"
+[[tensors]]
+name = "y"
+dtype = "f32"
+shape = ["n"]
+role = "output"
+[reference]
+kind = "cuda"
+source = "ref.cu"
+entry = "ref"
+args = ["x", "y"]
+grid = [1]
+block = [1]
+[[kernels]]
+name = "naive"
+source = "naive.cu"
+entry = "naive"
+args = ["x", "y"]
+grid = [1]
+block = [1]
+[[kernels]]
+name = "tuned"
+source = "tuned.cu"
+entry = "tuned"
+args = ["x", "y"]
+grid = [1]
+block = ["BLOCK"]
+[kernels.params]
+BLOCK = [256, 128, 512, 1024]
+VEC = [4, 1, 2]
+USE_SHFL = [1, 0]
+[kernels.methods]
+warp_shuffle_reduction = { on = "USE_SHFL=1", off = "USE_SHFL=0" }
+vectorized_global_loads = { on = "VEC=4", off = "VEC=1" }
+)TOML";
+
+// Time model (us): naive 100; tuned 60, -15 with shuffles, -10 with VEC=4 (-5 with 2),
+// +3/+2/+5 for BLOCK 128/512/1024.
+class FakeLab : public Lab {
+ public:
+  std::map<std::string, int> measured;  // key -> times measured
+  int measure_calls = 0;
+  int crash_after = -1;                 // throw on this measure call (a kill)
+  bool fail_tuned = false;
+  bool near_peak = false;
+  std::optional<double> target;
+  std::set<std::string> not_landing;    // methods whose SASS signature is missing
+
+  std::string device_name() override { return "Fake GPU"; }
+  int sm() override { return 90; }
+  Expected<std::string> evaluation_key(const Variant& v) override { return sha256_hex(v.label()).substr(0, 16); }
+  double time_us(const Variant& v) const {
+    if (v.kernel == "naive") return 100;
+    const auto& p = v.point;
+    double t = 60;
+    if (p.at("USE_SHFL") == 1) t -= 15;
+    t -= p.at("VEC") == 4 ? 10 : p.at("VEC") == 2 ? 5 : 0;
+    t += p.at("BLOCK") == 128 ? 3 : p.at("BLOCK") == 512 ? 2 : p.at("BLOCK") == 1024 ? 5 : 0;
+    return t;
+  }
+  Measured measure(const Variant& v) override {
+    if (++measure_calls == crash_after) throw std::runtime_error("killed");
+    ++measured[*evaluation_key(v)];
+    if (fail_tuned && v.kernel == "tuned") return Measured{"compile_failed", 0, 0, 0, "ptxas: too many resources"};
+    return Measured{"ok", time_us(v) * 1e-6, 0.002, 20, ""};
+  }
+  Expected<Comparison> compare(const Variant& a, const Variant& b) override {
+    Comparison c;
+    c.ratio = time_us(a) / time_us(b);
+    c.ci_low = c.ratio * 0.995;
+    c.ci_high = c.ratio * 1.005;
+    c.verdict = c.ratio < 0.99 ? Verdict::faster : c.ratio > 1.01 ? Verdict::slower : Verdict::same;
+    return c;
+  }
+  Expected<Explanation> profile(const Variant& v, const fs::path&) override {
+    bool shfl = v.kernel == "tuned" && v.point.at("USE_SHFL") == 1;
+    bool vec = v.kernel == "tuned" && v.point.at("VEC") == 4;
+    Explanation e;
+    e.metrics = {{"sm__throughput.avg.pct_of_peak_sustained_elapsed", near_peak ? 90 : 20},
+                 {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 10},
+                 {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", vec ? 90 : 30},
+                 {"dram__throughput.avg.pct_of_peak_sustained_elapsed", near_peak ? 92 : vec ? 88 : 30},
+                 {"smsp__average_warps_active_per_issue_active.ratio", 10},
+                 {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", near_peak ? 0.5 : shfl ? 0.5 : 4.5},
+                 {"launch__waves_per_multiprocessor", 8}};
+    e.gaps = roofline_gaps(e.metrics);
+    e.bottleneck = classify_bottleneck(e.metrics);
+    return e;
+  }
+  std::map<std::string, SassVerdictKind> verify(const Variant&, const std::vector<std::string>& methods) override {
+    std::map<std::string, SassVerdictKind> out;
+    for (const auto& m : methods) out[m] = not_landing.contains(m) ? SassVerdictKind::missing : SassVerdictKind::verified;
+    return out;
+  }
+  std::optional<double> target_time() override { return target; }
+  std::string source_text(const Variant& v) override { return "// " + v.kernel + "\n"; }
+};
+
+class Optimize : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* f : {"ref.cu", "naive.cu", "tuned.cu"}) std::ofstream(m_dir.path() / f) << "// " << f << "\n";
+    auto p = parse_problem(k_problem, m_dir.path() / "kopt.toml");
+    ASSERT_TRUE(p) << p.error().to_string();
+    m_problem = *p;
+    m_catalog = *builtin_method_catalog();
+  }
+  OptimizeOptions options(const std::string& run = "run") {
+    OptimizeOptions o;
+    o.run_dir = m_dir.path() / run;
+    o.iterations = 5;
+    o.branches = 4;
+    o.patience = 2;
+    return o;
+  }
+  Expected<RunState> run(FakeLab& lab, const OptimizeOptions& o) { return run_optimize(m_problem, m_catalog, o, lab, nullptr); }
+  TempDir m_dir{"kopt-optimize"};
+  Problem m_problem;
+  MethodCatalog m_catalog;
+};
+
+TEST_F(Optimize, FromTheNaiveKernelToTheMethodsThatTheProfileCallsFor) {
+  FakeLab lab;
+  auto s = run(lab, options());
+  ASSERT_TRUE(s) << s.error().to_string();
+  ASSERT_GE(s->versions.size(), 2u);
+  EXPECT_EQ(s->versions[0].outcome, "baseline");
+  EXPECT_EQ(s->versions[0].kernel, "naive");
+  const VersionRecord& v1 = s->versions[1];
+  EXPECT_EQ(v1.outcome, "accepted");
+  EXPECT_EQ(v1.methods, (std::vector<std::string>{"vectorized_global_loads", "warp_shuffle_reduction"}));
+  EXPECT_EQ(v1.point, (ParamPoint{{"BLOCK", 256}, {"USE_SHFL", 1}, {"VEC", 4}}));
+  EXPECT_NEAR(v1.median_s, 35e-6, 1e-12);
+  EXPECT_EQ(v1.verdict, "faster");
+  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), "effective");
+  EXPECT_EQ(v1.method_outcomes.at("vectorized_global_loads"), "effective");
+  EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.015, 1e-9);
+  EXPECT_NEAR(v1.attribution_ms.at("vectorized_global_loads"), 0.010, 1e-9);
+  // Then nothing is triggered and no tuning beats the champion: two iterations, then stop.
+  EXPECT_EQ(s->champion()->index, 1);
+  EXPECT_EQ(s->status, "finished");
+  EXPECT_EQ(s->stop_reason, "no improvement for 2 iterations");
+  EXPECT_EQ(s->versions.back().outcome, "rejected");
+  for (const auto& [key, n] : lab.measured) EXPECT_EQ(n, 1) << "measured twice: " << key;
+  for (const char* f : {"run.json", "v0/params.json", "v1/hypothesis.md", "v1/attribution.json", "v1/sass.json",
+                        "v1/tuned.cu", "v1/ablations/warp_shuffle_reduction/bench.json"})
+    EXPECT_TRUE(fs::exists(m_dir.path() / "run" / f)) << f;
+  auto h = read_text_file(m_dir.path() / "run/v1/hypothesis.md");
+  ASSERT_TRUE(h);
+  for (const char* part : {"## Hypothesis", "## Rationale", "## Expected", "kopt__stall_share_barrier"})
+    EXPECT_NE(h->find(part), std::string::npos) << part;
+}
+
+TEST_F(Optimize, AMethodMissingFromTheSassIsImplementationFailedAndNotReused) {
+  FakeLab lab;
+  lab.not_landing = {"vectorized_global_loads"};
+  auto s = run(lab, options());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->versions[1].method_outcomes.at("vectorized_global_loads"), "implementation_failed");
+  EXPECT_EQ(s->method_history().at("vectorized_global_loads"), "implementation_failed");
+}
+
+TEST_F(Optimize, StopRules) {
+  FakeLab peak;
+  peak.near_peak = true;
+  auto a = run(peak, options("a"));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->stop_reason, "near_peak: Δc, Δm and Δl all below 0.15");
+  FakeLab target;
+  target.target = 40e-6;
+  auto b = run(target, options("b"));
+  ASSERT_TRUE(b);
+  EXPECT_NE(b->stop_reason.find("target met"), std::string::npos);
+  EXPECT_EQ(b->versions.size(), 2u);  // v1 (35 us) meets the 40 us target
+  FakeLab once;
+  OptimizeOptions o = options("c");
+  o.iterations = 1;
+  auto c = run(once, o);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->stop_reason, "iteration limit (1)");
+}
+
+TEST_F(Optimize, WhenEveryBranchFailsItRetriesThenRecordsAndMovesOn) {
+  FakeLab lab;
+  lab.fail_tuned = true;
+  auto s = run(lab, options());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->versions[1].outcome, "failed");
+  EXPECT_EQ(s->versions[1].method_outcomes.at("warp_shuffle_reduction"), "implementation_failed");
+  EXPECT_EQ(s->champion()->index, 0);
+  EXPECT_LE(lab.measure_calls, 1 + 2 * 4 * (1 + 3) + 4);  // baseline, 2 iterations x 4 branches x (1 + 3 retries)
+}
+
+TEST_F(Optimize, AKillAtAnyMeasurementResumesWithoutMeasuringTwice) {
+  FakeLab whole;
+  auto reference = run(whole, options("whole"));
+  ASSERT_TRUE(reference);
+  for (int kill = 1; kill <= whole.measure_calls; ++kill) {
+    std::string dir = "killed" + std::to_string(kill);
+    FakeLab first;
+    first.crash_after = kill;
+    auto killed = run(first, options(dir));
+    ASSERT_FALSE(killed) << "kill " << kill;
+    FakeLab second;
+    OptimizeOptions o = options(dir);
+    o.resume = true;
+    auto resumed = run(second, o);
+    ASSERT_TRUE(resumed) << "kill " << kill << ": " << resumed.error().to_string();
+    EXPECT_EQ(to_json(*resumed)["versions"].size(), to_json(*reference)["versions"].size()) << "kill " << kill;
+    EXPECT_EQ(resumed->champion()->point, reference->champion()->point) << "kill " << kill;
+    for (const auto& [key, n] : second.measured) EXPECT_FALSE(first.measured.contains(key)) << "kill " << kill << ": " << key;
+  }
+}
+
+TEST_F(Optimize, AnExistingRunNeedsResumeAndMaskedVersionsDoNotSteer) {
+  FakeLab lab;
+  ASSERT_TRUE(run(lab, options()));
+  FakeLab again;
+  auto twice = run(again, options());
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message.find("--resume"), std::string::npos);
+  auto s = load_run_state(m_dir.path() / "run");
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(set_masked(*s, {1}, true, "a partial restart"));
+  EXPECT_EQ(s->champion()->index, 0);
+  EXPECT_FALSE(s->method_history().contains("warp_shuffle_reduction"));
+}
+
+TEST_F(Optimize, ANewerOrDamagedRunJsonIsRefusedAndKept) {
+  fs::create_directories(m_dir.path() / "run");
+  ASSERT_TRUE(write_text_atomic(m_dir.path() / "run/run.json", "{\"schema_version\": 99, \"problem\": \"toy\"}"));
+  FakeLab lab;
+  OptimizeOptions o = options();
+  o.resume = true;
+  auto s = run(lab, o);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("newer kopt"), std::string::npos);
+  EXPECT_EQ(*read_text_file(m_dir.path() / "run/run.json"), "{\"schema_version\": 99, \"problem\": \"toy\"}");
+  EXPECT_EQ(lab.measure_calls, 0);
+}
+
+}  // namespace
+}  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST_F(Optimize, EveryIterationIsAGitCommitOfTheRunDirectory) {
+  SystemCommandRunner runner;
+  GitRepo git(runner, m_dir.path() / "run");
+  FakeLab lab;
+  auto s = run_optimize(m_problem, m_catalog, options(), lab, &git);
+  ASSERT_TRUE(s) << s.error().to_string();
+  if (s->versions[0].git_commit.empty()) GTEST_SKIP() << "git is not installed";
+  std::set<std::string> commits;
+  for (const auto& v : s->versions) commits.insert(v.git_commit);
+  EXPECT_EQ(commits.size(), s->versions.size());
+  CommandResult log = runner.run({"git", "-C", (m_dir.path() / "run").string(), "log", "--oneline"}, std::chrono::seconds(30));
+  EXPECT_NE(log.out.find("v1: accepted tuned"), std::string::npos) << log.out;
+  EXPECT_NE(log.out.find("finished: no improvement"), std::string::npos) << log.out;
+}
+
+}  // namespace
+}  // namespace kopt
