@@ -115,6 +115,27 @@ struct TuneCliOptions {
 };
 int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o);
 
+struct OptimizeCliOptions {
+  ProblemSelection sel;
+  int iterations = 5;
+  int branches = 4;
+  int patience = 2;
+  std::uint64_t seed = 1;
+  std::string start_kernel;
+  std::string run;  // default kopt-runs/PROBLEM
+  bool resume = false;
+  double max_time_s = 1.5;
+};
+int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o);
+
+struct IterMaskCliOptions {
+  std::string run;
+  std::vector<int> versions;
+  std::string reason;
+  bool mask = true;
+};
+int run_iter_mask_command(const GlobalOptions& g, const IterMaskCliOptions& o);
+
 struct SpecsCliOptions {
   std::optional<std::string> gpu;
 };

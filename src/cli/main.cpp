@@ -116,6 +116,37 @@ int main(int argc, char** argv) {
   tune_cmd->add_flag("--json", g.json, "JSON output (every evaluation)");
   tune_cmd->add_flag("-v,--verbose", g.verbose, "log each evaluation to stderr");
 
+  OptimizeCliOptions optz;
+  auto* opt_cmd = app.add_subcommand("optimize", "the whole loop: profile, methods, branches, champion, ablation");
+  add_selection(opt_cmd, optz.sel, false, "");
+  opt_cmd->add_option("--iterations", optz.iterations, "iterations at most")->check(CLI::Range(1, 100));
+  opt_cmd->add_option("--branches", optz.branches, "branches per iteration")->check(CLI::Range(1, 64));
+  opt_cmd->add_option("--patience", optz.patience, "stop after this many iterations without improvement")
+      ->check(CLI::Range(1, 100));
+  opt_cmd->add_option("--seed", optz.seed, "seed of the branch tunings");
+  opt_cmd->add_option("--start-kernel", optz.start_kernel, "v0 (default: the first kernel without method toggles)");
+  opt_cmd->add_option("--run", optz.run, "run directory (default kopt-runs/PROBLEM)");
+  opt_cmd->add_flag("--resume", optz.resume, "continue the run in --run");
+  opt_cmd->add_option("--max-time", optz.max_time_s, "time cap of each measurement (s)")->check(CLI::PositiveNumber);
+  opt_cmd->add_flag("--json", g.json, "print run.json at the end");
+  opt_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
+
+  auto* iter_cmd = app.add_subcommand("iter", "the loop one step at a time; mask or unmask recorded versions");
+  iter_cmd->require_subcommand(1);
+  IterMaskCliOptions mask, unmask;
+  unmask.mask = false;
+  CLI::App* mask_cmds[2];
+  int mi = 0;
+  for (auto* m : {&mask, &unmask}) {
+    auto* c = iter_cmd->add_subcommand(m->mask ? "mask" : "unmask",
+                                       m->mask ? "keep versions on record but out of every decision" : "undo mask");
+    c->add_option("run", m->run, "run directory")->required();
+    c->add_option("--version", m->versions, "version number (repeatable)")->required();
+    if (m->mask) c->add_option("--reason", m->reason, "why (kept in run.json)");
+    c->add_flag("--json", g.json, "JSON output");
+    mask_cmds[mi++] = c;
+  }
+
   SpecsCliOptions specs;
   auto* specs_cmd = app.add_subcommand("specs", "the hardware spec table, with a source for every value");
   specs_cmd->add_option("gpu", specs.gpu, "an id (h100-sxm) or a device name (\"NVIDIA H100 80GB HBM3\")");
@@ -158,6 +189,9 @@ int main(int argc, char** argv) {
     if (*an_cmd) return run_analyze_command(g, an);
     if (*specs_cmd) return run_specs_command(g, specs);
     if (*tune_cmd) return run_tune_command(g, tune);
+    if (*opt_cmd) return run_optimize_command(g, optz);
+    if (*mask_cmds[0]) return run_iter_mask_command(g, mask);
+    if (*mask_cmds[1]) return run_iter_mask_command(g, unmask);
     if (*target_cmd) return run_target_command(g, target);
     if (*worker_cmd)
       return once_job.empty() ? run_worker_command(worker_device)

@@ -289,10 +289,31 @@ class Optimizer {
   }
 
   // The chosen methods on, over the champion (or the method kernel's default with every
-  // method off); the other branches vary the params no method switches.
+  // method off); the other branches vary the params no method switches. A problem without
+  // method toggles has its methods in separate kernels: branches then spread over every
+  // kernel with params (the champion's point for its own kernel, defaults for the others).
   std::vector<Variant> make_branches(const Variant& champ, const std::vector<std::string>& methods, int i, int attempt) {
-    const KernelSpec* k = m_mk ? m_mk : m_p.find_kernel(champ.kernel);
-    if (!k || k->params.empty()) return {};
+    if (m_mk) return kernel_branches(*m_mk, champ, methods, i, attempt, m_o.branches);
+    std::vector<const KernelSpec*> tunable;
+    for (const auto& k : m_p.kernels)
+      if (!k.params.empty()) tunable.push_back(&k);
+    std::vector<Variant> out;
+    int n_kernels = static_cast<int>(tunable.size());
+    bool champ_tunable = std::any_of(tunable.begin(), tunable.end(), [&](auto* k) { return k->name == champ.kernel; });
+    for (int n = 0; n < n_kernels && static_cast<int>(out.size()) < m_o.branches; ++n) {
+      // The champion's kernel gets most of the branches; otherwise they are shared out.
+      int share = champ_tunable ? (tunable[n]->name == champ.kernel ? m_o.branches - n_kernels + 1 : 1)
+                                : m_o.branches / n_kernels + (n < m_o.branches % n_kernels ? 1 : 0);
+      for (auto& v : kernel_branches(*tunable[n], champ, {}, i, attempt, std::max(1, share)))
+        if (static_cast<int>(out.size()) < m_o.branches) out.push_back(std::move(v));
+    }
+    return out;
+  }
+
+  std::vector<Variant> kernel_branches(const KernelSpec& kernel, const Variant& champ, const std::vector<std::string>& methods,
+                                       int i, int attempt, int count) {
+    const KernelSpec* k = &kernel;
+    if (k->params.empty()) return {};
     ParamPoint base;
     if (champ.kernel == k->name) {
       base = champ.point;
@@ -321,8 +342,9 @@ class Optimizer {
       if (feasible(p) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
     };
     if (attempt == 0) add(base);
-    std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u + static_cast<std::uint64_t>(attempt));
-    for (int tries = 0; tries < 50 * m_o.branches && static_cast<int>(out.size()) < m_o.branches && !tunable.empty(); ++tries) {
+    std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u + static_cast<std::uint64_t>(attempt) +
+                        std::hash<std::string>{}(k->name));
+    for (int tries = 0; tries < 50 * count && static_cast<int>(out.size()) < count && !tunable.empty(); ++tries) {
       ParamPoint p = base;
       for (const ParamSpec* t : tunable)
         p[t->name] = t->values[std::uniform_int_distribution<std::size_t>(0, t->values.size() - 1)(rng)];

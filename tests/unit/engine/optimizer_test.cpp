@@ -286,3 +286,24 @@ TEST_F(Optimize, EveryIterationIsAGitCommitOfTheRunDirectory) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST_F(Optimize, WithoutMethodTogglesTheBranchesTuneTheKernelsThatHaveParams) {
+  std::string text = k_problem;
+  text = text.substr(0, text.find("[kernels.methods]"));
+  auto p = parse_problem(text, m_dir.path() / "kopt.toml");
+  ASSERT_TRUE(p) << p.error().to_string();
+  FakeLab lab;
+  auto s = run_optimize(*p, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(s) << s.error().to_string();
+  ASSERT_GE(s->versions.size(), 2u);
+  EXPECT_EQ(s->versions[1].outcome, "accepted");
+  EXPECT_EQ(s->versions[1].kernel, "tuned");
+  EXPECT_TRUE(s->versions[1].methods.empty());  // nothing to switch: tuning only
+  EXPECT_LE(s->versions[1].median_s, 40e-6);
+}
+
+}  // namespace
+}  // namespace kopt

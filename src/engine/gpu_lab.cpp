@@ -1,0 +1,142 @@
+#include "kopt/engine/gpu_lab.hpp"
+
+#include "kopt/analysis/target.hpp"
+#include "kopt/backend/build_cache.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
+#include "kopt/engine/ceilings_store.hpp"
+#include "kopt/engine/profiler.hpp"
+#include "kopt/engine/sass_report.hpp"
+#include "kopt/engine/variant_jobs.hpp"
+
+namespace kopt {
+namespace {
+
+std::map<std::string, std::int64_t> sets_of(const ParamPoint& p) { return {p.begin(), p.end()}; }
+
+class GpuLab final : public Lab {
+ public:
+  GpuLab(const Problem& p, const MethodCatalog& c, GpuLabOptions o, CheckContext ctx)
+      : m_p(p), m_catalog(c), m_o(std::move(o)), m_ctx(ctx) {}
+
+  std::string device_name() override { return device() ? device()->name : "no device"; }
+  int sm() override { return device() ? device()->cc_major * 10 + device()->cc_minor : 0; }
+
+  Expected<std::string> evaluation_key(const Variant& v) override {
+    const KernelSpec* k = m_p.find_kernel(v.kernel);
+    if (!k) return Unexpected(bad_input("no kernel named '" + v.kernel + "'"));
+    BuildCache cache(m_ctx.compiler, m_o.cache_root / "builds");
+    auto build_key = cache.key(compile_request(m_p, *k, v.point, arch()));
+    if (!build_key) return Unexpected(build_key.error());
+    Sha256 h;
+    h.field("kopt-evaluation-v1").field(*build_key).field(device_name());
+    for (const auto& d : m_p.dims) h.field(d.name).field(std::to_string(d.value));
+    h.field(to_json(m_o.bench).dump());
+    return h.hex().substr(0, 32);
+  }
+
+  Measured measure(const Variant& v) override {
+    BenchRequest r = request({{v.kernel, sets_of(v.point)}}, false);
+    auto b = run_bench(m_p, r, m_ctx);
+    if (!b) return Measured{"error", 0, 0, 0, b.error().message};
+    const BenchVariant& bv = b->variants.at(0);
+    return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error};
+  }
+
+  Expected<Comparison> compare(const Variant& a, const Variant& b) override {
+    BenchRequest r = request({{a.kernel, sets_of(a.point)}, {b.kernel, sets_of(b.point)}}, true);
+    r.options.rule.max_time_s = m_o.compare_max_time_s;
+    auto rep = run_bench(m_p, r, m_ctx);
+    if (!rep) return Unexpected(rep.error());
+    if (!rep->comparison) return Unexpected(internal_error("no comparison: " + rep->variants.at(0).error));
+    return *rep->comparison;
+  }
+
+  Expected<Explanation> profile(const Variant& v, const std::filesystem::path& dir) override {
+    if (m_o.ncu.empty()) return Unexpected(environment_error("ncu (Nsight Compute) is not installed"));
+    ProfileRequest r;
+    r.kernels = {v.kernel};
+    r.sets = sets_of(v.point);
+    r.arch = m_o.arch;
+    r.device = m_o.device;
+    r.out_dir = dir;
+    r.cache_root = m_o.cache_root;
+    r.kopt_executable = m_o.kopt_executable;
+    r.ncu = m_o.ncu;
+    r.ncu_version = m_o.ncu_version;
+    auto rep = run_profile(m_p, r, m_ctx);
+    if (!rep) return Unexpected(rep.error());
+    const KernelProfile& k = rep->kernels.at(0);
+    if (k.status != "ok" || !k.explanation) return Unexpected(environment_error(k.status + ": " + k.error));
+    return *k.explanation;
+  }
+
+  std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) override {
+    std::map<std::string, SassVerdictKind> out;
+    if (methods.empty()) return out;
+    SassRequest r;
+    r.kernels = {v.kernel};
+    r.sets = sets_of(v.point);
+    r.methods = methods;
+    r.arch = arch();
+    r.cache_root = m_o.cache_root;
+    auto rep = run_sass(m_p, r, SassContext{m_ctx.compiler, m_ctx.runner, m_catalog});
+    for (const auto& m : methods) out[m] = SassVerdictKind::unverifiable;
+    if (!rep || rep->kernels.empty()) return out;
+    for (const auto& verdict : rep->kernels[0].verdicts) out[verdict.method] = verdict.verdict;
+    return out;
+  }
+
+  std::optional<double> target_time() override {
+    if (!device()) return std::nullopt;
+    auto stored = load_ceilings(m_o.cache_root, *device());
+    auto t = compute_target(m_p, default_precision(m_p), find_gpu_spec(device()->name), device()->name,
+                            stored ? &stored->result : nullptr, stored ? stored->measured_at : "");
+    if (!t || t->target_s <= 0) return std::nullopt;
+    return t->target_s;
+  }
+
+  std::string source_text(const Variant& v) override {
+    const KernelSpec* k = m_p.find_kernel(v.kernel);
+    if (!k) return {};
+    auto text = read_text_file(m_p.dir / k->source);
+    return text ? *text : std::string{};
+  }
+
+ private:
+  const DeviceInfo* device() {
+    if (!m_device) {
+      auto d = m_ctx.worker.device_info();
+      if (!d) return nullptr;
+      m_device = *d;
+    }
+    return &*m_device;
+  }
+  std::string arch() { return m_o.arch.value_or(device() ? device()->arch() : "sm_90"); }
+
+  BenchRequest request(std::vector<BenchVariantSpec> variants, bool compare) {
+    BenchRequest r;
+    r.variants = std::move(variants);
+    r.compare = compare;
+    r.options = m_o.bench;
+    r.threshold = m_o.compare_threshold;
+    r.arch = m_o.arch;
+    r.cache_root = m_o.cache_root;
+    return r;
+  }
+
+  const Problem& m_p;
+  const MethodCatalog& m_catalog;
+  GpuLabOptions m_o;
+  CheckContext m_ctx;
+  std::optional<DeviceInfo> m_device;
+};
+
+}  // namespace
+
+std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog, GpuLabOptions options,
+                                  CheckContext ctx) {
+  return std::make_unique<GpuLab>(problem, catalog, std::move(options), ctx);
+}
+
+}  // namespace kopt
