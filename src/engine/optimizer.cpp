@@ -171,13 +171,12 @@ class Optimizer {
     Variant champ{champ_rec->kernel, champ_rec->point};
     double champ_time = champ_rec->median_s;
     fs::path dir = version_dir(i);
-    fs::create_directories(dir);
     m_o.log(fmt::format("iteration {}: champion v{} {} at {}", i, champ_rec->index, champ.label(), human_time(champ_time)));
-
     if (auto t = m_lab.target_time(); t && champ_time <= *t) {
       finish(fmt::format("target met ({} <= {}, 90 % of the roof)", human_time(champ_time), human_time(*t)));
       return {};
     }
+    fs::create_directories(dir);
     auto expl = m_lab.profile(champ, dir / "profile");
     if (!expl) {
       finish("cannot profile the champion: " + expl.error().message);
