@@ -39,6 +39,43 @@ void print_run(const RunState& s, const std::filesystem::path& dir) {
 
 }  // namespace
 
+namespace {
+
+// What the loop needs on this machine: a worker, NVRTC, ncu if installed, the lab and git.
+struct LoopMachine {
+  SystemCommandRunner runner;
+  TempDir tmp{"kopt-worker"};
+  WorkerClient worker;
+  cuda::NvrtcCompiler compiler;
+  std::unique_ptr<Lab> lab;
+  GitRepo git;
+  LoopMachine(const Problem& problem, const MethodCatalog& catalog, const ProblemSelection& sel, double max_time_s,
+              const std::filesystem::path& run_dir)
+      : worker(worker_options(sel.device, tmp.path())), git(runner, run_dir) {
+    GpuLabOptions lo;
+    lo.bench.rule.max_time_s = max_time_s;
+    lo.bench.rule.min_time_s = std::min(0.2, max_time_s);
+    lo.bench.rule.max_noise = 0.01;
+    lo.compare_max_time_s = std::max(2.0, 2 * max_time_s);
+    lo.arch = sel.arch;
+    lo.device = sel.device;
+    lo.cache_root = cache_dir();
+    lo.kopt_executable = self_executable();
+    ToolInfo ncu = probe_tool(runner, "ncu");
+    if (ncu.found) {
+      lo.ncu = ncu.path;
+      lo.ncu_version = ncu.version;
+    }
+    lab = make_gpu_lab(problem, catalog, lo, CheckContext{compiler, runner, worker});
+  }
+};
+
+std::function<void(const std::string&)> stderr_log() {
+  return [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+}
+
+}  // namespace
+
 int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   auto sel = load_selection(o.sel);
   if (!sel) return report_error(g, "optimize", exit_code(sel.error().kind), sel.error().to_string());
@@ -56,33 +93,81 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   opt.resume = o.resume;
   opt.run_dir = std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                                          : std::filesystem::path(o.run));
-  if (!g.json || g.verbose) opt.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
-
-  SystemCommandRunner runner;
-  GpuLabOptions lo;
-  lo.bench.rule.max_time_s = o.max_time_s;
-  lo.bench.rule.min_time_s = std::min(0.2, o.max_time_s);
-  lo.bench.rule.max_noise = 0.01;
-  lo.compare_max_time_s = std::max(2.0, 2 * o.max_time_s);
-  lo.arch = o.sel.arch;
-  lo.device = o.sel.device;
-  lo.cache_root = cache_dir();
-  lo.kopt_executable = self_executable();
-  ToolInfo ncu = probe_tool(runner, "ncu");
-  if (ncu.found) {
-    lo.ncu = ncu.path;
-    lo.ncu_version = ncu.version;
-  }
-  TempDir tmp("kopt-worker");
-  WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  cuda::NvrtcCompiler compiler;
-  auto lab = make_gpu_lab(problem, *catalog, lo, CheckContext{compiler, runner, worker});
-  GitRepo git(runner, opt.run_dir);
-  auto state = run_optimize(problem, *catalog, opt, *lab, &git);
+  if (!g.json || g.verbose) opt.log = stderr_log();
+  LoopMachine m(problem, *catalog, o.sel, o.max_time_s, opt.run_dir);
+  auto state = run_optimize(problem, *catalog, opt, *m.lab, &m.git);
   if (!state) return report_error(g, "optimize", exit_code(state.error().kind), state.error().to_string());
   if (g.json) std::cout << to_json(*state).dump(2) << "\n";
   else print_run(*state, opt.run_dir);
   return state->champion() ? 0 : 1;
+}
+
+int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
+  std::string cmd = "iter " + o.step;
+  std::filesystem::path run = std::filesystem::absolute(o.run);
+  std::string problem_dir = o.problem;
+  if (problem_dir.empty()) {
+    auto s = load_run_state(run);
+    if (!s)
+      return report_error(g, cmd, 2,
+                          s.error().to_string() + (o.step == "open" ? " (a new run needs --problem DIR)" : ""));
+    problem_dir = s->problem_dir;
+  }
+  ProblemSelection sel;
+  sel.problem = problem_dir;
+  sel.arch = o.arch;
+  sel.device = o.device;
+  auto loaded = load_selection(sel);
+  if (!loaded) return report_error(g, cmd, exit_code(loaded.error().kind), loaded.error().to_string());
+  const Problem& problem = loaded->problem;
+  auto catalog = builtin_method_catalog();
+  if (!catalog) return report_error(g, cmd, 4, catalog.error().to_string());
+  OptimizeOptions opt;
+  opt.run_dir = run;
+  opt.resume = true;
+  opt.iterations = 1000000;  // an agent decides when to stop (kopt iter finalize)
+  opt.patience = 1000000;
+  if (!g.json) opt.log = stderr_log();
+  if ((o.step == "open" || o.step == "close") && !cuda::probe_driver())
+    return report_error(g, cmd, 3, "no GPU here: kopt iter " + o.step + " measures and profiles");
+  LoopMachine m(problem, *catalog, sel, o.max_time_s, run);
+  Expected<RunState> state = Unexpected(internal_error("unknown step " + o.step));
+  if (o.step == "open") {
+    state = iter_open(problem, *catalog, opt, *m.lab, &m.git);
+  } else if (o.step == "branch") {
+    auto sets = parse_assignments(o.sets, "--set");
+    if (!sets) return report_error(g, cmd, 2, sets.error().to_string());
+    BranchRecord b;
+    b.kernel = o.kernel;
+    b.point = ParamPoint(sets->begin(), sets->end());
+    b.methods = o.methods;
+    b.ablates = o.ablates;
+    state = iter_branch(problem, *catalog, opt, *m.lab, b, o.file);
+  } else if (o.step == "close") {
+    state = iter_close(problem, *catalog, opt, *m.lab, &m.git);
+  } else if (o.step == "finalize") {
+    state = iter_finalize(problem, *catalog, opt, *m.lab, &m.git);
+  }
+  if (!state) return report_error(g, cmd, exit_code(state.error().kind), state.error().to_string());
+  if (g.json) {
+    std::cout << to_json(*state).dump(2) << "\n";
+  } else if (o.step == "open" && state->open) {
+    const OpenIteration& it = *state->open;
+    std::cout << fmt::format("iteration {} is open in {}\nbudget: {}\n", it.index, run.string(), it.budget);
+    std::cout << "champion is " << it.draft.bottleneck << ": " << (it.draft.evidence.empty() ? "" : it.draft.evidence[0]) << "\n";
+    std::cout << (it.suggestions.empty() ? "no method triggered within the budget\n" : "suggested methods:\n");
+    for (const auto& s : it.suggestions) std::cout << "  " << s << "\n";
+    std::cout << fmt::format("read {}/v{}/hypothesis.md and the profile; add branches with kopt iter branch {} --file "
+                             "KERNEL.cu [--set P=V] [--method M] [--ablates M], then kopt iter close {}\n",
+                             run.string(), it.index, run.string(), run.string());
+  } else if (o.step == "branch" && state->open) {
+    const BranchRecord& b = state->open->branches.back();
+    std::cout << fmt::format("branch {} of iteration {}: {} {}{}\n", b.id, state->open->index, b.kernel,
+                             point_to_string(b.point), b.ablates.empty() ? "" : " (ablates " + b.ablates + ")");
+  } else {
+    print_run(*state, run);
+  }
+  return 0;
 }
 
 int run_iter_mask_command(const GlobalOptions& g, const IterMaskCliOptions& o) {

@@ -128,6 +128,20 @@ struct OptimizeCliOptions {
 };
 int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o);
 
+struct IterStepCliOptions {
+  std::string step;  // open | branch | close | finalize
+  std::string run;
+  std::string problem;  // open: for a new run
+  std::string file;     // branch
+  std::string kernel;
+  std::vector<std::string> sets, methods;
+  std::string ablates;
+  std::optional<std::string> arch;
+  int device = 0;
+  double max_time_s = 1.5;
+};
+int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o);
+
 struct IterMaskCliOptions {
   std::string run;
   std::vector<int> versions;

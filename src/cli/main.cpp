@@ -147,6 +147,35 @@ int main(int argc, char** argv) {
     mask_cmds[mi++] = c;
   }
 
+  IterStepCliOptions steps[4];
+  CLI::App* step_cmds[4];
+  const char* step_names[4] = {"open", "branch", "close", "finalize"};
+  const char* step_help[4] = {"profile the champion; write the budget, suggestions and hypothesis.md",
+                              "add a branch (a kernel source an agent wrote) to the open iteration",
+                              "measure the branches, pick the champion, check SASS, attribute, record",
+                              "end the run"};
+  for (int i = 0; i < 4; ++i) {
+    IterStepCliOptions& s = steps[i];
+    s.step = step_names[i];
+    auto* c = iter_cmd->add_subcommand(step_names[i], step_help[i]);
+    c->add_option("run", s.run, "run directory")->required();
+    if (s.step == "open") c->add_option("--problem", s.problem, "problem directory (for a new run)");
+    if (s.step == "branch") {
+      c->add_option("--file", s.file, "the branch's kernel source")->required();
+      c->add_option("--kernel", s.kernel, "which kernel of the problem it replaces (default: the one with method toggles)");
+      c->add_option("--set", s.sets, "param value NAME=VALUE (repeatable)");
+      c->add_option("--method", s.methods, "a method this branch applies (repeatable)");
+      c->add_option("--ablates", s.ablates, "this branch is the winner without this method (leave-one-out)");
+    }
+    if (s.step == "open" || s.step == "close") {
+      c->add_option("--arch", s.arch, "target architecture (default: the device's)");
+      c->add_option("--device", s.device, "CUDA device ordinal");
+      c->add_option("--max-time", s.max_time_s, "time cap of each measurement (s)")->check(CLI::PositiveNumber);
+    }
+    c->add_flag("--json", g.json, "print run.json");
+    step_cmds[i] = c;
+  }
+
   SpecsCliOptions specs;
   auto* specs_cmd = app.add_subcommand("specs", "the hardware spec table, with a source for every value");
   specs_cmd->add_option("gpu", specs.gpu, "an id (h100-sxm) or a device name (\"NVIDIA H100 80GB HBM3\")");
@@ -190,6 +219,8 @@ int main(int argc, char** argv) {
     if (*specs_cmd) return run_specs_command(g, specs);
     if (*tune_cmd) return run_tune_command(g, tune);
     if (*opt_cmd) return run_optimize_command(g, optz);
+    for (int i = 0; i < 4; ++i)
+      if (*step_cmds[i]) return run_iter_step_command(g, steps[i]);
     if (*mask_cmds[0]) return run_iter_mask_command(g, mask);
     if (*mask_cmds[1]) return run_iter_mask_command(g, unmask);
     if (*target_cmd) return run_target_command(g, target);

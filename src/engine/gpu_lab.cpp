@@ -23,10 +23,11 @@ class GpuLab final : public Lab {
   int sm() override { return device() ? device()->cc_major * 10 + device()->cc_minor : 0; }
 
   Expected<std::string> evaluation_key(const Variant& v) override {
-    const KernelSpec* k = m_p.find_kernel(v.kernel);
+    const Problem& p = problem_for(v);
+    const KernelSpec* k = p.find_kernel(v.kernel);
     if (!k) return Unexpected(bad_input("no kernel named '" + v.kernel + "'"));
     BuildCache cache(m_ctx.compiler, m_o.cache_root / "builds");
-    auto build_key = cache.key(compile_request(m_p, *k, v.point, arch()));
+    auto build_key = cache.key(compile_request(p, *k, v.point, arch()));
     if (!build_key) return Unexpected(build_key.error());
     Sha256 h;
     h.field("kopt-evaluation-v1").field(*build_key).field(device_name());
@@ -37,16 +38,19 @@ class GpuLab final : public Lab {
 
   Measured measure(const Variant& v) override {
     BenchRequest r = request({{v.kernel, sets_of(v.point)}}, false);
-    auto b = run_bench(m_p, r, m_ctx);
+    auto b = run_bench(problem_for(v), r, m_ctx);
     if (!b) return Measured{"error", 0, 0, 0, b.error().message};
     const BenchVariant& bv = b->variants.at(0);
     return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error};
   }
 
   Expected<Comparison> compare(const Variant& a, const Variant& b) override {
+    if (!a.source.empty() && !b.source.empty() && a.source != b.source && a.kernel == b.kernel)
+      return Unexpected(bad_input("two branch sources of one kernel cannot be compared in one bench"));
     BenchRequest r = request({{a.kernel, sets_of(a.point)}, {b.kernel, sets_of(b.point)}}, true);
     r.options.rule.max_time_s = m_o.compare_max_time_s;
-    auto rep = run_bench(m_p, r, m_ctx);
+    // Only one source can replace the kernel's: the branch's (the champion is the problem's).
+    auto rep = run_bench(problem_for(a.source.empty() ? b : a), r, m_ctx);
     if (!rep) return Unexpected(rep.error());
     if (!rep->comparison) return Unexpected(internal_error("no comparison: " + rep->variants.at(0).error));
     return *rep->comparison;
@@ -64,7 +68,7 @@ class GpuLab final : public Lab {
     r.kopt_executable = m_o.kopt_executable;
     r.ncu = m_o.ncu;
     r.ncu_version = m_o.ncu_version;
-    auto rep = run_profile(m_p, r, m_ctx);
+    auto rep = run_profile(problem_for(v), r, m_ctx);
     if (!rep) return Unexpected(rep.error());
     const KernelProfile& k = rep->kernels.at(0);
     if (k.status != "ok" || !k.explanation) return Unexpected(environment_error(k.status + ": " + k.error));
@@ -80,7 +84,7 @@ class GpuLab final : public Lab {
     r.methods = methods;
     r.arch = arch();
     r.cache_root = m_o.cache_root;
-    auto rep = run_sass(m_p, r, SassContext{m_ctx.compiler, m_ctx.runner, m_catalog});
+    auto rep = run_sass(problem_for(v), r, SassContext{m_ctx.compiler, m_ctx.runner, m_catalog});
     for (const auto& m : methods) out[m] = SassVerdictKind::unverifiable;
     if (!rep || rep->kernels.empty()) return out;
     for (const auto& verdict : rep->kernels[0].verdicts) out[verdict.method] = verdict.verdict;
@@ -97,13 +101,24 @@ class GpuLab final : public Lab {
   }
 
   std::string source_text(const Variant& v) override {
-    const KernelSpec* k = m_p.find_kernel(v.kernel);
+    const Problem& p = problem_for(v);
+    const KernelSpec* k = p.find_kernel(v.kernel);
     if (!k) return {};
-    auto text = read_text_file(m_p.dir / k->source);
+    auto text = read_text_file(p.dir / k->source);
     return text ? *text : std::string{};
   }
 
  private:
+  // The problem, or a copy whose kernel reads the variant's own source file (headers still
+  // resolve in the problem's directory).
+  const Problem& problem_for(const Variant& v) {
+    if (v.source.empty()) return m_p;
+    m_with_source = m_p;
+    for (auto& k : m_with_source.kernels)
+      if (k.name == v.kernel) k.source = std::filesystem::absolute(v.source);
+    return m_with_source;
+  }
+
   const DeviceInfo* device() {
     if (!m_device) {
       auto d = m_ctx.worker.device_info();
@@ -130,6 +145,7 @@ class GpuLab final : public Lab {
   GpuLabOptions m_o;
   CheckContext m_ctx;
   std::optional<DeviceInfo> m_device;
+  Problem m_with_source;
 };
 
 }  // namespace

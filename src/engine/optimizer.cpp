@@ -15,7 +15,9 @@ namespace kopt {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string Variant::label() const { return kernel + (point.empty() ? "" : " " + point_to_string(point)); }
+std::string Variant::label() const {
+  return kernel + (point.empty() ? "" : " " + point_to_string(point)) + (source.empty() ? "" : " [" + source + "]");
+}
 
 const KernelSpec* method_kernel(const Problem& problem) {
   for (const auto& k : problem.kernels)
@@ -80,7 +82,7 @@ class Optimizer {
       fs::create_directories(m_o.run_dir, ec);
       if (ec) return Unexpected(bad_input("cannot create " + m_o.run_dir.string() + ": " + ec.message()));
       m_state.problem = m_p.name;
-      m_state.problem_dir = m_p.dir.string();
+      m_state.problem_dir = fs::absolute(m_p.dir).string();
       m_state.device = m_lab.device_name();
       m_state.created_at = utc_timestamp();
     }
@@ -165,50 +167,65 @@ class Optimizer {
   }
 
   // --- one iteration -------------------------------------------------------------------------
-  Expected<void> iterate(int i) {
+  struct Opened {
+    Variant champ;
+    double champ_time = 0;
+    VersionRecord rec;  // bottleneck, evidence, hypothesis, methods
+  };
+
+  // Profile, budget, methods, hypothesis. nullopt when the run stopped instead (target,
+  // near peak, no profile).
+  Expected<std::optional<Opened>> begin_iteration(int i) {
     const VersionRecord* champ_rec = m_state.champion();
     if (!champ_rec) return Unexpected(bad_input("every version of this run is masked: unmask one to continue"));
-    Variant champ{champ_rec->kernel, champ_rec->point};
-    double champ_time = champ_rec->median_s;
+    Opened o;
+    o.champ = Variant{champ_rec->kernel, champ_rec->point, {}};
+    o.champ_time = champ_rec->median_s;
     fs::path dir = version_dir(i);
-    m_o.log(fmt::format("iteration {}: champion v{} {} at {}", i, champ_rec->index, champ.label(), human_time(champ_time)));
-    if (auto t = m_lab.target_time(); t && champ_time <= *t) {
-      finish(fmt::format("target met ({} <= {}, 90 % of the roof)", human_time(champ_time), human_time(*t)));
-      return {};
+    m_o.log(fmt::format("iteration {}: champion v{} {} at {}", i, champ_rec->index, o.champ.label(), human_time(o.champ_time)));
+    if (auto t = m_lab.target_time(); t && o.champ_time <= *t) {
+      finish(fmt::format("target met ({} <= {}, 90 % of the roof)", human_time(o.champ_time), human_time(*t)));
+      return std::optional<Opened>{};
     }
     fs::create_directories(dir);
-    auto expl = m_lab.profile(champ, dir / "profile");
+    auto expl = m_lab.profile(o.champ, dir / "profile");
     if (!expl) {
       finish("cannot profile the champion: " + expl.error().message);
-      return {};
+      return std::optional<Opened>{};
     }
     if (expl->gaps.near_peak) {
       finish("near_peak: Δc, Δm and Δl all below 0.15");
-      return {};
+      return std::optional<Opened>{};
     }
-    SelectionContext ctx = selection(*expl, champ);
-    std::vector<MethodCandidate> chosen = suggest_methods(ctx);
+    m_ctx = selection(*expl, o.champ);
+    m_chosen = suggest_methods(m_ctx);
     MethodSet set;
-    for (const auto& c : chosen) set.methods.push_back(c.method);
-    if (auto issues = validate_methods(ctx, set); !issues.empty())
+    for (const auto& c : m_chosen) set.methods.push_back(c.method);
+    if (auto issues = validate_methods(m_ctx, set); !issues.empty())
       return Unexpected(internal_error("the loop chose a method set its validator rejects: " + issues[0].message));
-    (void)write_text_atomic(dir / "hypothesis.md", hypothesis(i, *expl, ctx, chosen, champ, champ_time));
+    (void)write_text_atomic(dir / "hypothesis.md", hypothesis(i, *expl, m_ctx, m_chosen, o.champ, o.champ_time));
+    o.rec.index = i;
+    o.rec.iteration = i;
+    o.rec.bottleneck = std::string(bottleneck_name(expl->bottleneck.cls));
+    o.rec.evidence.push_back(expl->bottleneck.rule);
+    for (const auto& e : expl->bottleneck.evidence) o.rec.evidence.push_back(fmt::format("{} = {:.4g}", e.metric, e.value));
+    o.rec.hypothesis = set.methods.empty() ? "tuning only: no method triggered within the budget"
+                                           : "turn on " + fmt::format("{}", fmt::join(set.methods, ", "));
+    o.rec.methods = set.methods;
+    return std::optional<Opened>{o};
+  }
 
-    VersionRecord rec;
-    rec.index = i;
-    rec.iteration = i;
-    rec.bottleneck = std::string(bottleneck_name(expl->bottleneck.cls));
-    rec.evidence.push_back(expl->bottleneck.rule);
-    for (const auto& e : expl->bottleneck.evidence) rec.evidence.push_back(fmt::format("{} = {:.4g}", e.metric, e.value));
-    rec.hypothesis = set.methods.empty() ? "tuning only: no method triggered within the budget"
-                                         : "turn on " + fmt::format("{}", fmt::join(set.methods, ", "));
-    rec.methods = set.methods;
-
+  Expected<void> iterate(int i) {
+    auto opened = begin_iteration(i);
+    if (!opened) return Unexpected(opened.error());
+    if (!*opened) return {};
+    Opened& o = **opened;
+    fs::path dir = version_dir(i);
     // Branches, retried with other tunings when all of them fail.
     std::optional<std::pair<Variant, Measured>> winner;
     std::string winner_key;
     for (int attempt = 0; attempt <= m_o.max_retries && !winner; ++attempt) {
-      auto branches = make_branches(champ, set.methods, i, attempt);
+      auto branches = make_branches(o.champ, o.rec.methods, i, attempt);
       if (branches.empty()) break;
       for (std::size_t b = 0; b < branches.size(); ++b) {
         auto [key, m] = measure(branches[b]);
@@ -219,40 +236,196 @@ class Optimizer {
         }
       }
     }
-    if (!winner) {
-      rec.kernel = champ.kernel;
-      rec.point = champ.point;
-      rec.outcome = "failed";
-      rec.note = "every branch failed (after retries)";
-      for (const auto& m : set.methods) rec.method_outcomes[m] = "implementation_failed";
-      return close_iteration(i, rec, false);
-    }
-    const auto& [wv, wm] = *winner;
+    if (!winner) return record_failure(i, o, "every branch failed (after retries)");
+    return decide(i, o, winner->first, winner->second, winner_key, nullptr);
+  }
+
+  Expected<void> record_failure(int i, Opened& o, const std::string& why) {
+    o.rec.kernel = o.champ.kernel;
+    o.rec.point = o.champ.point;
+    o.rec.outcome = "failed";
+    o.rec.note = why;
+    for (const auto& m : o.rec.methods) o.rec.method_outcomes[m] = "implementation_failed";
+    return close_iteration(i, o.rec, false);
+  }
+
+  // The winner against the champion, SASS, attribution, record. `ablations` are an agent's
+  // leave-one-out branches (method -> measured variant); null: switch the toggles off.
+  Expected<void> decide(int i, Opened& o, const Variant& wv, const Measured& wm, const std::string& key,
+                        const std::map<std::string, std::pair<Variant, Measured>>* ablations) {
+    VersionRecord& rec = o.rec;
     rec.kernel = wv.kernel;
     rec.point = wv.point;
-    rec.evaluation = winner_key;
+    rec.evaluation = key;
     rec.median_s = wm.median_s;
     rec.noise = wm.noise;
     bool accepted = false;
-    if (wv == champ) {
+    if (wv == o.champ) {
       rec.note = "the best branch is the champion itself";
     } else {
-      auto cmp = m_lab.compare(wv, champ);
+      auto cmp = m_lab.compare(wv, o.champ);
       if (cmp) {
         rec.verdict = std::string(verdict_name(cmp->verdict));
         rec.ratio = cmp->ratio;
         accepted = cmp->verdict == Verdict::faster;
-        if (!accepted) rec.note = fmt::format("not faster than the champion outside the noise (ratio {:.4f}, {})", cmp->ratio, rec.verdict);
+        if (!accepted)
+          rec.note = fmt::format("not faster than the champion outside the noise (ratio {:.4f}, {})", cmp->ratio, rec.verdict);
       } else {
         rec.note = "comparison failed: " + cmp.error().message;
       }
     }
-    attribute(rec, wv, wm, set.methods, dir);
+    fs::path dir = version_dir(i);
+    if (ablations) attribute_agent(rec, wv, wm, *ablations, accepted, dir);
+    else attribute(rec, wv, wm, rec.methods, dir);
     rec.outcome = accepted ? "accepted" : "rejected";
     write_variant_files(dir, wv, wm);
     return close_iteration(i, rec, accepted);
   }
 
+ public:
+  // --- agent-driven mode ----------------------------------------------------------------------
+  Expected<RunState> agent_open() {
+    if (auto r = open(); !r) return Unexpected(r.error());
+    if (m_state.versions.empty())
+      if (auto r = baseline(); !r) return Unexpected(r.error());
+    if (m_state.open)
+      return Unexpected(bad_input(fmt::format("iteration {} is open: add branches (kopt iter branch) and close it "
+                                              "(kopt iter close) first",
+                                              m_state.open->index)));
+    if (m_state.status == "finished") return Unexpected(bad_input("the run is finished (" + m_state.stop_reason + ")"));
+    int i = m_state.iteration + 1;
+    auto opened = begin_iteration(i);
+    if (!opened) return Unexpected(opened.error());
+    if (!*opened) return m_state;
+    OpenIteration it;
+    it.index = i;
+    it.draft = (*opened)->rec;
+    it.budget = m_ctx.budget.to_string();
+    for (const auto& c : m_chosen) it.suggestions.push_back(c.method + ": " + c.why);
+    fs::create_directories(version_dir(i) / "branches");
+    m_state.open = it;
+    if (auto s = save(); !s) return Unexpected(s.error());
+    return m_state;
+  }
+
+  Expected<RunState> agent_branch(const BranchRecord& given, const std::filesystem::path& file) {
+    if (auto r = open_existing(); !r) return Unexpected(r.error());
+    if (!m_state.open) return Unexpected(bad_input("no open iteration: kopt iter open first"));
+    BranchRecord b = given;
+    if (b.kernel.empty()) b.kernel = m_mk ? m_mk->name : m_state.champion()->kernel;
+    const KernelSpec* k = m_p.find_kernel(b.kernel);
+    if (!k) return Unexpected(bad_input("--kernel " + b.kernel + ": no such kernel", m_p.spec_path.string()));
+    for (const auto& m : b.methods)
+      if (!m_catalog.find(m)) return Unexpected(bad_input("--method " + m + ": not in the method catalog", "", 0, "--method"));
+    if (!b.ablates.empty() && !m_catalog.find(b.ablates))
+      return Unexpected(bad_input("--ablates " + b.ablates + ": not in the method catalog", "", 0, "--ablates"));
+    auto text = read_text_file(file);
+    if (!text) return Unexpected(bad_input("cannot read the branch: " + text.error().message, file.string()));
+    if (text->find("__global__") == std::string::npos || text->find(k->entry) == std::string::npos)
+      return Unexpected(bad_input("not a kernel of '" + k->name + "': no __global__ function named " + k->entry,
+                                  file.string(), 1));
+    auto point = resolve_point(m_p, *k, {b.point.begin(), b.point.end()});
+    if (!point) return Unexpected(point.error());
+    b.point = *point;
+    b.id = "a" + std::to_string(m_state.open->branches.size() + 1);
+    fs::path dir = version_dir(m_state.open->index) / "branches" / b.id;
+    fs::path copy = dir / k->source.filename();
+    if (auto w = write_text_atomic(copy, *text); !w) return Unexpected(w.error());
+    b.source = copy.string();
+    m_state.open->branches.push_back(b);
+    if (auto s = save(); !s) return Unexpected(s.error());
+    return m_state;
+  }
+
+  Expected<RunState> agent_close() {
+    if (auto r = open_existing(); !r) return Unexpected(r.error());
+    if (!m_state.open) return Unexpected(bad_input("no open iteration: kopt iter open first"));
+    OpenIteration it = *m_state.open;
+    int candidates = 0;
+    for (const auto& b : it.branches) candidates += b.ablates.empty();
+    if (candidates == 0) return Unexpected(bad_input("no branch to evaluate: kopt iter branch RUN --file KERNEL.cu"));
+    const VersionRecord* champ_rec = m_state.champion();
+    if (!champ_rec) return Unexpected(bad_input("every version of this run is masked: unmask one to continue"));
+    Opened o;
+    o.champ = Variant{champ_rec->kernel, champ_rec->point, {}};
+    o.champ_time = champ_rec->median_s;
+    o.rec = it.draft;
+    o.rec.methods.clear();
+    std::optional<std::pair<Variant, Measured>> winner;
+    std::string winner_key, winner_id;
+    std::map<std::string, std::pair<Variant, Measured>> ablations;
+    for (const auto& b : it.branches) {
+      Variant v{b.kernel, b.point, b.source};
+      auto [key, m] = measure(v);
+      if (!b.ablates.empty()) {
+        ablations[b.ablates] = {v, m};
+        continue;
+      }
+      if (m.ok() && (!winner || m.median_s < winner->second.median_s)) {
+        winner = {v, m};
+        winner_key = key;
+        winner_id = b.id;
+      }
+    }
+    for (const auto& b : it.branches)
+      if (b.id == winner_id) o.rec.methods = b.methods;
+    m_state.open.reset();
+    Expected<void> done = winner ? decide(it.index, o, winner->first, winner->second, winner_key, &ablations)
+                                 : record_failure(it.index, o, "every branch failed");
+    if (!done) return Unexpected(done.error());
+    return m_state;
+  }
+
+  Expected<RunState> agent_finalize() {
+    if (auto r = open_existing(); !r) return Unexpected(r.error());
+    if (m_state.status != "finished") finish(m_state.open ? "finalized with iteration " + std::to_string(m_state.open->index) +
+                                                               " left open"
+                                                         : "finalized");
+    return m_state;
+  }
+
+ private:
+  Expected<void> open_existing() {
+    if (!std::filesystem::exists(run_state_path(m_o.run_dir)))
+      return Unexpected(bad_input("no run in " + m_o.run_dir.string() + ": kopt iter open PROBLEM --run DIR starts one"));
+    m_o.resume = true;
+    return open();
+  }
+
+  // An agent's attribution: each claimed method of the winner against the branch that
+  // leaves it out; without such a branch a method is classified only by its SASS.
+  void attribute_agent(VersionRecord& rec, const Variant& wv, const Measured& wm,
+                       const std::map<std::string, std::pair<Variant, Measured>>& ablations, bool accepted,
+                       const fs::path& dir) {
+    auto sass = m_lab.verify(wv, rec.methods);
+    json sass_json = json::object();
+    for (const auto& [m, v] : sass) sass_json[m] = std::string(sass_verdict_name(v));
+    (void)write_text_atomic(dir / "sass.json", sass_json.dump(2));
+    std::vector<std::string> unattributed;
+    for (const auto& m : rec.methods) {
+      auto verdict = sass.find(m);
+      if (verdict != sass.end() && verdict->second == SassVerdictKind::missing) {
+        rec.method_outcomes[m] = "implementation_failed";
+        continue;
+      }
+      auto a = ablations.find(m);
+      if (a == ablations.end() || !a->second.second.ok()) {
+        if (!accepted) rec.method_outcomes[m] = "ineffective";
+        else if (rec.methods.size() == 1) rec.method_outcomes[m] = "effective";
+        else unattributed.push_back(m);
+        continue;
+      }
+      double saved = a->second.second.median_s - wm.median_s;
+      rec.attribution_ms[m] = saved * 1e3;
+      double noise = std::max({wm.noise, a->second.second.noise, 0.01});
+      rec.method_outcomes[m] = saved > noise * wm.median_s ? "effective" : "ineffective";
+    }
+    if (!unattributed.empty())
+      rec.note += (rec.note.empty() ? "" : "; ") +
+                  fmt::format("not attributed (add a branch --ablates M for each): {}", fmt::join(unattributed, ", "));
+  }
+
+ public:
   Expected<void> close_iteration(int i, VersionRecord rec, bool accepted) {
     (void)write_text_atomic(version_dir(i) / "attribution.json",
                             json{{"methods", rec.methods}, {"method_outcomes", rec.method_outcomes},
@@ -416,6 +589,7 @@ class Optimizer {
     return out;
   }
 
+ private:
   const Problem& m_p;
   const MethodCatalog& m_catalog;
   OptimizeOptions m_o;
@@ -423,18 +597,44 @@ class Optimizer {
   GitRepo* m_git;
   const KernelSpec* m_mk;
   RunState m_state;
+  SelectionContext m_ctx;
+  std::vector<MethodCandidate> m_chosen;
 };
 
 }  // namespace
 
+#define KOPT_OPTIMIZER_CALL(expr)                                   \
+  try {                                                             \
+    Optimizer o(problem, catalog, options, lab, git);               \
+    return expr;                                                    \
+  } catch (const std::exception& e) {                               \
+    return Unexpected(internal_error(std::string("optimize: ") + e.what())); \
+  }
+
+Expected<RunState> iter_open(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options, Lab& lab,
+                             GitRepo* git) {
+  KOPT_OPTIMIZER_CALL(o.agent_open())
+}
+
+Expected<RunState> iter_branch(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
+                               Lab& lab, const BranchRecord& branch, const std::filesystem::path& file) {
+  GitRepo* git = nullptr;
+  KOPT_OPTIMIZER_CALL(o.agent_branch(branch, file))
+}
+
+Expected<RunState> iter_close(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options, Lab& lab,
+                              GitRepo* git) {
+  KOPT_OPTIMIZER_CALL(o.agent_close())
+}
+
+Expected<RunState> iter_finalize(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
+                                 Lab& lab, GitRepo* git) {
+  KOPT_OPTIMIZER_CALL(o.agent_finalize())
+}
+
 Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
                                 Lab& lab, GitRepo* git) {
-  try {
-    Optimizer o(problem, catalog, options, lab, git);
-    return o.run();
-  } catch (const std::exception& e) {
-    return Unexpected(internal_error(std::string("optimize: ") + e.what()));
-  }
+  KOPT_OPTIMIZER_CALL(o.run())
 }
 
 }  // namespace kopt

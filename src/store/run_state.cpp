@@ -15,6 +15,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration,
                                                 attribution_ms, outcome, verdict, ratio, note, git_commit, masked,
                                                 mask_reason)
 
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchRecord, id, kernel, source, point, methods, ablates)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(OpenIteration, index, draft, budget, suggestions, branches)
+
 const VersionRecord* RunState::champion() const {
   for (auto it = versions.rbegin(); it != versions.rend(); ++it)
     if (!it->masked && (it->outcome == "accepted" || it->outcome == "baseline")) return &*it;
@@ -40,7 +43,7 @@ json to_json(const RunState& s) {
   return {{"schema_version", s.schema_version}, {"problem", s.problem}, {"problem_dir", s.problem_dir},
           {"device", s.device}, {"created_at", s.created_at}, {"status", s.status}, {"stop_reason", s.stop_reason},
           {"iteration", s.iteration}, {"no_improvement", s.no_improvement}, {"versions", s.versions},
-          {"evaluations", evals}};
+          {"evaluations", evals}, {"open", s.open ? json(*s.open) : json(nullptr)}};
 }
 
 Expected<RunState> run_state_from_json(const std::string& text, const std::string& file) {
@@ -69,6 +72,7 @@ Expected<RunState> run_state_from_json(const std::string& text, const std::strin
     s.iteration = j.value("iteration", 0);
     s.no_improvement = j.value("no_improvement", 0);
     s.versions = j.value("versions", std::vector<VersionRecord>{});
+    if (auto o = j.find("open"); o != j.end() && o->is_object()) s.open = o->get<OpenIteration>();
     if (auto it = j.find("evaluations"); it != j.end() && it->is_object())
       for (auto e = it->begin(); e != it->end(); ++e) s.evaluations[e.key()] = e.value().get<EvaluationRecord>();
     for (std::size_t i = 0; i < s.versions.size(); ++i)

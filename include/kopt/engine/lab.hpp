@@ -19,7 +19,8 @@ namespace kopt {
 struct Variant {
   std::string kernel;
   ParamPoint point;
-  std::string label() const;  // "tuned BLOCK=256 VEC=4"
+  std::string source;  // a file that replaces the kernel's source (an agent's branch); empty: the problem's
+  std::string label() const;  // "tuned BLOCK=256 VEC=4", "+ [branches/a1/kernel.cu]" with a source
   bool operator==(const Variant&) const = default;
 };
 

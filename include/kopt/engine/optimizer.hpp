@@ -35,6 +35,22 @@ struct OptimizeOptions {
 Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
                                 Lab& lab, GitRepo* git);
 
+// The same loop one step at a time, for an agent (same engine, same records):
+//   iter_open     baseline if the run is new; profile, budget, suggestions, hypothesis.md,
+//                 an empty vN/branches/
+//   iter_branch   adds a branch the agent wrote (a kernel source, a point, the methods it
+//                 claims, or the method it leaves out for an ablation)
+//   iter_close    measures the branches, picks the champion, checks SASS, attributes, records
+//   iter_finalize ends the run
+Expected<RunState> iter_open(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options, Lab& lab,
+                             GitRepo* git);
+Expected<RunState> iter_branch(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
+                               Lab& lab, const BranchRecord& branch, const std::filesystem::path& file);
+Expected<RunState> iter_close(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options, Lab& lab,
+                              GitRepo* git);
+Expected<RunState> iter_finalize(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
+                                 Lab& lab, GitRepo* git);
+
 // The kernel that carries method toggles (the loop's branches are points of it).
 const KernelSpec* method_kernel(const Problem& problem);
 

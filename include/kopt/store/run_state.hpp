@@ -57,6 +57,25 @@ struct VersionRecord {
   std::string mask_reason;
 };
 
+// A branch an agent added to the open iteration (`kopt iter branch`).
+struct BranchRecord {
+  std::string id;      // "a1", "a2", ...
+  std::string kernel;
+  std::string source;  // the copy in the run directory (absolute path)
+  ParamPoint point;
+  std::vector<std::string> methods;  // what the agent says the branch applies
+  std::string ablates;               // a method this branch leaves out (leave-one-out), or ""
+};
+
+// An iteration opened for an agent (`kopt iter open`) and not closed yet.
+struct OpenIteration {
+  int index = 0;
+  VersionRecord draft;  // bottleneck, evidence, hypothesis and suggested methods so far
+  std::string budget;   // "compute 1, memory 2, latency 0"
+  std::vector<std::string> suggestions;  // "method: why"
+  std::vector<BranchRecord> branches;
+};
+
 struct RunState {
   int schema_version = k_run_schema_version;
   std::string problem;
@@ -69,6 +88,7 @@ struct RunState {
   int no_improvement = 0;          // iterations in a row without a new champion
   std::vector<VersionRecord> versions;
   std::map<std::string, EvaluationRecord> evaluations;
+  std::optional<OpenIteration> open;  // agent-driven mode
 
   const VersionRecord* champion() const;  // the newest unmasked baseline or accepted version
   // Outcomes of methods in unmasked versions, the newest winning.

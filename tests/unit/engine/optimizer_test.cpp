@@ -74,6 +74,11 @@ class FakeLab : public Lab {
   int sm() override { return 90; }
   Expected<std::string> evaluation_key(const Variant& v) override { return sha256_hex(v.label()).substr(0, 16); }
   double time_us(const Variant& v) const {
+    if (!v.source.empty()) {  // an agent's branch says its own time: "// time=NN"
+      auto text = read_text_file(v.source);
+      auto at = text ? text->find("time=") : std::string::npos;
+      if (at != std::string::npos) return std::stod(text->substr(at + 5));
+    }
     if (v.kernel == "naive") return 100;
     const auto& p = v.point;
     double t = 60;
@@ -303,6 +308,101 @@ TEST_F(Optimize, WithoutMethodTogglesTheBranchesTuneTheKernelsThatHaveParams) {
   EXPECT_EQ(s->versions[1].kernel, "tuned");
   EXPECT_TRUE(s->versions[1].methods.empty());  // nothing to switch: tuning only
   EXPECT_LE(s->versions[1].median_s, 40e-6);
+}
+
+}  // namespace
+}  // namespace kopt
+
+namespace kopt {
+namespace {
+
+class AgentMode : public Optimize {
+ protected:
+  fs::path branch_file(const std::string& name, const std::string& body) {
+    fs::path f = m_dir.path() / name;
+    std::ofstream(f) << body;
+    return f;
+  }
+  BranchRecord branch(std::vector<std::string> methods, std::string ablates = "") {
+    BranchRecord b;
+    b.point = {{"BLOCK", 256}, {"USE_SHFL", 1}, {"VEC", 4}};
+    b.methods = std::move(methods);
+    b.ablates = std::move(ablates);
+    return b;
+  }
+};
+
+TEST_F(AgentMode, OpenBranchCloseFinalize) {
+  FakeLab lab;
+  auto opened = iter_open(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(opened) << opened.error().to_string();
+  ASSERT_TRUE(opened->open);
+  EXPECT_EQ(opened->open->index, 1);
+  EXPECT_EQ(opened->versions.size(), 1u);  // the baseline
+  EXPECT_FALSE(opened->open->suggestions.empty());
+  EXPECT_TRUE(fs::exists(m_dir.path() / "run/v1/hypothesis.md"));
+  EXPECT_TRUE(fs::is_directory(m_dir.path() / "run/v1/branches"));
+  // Opening twice is refused: the open iteration must be closed first.
+  EXPECT_FALSE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
+
+  auto good = branch_file("good.cu", "__global__ void tuned(float* x, float* y) {} // time=30\n");
+  auto without = branch_file("without.cu", "__global__ void tuned(float* x, float* y) {} // time=42\n");
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab,
+                          branch({"warp_shuffle_reduction", "vectorized_global_loads"}), good));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({}, "warp_shuffle_reduction"), without));
+  auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  EXPECT_FALSE(closed->open);
+  const VersionRecord& v1 = closed->versions.at(1);
+  EXPECT_EQ(v1.outcome, "accepted");
+  EXPECT_NEAR(v1.median_s, 30e-6, 1e-12);
+  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), "effective");
+  EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.012, 1e-9);
+  EXPECT_FALSE(v1.method_outcomes.contains("vectorized_global_loads"));  // no ablation branch: not attributed
+  EXPECT_NE(v1.note.find("vectorized_global_loads"), std::string::npos);
+  EXPECT_TRUE(fs::exists(m_dir.path() / "run/v1/branches/a1/tuned.cu"));
+  auto done = iter_finalize(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, "finished");
+}
+
+TEST_F(AgentMode, BadBranchesAreRefusedAndNothingIsLost) {
+  FakeLab lab;
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
+  auto prose = branch_file("notes.txt", "this is not a kernel\n");
+  auto r1 = iter_branch(m_problem, m_catalog, options(), lab, branch({}), prose);
+  ASSERT_FALSE(r1);
+  EXPECT_NE(r1.error().message.find("not a kernel"), std::string::npos);
+  auto ok = branch_file("ok.cu", "__global__ void tuned(float* x, float* y) {}\n");
+  auto r2 = iter_branch(m_problem, m_catalog, options(), lab, branch({"teleportation"}), ok);
+  ASSERT_FALSE(r2);
+  EXPECT_EQ(r2.error().field, "--method");
+  BranchRecord bad_point = branch({});
+  bad_point.point["VEC"] = 3;
+  EXPECT_FALSE(iter_branch(m_problem, m_catalog, options(), lab, bad_point, ok));
+  auto missing = iter_branch(m_problem, m_catalog, options(), lab, branch({}), m_dir.path() / "nope.cu");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::bad_input);
+  auto none = iter_close(m_problem, m_catalog, options(), lab, nullptr);  // no branch yet
+  ASSERT_FALSE(none);
+  auto s = load_run_state(m_dir.path() / "run");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->open);  // still open, nothing lost
+  EXPECT_EQ(s->versions.size(), 1u);
+  // A branch that does not compile is a failed candidate, recorded.
+  FakeLab failing;
+  failing.fail_tuned = true;
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), failing, branch({"warp_shuffle_reduction"}), ok));
+  auto closed = iter_close(m_problem, m_catalog, options(), failing, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  EXPECT_EQ(closed->versions.at(1).outcome, "failed");
+}
+
+TEST_F(AgentMode, NoRunYetIsAClearError) {
+  FakeLab lab;
+  auto r = iter_close(m_problem, m_catalog, options("absent"), lab, nullptr);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("kopt iter open"), std::string::npos);
 }
 
 }  // namespace
