@@ -1,5 +1,6 @@
 #include "kopt/analysis/method_catalog.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <toml++/toml.h>
 
@@ -67,10 +68,29 @@ Expected<void> read_policy(const toml::table& t, Method& m, const std::string& s
     for (const auto& x : *c)
       if (auto s = x.value<std::string>()) m.couplings.push_back(*s);
   m.playbook = t["playbook"].value_or(std::string{});
+  if (const toml::array* r = t["requires"].as_array())
+    for (const auto& x : *r) {
+      auto f = x.value<std::string>();
+      const auto& known = known_features();
+      if (!f || std::find(known.begin(), known.end(), *f) == known.end())
+        return Unexpected(bad_input("unknown feature '" + f.value_or("?") + "' (known: tensor_cores, bf16, tf32, cp_async, "
+                                    "fp8, tma, wgmma, clusters)", source, static_cast<int>(r->source().begin.line),
+                                    field + ".requires"));
+      m.requires_features.push_back(*f);
+    }
   return {};
 }
 
 }  // namespace
+
+std::vector<std::string> device_features(int sm) {
+  std::vector<std::string> f;
+  if (sm >= 70) f.push_back("tensor_cores");
+  if (sm >= 80) f.insert(f.end(), {"bf16", "tf32", "cp_async"});
+  if (sm >= 89) f.push_back("fp8");
+  if (sm >= 90) f.insert(f.end(), {"tma", "wgmma", "clusters"});
+  return f;
+}
 
 std::string_view axis_name(Axis a) {
   switch (a) {

@@ -47,8 +47,15 @@ std::optional<MethodOutcome> parse_method_outcome(std::string_view name) {
 
 namespace {
 
+bool has_features(const Method& m, int sm) {
+  if (sm == 0) return true;  // unknown target: do not rule anything out
+  auto have = device_features(sm);
+  return std::all_of(m.requires_features.begin(), m.requires_features.end(),
+                     [&](const std::string& f) { return std::find(have.begin(), have.end(), f) != have.end(); });
+}
+
 bool applicable(const Method& m, const SelectionContext& ctx) {
-  return (m.min_sm == 0 || ctx.sm == 0 || ctx.sm >= m.min_sm) &&
+  return (m.min_sm == 0 || ctx.sm == 0 || ctx.sm >= m.min_sm) && has_features(m, ctx.sm) &&
          (!ctx.available || ctx.available->contains(m.id));
 }
 
@@ -102,8 +109,11 @@ std::vector<ValidationIssue> validate_methods(const SelectionContext& ctx, const
     int a = static_cast<int>(m->axis);
     ++per_axis[a];
     worst_priority[a] = std::max(worst_priority[a], m->priority);
-    if (m->min_sm > 0 && ctx.sm > 0 && ctx.sm < m->min_sm)
-      issues.push_back({"not_applicable", id, fmt::format("needs sm_{}, the target is sm_{}", m->min_sm, ctx.sm)});
+    if ((m->min_sm > 0 && ctx.sm > 0 && ctx.sm < m->min_sm) || !has_features(*m, ctx.sm))
+      issues.push_back({"not_applicable", id,
+                        fmt::format("needs sm_{}{}, the target is sm_{}", m->min_sm,
+                                    m->requires_features.empty() ? "" : " and " + fmt::format("{}", fmt::join(m->requires_features, ", ")),
+                                    ctx.sm)});
     if (discredited(ctx, id) && !set.overrides.contains(id))
       issues.push_back({"reuse_without_override", id,
                         fmt::format("classified {} in an earlier iteration; reuse needs an override",

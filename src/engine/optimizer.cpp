@@ -9,6 +9,7 @@
 #include "kopt/analysis/method_selection.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/engine/search/search_space.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 
 namespace kopt {
@@ -277,6 +278,8 @@ class Optimizer {
     fs::path dir = version_dir(i);
     if (ablations) attribute_agent(rec, wv, wm, *ablations, accepted, dir);
     else attribute(rec, wv, wm, rec.methods, dir);
+    if (double gain = o.champ_time - wm.median_s; gain > 0)
+      for (const auto& [m, ms] : rec.attribution_ms) rec.attribution_pct[m] = 100.0 * ms * 1e-3 / gain;
     rec.outcome = accepted ? "accepted" : "rejected";
     write_variant_files(dir, wv, wm);
     return close_iteration(i, rec, accepted);
@@ -429,7 +432,8 @@ class Optimizer {
   Expected<void> close_iteration(int i, VersionRecord rec, bool accepted) {
     (void)write_text_atomic(version_dir(i) / "attribution.json",
                             json{{"methods", rec.methods}, {"method_outcomes", rec.method_outcomes},
-                                 {"attribution_ms", rec.attribution_ms}, {"outcome", rec.outcome}, {"note", rec.note}}
+                                 {"attribution_ms", rec.attribution_ms}, {"attribution_pct", rec.attribution_pct},
+                                 {"outcome", rec.outcome}, {"note", rec.note}}
                                 .dump(2));
     m_state.versions.push_back(rec);
     m_state.iteration = i;
@@ -497,31 +501,19 @@ class Optimizer {
     }
     for (const auto& m : methods)
       if (const MethodToggle* t = k->find_method(m)) base = with(base, t->on);
+    // The search module's space: params a method switches are held at the base's values.
     std::set<std::string> switched;
     for (const auto& t : k->methods)
       for (const auto& [p, v] : t.on) switched.insert(p);
-    std::vector<const ParamSpec*> tunable;
-    for (const auto& p : k->params)
-      if (!switched.contains(p.name)) tunable.push_back(&p);
-    Scope dims = m_p.dim_scope();
-    auto feasible = [&](const ParamPoint& p) {
-      auto v = violated_constraint(*k, dims, p);
-      return v && *v == nullptr;
-    };
+    SearchSpace space = SearchSpace::from_kernel(*k, m_p.dim_scope());
+    for (auto& [name, values] : space.params)
+      if (switched.contains(name)) values = {base.at(name)};
     std::vector<Variant> out;
-    auto add = [&](const ParamPoint& p) {
-      Variant v{k->name, p};
-      if (feasible(p) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-    };
-    if (attempt == 0) add(base);
+    if (attempt == 0 && space.feasible(base)) out.push_back(Variant{k->name, base, {}});
     std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u + static_cast<std::uint64_t>(attempt) +
                         std::hash<std::string>{}(k->name));
-    for (int tries = 0; tries < 50 * count && static_cast<int>(out.size()) < count && !tunable.empty(); ++tries) {
-      ParamPoint p = base;
-      for (const ParamSpec* t : tunable)
-        p[t->name] = t->values[std::uniform_int_distribution<std::size_t>(0, t->values.size() - 1)(rng)];
-      add(p);
-    }
+    for (auto& p : space.sample(static_cast<std::size_t>(count) - out.size(), rng, {base}))
+      out.push_back(Variant{k->name, std::move(p), {}});
     return out;
   }
 

@@ -37,10 +37,19 @@ struct Method {
   int min_sm = 0;
   std::optional<Trigger> trigger;
   std::vector<std::string> couplings;
+  std::vector<std::string> requires_features;  // hardware features (device_features) it needs
   std::string playbook;
   std::vector<SassPattern> all, any, none;
   int line = 0;
 };
+
+// The hardware features of an architecture that methods may require: tensor_cores (sm_70),
+// bf16, tf32, cp_async (sm_80), fp8 (sm_89), tma, wgmma, clusters (sm_90).
+std::vector<std::string> device_features(int sm);
+inline const std::vector<std::string>& known_features() {
+  static const std::vector<std::string> f = {"tensor_cores", "bf16", "tf32", "cp_async", "fp8", "tma", "wgmma", "clusters"};
+  return f;
+}
 
 struct MethodCatalog {
   std::string source;  // file name, for messages

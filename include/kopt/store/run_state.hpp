@@ -48,6 +48,7 @@ struct VersionRecord {
   std::vector<std::string> methods;    // the methods this version applied
   std::map<std::string, std::string> method_outcomes;  // method -> effective | ineffective | implementation_failed
   std::map<std::string, double> attribution_ms;        // method -> time it saved (leave-one-out)
+  std::map<std::string, double> attribution_pct;       // method -> share of this iteration's gain
   std::string outcome = "accepted";    // baseline | accepted | rejected | failed
   std::string verdict;                 // the interleaved comparison with the champion: faster, same, ...
   double ratio = 0;                    // winner / champion time

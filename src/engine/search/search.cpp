@@ -171,12 +171,7 @@ class Strategies {
     }
   }
 
-  PointIndex random_index() {
-    PointIndex idx;
-    for (const auto& [name, values] : m_space.params)
-      idx.push_back(std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(m_rng));
-    return idx;
-  }
+  PointIndex random_index() { return m_space.random_index(m_rng); }
 
   // A point not seen yet, or empty when the space looks exhausted.
   PointIndex fresh_index() {

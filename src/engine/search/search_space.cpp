@@ -60,4 +60,23 @@ std::vector<PointIndex> SearchSpace::neighbours(const PointIndex& index) const {
   return out;
 }
 
+PointIndex SearchSpace::random_index(std::mt19937_64& rng) const {
+  PointIndex idx;
+  for (const auto& [name, values] : params)
+    idx.push_back(std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(rng));
+  return idx;
+}
+
+std::vector<ParamPoint> SearchSpace::sample(std::size_t n, std::mt19937_64& rng, const std::vector<ParamPoint>& exclude) const {
+  std::vector<ParamPoint> out;
+  std::uint64_t total = size();
+  for (std::size_t tries = 0; out.size() < n && tries < 50 * n + 100 && out.size() + exclude.size() < total; ++tries) {
+    ParamPoint p = point(random_index(rng));
+    if (std::find(out.begin(), out.end(), p) != out.end() || std::find(exclude.begin(), exclude.end(), p) != exclude.end())
+      continue;
+    if (feasible(p)) out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace kopt

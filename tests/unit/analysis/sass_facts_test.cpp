@@ -123,6 +123,12 @@ TEST(MethodCatalog, BadPolicyFieldsAreNamed) {
   ASSERT_FALSE(trigger);
   EXPECT_EQ(trigger.error().line, 4);
   EXPECT_EQ(trigger.error().field, "methods[0].trigger");
+  auto feature = parse_method_catalog(
+      "[[methods]]\nid = \"x\"\naxis = \"memory\"\nrequires = [\"warp_drive\"]\nsass = { all = [\"LDG\"] }\n", "m.toml");
+  ASSERT_FALSE(feature);
+  EXPECT_EQ(feature.error().field, "methods[0].requires");
+  EXPECT_EQ(device_features(80), (std::vector<std::string>{"tensor_cores", "bf16", "tf32", "cp_async"}));
+  EXPECT_EQ(catalog().find("tma")->requires_features, std::vector<std::string>{"tma"});
   auto coupling = parse_method_catalog(
       "[[methods]]\nid = \"x\"\naxis = \"memory\"\ncouplings = [\"y\"]\nsass = { all = [\"LDG\"] }\n", "m.toml");
   ASSERT_FALSE(coupling);

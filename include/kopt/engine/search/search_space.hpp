@@ -3,6 +3,7 @@
 // points addressed by one index per param, and the declared constraints.
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,10 @@ struct SearchSpace {
   PointIndex index_of(const ParamPoint& point) const;
   // The points one step away: one param moved to the next or previous value.
   std::vector<PointIndex> neighbours(const PointIndex& index) const;
+  PointIndex random_index(std::mt19937_64& rng) const;
+  // Up to n distinct feasible points drawn at random, none of `exclude` (what the random
+  // strategy draws, and how the optimization loop varies its branches).
+  std::vector<ParamPoint> sample(std::size_t n, std::mt19937_64& rng, const std::vector<ParamPoint>& exclude = {}) const;
 };
 
 }  // namespace kopt
