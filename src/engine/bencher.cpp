@@ -8,6 +8,18 @@ namespace kopt {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare, const BenchOptions& options,
+                           double threshold, const std::optional<std::string>& arch, const fs::path& cache_root) {
+  BenchRequest r;
+  r.variants = std::move(variants);
+  r.compare = compare;
+  r.options = options;
+  r.threshold = threshold;
+  r.arch = arch;
+  r.cache_root = cache_root;
+  return r;
+}
+
 int BenchReport::exit_code() const {
   for (const auto& v : variants)
     if (v.status != "ok") return 1;

@@ -130,14 +130,7 @@ class GpuLab final : public Lab {
   std::string arch() { return m_o.arch.value_or(device() ? device()->arch() : "sm_90"); }
 
   BenchRequest request(std::vector<BenchVariantSpec> variants, bool compare) {
-    BenchRequest r;
-    r.variants = std::move(variants);
-    r.compare = compare;
-    r.options = m_o.bench;
-    r.threshold = m_o.compare_threshold;
-    r.arch = m_o.arch;
-    r.cache_root = m_o.cache_root;
-    return r;
+    return bench_request(std::move(variants), compare, m_o.bench, m_o.compare_threshold, m_o.arch, m_o.cache_root);
   }
 
   const Problem& m_p;

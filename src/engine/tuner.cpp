@@ -8,14 +8,7 @@ int TuneReport::exit_code() const { return search.best ? 0 : 1; }
 namespace {
 
 BenchRequest bench_request(const TuneRequest& r, std::vector<BenchVariantSpec> variants, bool compare) {
-  BenchRequest b;
-  b.variants = std::move(variants);
-  b.compare = compare;
-  b.options = r.bench;
-  b.threshold = r.threshold;
-  b.arch = r.arch;
-  b.cache_root = r.cache_root;
-  return b;
+  return kopt::bench_request(std::move(variants), compare, r.bench, r.threshold, r.arch, r.cache_root);
 }
 
 std::map<std::string, std::int64_t> as_sets(const ParamPoint& p) { return {p.begin(), p.end()}; }

@@ -57,6 +57,11 @@ struct BenchReport {
   int exit_code() const;
 };
 
+// A request for variants timed with `options` (compared, when `compare`, at `threshold`).
+BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare, const BenchOptions& options,
+                           double threshold, const std::optional<std::string>& arch,
+                           const std::filesystem::path& cache_root);
+
 Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request, CheckContext ctx);
 
 nlohmann::json to_json(const BenchReport& r);
