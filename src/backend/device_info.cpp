@@ -1,5 +1,7 @@
 #include "kopt/backend/device_info.hpp"
 
+#include <fmt/format.h>
+
 namespace kopt {
 using nlohmann::json;
 
@@ -59,6 +61,11 @@ DeviceInfo device_info_from_json(const json& j) {
 std::string cuda_version_string(int version) {
   if (version <= 0) return "unknown";
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+std::string clocks_text(const Clocks& c) {
+  if (!c.nvml_error.empty()) return "clocks unknown (" + c.nvml_error + ")";
+  return fmt::format("SM {}/{} MHz, mem {} MHz, throttle: {}", c.sm_mhz, c.max_sm_mhz, c.mem_mhz, c.throttle_reasons);
 }
 
 }  // namespace kopt

@@ -29,11 +29,6 @@ std::string rate_text(double v, const std::string& unit) {
   return fmt::format("{:.3g} {}", v, unit);
 }
 
-std::string clocks_text(const Clocks& c) {
-  if (!c.nvml_error.empty()) return "clocks unknown (" + c.nvml_error + ")";
-  return fmt::format("SM {}/{} MHz, mem {} MHz, throttle: {}", c.sm_mhz, c.max_sm_mhz, c.mem_mhz, c.throttle_reasons);
-}
-
 void print_bench(const BenchReport& r) {
   std::cout << fmt::format("kopt bench {} · {} ({}) · {} L2{} · {}\n", r.problem, r.device.name, r.device.arch(),
                            cache_mode_name(r.options.mode),

@@ -8,6 +8,7 @@
 #include "kopt/engine/profiler.hpp"
 #include "kopt/engine/sass_report.hpp"
 #include "kopt/engine/variant_jobs.hpp"
+#include "kopt/report/target_markdown.hpp"
 
 namespace kopt {
 namespace {
@@ -41,7 +42,29 @@ class GpuLab final : public Lab {
     auto b = run_bench(problem_for(v), r, m_ctx);
     if (!b) return Measured{"error", 0, 0, 0, b.error().message};
     const BenchVariant& bv = b->variants.at(0);
-    return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error};
+    return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b->clocks_after)};
+  }
+
+  std::optional<Measured> measure_reference() override {
+    if (m_p.reference.kind != ReferenceKind::cuda) return std::nullopt;
+    // The reference kernel as the one kernel of a copy of the problem, timed unchecked (it
+    // is what checks).
+    Problem ref = m_p;
+    KernelSpec k = m_p.reference.kernel;
+    k.name = "reference";
+    ref.kernels = {k};
+    BenchRequest r = request({{"reference", {}}}, false);
+    r.check_first = false;
+    auto b = run_bench(ref, r, m_ctx);
+    if (!b) return Measured{"error", 0, 0, 0, b.error().message, ""};
+    const BenchVariant& bv = b->variants.at(0);
+    return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b->clocks_after)};
+  }
+
+  std::optional<TargetRecord> target_record() override {
+    auto t = target();
+    if (!t) return std::nullopt;
+    return TargetRecord{to_json(*t), target_markdown(*t)};
   }
 
   Expected<Comparison> compare(const Variant& a, const Variant& b) override {
@@ -92,10 +115,7 @@ class GpuLab final : public Lab {
   }
 
   std::optional<double> target_time() override {
-    if (!device()) return std::nullopt;
-    auto stored = load_ceilings(m_o.cache_root, *device());
-    auto t = compute_target(m_p, default_precision(m_p), find_gpu_spec(device()->name), device()->name,
-                            stored ? &stored->result : nullptr, stored ? stored->measured_at : "");
+    auto t = target();
     if (!t || t->target_s <= 0) return std::nullopt;
     return t->target_s;
   }
@@ -109,6 +129,15 @@ class GpuLab final : public Lab {
   }
 
  private:
+  std::optional<Target> target() {
+    if (!device()) return std::nullopt;
+    auto stored = load_ceilings(m_o.cache_root, *device());
+    auto t = compute_target(m_p, default_precision(m_p), find_gpu_spec(device()->name), device()->name,
+                            stored ? &stored->result : nullptr, stored ? stored->measured_at : "");
+    if (!t) return std::nullopt;
+    return *t;
+  }
+
   // The problem, or a copy whose kernel reads the variant's own source file (headers still
   // resolve in the problem's directory).
   const Problem& problem_for(const Variant& v) {

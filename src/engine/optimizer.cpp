@@ -86,6 +86,10 @@ class Optimizer {
       m_state.problem_dir = fs::absolute(m_p.dir).string();
       m_state.device = m_lab.device_name();
       m_state.created_at = utc_timestamp();
+      if (auto t = m_lab.target_record()) {
+        m_state.target = t->json;
+        (void)write_text_atomic(m_o.run_dir / "target.md", t->markdown);
+      }
     }
     if (m_git)
       if (auto r = m_git->init(); !r) m_o.log("no git history: " + r.error().message);
@@ -118,8 +122,8 @@ class Optimizer {
     if (const EvaluationRecord* e = m_state.find_evaluation(*key))
       return {*key, Measured{e->status, e->median_s, e->noise, e->samples, e->error}};
     Measured m = m_lab.measure(v);
-    m_state.evaluations[*key] =
-        EvaluationRecord{*key, v.kernel, v.point, m.status, m.median_s, m.noise, m.samples, m.error, utc_timestamp()};
+    m_state.evaluations[*key] = EvaluationRecord{*key,    v.kernel, v.point, m.status,        m.median_s,
+                                                 m.noise, m.samples, m.error, utc_timestamp(), m.clocks};
     (void)save();
     m_o.log(fmt::format("  {:<40} {}", v.label(), m.ok() ? human_time(m.median_s) : m.status + ": " + m.error));
     return {*key, m};
@@ -162,6 +166,9 @@ class Optimizer {
     r.noise = m.noise;
     r.outcome = "baseline";
     write_variant_files(version_dir(0), v, m);
+    if (auto ref = m_lab.measure_reference())
+      m_state.reference = EvaluationRecord{"reference", "reference", {},      ref->status,     ref->median_s,
+                                           ref->noise,  ref->samples, ref->error, utc_timestamp(), ref->clocks};
     m_state.versions.push_back(r);
     commit("v0: baseline " + v.label() + ", " + human_time(m.median_s), &m_state.versions.back());
     return save();

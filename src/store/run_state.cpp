@@ -9,7 +9,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EvaluationRecord, key, kernel, point, status, median_s, noise, samples,
-                                                error, recorded_at)
+                                                error, recorded_at, clocks)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration, kernel, point, evaluation, median_s,
                                                 noise, bottleneck, evidence, hypothesis, methods, method_outcomes,
                                                 attribution_ms, attribution_pct, outcome, verdict, ratio, note, git_commit, masked,
@@ -43,7 +43,8 @@ json to_json(const RunState& s) {
   return {{"schema_version", s.schema_version}, {"problem", s.problem}, {"problem_dir", s.problem_dir},
           {"device", s.device}, {"created_at", s.created_at}, {"status", s.status}, {"stop_reason", s.stop_reason},
           {"iteration", s.iteration}, {"no_improvement", s.no_improvement}, {"versions", s.versions},
-          {"evaluations", evals}, {"open", s.open ? json(*s.open) : json(nullptr)}};
+          {"evaluations", evals}, {"open", s.open ? json(*s.open) : json(nullptr)},
+          {"reference", s.reference ? json(*s.reference) : json(nullptr)}, {"target", s.target}};
 }
 
 Expected<RunState> run_state_from_json(const std::string& text, const std::string& file) {
@@ -73,6 +74,8 @@ Expected<RunState> run_state_from_json(const std::string& text, const std::strin
     s.no_improvement = j.value("no_improvement", 0);
     s.versions = j.value("versions", std::vector<VersionRecord>{});
     if (auto o = j.find("open"); o != j.end() && o->is_object()) s.open = o->get<OpenIteration>();
+    if (auto r = j.find("reference"); r != j.end() && r->is_object()) s.reference = r->get<EvaluationRecord>();
+    if (auto t = j.find("target"); t != j.end()) s.target = *t;
     if (auto it = j.find("evaluations"); it != j.end() && it->is_object())
       for (auto e = it->begin(); e != it->end(); ++e) s.evaluations[e.key()] = e.value().get<EvaluationRecord>();
     for (std::size_t i = 0; i < s.versions.size(); ++i)

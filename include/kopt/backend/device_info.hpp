@@ -46,6 +46,8 @@ struct DeviceInfo {
 };
 
 nlohmann::json to_json(const DeviceInfo& d);
+// "SM 1980/1980 MHz, mem 2619 MHz, throttle: none", or why the clocks are unknown.
+std::string clocks_text(const Clocks& c);
 DeviceInfo device_info_from_json(const nlohmann::json& j);
 // JSON with the member names as keys; missing keys keep their defaults.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Clocks, sm_mhz, mem_mhz, max_sm_mhz, max_mem_mhz, throttle_mask,

@@ -30,7 +30,14 @@ struct Measured {
   double noise = 0;
   std::size_t samples = 0;
   std::string error;
+  std::string clocks;  // after the measurement
   bool ok() const { return status == "ok"; }
+};
+
+// What a run is aiming at, recorded when it starts: target.json and target.md.
+struct TargetRecord {
+  nlohmann::json json;  // kopt target --json
+  std::string markdown;
 };
 
 class Lab {
@@ -49,6 +56,10 @@ class Lab {
   virtual std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) = 0;
   // The time that meets the target (90 % of the relevant roof); nullopt when no roof is known.
   virtual std::optional<double> target_time() = 0;
+  virtual std::optional<TargetRecord> target_record() = 0;
+  // The reference implementation timed like a candidate; nullopt when it cannot be (a C++
+  // reference runs on the CPU).
+  virtual std::optional<Measured> measure_reference() = 0;
   virtual std::string source_text(const Variant& v) = 0;
 };
 

@@ -30,6 +30,7 @@ struct EvaluationRecord {
   std::size_t samples = 0;
   std::string error;
   std::string recorded_at;
+  std::string clocks;  // GPU clocks and throttle reasons after the measurement
 };
 
 // One record per iteration (v0 is the baseline, vN iteration N): what was tried, what it
@@ -90,6 +91,8 @@ struct RunState {
   std::vector<VersionRecord> versions;
   std::map<std::string, EvaluationRecord> evaluations;
   std::optional<OpenIteration> open;  // agent-driven mode
+  std::optional<EvaluationRecord> reference;  // the reference implementation, timed once
+  nlohmann::json target;                      // kopt target --json at the start (null: unknown)
 
   const VersionRecord* champion() const;  // the newest unmasked baseline or accepted version
   // Outcomes of methods in unmasked versions, the newest winning.

@@ -122,6 +122,12 @@ class FakeLab : public Lab {
     return out;
   }
   std::optional<double> target_time() override { return target; }
+  std::optional<TargetRecord> target_record() override {
+    return TargetRecord{{{"bound", "memory"}, {"bytes", 8192.0}, {"flops", 1024.0}, {"target_s", 20e-6},
+                         {"memory_roof", {{"name", "dram"}, {"rate", 3e12}, {"origin", "measured"}, {"source", "fake"}}}},
+                        "# Target: toy\n"};
+  }
+  std::optional<Measured> measure_reference() override { return Measured{"ok", 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"}; }
   std::string source_text(const Variant& v) override { return "// " + v.kernel + "\n"; }
 };
 
