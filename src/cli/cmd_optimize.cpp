@@ -10,6 +10,7 @@
 #include "kopt/engine/gpu_lab.hpp"
 #include "kopt/engine/optimizer.hpp"
 #include "kopt/report/explanation_markdown.hpp"
+#include "kopt/report/run_report.hpp"
 #include "kopt/tools/tool_probe.hpp"
 
 namespace kopt::cli {
@@ -70,6 +71,14 @@ struct LoopMachine {
   }
 };
 
+// report.md, benchmark.md and report.html beside run.json, from the records.
+void write_run_reports(const std::filesystem::path& run_dir) {
+  RunReport r = load_run_report(run_dir);
+  (void)write_text_atomic(run_dir / "report.md", report_markdown(r));
+  (void)write_text_atomic(run_dir / "benchmark.md", benchmark_markdown(r));
+  (void)write_text_atomic(run_dir / "report.html", report_html(r));
+}
+
 std::function<void(const std::string&)> stderr_log() {
   return [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 }
@@ -97,6 +106,7 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   LoopMachine m(problem, *catalog, o.sel, o.max_time_s, opt.run_dir);
   auto state = run_optimize(problem, *catalog, opt, *m.lab, &m.git);
   if (!state) return report_error(g, "optimize", exit_code(state.error().kind), state.error().to_string());
+  write_run_reports(opt.run_dir);
   if (g.json) std::cout << to_json(*state).dump(2) << "\n";
   else print_run(*state, opt.run_dir);
   return state->champion() ? 0 : 1;
@@ -167,6 +177,7 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
   } else {
     print_run(*state, run);
   }
+  if (o.step == "close" || o.step == "finalize") write_run_reports(run);
   return 0;
 }
 

@@ -150,6 +150,14 @@ struct IterMaskCliOptions {
 };
 int run_iter_mask_command(const GlobalOptions& g, const IterMaskCliOptions& o);
 
+struct ReportCliOptions {
+  std::vector<std::string> runs;
+  bool html = false;
+  bool leaderboard = false;
+  std::string out;  // default: the run directory (the leaderboard: stdout only)
+};
+int run_report_command(const GlobalOptions& g, const ReportCliOptions& o);
+
 struct SpecsCliOptions {
   std::optional<std::string> gpu;
 };

@@ -176,6 +176,14 @@ int main(int argc, char** argv) {
     step_cmds[i] = c;
   }
 
+  ReportCliOptions rep;
+  auto* rep_cmd = app.add_subcommand("report", "report.md, benchmark.md and report.html from a run directory");
+  rep_cmd->add_option("runs", rep.runs, "run directory (several with --leaderboard)")->required();
+  rep_cmd->add_flag("--html", rep.html, "also write report.html (self-contained, SVG charts)");
+  rep_cmd->add_flag("--leaderboard", rep.leaderboard, "rank several runs by speedup and % of the ceiling");
+  rep_cmd->add_option("--out", rep.out, "where to write (default: the run directory)");
+  rep_cmd->add_flag("--json", g.json, "JSON output");
+
   SpecsCliOptions specs;
   auto* specs_cmd = app.add_subcommand("specs", "the hardware spec table, with a source for every value");
   specs_cmd->add_option("gpu", specs.gpu, "an id (h100-sxm) or a device name (\"NVIDIA H100 80GB HBM3\")");
@@ -219,6 +227,7 @@ int main(int argc, char** argv) {
     if (*specs_cmd) return run_specs_command(g, specs);
     if (*tune_cmd) return run_tune_command(g, tune);
     if (*opt_cmd) return run_optimize_command(g, optz);
+    if (*rep_cmd) return run_report_command(g, rep);
     for (int i = 0; i < 4; ++i)
       if (*step_cmds[i]) return run_iter_step_command(g, steps[i]);
     if (*mask_cmds[0]) return run_iter_mask_command(g, mask);

@@ -559,9 +559,12 @@ class Optimizer {
                          const Variant& champ, double champ_time) {
     std::string out = fmt::format("# Iteration {}: hypothesis\n\n## Hypothesis\n\n", i);
     if (chosen.empty()) {
-      out += fmt::format("No method is triggered within the budget; varying the tuning parameters of {} finds a point "
-                         "faster than {}.\n",
-                         m_mk ? m_mk->name : champ.kernel, human_time(champ_time));
+      std::vector<std::string> tunable;
+      for (const auto& k : m_p.kernels)
+        if (!k.params.empty() && (!m_mk || &k == m_mk)) tunable.push_back(k.name);
+      out += fmt::format("No method is triggered within the budget; varying the params of {} finds a point faster than "
+                         "{}.\n",
+                         tunable.empty() ? champ.kernel : fmt::format("{}", fmt::join(tunable, ", ")), human_time(champ_time));
     } else {
       std::vector<std::string> ids;
       for (const auto& c : chosen) ids.push_back(c.method);

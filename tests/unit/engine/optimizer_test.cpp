@@ -10,126 +10,13 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/problem/loader.hpp"
+#include "fake_lab.hpp"
 
 namespace kopt {
 namespace {
 namespace fs = std::filesystem;
-
-const char* k_problem = R"TOML(name = "toy"
-[dims]
-n = 1024
-[[tensors]]
-name = "x"
-dtype = "f32"
-shape = ["n"]
-role = "input"
-[[tensors]]
-name = "y"
-dtype = "f32"
-shape = ["n"]
-role = "output"
-[reference]
-kind = "cuda"
-source = "ref.cu"
-entry = "ref"
-args = ["x", "y"]
-grid = [1]
-block = [1]
-[[kernels]]
-name = "naive"
-source = "naive.cu"
-entry = "naive"
-args = ["x", "y"]
-grid = [1]
-block = [1]
-[[kernels]]
-name = "tuned"
-source = "tuned.cu"
-entry = "tuned"
-args = ["x", "y"]
-grid = [1]
-block = ["BLOCK"]
-[kernels.params]
-BLOCK = [256, 128, 512, 1024]
-VEC = [4, 1, 2]
-USE_SHFL = [1, 0]
-[kernels.methods]
-warp_shuffle_reduction = { on = "USE_SHFL=1", off = "USE_SHFL=0" }
-vectorized_global_loads = { on = "VEC=4", off = "VEC=1" }
-)TOML";
-
-// Time model (us): naive 100; tuned 60, -15 with shuffles, -10 with VEC=4 (-5 with 2),
-// +3/+2/+5 for BLOCK 128/512/1024.
-class FakeLab : public Lab {
- public:
-  std::map<std::string, int> measured;  // key -> times measured
-  int measure_calls = 0;
-  int crash_after = -1;                 // throw on this measure call (a kill)
-  bool fail_tuned = false;
-  bool near_peak = false;
-  std::optional<double> target;
-  std::set<std::string> not_landing;    // methods whose SASS signature is missing
-
-  std::string device_name() override { return "Fake GPU"; }
-  int sm() override { return 90; }
-  Expected<std::string> evaluation_key(const Variant& v) override { return sha256_hex(v.label()).substr(0, 16); }
-  double time_us(const Variant& v) const {
-    if (!v.source.empty()) {  // an agent's branch says its own time: "// time=NN"
-      auto text = read_text_file(v.source);
-      auto at = text ? text->find("time=") : std::string::npos;
-      if (at != std::string::npos) return std::stod(text->substr(at + 5));
-    }
-    if (v.kernel == "naive") return 100;
-    const auto& p = v.point;
-    double t = 60;
-    if (p.at("USE_SHFL") == 1) t -= 15;
-    t -= p.at("VEC") == 4 ? 10 : p.at("VEC") == 2 ? 5 : 0;
-    t += p.at("BLOCK") == 128 ? 3 : p.at("BLOCK") == 512 ? 2 : p.at("BLOCK") == 1024 ? 5 : 0;
-    return t;
-  }
-  Measured measure(const Variant& v) override {
-    if (++measure_calls == crash_after) throw std::runtime_error("killed");
-    ++measured[*evaluation_key(v)];
-    if (fail_tuned && v.kernel == "tuned") return Measured{"compile_failed", 0, 0, 0, "ptxas: too many resources"};
-    return Measured{"ok", time_us(v) * 1e-6, 0.002, 20, ""};
-  }
-  Expected<Comparison> compare(const Variant& a, const Variant& b) override {
-    Comparison c;
-    c.ratio = time_us(a) / time_us(b);
-    c.ci_low = c.ratio * 0.995;
-    c.ci_high = c.ratio * 1.005;
-    c.verdict = c.ratio < 0.99 ? Verdict::faster : c.ratio > 1.01 ? Verdict::slower : Verdict::same;
-    return c;
-  }
-  Expected<Explanation> profile(const Variant& v, const fs::path&) override {
-    bool shfl = v.kernel == "tuned" && v.point.at("USE_SHFL") == 1;
-    bool vec = v.kernel == "tuned" && v.point.at("VEC") == 4;
-    Explanation e;
-    e.metrics = {{"sm__throughput.avg.pct_of_peak_sustained_elapsed", near_peak ? 90 : 20},
-                 {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 10},
-                 {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", vec ? 90 : 30},
-                 {"dram__throughput.avg.pct_of_peak_sustained_elapsed", near_peak ? 92 : vec ? 88 : 30},
-                 {"smsp__average_warps_active_per_issue_active.ratio", 10},
-                 {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", near_peak ? 0.5 : shfl ? 0.5 : 4.5},
-                 {"launch__waves_per_multiprocessor", 8}};
-    e.gaps = roofline_gaps(e.metrics);
-    e.bottleneck = classify_bottleneck(e.metrics);
-    return e;
-  }
-  std::map<std::string, SassVerdictKind> verify(const Variant&, const std::vector<std::string>& methods) override {
-    std::map<std::string, SassVerdictKind> out;
-    for (const auto& m : methods) out[m] = not_landing.contains(m) ? SassVerdictKind::missing : SassVerdictKind::verified;
-    return out;
-  }
-  std::optional<double> target_time() override { return target; }
-  std::optional<TargetRecord> target_record() override {
-    return TargetRecord{{{"bound", "memory"}, {"bytes", 8192.0}, {"flops", 1024.0}, {"target_s", 20e-6},
-                         {"memory_roof", {{"name", "dram"}, {"rate", 3e12}, {"origin", "measured"}, {"source", "fake"}}}},
-                        "# Target: toy\n"};
-  }
-  std::optional<Measured> measure_reference() override { return Measured{"ok", 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"}; }
-  std::string source_text(const Variant& v) override { return "// " + v.kernel + "\n"; }
-};
+using test::FakeLab;
+using test::k_problem;
 
 class Optimize : public ::testing::Test {
  protected:

@@ -1,0 +1,93 @@
+// Reports from a run directory alone: golden markdown (dates masked), the HTML's charts,
+// and runs with missing, masked or damaged records.
+#include "kopt/report/run_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "kopt/core/fs.hpp"
+#include "kopt_binary.hpp"
+#include "toy_run.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+
+std::string masked(std::string text) {
+  return std::regex_replace(text, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"), "DATE");
+}
+
+// Compares with tests/fixtures/reports/NAME; KOPT_UPDATE_GOLDEN=1 rewrites the file.
+void expect_golden(const std::string& name, const std::string& text) {
+  fs::path golden = test::source_dir() / "tests/fixtures/reports" / name;
+  if (std::getenv("KOPT_UPDATE_GOLDEN")) {
+    ASSERT_TRUE(write_text_atomic(golden, text));
+  }
+  auto want = read_text_file(golden);
+  ASSERT_TRUE(want) << golden << " missing: run with KOPT_UPDATE_GOLDEN=1 once";
+  EXPECT_EQ(text, *want) << "differs from " << golden;
+}
+
+class RunReports : public ::testing::Test {
+ protected:
+  void SetUp() override { test::make_toy_run(m_dir.path() / "toy", run()); }
+  fs::path run() const { return m_dir.path() / "run"; }
+  TempDir m_dir{"kopt-report"};
+};
+
+TEST_F(RunReports, ReportAndBenchmarkMarkdownAreGolden) {
+  RunReport r = load_run_report(run());
+  ASSERT_TRUE(r.state);
+  EXPECT_NEAR(*r.speedup(), 100.0 / 35.0, 1e-9);
+  EXPECT_NEAR(*r.pct_of_roof(*r.best), 100.0 * 9.0e7 / 35e-6 / 3e12, 1e-9);
+  expect_golden("toy_report.md", masked(report_markdown(r)));
+  expect_golden("toy_benchmark.md", masked(benchmark_markdown(r)));
+}
+
+TEST_F(RunReports, HtmlIsSelfContainedWithItsCharts) {
+  std::string html = report_html(load_run_report(run()));
+  for (const char* id : {"id=\"roofline\"", "id=\"timeline\"", "id=\"attribution\""})
+    EXPECT_NE(html.find(id), std::string::npos) << id;
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos);  // nothing fetched from anywhere
+  EXPECT_NE(html.find("<title>v1 tuned"), std::string::npos);  // hover details of a point
+}
+
+TEST_F(RunReports, MissingMaskedAndDamagedRecordsAreSaidNotFatal) {
+  fs::remove(run() / "v1" / "hypothesis.md");
+  ASSERT_TRUE(write_text_atomic(run() / "v1" / "sass.json", "{not json"));
+  auto s = load_run_state(run());
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(set_masked(*s, {1}, true, "noisy neighbour"));
+  ASSERT_TRUE(save_run_state(run(), *s));
+  RunReport r = load_run_report(run());
+  std::string md = report_markdown(r);
+  for (const char* said : {"v1/hypothesis.md is missing", "v1/sass.json is damaged", "v1 is masked (noisy neighbour)",
+                           "no version improved on the baseline"})
+    EXPECT_NE(md.find(said), std::string::npos) << said;
+  EXPECT_NE(md.find("v1 (masked)"), std::string::npos);
+
+  ASSERT_TRUE(write_text_atomic(run() / "run.json", "{\"schema_version\": 1, \"probl"));
+  RunReport broken = load_run_report(run());
+  EXPECT_FALSE(broken.state);
+  EXPECT_NE(report_markdown(broken).find("run.json cannot be read"), std::string::npos);
+  EXPECT_NE(report_html(broken).find("run.json cannot be read"), std::string::npos);
+}
+
+TEST_F(RunReports, LeaderboardRanksBySpeedup) {
+  test::make_toy_run(m_dir.path() / "toy2", m_dir.path() / "run2");
+  auto s = load_run_state(m_dir.path() / "run2");
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(set_masked(*s, {1}, true, "x"));  // this one has no improvement left
+  ASSERT_TRUE(save_run_state(m_dir.path() / "run2", *s));
+  std::vector<RunReport> runs{load_run_report(m_dir.path() / "run2"), load_run_report(run())};
+  std::string md = leaderboard_markdown(runs);
+  auto first = md.find("| 1 |");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(md.substr(first, 60).find("2.86×"), std::string::npos) << md;
+  EXPECT_NE(leaderboard_html(runs).find("<td>2.86×</td>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kopt
