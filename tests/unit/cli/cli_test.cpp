@@ -7,6 +7,7 @@
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
+#include "cli_fixture.hpp"
 #include "kopt_binary.hpp"
 
 namespace kopt {
@@ -14,20 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-CommandResult kopt(std::vector<std::string> args) {
-  args.insert(args.begin(), test::kopt_binary().string());
-  SystemCommandRunner r;
-  return r.run(args, 300s);
-}
+CommandResult kopt(std::vector<std::string> args) { return test::run_kopt(std::move(args)); }
 
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!fs::exists(test::kopt_binary())) GTEST_SKIP() << "kopt binary not built";
-    ::setenv("KOPT_CACHE_DIR", m_cache.path().c_str(), 1);
-  }
-  TempDir m_cache{"kopt-cli-cache"};
-};
+class Cli : public test::CliFixture {};
 
 TEST_F(Cli, MalformedSpecExitsTwoNamingFileAndLine) {
   TempDir dir("kopt-cli-test");

@@ -6,6 +6,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt/tools/tool_probe.hpp"
+#include "cli_fixture.hpp"
 #include "kopt_binary.hpp"
 
 namespace kopt {
@@ -13,20 +14,12 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-CommandResult kopt(std::vector<std::string> args) {
-  args.insert(args.begin(), test::kopt_binary().string());
-  SystemCommandRunner r;
-  return r.run(args, 120s);
-}
+CommandResult kopt(std::vector<std::string> args) { return test::run_kopt(std::move(args)); }
 
 std::string fixture(const std::string& name) { return (test::source_dir() / "tests/fixtures/ncu/h100" / name).string(); }
 
-class ExplainCli : public ::testing::Test {
+class ExplainCli : public test::CliFixture {
  protected:
-  void SetUp() override {
-    if (!fs::exists(test::kopt_binary())) GTEST_SKIP() << "kopt binary not built";
-    ::setenv("KOPT_CACHE_DIR", m_dir.path().c_str(), 1);
-  }
   TempDir m_dir{"kopt-explain-cli"};
 };
 
