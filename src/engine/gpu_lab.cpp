@@ -2,6 +2,7 @@
 
 #include "kopt/analysis/target.hpp"
 #include "kopt/backend/build_cache.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/engine/ceilings_store.hpp"
@@ -118,6 +119,16 @@ class GpuLab final : public Lab {
     auto t = target();
     if (!t || t->target_s <= 0) return std::nullopt;
     return t->target_s;
+  }
+
+  nlohmann::json environment() override {
+    nlohmann::json j{{"schema_version", 1}, {"recorded_at", utc_timestamp()}, {"kopt_version", KOPT_VERSION}};
+    j["device"] = device() ? to_json(*device()) : nlohmann::json(nullptr);
+    auto toolkit = m_ctx.compiler.toolkit();
+    j["toolkit"] = toolkit ? *toolkit : "unavailable: " + toolkit.error().message;
+    j["ncu"] = m_o.ncu.empty() ? nlohmann::json(nullptr) : nlohmann::json{{"path", m_o.ncu.string()}, {"version", m_o.ncu_version}};
+    j["bench_options"] = to_json(m_o.bench);
+    return j;
   }
 
   std::string source_text(const Variant& v) override {

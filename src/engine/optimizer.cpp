@@ -86,6 +86,7 @@ class Optimizer {
       m_state.problem_dir = fs::absolute(m_p.dir).string();
       m_state.device = m_lab.device_name();
       m_state.created_at = utc_timestamp();
+      (void)write_text_atomic(m_o.run_dir / "env.json", m_lab.environment().dump(2) + "\n");
       if (auto t = m_lab.target_record()) {
         m_state.target = t->json;
         (void)write_text_atomic(m_o.run_dir / "target.md", t->markdown);

@@ -130,6 +130,7 @@ class FakeLab : public Lab {
   }
   std::optional<Measured> measure_reference() override { return Measured{"ok", 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"}; }
   std::string source_text(const Variant& v) override { return "// " + v.kernel + "\n"; }
+  nlohmann::json environment() override { return {{"device", "Fake GPU"}}; }
 };
 
 }  // namespace kopt::test

@@ -61,6 +61,8 @@ class Lab {
   // reference runs on the CPU).
   virtual std::optional<Measured> measure_reference() = 0;
   virtual std::string source_text(const Variant& v) = 0;
+  // What the run ran on (device, clocks, driver, toolkit, tools): env.json.
+  virtual nlohmann::json environment() = 0;
 };
 
 }  // namespace kopt

@@ -65,7 +65,7 @@ TEST_F(Optimize, FromTheNaiveKernelToTheMethodsThatTheProfileCallsFor) {
   EXPECT_EQ(s->stop_reason, "no improvement for 2 iterations");
   EXPECT_EQ(s->versions.back().outcome, "rejected");
   for (const auto& [key, n] : lab.measured) EXPECT_EQ(n, 1) << "measured twice: " << key;
-  for (const char* f : {"run.json", "v0/params.json", "v1/hypothesis.md", "v1/attribution.json", "v1/sass.json",
+  for (const char* f : {"run.json", "env.json", "target.md", "v0/params.json", "v1/hypothesis.md", "v1/attribution.json", "v1/sass.json",
                         "v1/tuned.cu", "v1/ablations/warp_shuffle_reduction/bench.json"})
     EXPECT_TRUE(fs::exists(m_dir.path() / "run" / f)) << f;
   auto h = read_text_file(m_dir.path() / "run/v1/hypothesis.md");
