@@ -1,0 +1,100 @@
+#pragma once
+// The experience database (SQLite): every method outcome of every run, so the next
+// optimization starts from what worked — across kernels, GPUs and people. Failed
+// experiments are first-class records. Safe for several writers at once (WAL journal,
+// busy timeout, one transaction per write); a write either lands whole or not at all.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kopt/core/error.hpp"
+#include "kopt/problem/param_space.hpp"
+
+namespace kopt {
+
+inline constexpr int k_experience_schema_version = 1;
+
+struct ExperienceRecord {
+  std::int64_t id = 0;
+  std::string family;      // the problem's family: softmax, gemm, elementwise, ...
+  std::string backend = "cuda";
+  std::string chip;        // sm_90, gfx942, ...
+  std::string bottleneck;  // the class when the method was tried
+  std::string method;
+  ParamPoint params;
+  double time_before_s = 0, time_after_s = 0;
+  double speedup = 1;      // before / after
+  std::string verdict;     // success | neutral | failure | regression
+  std::string sass_verdict;  // verified | missing | ...
+  double attribution_ms = 0;
+  std::string run_id, date, note;
+  std::string uid;  // content hash: the same experience merged twice is one record
+};
+
+// success above +5 %, neutral +2 to +5 %, failure within ±2 %, regression slower than 2 %.
+std::string experience_verdict(double speedup);
+std::string experience_uid(const ExperienceRecord& r);
+
+// $KOPT_EXPERIENCE_DB, else $XDG_DATA_HOME/kopt/experience.db, else ~/.local/share/kopt/experience.db.
+std::filesystem::path default_experience_db();
+
+struct ExperienceFilter {
+  std::string family, chip, bottleneck, method, verdict, text;  // empty: any; text: a substring of any field
+  std::size_t limit = 100;
+};
+
+struct Recommendation {
+  std::string method;
+  double score = 0;  // expected chance of success, evidence-weighted
+  std::size_t exact_trials = 0, exact_successes = 0;        // same family, chip and bottleneck
+  std::size_t family_trials = 0, family_successes = 0;      // same family on other chips
+  std::size_t bottleneck_trials = 0, bottleneck_successes = 0;  // same bottleneck in other families
+  double best_speedup = 1;
+  bool demoted = false;  // failed repeatedly (twice or more, never a success) on this family and chip
+  std::string evidence;  // "3 of 4 in this context, 1 of 2 on other chips"
+};
+
+struct MethodStats {
+  std::string key;  // method, bottleneck or chip
+  std::size_t trials = 0, successes = 0, regressions = 0;
+  double mean_speedup = 1;
+};
+
+class ExperienceDb {
+ public:
+  // Creates the file (and its directory) when missing; a file that is not a kopt DB, or
+  // one from a newer kopt, is bad input and is left untouched.
+  static Expected<ExperienceDb> open(const std::filesystem::path& path);
+  ExperienceDb(ExperienceDb&&) noexcept;
+  ExperienceDb& operator=(ExperienceDb&&) noexcept;
+  ~ExperienceDb();
+
+  // Adds records in one transaction; returns how many were new (duplicates by uid skipped).
+  Expected<std::size_t> add(std::vector<ExperienceRecord> records);
+  Expected<std::vector<ExperienceRecord>> list(const ExperienceFilter& filter) const;
+  Expected<std::vector<Recommendation>> recommend(const std::string& family, const std::string& chip,
+                                                  const std::string& bottleneck) const;
+  Expected<std::vector<MethodStats>> stats(const std::string& by) const;  // "method", "bottleneck" or "chip"
+  // Imports another kopt DB; returns the records that were new.
+  Expected<std::size_t> merge(const std::filesystem::path& other);
+  // JSON lines, one record a line, for sharing through git.
+  Expected<std::size_t> export_jsonl(const std::filesystem::path& file) const;
+  // A malformed line is bad input naming file and line; nothing is imported then.
+  Expected<std::size_t> import_jsonl(const std::filesystem::path& file);
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  struct Handle;
+  ExperienceDb(std::unique_ptr<Handle> h, std::filesystem::path path);
+  std::unique_ptr<Handle> m_h;
+  std::filesystem::path m_path;
+};
+
+nlohmann::json to_json(const ExperienceRecord& r);
+Expected<ExperienceRecord> experience_from_json(const nlohmann::json& j);
+
+}  // namespace kopt
