@@ -74,10 +74,15 @@ std::vector<MethodCandidate> triggered(const SelectionContext& ctx) {
                                   fmt::format("{} = {:.4g} (good {:g}, bad {:g})", m.trigger->metric,
                                               *metric(ctx.metrics, m.trigger->metric), m.trigger->good, m.trigger->bad)});
   }
-  std::stable_sort(out.begin(), out.end(), [](const MethodCandidate& a, const MethodCandidate& b) {
+  auto pref = [&](const std::string& m) {
+    auto it = ctx.preference.find(m);
+    return it == ctx.preference.end() ? 0.5 : it->second;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const MethodCandidate& a, const MethodCandidate& b) {
     if (a.axis != b.axis) return a.axis < b.axis;
     if (a.priority != b.priority) return a.priority < b.priority;
-    return a.strength > b.strength;
+    if (a.strength != b.strength) return a.strength > b.strength;
+    return pref(a.method) > pref(b.method);
   });
   return out;
 }

@@ -11,6 +11,7 @@
 #include "kopt/engine/optimizer.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/report/run_report.hpp"
+#include "kopt/store/experience_db.hpp"
 #include "kopt/tools/tool_probe.hpp"
 
 namespace kopt::cli {
@@ -104,6 +105,13 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
                                                          : std::filesystem::path(o.run));
   if (!g.json || g.verbose) opt.log = stderr_log();
   LoopMachine m(problem, *catalog, o.sel, o.max_time_s, opt.run_dir);
+  std::optional<ExperienceDb> experience;
+  if (o.use_experience) {
+    auto db = ExperienceDb::open(o.experience_db.empty() ? default_experience_db() : std::filesystem::path(o.experience_db));
+    if (db) experience = std::move(*db);
+    else std::cerr << "kopt: running without experience: " << db.error().to_string() << "\n";
+  }
+  if (experience) opt.experience = &*experience;
   auto state = run_optimize(problem, *catalog, opt, *m.lab, &m.git);
   if (!state) return report_error(g, "optimize", exit_code(state.error().kind), state.error().to_string());
   write_run_reports(opt.run_dir);

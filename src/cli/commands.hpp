@@ -125,6 +125,8 @@ struct OptimizeCliOptions {
   std::string run;  // default kopt-runs/PROBLEM
   bool resume = false;
   double max_time_s = 1.5;
+  std::string experience_db;  // default: default_experience_db()
+  bool use_experience = true;
 };
 int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o);
 
@@ -157,6 +159,16 @@ struct ReportCliOptions {
   std::string out;  // default: the run directory (the leaderboard: stdout only)
 };
 int run_report_command(const GlobalOptions& g, const ReportCliOptions& o);
+
+struct ExperienceCliOptions {
+  std::string action;  // add | recommend | search | list | merge | sync | stats
+  std::string db;      // default: default_experience_db()
+  std::string family, chip, bottleneck, method, verdict, text, sass, note, by = "method", file, direction;
+  std::vector<std::string> params;
+  double before_s = 0, after_s = 0;
+  std::size_t limit = 50;
+};
+int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o);
 
 struct SpecsCliOptions {
   std::optional<std::string> gpu;

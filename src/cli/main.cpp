@@ -128,6 +128,8 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("--run", optz.run, "run directory (default kopt-runs/PROBLEM)");
   opt_cmd->add_flag("--resume", optz.resume, "continue the run in --run");
   opt_cmd->add_option("--max-time", optz.max_time_s, "time cap of each measurement (s)")->check(CLI::PositiveNumber);
+  opt_cmd->add_option("--experience-db", optz.experience_db, "experience DB to learn from and write to");
+  opt_cmd->add_flag("!--no-experience", optz.use_experience, "neither consult nor record experience");
   opt_cmd->add_flag("--json", g.json, "print run.json at the end");
   opt_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 
@@ -184,6 +186,48 @@ int main(int argc, char** argv) {
   rep_cmd->add_option("--out", rep.out, "where to write (default: the run directory)");
   rep_cmd->add_flag("--json", g.json, "JSON output");
 
+  auto* exp_cmd = app.add_subcommand("experience", "the experience database: what worked before, where");
+  exp_cmd->require_subcommand(1);
+  const char* exp_actions[] = {"add", "recommend", "search", "list", "merge", "sync", "stats"};
+  ExperienceCliOptions exp_opts[7];
+  CLI::App* exp_cmds[7];
+  for (int i = 0; i < 7; ++i) {
+    ExperienceCliOptions& e = exp_opts[i];
+    e.action = exp_actions[i];
+    auto* c = exp_cmd->add_subcommand(exp_actions[i]);
+    c->add_option("--db", e.db, "experience DB (default: $KOPT_EXPERIENCE_DB or ~/.local/share/kopt/experience.db)");
+    c->add_flag("--json", g.json, "JSON output");
+    if (e.action == "add" || e.action == "recommend" || e.action == "list") {
+      c->add_option("--family", e.family, "kernel family (softmax, gemm, ...)");
+      c->add_option("--chip", e.chip, "sm_90, gfx942, ...");
+      c->add_option("--bottleneck", e.bottleneck, "memory-bound, compute-bound, ...");
+    }
+    if (e.action == "add" || e.action == "list") c->add_option("--method", e.method, "method id");
+    if (e.action == "add") {
+      c->add_option("--before", e.before_s, "time without the method (s)");
+      c->add_option("--after", e.after_s, "time with it (s)");
+      c->add_option("--param", e.params, "NAME=VALUE (repeatable)");
+      c->add_option("--sass", e.sass, "SASS verdict");
+      c->add_option("--note", e.note, "a note");
+    }
+    if (e.action == "list") {
+      c->add_option("--verdict", e.verdict, "success, neutral, failure or regression");
+      c->add_option("--limit", e.limit, "at most this many");
+    }
+    if (e.action == "search") {
+      c->add_option("text", e.text, "text found in any field")->required();
+      c->add_option("--limit", e.limit, "at most this many");
+    }
+    if (e.action == "merge") c->add_option("other", e.file, "another kopt experience DB")->required();
+    if (e.action == "sync") {
+      c->add_option("direction", e.direction, "export or import")->required()->check(CLI::IsMember({"export", "import"}));
+      c->add_option("file", e.file, "JSON-lines file (one record a line)")->required();
+    }
+    if (e.action == "stats")
+      c->add_option("--by", e.by, "method, bottleneck or chip")->check(CLI::IsMember({"method", "bottleneck", "chip"}));
+    exp_cmds[i] = c;
+  }
+
   SpecsCliOptions specs;
   auto* specs_cmd = app.add_subcommand("specs", "the hardware spec table, with a source for every value");
   specs_cmd->add_option("gpu", specs.gpu, "an id (h100-sxm) or a device name (\"NVIDIA H100 80GB HBM3\")");
@@ -228,6 +272,8 @@ int main(int argc, char** argv) {
     if (*tune_cmd) return run_tune_command(g, tune);
     if (*opt_cmd) return run_optimize_command(g, optz);
     if (*rep_cmd) return run_report_command(g, rep);
+    for (int i = 0; i < 7; ++i)
+      if (*exp_cmds[i]) return run_experience_command(g, exp_opts[i]);
     for (int i = 0; i < 4; ++i)
       if (*step_cmds[i]) return run_iter_step_command(g, steps[i]);
     if (*mask_cmds[0]) return run_iter_mask_command(g, mask);

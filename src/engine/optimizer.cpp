@@ -207,6 +207,7 @@ class Optimizer {
       return std::optional<Opened>{};
     }
     m_ctx = selection(*expl, o.champ);
+    m_experience_notes = consult_experience(std::string(bottleneck_name(expl->bottleneck.cls)));
     m_chosen = suggest_methods(m_ctx);
     MethodSet set;
     for (const auto& c : m_chosen) set.methods.push_back(c.method);
@@ -410,7 +411,8 @@ class Optimizer {
                        const fs::path& dir) {
     auto sass = m_lab.verify(wv, rec.methods);
     json sass_json = json::object();
-    for (const auto& [m, v] : sass) sass_json[m] = std::string(sass_verdict_name(v));
+    m_last_sass.clear();
+    for (const auto& [m, v] : sass) sass_json[m] = m_last_sass[m] = std::string(sass_verdict_name(v));
     (void)write_text_atomic(dir / "sass.json", sass_json.dump(2));
     std::vector<std::string> unattributed;
     for (const auto& m : rec.methods) {
@@ -437,7 +439,55 @@ class Optimizer {
   }
 
  public:
+  // Past outcomes for this family, chip and bottleneck: a preference that breaks ties, and
+  // methods that failed repeatedly here are left out. Returns what to say in the hypothesis.
+  std::vector<std::string> consult_experience(const std::string& bottleneck) {
+    std::vector<std::string> notes;
+    if (!m_o.experience) return notes;
+    auto recs = m_o.experience->recommend(family(), chip(), bottleneck);
+    if (!recs) {
+      notes.push_back("the experience DB could not be read: " + recs.error().message);
+      return notes;
+    }
+    for (const auto& r : *recs) {
+      m_ctx.preference[r.method] = r.score;
+      if (r.demoted && m_ctx.available && m_ctx.available->erase(r.method))
+        notes.push_back(r.method + " left out: " + r.evidence);
+    }
+    return notes;
+  }
+
+  std::string chip() { return "sm_" + std::to_string(m_lab.sm()); }
+  std::string family() const { return m_p.family.empty() ? m_p.name : m_p.family; }
+
+  // Every method outcome of an iteration, as experience for later runs.
+  void record_experience(const VersionRecord& rec) {
+    if (!m_o.experience || rec.method_outcomes.empty()) return;
+    std::vector<ExperienceRecord> out;
+    for (const auto& [method, cls] : rec.method_outcomes) {
+      ExperienceRecord e;
+      e.family = family();
+      e.chip = chip();
+      e.bottleneck = rec.bottleneck;
+      e.method = method;
+      e.params = rec.point;
+      e.time_after_s = rec.median_s;
+      auto a = rec.attribution_ms.find(method);
+      e.time_before_s = a != rec.attribution_ms.end() ? rec.median_s + a->second * 1e-3 : rec.median_s;
+      e.speedup = e.time_after_s > 0 ? e.time_before_s / e.time_after_s : 1.0;
+      if (cls == "implementation_failed") e.verdict = "failure";
+      if (auto s = m_last_sass.find(method); s != m_last_sass.end()) e.sass_verdict = s->second;
+      e.attribution_ms = a != rec.attribution_ms.end() ? a->second : 0;
+      e.run_id = m_state.problem + "@" + m_state.created_at;
+      e.date = utc_timestamp();
+      e.note = fmt::format("v{} {}: {}", rec.index, rec.outcome, cls);
+      out.push_back(e);
+    }
+    if (auto r = m_o.experience->add(out); !r) m_o.log("experience DB: " + r.error().message);
+  }
+
   Expected<void> close_iteration(int i, VersionRecord rec, bool accepted) {
+    record_experience(rec);
     (void)write_text_atomic(version_dir(i) / "attribution.json",
                             json{{"methods", rec.methods}, {"method_outcomes", rec.method_outcomes},
                                  {"attribution_ms", rec.attribution_ms}, {"attribution_pct", rec.attribution_pct},
@@ -534,7 +584,8 @@ class Optimizer {
       if (const MethodToggle* t = k ? k->find_method(m) : nullptr; t && applies(wv.point, t->on)) applied.push_back(m);
     auto sass = m_lab.verify(wv, applied);
     json sass_json = json::object();
-    for (const auto& [m, v] : sass) sass_json[m] = std::string(sass_verdict_name(v));
+    m_last_sass.clear();
+    for (const auto& [m, v] : sass) sass_json[m] = m_last_sass[m] = std::string(sass_verdict_name(v));
     (void)write_text_atomic(dir / "sass.json", sass_json.dump(2));
     for (const auto& m : applied) {
       Variant ablated{wv.kernel, with(wv.point, k->find_method(m)->off)};
@@ -581,6 +632,7 @@ class Optimizer {
       out += fmt::format("- {} ({}, priority {}): triggered by {}, strength {:.2f}. {}\n", c.method, axis_name(c.axis),
                          c.priority, c.why, c.strength, m ? m->playbook : "");
     }
+    for (const auto& n : m_experience_notes) out += "- experience: " + n + "\n";
     out += "\n## Expected\n\n";
     for (const auto& c : chosen) {
       const Method* m = m_catalog.find(c.method);
@@ -602,6 +654,8 @@ class Optimizer {
   RunState m_state;
   SelectionContext m_ctx;
   std::vector<MethodCandidate> m_chosen;
+  std::vector<std::string> m_experience_notes;
+  std::map<std::string, std::string> m_last_sass;
 };
 
 }  // namespace

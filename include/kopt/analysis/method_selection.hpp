@@ -43,6 +43,7 @@ struct SelectionContext {
   int sm = 0;            // the target architecture (0: unknown)
   std::map<std::string, MethodOutcome> history;  // earlier classifications (unmasked)
   std::optional<std::set<std::string>> available;  // methods the problem can switch on (nullopt: any)
+  std::map<std::string, double> preference;  // past success rate (experience): breaks ties of priority and strength
 };
 
 // Triggered methods, per axis by priority then strength, within the budget; methods

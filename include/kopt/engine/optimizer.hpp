@@ -13,6 +13,7 @@
 #include <string>
 
 #include "kopt/engine/lab.hpp"
+#include "kopt/store/experience_db.hpp"
 #include "kopt/store/run_state.hpp"
 #include "kopt/tools/git.hpp"
 
@@ -27,6 +28,10 @@ struct OptimizeOptions {
   std::string start_kernel;  // v0; default: the first kernel without method toggles, else the first
   std::filesystem::path run_dir;
   bool resume = false;
+  // Every method outcome is written here, and its recommendations steer the choice:
+  // ties go to past successes; methods that failed repeatedly on this family and chip are
+  // left out, with the reason in the hypothesis. Null: no experience.
+  ExperienceDb* experience = nullptr;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

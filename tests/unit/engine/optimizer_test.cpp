@@ -301,3 +301,68 @@ TEST_F(AgentMode, NoRunYetIsAClearError) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST_F(Optimize, OutcomesGoToTheExperienceDbAndRepeatedFailuresAreLeftOut) {
+  auto db = ExperienceDb::open(m_dir.path() / "experience.db");
+  ASSERT_TRUE(db);
+  FakeLab lab;
+  OptimizeOptions o = options("first");
+  o.experience = &*db;
+  ASSERT_TRUE(run(lab, o));
+  ExperienceFilter all;
+  auto recs = db->list(all);
+  ASSERT_TRUE(recs);
+  ASSERT_EQ(recs->size(), 2u);  // v1's two methods, both effective
+  for (const auto& r : *recs) {
+    EXPECT_EQ(r.family, "toy");
+    EXPECT_EQ(r.chip, "sm_90");
+    EXPECT_EQ(r.verdict, "success");
+    EXPECT_EQ(r.sass_verdict, "verified");
+  }
+  // Two failures of the warp shuffle on this family and chip (from other runs): the next
+  // run leaves it out and says why.
+  ExperienceRecord fail;
+  fail.family = "toy";
+  fail.chip = "sm_90";
+  fail.bottleneck = "latency-bound";
+  fail.method = "warp_shuffle_reduction";
+  fail.speedup = 0.99;
+  for (const char* run_id : {"x", "y"}) {
+    fail.run_id = run_id;
+    fail.uid.clear();
+    ASSERT_TRUE(db->add({fail}));
+  }
+  auto db2 = ExperienceDb::open(m_dir.path() / "fresh.db");
+  ASSERT_TRUE(db2);
+  ASSERT_TRUE(db2->merge(m_dir.path() / "experience.db"));
+  FakeLab lab2;
+  OptimizeOptions o2 = options("second");
+  o2.experience = &*db2;
+  auto s = run(lab2, o2);
+  ASSERT_TRUE(s);
+  // With one success on record beside the two failures, the method is not demoted.
+  EXPECT_EQ(s->versions[1].methods.size(), 2u);
+  auto db3 = ExperienceDb::open(m_dir.path() / "only-failures.db");
+  ASSERT_TRUE(db3);
+  fail.uid.clear();
+  fail.run_id = "x";
+  ASSERT_TRUE(db3->add({fail}));
+  fail.uid.clear();
+  fail.run_id = "y";
+  ASSERT_TRUE(db3->add({fail}));
+  FakeLab lab3;
+  OptimizeOptions o3 = options("third");
+  o3.experience = &*db3;
+  auto t = run(lab3, o3);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->versions[1].methods, std::vector<std::string>{"vectorized_global_loads"});
+  auto h3 = read_text_file(m_dir.path() / "third/v1/hypothesis.md");
+  ASSERT_TRUE(h3);
+  EXPECT_NE(h3->find("experience: warp_shuffle_reduction left out"), std::string::npos) << *h3;
+}
+
+}  // namespace
+}  // namespace kopt
