@@ -149,6 +149,13 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
   if ((o.step == "open" || o.step == "close") && !cuda::probe_driver())
     return report_error(g, cmd, 3, "no GPU here: kopt iter " + o.step + " measures and profiles");
   LoopMachine m(problem, *catalog, sel, o.max_time_s, run);
+  std::optional<ExperienceDb> experience;
+  if (o.step == "open" || o.step == "close") {
+    auto db = ExperienceDb::open(default_experience_db());
+    if (db) experience = std::move(*db);
+    else std::cerr << "kopt: running without experience: " << db.error().to_string() << "\n";
+  }
+  if (experience) opt.experience = &*experience;
   Expected<RunState> state = Unexpected(internal_error("unknown step " + o.step));
   if (o.step == "open") {
     state = iter_open(problem, *catalog, opt, *m.lab, &m.git);

@@ -10,8 +10,14 @@ namespace {
 
 class Loop : public ::testing::Test {
  protected:
-  void SetUp() override { ::setenv("KOPT_CACHE_DIR", (m_dir.path() / "cache").c_str(), 1); }
-  void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
+  void SetUp() override {
+    ::setenv("KOPT_CACHE_DIR", (m_dir.path() / "cache").c_str(), 1);
+    ::setenv("KOPT_EXPERIENCE_DB", (m_dir.path() / "experience.db").c_str(), 1);  // never the user's
+  }
+  void TearDown() override {
+    ::unsetenv("KOPT_CACHE_DIR");
+    ::unsetenv("KOPT_EXPERIENCE_DB");
+  }
   std::string example(const char* name) { return (test::source_dir() / "examples" / name).string(); }
   TempDir m_dir{"kopt-loop-test"};
 };
