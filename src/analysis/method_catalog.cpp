@@ -68,6 +68,7 @@ Expected<void> read_policy(const toml::table& t, Method& m, const std::string& s
     for (const auto& x : *c)
       if (auto s = x.value<std::string>()) m.couplings.push_back(*s);
   m.playbook = t["playbook"].value_or(std::string{});
+  m.playbook_entry = t["playbook_entry"].value_or(std::string{});
   if (const toml::array* r = t["requires"].as_array())
     for (const auto& x : *r) {
       auto f = x.value<std::string>();

@@ -39,6 +39,7 @@ struct Method {
   std::vector<std::string> couplings;
   std::vector<std::string> requires_features;  // hardware features (device_features) it needs
   std::string playbook;
+  std::string playbook_entry;  // "cuda/<id>": the entry in playbooks/cuda.toml
   std::vector<SassPattern> all, any, none;
   int line = 0;
 };
