@@ -43,6 +43,7 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
     r.sass_verdict = o.sass;
     r.note = o.note;
     r.run_id = "manual";
+    r.origin = "manual";
     r.date = utc_timestamp();
     auto added = db->add({r});
     if (!added) return report_error(g, cmd, exit_code(added.error().kind), added.error().to_string());

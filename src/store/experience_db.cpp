@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS experience (
   method TEXT NOT NULL, params TEXT NOT NULL,
   time_before_s REAL NOT NULL, time_after_s REAL NOT NULL, speedup REAL NOT NULL,
   verdict TEXT NOT NULL, sass_verdict TEXT NOT NULL, attribution_ms REAL NOT NULL,
-  run_id TEXT NOT NULL, date TEXT NOT NULL, note TEXT NOT NULL);
+  run_id TEXT NOT NULL, date TEXT NOT NULL, note TEXT NOT NULL, origin TEXT NOT NULL DEFAULT 'run');
 CREATE INDEX IF NOT EXISTS experience_context ON experience (family, chip, bottleneck, method);
 )SQL";
 
@@ -74,7 +74,7 @@ bool exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, 
 
 const char* k_columns =
     "id, uid, family, backend, chip, bottleneck, method, params, time_before_s, time_after_s, speedup, verdict, "
-    "sass_verdict, attribution_ms, run_id, date, note";
+    "sass_verdict, attribution_ms, run_id, date, note, origin";
 
 ExperienceRecord row(const Statement& s) {
   ExperienceRecord r;
@@ -98,6 +98,7 @@ ExperienceRecord row(const Statement& s) {
   r.run_id = s.text(14);
   r.date = s.text(15);
   r.note = s.text(16);
+  r.origin = s.text(17);
   return r;
 }
 
@@ -151,7 +152,20 @@ Expected<ExperienceDb> ExperienceDb::open(const fs::path& path) {
       return Unexpected(bad_input("written by a newer kopt (schema " + std::to_string(v) + "; this kopt reads up to " +
                                       std::to_string(k_experience_schema_version) + "); left untouched",
                                   path.string(), 0, "schema_version"));
-    // Older schemas would be migrated here, in one transaction; schema 1 is the first.
+    if (v < k_experience_schema_version) {
+      // Migrations, oldest first, in one transaction: the file is either migrated or unchanged.
+      bool ok = exec(h->db, "BEGIN IMMEDIATE;");
+      if (ok && v < 2) ok = exec(h->db, "ALTER TABLE experience ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';");
+      if (ok)
+        ok = exec(h->db, ("UPDATE meta SET value = '" + std::to_string(k_experience_schema_version) +
+                          "' WHERE key = 'schema_version';")
+                             .c_str());
+      if (!ok || !exec(h->db, "COMMIT;")) {
+        Error e = db_error(h->db, "cannot migrate from schema " + std::to_string(v), path);
+        exec(h->db, "ROLLBACK;");
+        return Unexpected(e);
+      }
+    }
   }
   if (!exec(h->db, "PRAGMA journal_mode=WAL;") || !exec(h->db, "PRAGMA synchronous=NORMAL;"))
     return Unexpected(db_error(h->db, "cannot set the journal mode", path));
@@ -172,8 +186,8 @@ Expected<std::size_t> ExperienceDb::add(std::vector<ExperienceRecord> records) {
   if (!exec(db, "BEGIN IMMEDIATE;")) return Unexpected(db_error(db, "cannot start a write", m_path));
   Statement ins(db,
                 "INSERT OR IGNORE INTO experience (uid, family, backend, chip, bottleneck, method, params, time_before_s, "
-                "time_after_s, speedup, verdict, sass_verdict, attribution_ms, run_id, date, note) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "time_after_s, speedup, verdict, sass_verdict, attribution_ms, run_id, date, note, origin) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   std::size_t added = 0;
   for (auto& r : records) {
     if (r.verdict.empty()) r.verdict = experience_verdict(r.speedup);
@@ -194,6 +208,7 @@ Expected<std::size_t> ExperienceDb::add(std::vector<ExperienceRecord> records) {
     ins.bind(14, r.run_id);
     ins.bind(15, r.date);
     ins.bind(16, r.note);
+    ins.bind(17, r.origin);
     if (ins.step() != SQLITE_DONE) {
       Error e = db_error(db, "cannot add a record", m_path);
       exec(db, "ROLLBACK;");
@@ -307,6 +322,7 @@ Expected<std::size_t> ExperienceDb::merge(const fs::path& other) {
   all.limit = static_cast<std::size_t>(-1) >> 1;
   auto records = o->list(all);
   if (!records) return Unexpected(records.error());
+  for (auto& r : *records) r.origin = "import";
   return add(*records);
 }
 
@@ -345,6 +361,7 @@ Expected<std::size_t> ExperienceDb::import_jsonl(const fs::path& file) {
     }
     auto r = experience_from_json(j);
     if (!r) return Unexpected(bad_input(r.error().message, file.string(), n, r.error().field));
+    r->origin = "import";
     records.push_back(*r);
   }
   return add(records);
@@ -354,7 +371,8 @@ json to_json(const ExperienceRecord& r) {
   return {{"uid", r.uid},       {"family", r.family},   {"backend", r.backend}, {"chip", r.chip},
           {"bottleneck", r.bottleneck}, {"method", r.method}, {"params", r.params}, {"time_before_s", r.time_before_s},
           {"time_after_s", r.time_after_s}, {"speedup", r.speedup}, {"verdict", r.verdict}, {"sass_verdict", r.sass_verdict},
-          {"attribution_ms", r.attribution_ms}, {"run_id", r.run_id}, {"date", r.date}, {"note", r.note}};
+          {"attribution_ms", r.attribution_ms}, {"run_id", r.run_id}, {"date", r.date}, {"note", r.note},
+          {"origin", r.origin}};
 }
 
 Expected<ExperienceRecord> experience_from_json(const json& j) {

@@ -16,7 +16,8 @@
 
 namespace kopt {
 
-inline constexpr int k_experience_schema_version = 1;
+// 1: the first schema; 2: adds `origin` (run, manual, import) to every record.
+inline constexpr int k_experience_schema_version = 2;
 
 struct ExperienceRecord {
   std::int64_t id = 0;
@@ -32,6 +33,7 @@ struct ExperienceRecord {
   std::string sass_verdict;  // verified | missing | ...
   double attribution_ms = 0;
   std::string run_id, date, note;
+  std::string origin = "run";  // run (written by the loop), manual (experience add), import (sync, merge)
   std::string uid;  // content hash: the same experience merged twice is one record
 };
 

@@ -181,3 +181,47 @@ TEST(ExperienceDb, ConcurrentWritersLoseNothing) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST(ExperienceDb, ASchemaOneDbIsMigratedWithItsRecords) {
+  TempDir dir("kopt-exp");
+  fs::path path = dir.path() / "v1.db";
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  // Schema 1 as kopt wrote it, with one record.
+  const char* v1 = R"SQL(
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO meta VALUES ('magic', 'kopt-experience'), ('schema_version', '1');
+    CREATE TABLE experience (id INTEGER PRIMARY KEY AUTOINCREMENT, uid TEXT NOT NULL UNIQUE,
+      family TEXT NOT NULL, backend TEXT NOT NULL, chip TEXT NOT NULL, bottleneck TEXT NOT NULL,
+      method TEXT NOT NULL, params TEXT NOT NULL, time_before_s REAL NOT NULL, time_after_s REAL NOT NULL,
+      speedup REAL NOT NULL, verdict TEXT NOT NULL, sass_verdict TEXT NOT NULL, attribution_ms REAL NOT NULL,
+      run_id TEXT NOT NULL, date TEXT NOT NULL, note TEXT NOT NULL);
+    INSERT INTO experience VALUES (1, 'u1', 'softmax', 'cuda', 'sm_90', 'memory-bound', 'vectorized_global_loads',
+      '{}', 2e-5, 1.8e-5, 1.11, 'success', 'verified', 0.002, 'old-run', '2026-01-01', '');
+  )SQL";
+  ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  auto db = ExperienceDb::open(path);
+  ASSERT_TRUE(db) << db.error().to_string();
+  auto all = db->list({});
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].run_id, "old-run");
+  EXPECT_EQ((*all)[0].origin, "run");  // the new column's default
+  ASSERT_TRUE(db->add({rec("softmax", "sm_90", "memory-bound", "tma", 1.2)}));
+  EXPECT_EQ(db->list({})->size(), 2u);
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  std::string version;
+  sqlite3_exec(raw, "SELECT value FROM meta WHERE key = 'schema_version';", [](void* out, int, char** v, char**) {
+    *static_cast<std::string*>(out) = v[0];
+    return 0;
+  }, &version, nullptr);
+  sqlite3_close(raw);
+  EXPECT_EQ(version, std::to_string(k_experience_schema_version));
+}
+
+}  // namespace
+}  // namespace kopt
