@@ -101,6 +101,8 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   opt.seed = o.seed;
   opt.start_kernel = o.start_kernel;
   opt.resume = o.resume;
+  opt.proposer = o.proposer;
+  opt.proposer_timeout_s = o.proposer_timeout_s;
   opt.run_dir = std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                                          : std::filesystem::path(o.run));
   if (!g.json || g.verbose) opt.log = stderr_log();

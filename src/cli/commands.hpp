@@ -127,6 +127,8 @@ struct OptimizeCliOptions {
   double max_time_s = 1.5;
   std::string experience_db;  // default: default_experience_db()
   bool use_experience = true;
+  std::string proposer;
+  double proposer_timeout_s = 600;
 };
 int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o);
 

@@ -130,6 +130,10 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("--max-time", optz.max_time_s, "time cap of each measurement (s)")->check(CLI::PositiveNumber);
   opt_cmd->add_option("--experience-db", optz.experience_db, "experience DB to learn from and write to");
   opt_cmd->add_flag("!--no-experience", optz.use_experience, "neither consult nor record experience");
+  opt_cmd->add_option("--proposer", optz.proposer,
+                      "a command that writes each iteration's branches (analysis JSON on stdin; see docs/optimize.md)");
+  opt_cmd->add_option("--proposer-timeout", optz.proposer_timeout_s, "seconds the proposer may take per iteration")
+      ->check(CLI::PositiveNumber);
   opt_cmd->add_flag("--json", g.json, "print run.json at the end");
   opt_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 

@@ -230,6 +230,7 @@ class Optimizer {
     if (!opened) return Unexpected(opened.error());
     if (!*opened) return {};
     Opened& o = **opened;
+    if (!m_o.proposer.empty()) return iterate_with_proposer(i, o);
     fs::path dir = version_dir(i);
     // Branches, retried with other tunings when all of them fail.
     std::optional<std::pair<Variant, Measured>> winner;
@@ -248,6 +249,124 @@ class Optimizer {
     }
     if (!winner) return record_failure(i, o, "every branch failed (after retries)");
     return decide(i, o, winner->first, winner->second, winner_key, nullptr);
+  }
+
+  // --- the proposer hook ------------------------------------------------------------------------
+  static std::string shell_quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  }
+
+  Expected<void> iterate_with_proposer(int i, Opened& o) {
+    fs::path dir = version_dir(i);
+    fs::path proposal = dir / "proposal";
+    fs::create_directories(proposal);
+    json analysis{{"schema_version", 1},
+                  {"iteration", i},
+                  {"problem", m_p.name},
+                  {"problem_dir", fs::absolute(m_p.dir).string()},
+                  {"run_dir", m_o.run_dir.string()},
+                  {"champion", {{"kernel", o.champ.kernel}, {"params", o.champ.point}, {"median_s", o.champ_time}}},
+                  {"bottleneck", o.rec.bottleneck},
+                  {"evidence", o.rec.evidence},
+                  {"budget", m_ctx.budget.to_string()},
+                  {"hypothesis_file", (dir / "hypothesis.md").string()},
+                  {"profile_dir", (dir / "profile").string()}};
+    for (const auto& c : m_chosen)
+      analysis["suggested_methods"].push_back({{"method", c.method}, {"axis", std::string(axis_name(c.axis))}, {"why", c.why}});
+    for (const auto& k : m_p.kernels)
+      analysis["kernels"].push_back({{"name", k.name}, {"source", (fs::absolute(m_p.dir) / k.source).string()}, {"entry", k.entry}});
+    fs::path analysis_file = dir / "analysis.json";
+    (void)write_text_atomic(analysis_file, analysis.dump(2));
+    std::string script = "export KOPT_ANALYSIS=" + shell_quote(analysis_file.string()) +
+                         " KOPT_PROPOSAL_DIR=" + shell_quote(proposal.string()) + " KOPT_RUN_DIR=" +
+                         shell_quote(m_o.run_dir.string()) + " KOPT_ITERATION=" + std::to_string(i) +
+                         " KOPT_PROBLEM_DIR=" + shell_quote(fs::absolute(m_p.dir).string()) + "; (" + m_o.proposer +
+                         ") < \"$KOPT_ANALYSIS\"";
+    SystemCommandRunner runner;
+    m_o.log("iteration " + std::to_string(i) + ": asking the proposer");
+    CommandResult r = runner.run({"/bin/sh", "-c", script},
+                                 std::chrono::milliseconds(static_cast<long>(m_o.proposer_timeout_s * 1000)));
+    auto tail = [](const std::string& s) { return s.size() > 4000 ? "...\n" + s.substr(s.size() - 4000) : s; };
+    (void)write_text_atomic(dir / "proposer.log", tail(r.out) + "\n--- stderr ---\n" + tail(r.err));
+    if (!r.ok())
+      return record_failure(i, o, r.timed_out ? "the proposer timed out" : "the proposer failed: " + describe(r));
+    auto branches = proposed_branches(proposal, o.champ);
+    if (!branches) return record_failure(i, o, branches.error().message);
+    if (branches->empty()) return record_failure(i, o, "the proposer wrote no kernel files");
+    std::optional<std::pair<Variant, Measured>> winner;
+    std::string winner_key;
+    std::vector<std::string> winner_methods;
+    std::map<std::string, std::pair<Variant, Measured>> ablations;
+    for (const auto& b : *branches) {
+      Variant v{b.kernel, b.point, b.source};
+      auto [key, m] = measure(v);
+      if (!b.ablates.empty()) {
+        ablations[b.ablates] = {v, m};
+        continue;
+      }
+      if (m.ok() && (!winner || m.median_s < winner->second.median_s)) {
+        winner = {v, m};
+        winner_key = key;
+        winner_methods = b.methods;
+      }
+    }
+    if (!winner) return record_failure(i, o, "every proposed branch failed");
+    o.rec.methods = winner_methods;
+    return decide(i, o, winner->first, winner->second, winner_key, &ablations);
+  }
+
+  static std::string describe(const CommandResult& r) {
+    if (!r.started) return "could not start /bin/sh";
+    return r.signal ? "signal " + std::to_string(r.signal) : "exit code " + std::to_string(r.exit_code);
+  }
+
+  // The proposal directory's kernel files, with branches.json when the proposer wrote one.
+  Expected<std::vector<BranchRecord>> proposed_branches(const fs::path& dir, const Variant& champ) {
+    std::vector<BranchRecord> out;
+    std::string default_kernel = m_mk ? m_mk->name : champ.kernel;
+    auto base_point = [&](const std::string& kernel) -> ParamPoint {
+      if (kernel == champ.kernel) return champ.point;
+      const KernelSpec* k = m_p.find_kernel(kernel);
+      auto d = k ? default_point(m_p, *k) : Expected<ParamPoint>(ParamPoint{});
+      return d ? *d : ParamPoint{};
+    };
+    fs::path manifest = dir / "branches.json";
+    if (fs::exists(manifest)) {
+      auto text = read_text_file(manifest);
+      json j;
+      try {
+        j = json::parse(text.value_or(""));
+      } catch (const std::exception& e) {
+        return Unexpected(bad_input(std::string("branches.json is not JSON: ") + e.what(), manifest.string()));
+      }
+      if (!j.is_array()) return Unexpected(bad_input("branches.json must be an array", manifest.string()));
+      for (const auto& e : j) {
+        BranchRecord b;
+        b.kernel = e.value("kernel", default_kernel);
+        b.source = (dir / e.value("file", "")).string();
+        b.point = base_point(b.kernel);
+        if (e.contains("set") && e["set"].is_object())
+          for (auto it = e["set"].begin(); it != e["set"].end(); ++it) b.point[it.key()] = it.value().get<std::int64_t>();
+        b.methods = e.value("methods", std::vector<std::string>{});
+        b.ablates = e.value("ablates", "");
+        if (fs::is_regular_file(b.source) && m_p.find_kernel(b.kernel)) out.push_back(b);
+      }
+      return out;
+    }
+    std::vector<fs::path> files;
+    for (const auto& f : fs::directory_iterator(dir))
+      if (f.path().extension() == ".cu") files.push_back(f.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      BranchRecord b;
+      b.kernel = default_kernel;
+      b.source = f.string();
+      b.point = base_point(b.kernel);
+      out.push_back(b);
+    }
+    return out;
   }
 
   Expected<void> record_failure(int i, Opened& o, const std::string& why) {

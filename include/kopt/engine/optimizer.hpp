@@ -32,6 +32,16 @@ struct OptimizeOptions {
   // ties go to past successes; methods that failed repeatedly on this family and chip are
   // left out, with the reason in the hypothesis. Null: no experience.
   ExperienceDb* experience = nullptr;
+  // An external proposer (any agent CLI): run each iteration as `sh -c CMD` with the
+  // iteration's analysis as JSON on stdin and these in the environment: KOPT_ANALYSIS (the
+  // same JSON as a file), KOPT_PROPOSAL_DIR (where to write kernel files), KOPT_RUN_DIR,
+  // KOPT_ITERATION, KOPT_PROBLEM_DIR. Every *.cu it writes there is a branch of the kernel
+  // with method toggles (or the champion's), at the champion's point; an optional
+  // branches.json — [{"file", "kernel", "set": {P: V}, "methods": [...], "ablates": M}] —
+  // says more. No files, a timeout, or a failing command: the iteration is recorded as
+  // failed and the run goes on.
+  std::string proposer;
+  double proposer_timeout_s = 600;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
