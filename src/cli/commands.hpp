@@ -172,6 +172,9 @@ struct ExperienceCliOptions {
 };
 int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o);
 
+// `kopt mcp`: the Model Context Protocol server on stdio.
+int run_mcp_command();
+
 struct SpecsCliOptions {
   std::optional<std::string> gpu;
 };

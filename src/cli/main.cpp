@@ -232,6 +232,8 @@ int main(int argc, char** argv) {
     exp_cmds[i] = c;
   }
 
+  auto* mcp_cmd = app.add_subcommand("mcp", "a Model Context Protocol server on stdio (JSON-RPC 2.0) for coding agents");
+
   SpecsCliOptions specs;
   auto* specs_cmd = app.add_subcommand("specs", "the hardware spec table, with a source for every value");
   specs_cmd->add_option("gpu", specs.gpu, "an id (h100-sxm) or a device name (\"NVIDIA H100 80GB HBM3\")");
@@ -276,6 +278,7 @@ int main(int argc, char** argv) {
     if (*tune_cmd) return run_tune_command(g, tune);
     if (*opt_cmd) return run_optimize_command(g, optz);
     if (*rep_cmd) return run_report_command(g, rep);
+    if (*mcp_cmd) return run_mcp_command();
     for (int i = 0; i < 7; ++i)
       if (*exp_cmds[i]) return run_experience_command(g, exp_opts[i]);
     for (int i = 0; i < 4; ++i)
