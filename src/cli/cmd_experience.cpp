@@ -53,6 +53,7 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
   } else if (o.action == "recommend") {
     auto recs = db->recommend(o.family, o.chip, o.bottleneck);
     if (!recs) return report_error(g, cmd, exit_code(recs.error().kind), recs.error().to_string());
+    out["recommendations"] = nlohmann::json::array();
     for (const auto& r : *recs)
       out["recommendations"].push_back({{"method", r.method}, {"score", r.score}, {"demoted", r.demoted},
                                         {"best_speedup", r.best_speedup}, {"evidence", r.evidence}});
@@ -73,6 +74,7 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
     f.limit = o.limit;
     auto rs = db->list(f);
     if (!rs) return report_error(g, cmd, exit_code(rs.error().kind), rs.error().to_string());
+    out["records"] = nlohmann::json::array();
     for (const auto& r : *rs) out["records"].push_back(to_json(r));
     if (!g.json) print_records(*rs);
   } else if (o.action == "merge") {
@@ -89,6 +91,7 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
   } else if (o.action == "stats") {
     auto st = db->stats(o.by);
     if (!st) return report_error(g, cmd, exit_code(st.error().kind), st.error().to_string());
+    out["stats"] = nlohmann::json::array();
     for (const auto& s : *st)
       out["stats"].push_back({{"key", s.key}, {"trials", s.trials}, {"successes", s.successes},
                               {"regressions", s.regressions}, {"mean_speedup", s.mean_speedup}});
