@@ -295,26 +295,36 @@ class Optimizer {
     auto branches = proposed_branches(proposal, o.champ);
     if (!branches) return record_failure(i, o, branches.error().message);
     if (branches->empty()) return record_failure(i, o, "the proposer wrote no kernel files");
+    Outcome out = measure_branches(*branches);
+    if (!out.winner) return record_failure(i, o, "every proposed branch failed");
+    o.rec.methods = out.methods;
+    return decide(i, o, out.winner->first, out.winner->second, out.key, &out.ablations);
+  }
+
+  // Written branches measured: the fastest correct one (and the methods it claims), and the
+  // leave-one-out ablations by the method they leave out.
+  struct Outcome {
     std::optional<std::pair<Variant, Measured>> winner;
-    std::string winner_key;
-    std::vector<std::string> winner_methods;
+    std::string key;
+    std::vector<std::string> methods;
     std::map<std::string, std::pair<Variant, Measured>> ablations;
-    for (const auto& b : *branches) {
+  };
+  Outcome measure_branches(const std::vector<BranchRecord>& branches) {
+    Outcome out;
+    for (const auto& b : branches) {
       Variant v{b.kernel, b.point, b.source};
       auto [key, m] = measure(v);
       if (!b.ablates.empty()) {
-        ablations[b.ablates] = {v, m};
+        out.ablations[b.ablates] = {v, m};
         continue;
       }
-      if (m.ok() && (!winner || m.median_s < winner->second.median_s)) {
-        winner = {v, m};
-        winner_key = key;
-        winner_methods = b.methods;
+      if (m.ok() && (!out.winner || m.median_s < out.winner->second.median_s)) {
+        out.winner = {v, m};
+        out.key = key;
+        out.methods = b.methods;
       }
     }
-    if (!winner) return record_failure(i, o, "every proposed branch failed");
-    o.rec.methods = winner_methods;
-    return decide(i, o, winner->first, winner->second, winner_key, &ablations);
+    return out;
   }
 
   static std::string describe(const CommandResult& r) {
@@ -481,28 +491,11 @@ class Optimizer {
     o.champ = Variant{champ_rec->kernel, champ_rec->point, {}};
     o.champ_time = champ_rec->median_s;
     o.rec = it.draft;
-    o.rec.methods.clear();
-    std::optional<std::pair<Variant, Measured>> winner;
-    std::string winner_key, winner_id;
-    std::map<std::string, std::pair<Variant, Measured>> ablations;
-    for (const auto& b : it.branches) {
-      Variant v{b.kernel, b.point, b.source};
-      auto [key, m] = measure(v);
-      if (!b.ablates.empty()) {
-        ablations[b.ablates] = {v, m};
-        continue;
-      }
-      if (m.ok() && (!winner || m.median_s < winner->second.median_s)) {
-        winner = {v, m};
-        winner_key = key;
-        winner_id = b.id;
-      }
-    }
-    for (const auto& b : it.branches)
-      if (b.id == winner_id) o.rec.methods = b.methods;
+    Outcome out = measure_branches(it.branches);
+    o.rec.methods = out.winner ? out.methods : std::vector<std::string>{};
     m_state.open.reset();
-    Expected<void> done = winner ? decide(it.index, o, winner->first, winner->second, winner_key, &ablations)
-                                 : record_failure(it.index, o, "every branch failed");
+    Expected<void> done = out.winner ? decide(it.index, o, out.winner->first, out.winner->second, out.key, &out.ablations)
+                                     : record_failure(it.index, o, "every branch failed");
     if (!done) return Unexpected(done.error());
     return m_state;
   }
