@@ -3,11 +3,6 @@
 namespace kopt {
 namespace {
 
-nlohmann::json to_json(const std::optional<Roof>& r) {
-  if (!r) return nullptr;
-  return {{"name", r->name}, {"rate", r->rate}, {"origin", r->origin}, {"source", r->source}};
-}
-
 nlohmann::json to_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 nlohmann::json to_json(const std::vector<Evidence>& ev) {

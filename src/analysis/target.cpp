@@ -52,13 +52,9 @@ Expected<Target> compute_target(const Problem& p, const std::string& precision, 
 }
 
 nlohmann::json to_json(const Target& t) {
-  auto roof = [](const std::optional<Roof>& r) -> nlohmann::json {
-    if (!r) return nullptr;
-    return {{"name", r->name}, {"rate", r->rate}, {"origin", r->origin}, {"source", r->source}};
-  };
   return {{"schema_version", 1}, {"command", "target"}, {"problem", t.problem}, {"device", t.device},
-          {"spec", t.spec ? t.spec->id : ""}, {"precision", t.precision}, {"compute_roof", roof(t.roofs.compute)},
-          {"memory_roof", roof(t.roofs.memory)}, {"notes", t.roofs.notes}, {"flops", t.flops}, {"bytes", t.bytes},
+          {"spec", t.spec ? t.spec->id : ""}, {"precision", t.precision}, {"compute_roof", to_json(t.roofs.compute)},
+          {"memory_roof", to_json(t.roofs.memory)}, {"notes", t.roofs.notes}, {"flops", t.flops}, {"bytes", t.bytes},
           {"intensity", t.intensity}, {"ridge", t.ridge}, {"bound", t.bound}, {"floor_s", t.floor_s},
           {"target_s", t.target_s}, {"target_fraction", k_target_fraction}};
 }

@@ -80,6 +80,15 @@ void write_run_reports(const std::filesystem::path& run_dir) {
   (void)write_text_atomic(run_dir / "report.html", report_html(r));
 }
 
+// The experience DB at `path` (default: the user's); a DB that cannot be opened is said on
+// stderr and the run goes on without experience.
+std::optional<ExperienceDb> open_experience(const std::string& path) {
+  auto db = ExperienceDb::open(path.empty() ? default_experience_db() : std::filesystem::path(path));
+  if (db) return std::move(*db);
+  std::cerr << "kopt: running without experience: " << db.error().to_string() << "\n";
+  return std::nullopt;
+}
+
 std::function<void(const std::string&)> stderr_log() {
   return [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 }
@@ -108,11 +117,7 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   if (!g.json || g.verbose) opt.log = stderr_log();
   LoopMachine m(problem, *catalog, o.sel, o.max_time_s, opt.run_dir);
   std::optional<ExperienceDb> experience;
-  if (o.use_experience) {
-    auto db = ExperienceDb::open(o.experience_db.empty() ? default_experience_db() : std::filesystem::path(o.experience_db));
-    if (db) experience = std::move(*db);
-    else std::cerr << "kopt: running without experience: " << db.error().to_string() << "\n";
-  }
+  if (o.use_experience) experience = open_experience(o.experience_db);
   if (experience) opt.experience = &*experience;
   auto state = run_optimize(problem, *catalog, opt, *m.lab, &m.git);
   if (!state) return report_error(g, "optimize", exit_code(state.error().kind), state.error().to_string());
@@ -152,11 +157,7 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
     return report_error(g, cmd, 3, "no GPU here: kopt iter " + o.step + " measures and profiles");
   LoopMachine m(problem, *catalog, sel, o.max_time_s, run);
   std::optional<ExperienceDb> experience;
-  if (o.step == "open" || o.step == "close") {
-    auto db = ExperienceDb::open(default_experience_db());
-    if (db) experience = std::move(*db);
-    else std::cerr << "kopt: running without experience: " << db.error().to_string() << "\n";
-  }
+  if (o.step == "open" || o.step == "close") experience = open_experience("");
   if (experience) opt.experience = &*experience;
   Expected<RunState> state = Unexpected(internal_error("unknown step " + o.step));
   if (o.step == "open") {

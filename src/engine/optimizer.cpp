@@ -521,11 +521,7 @@ class Optimizer {
   void attribute_agent(VersionRecord& rec, const Variant& wv, const Measured& wm,
                        const std::map<std::string, std::pair<Variant, Measured>>& ablations, bool accepted,
                        const fs::path& dir) {
-    auto sass = m_lab.verify(wv, rec.methods);
-    json sass_json = json::object();
-    m_last_sass.clear();
-    for (const auto& [m, v] : sass) sass_json[m] = m_last_sass[m] = std::string(sass_verdict_name(v));
-    (void)write_text_atomic(dir / "sass.json", sass_json.dump(2));
+    auto sass = verify_in_sass(wv, rec.methods, dir);
     std::vector<std::string> unattributed;
     for (const auto& m : rec.methods) {
       auto verdict = sass.find(m);
@@ -540,10 +536,7 @@ class Optimizer {
         else unattributed.push_back(m);
         continue;
       }
-      double saved = a->second.second.median_s - wm.median_s;
-      rec.attribution_ms[m] = saved * 1e3;
-      double noise = std::max({wm.noise, a->second.second.noise, 0.01});
-      rec.method_outcomes[m] = saved > noise * wm.median_s ? "effective" : "ineffective";
+      attribute_one(rec, m, wm, a->second.second);
     }
     if (!unattributed.empty())
       rec.note += (rec.note.empty() ? "" : "; ") +
@@ -694,11 +687,7 @@ class Optimizer {
     std::vector<std::string> applied;
     for (const auto& m : methods)
       if (const MethodToggle* t = k ? k->find_method(m) : nullptr; t && applies(wv.point, t->on)) applied.push_back(m);
-    auto sass = m_lab.verify(wv, applied);
-    json sass_json = json::object();
-    m_last_sass.clear();
-    for (const auto& [m, v] : sass) sass_json[m] = m_last_sass[m] = std::string(sass_verdict_name(v));
-    (void)write_text_atomic(dir / "sass.json", sass_json.dump(2));
+    auto sass = verify_in_sass(wv, applied, dir);
     for (const auto& m : applied) {
       Variant ablated{wv.kernel, with(wv.point, k->find_method(m)->off)};
       auto [key, am] = measure(ablated);
@@ -712,11 +701,28 @@ class Optimizer {
         rec.method_outcomes[m] = "effective";
         continue;
       }
-      double saved = am.median_s - wm.median_s;
-      rec.attribution_ms[m] = saved * 1e3;
-      double noise = std::max({wm.noise, am.noise, 0.01});
-      rec.method_outcomes[m] = saved > noise * wm.median_s ? "effective" : "ineffective";
+      attribute_one(rec, m, wm, am);
     }
+  }
+
+  // Each method's SASS verdict on the winner, written to sass.json and kept for the experience DB.
+  std::map<std::string, SassVerdictKind> verify_in_sass(const Variant& wv, const std::vector<std::string>& methods,
+                                                        const fs::path& dir) {
+    auto sass = m_lab.verify(wv, methods);
+    json sass_json = json::object();
+    m_last_sass.clear();
+    for (const auto& [m, v] : sass) sass_json[m] = m_last_sass[m] = std::string(sass_verdict_name(v));
+    (void)write_text_atomic(dir / "sass.json", sass_json.dump(2));
+    return sass;
+  }
+
+  // Leave-one-out: the time the winner saves over its variant without method m, and whether
+  // that is more than the noise (at least 1 %).
+  static void attribute_one(VersionRecord& rec, const std::string& m, const Measured& winner, const Measured& without) {
+    double saved = without.median_s - winner.median_s;
+    rec.attribution_ms[m] = saved * 1e3;
+    double noise = std::max({winner.noise, without.noise, 0.01});
+    rec.method_outcomes[m] = saved > noise * winner.median_s ? "effective" : "ineffective";
   }
 
   std::string hypothesis(int i, const Explanation& e, const SelectionContext& ctx, const std::vector<MethodCandidate>& chosen,

@@ -34,6 +34,8 @@ struct Roof {
   std::string source;  // "kopt ceilings, measured 2026-11-21T..." or the spec's citation
 };
 
+nlohmann::json to_json(const std::optional<Roof>& r);  // null when absent
+
 // The compute roof for a precision ("fp32", "fp64", "fp16", "bf16", "tf32", "fp8") and the
 // memory roof, from measured ceilings when present, else from the spec table.
 struct RoofChoice {
