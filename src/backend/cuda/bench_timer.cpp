@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "executor_state.hpp"
+#include "kopt/backend/sampling_rounds.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt::cuda {
@@ -98,12 +99,10 @@ class Graph {
   CUgraphExec m_exec = nullptr;
 };
 
-struct Variant {
+struct Variant : SampledVariant {
   PreparedLaunch launch;
-  SampleSeries series;
   std::unique_ptr<Graph> graph;
-  StoppingTracker tracker;
-  bool done = false;
+  Variant(PreparedLaunch l, const StoppingRule& rule) : SampledVariant(rule), launch(std::move(l)) {}
 };
 
 // The helper kernels, built with NVRTC for the device in the worker.
@@ -150,7 +149,8 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
   const DeviceInfo& dev = **info;
   result.clocks_before = read_clocks(dev.pci_bus_id);
 
-  std::vector<std::unique_ptr<Variant>> variants;
+  std::vector<Variant> variants;
+  variants.reserve(job.variants.size());
   for (const RunJob& rj : job.variants) {
     RunResult failure;
     auto p = prepare_launch(api, rj, failure);
@@ -160,9 +160,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       result.fatal = failure.fatal;
       return result;
     }
-    auto v = std::make_unique<Variant>(Variant{std::move(*p), {}, nullptr, StoppingTracker(opt.rule), false});
-    v->series.label = rj.label;
-    variants.push_back(std::move(v));
+    variants.emplace_back(std::move(*p), opt.rule).series.label = rj.label;
   }
 
   Stream stream(&api);
@@ -203,17 +201,17 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     int launches = 0;
     do {
       auto l0 = Clock::now();
-      KOPT_CU_BENCH(RunStatus::launch_failed, v->launch.launch(stream.get()));
+      KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
       launch_us.push_back(seconds_since(l0) * 1e6);
       KOPT_CU_BENCH(RunStatus::fault, api.stream_synchronize(stream.get()));
       ++launches;
     } while (seconds_since(t0) < opt.warmup_s || launches < 2);
     std::sort(launch_us.begin(), launch_us.end());
-    v->series.launch_overhead_us = launch_us[launch_us.size() / 2];
-    v->series.warmup_s = seconds_since(t0);
+    v.series.launch_overhead_us = launch_us[launch_us.size() / 2];
+    v.series.warmup_s = seconds_since(t0);
     if (seconds_since(t0) > opt.rule.max_time_s) {
       result.status = RunStatus::timeout;
-      result.error = "one launch of " + v->series.label + " takes longer than the time cap of " +
+      result.error = "one launch of " + v.series.label + " takes longer than the time cap of " +
                      std::to_string(opt.rule.max_time_s) + " s";
       return result;
     }
@@ -225,7 +223,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       // include the host's launch latency.
       constexpr int k_probe = 20;
       KOPT_CU_BENCH(RunStatus::launch_failed, api.event_record(start.get(), stream.get()));
-      for (int i = 0; i < k_probe; ++i) KOPT_CU_BENCH(RunStatus::launch_failed, v->launch.launch(stream.get()));
+      for (int i = 0; i < k_probe; ++i) KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.event_record(stop.get(), stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.event_synchronize(stop.get()));
       float ms = 0;
@@ -233,82 +231,55 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       double us = ms * 1000.0 / k_probe;
       if (us > 0 && us < opt.graph_below_us) {
         int batch = std::clamp(static_cast<int>(std::ceil(opt.graph_sample_us / us)), 2, 1000);
-        v->graph = std::make_unique<Graph>(&api);
-        KOPT_CU_BENCH(RunStatus::launch_failed, v->graph->capture(v->launch, stream.get(), batch));
-        v->series.graph = true;
-        v->series.batch = batch;
+        v.graph = std::make_unique<Graph>(&api);
+        KOPT_CU_BENCH(RunStatus::launch_failed, v.graph->capture(v.launch, stream.get(), batch));
+        v.series.graph = true;
+        v.series.batch = batch;
       }
     }
   }
 
-  auto sample = [&](Variant& v, std::uint32_t round) -> std::optional<BenchResult> {
+  std::optional<BenchResult> failure;
+  auto sample = [&](std::size_t idx, std::uint32_t round) -> std::optional<TakenSample> {
+    Variant& v = variants[idx];
+    auto check = [&](RunStatus status, const char* call, CUresult r) {
+      if (r != CUDA_SUCCESS && !failure) failure = fail(status, call, r);
+      return r == CUDA_SUCCESS;
+    };
+#define KOPT_CU_SAMPLE(status, call)                         \
+  do {                                                       \
+    if (!check(status, #call, (call))) return std::nullopt; \
+  } while (0)
     if (flush && read_flush) {
       unsigned blocks = static_cast<unsigned>(dev.sm_count) * 4;
-      KOPT_CU_BENCH(RunStatus::launch_failed,
-                    api.launch_kernel(helpers.flush, blocks, 1, 1, 256, 1, 1, 0, stream.get(), flush_params, nullptr));
+      KOPT_CU_SAMPLE(RunStatus::launch_failed,
+                     api.launch_kernel(helpers.flush, blocks, 1, 1, 256, 1, 1, 0, stream.get(), flush_params, nullptr));
     } else if (flush) {
-      KOPT_CU_BENCH(RunStatus::launch_failed, api.memset_d32_async(flush->get(), round, flush_words, stream.get()));
+      KOPT_CU_SAMPLE(RunStatus::launch_failed, api.memset_d32_async(flush->get(), round, flush_words, stream.get()));
     }
     if (blocker) {
       flag.reset();
-      KOPT_CU_BENCH(RunStatus::launch_failed,
-                    api.launch_kernel(blocker, 1, 1, 1, 1, 1, 1, 0, stream.get(), blocker_params, nullptr));
+      KOPT_CU_SAMPLE(RunStatus::launch_failed,
+                     api.launch_kernel(blocker, 1, 1, 1, 1, 1, 1, 0, stream.get(), blocker_params, nullptr));
     }
-    KOPT_CU_BENCH(RunStatus::launch_failed, api.event_record(start.get(), stream.get()));
-    if (v.graph) KOPT_CU_BENCH(RunStatus::launch_failed, api.graph_launch(v.graph->exec(), stream.get()));
-    else KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
-    KOPT_CU_BENCH(RunStatus::fault, api.event_record(stop.get(), stream.get()));
+    KOPT_CU_SAMPLE(RunStatus::launch_failed, api.event_record(start.get(), stream.get()));
+    if (v.graph) KOPT_CU_SAMPLE(RunStatus::launch_failed, api.graph_launch(v.graph->exec(), stream.get()));
+    else KOPT_CU_SAMPLE(RunStatus::launch_failed, v.launch.launch(stream.get()));
+    KOPT_CU_SAMPLE(RunStatus::fault, api.event_record(stop.get(), stream.get()));
     if (blocker) flag.release();
-    KOPT_CU_BENCH(RunStatus::fault, api.event_synchronize(stop.get()));
+    KOPT_CU_SAMPLE(RunStatus::fault, api.event_synchronize(stop.get()));
     float ms = 0;
-    KOPT_CU_BENCH(RunStatus::fault, api.event_elapsed_time(&ms, start.get(), stop.get()));
+    KOPT_CU_SAMPLE(RunStatus::fault, api.event_elapsed_time(&ms, start.get(), stop.get()));
+#undef KOPT_CU_SAMPLE
     if (blocker && flag.timed_out()) ++v.series.blocking_timeouts;
-    double s = ms / 1000.0 / v.series.batch;
-    v.series.samples_s.push_back(s);
-    v.series.throttled.push_back((read_throttle_mask(dev.pci_bus_id) & k_throttle_bits) != 0);
-    StopReason r = v.tracker.add(s, seconds_since(wall_start));
-    if (!v.done && r != StopReason::not_yet) {
-      v.done = true;
-      v.series.stop = r;
-    }
-    if (r == StopReason::time_cap) {
-      v.done = true;
-      v.series.stop = r;
-    }
-    return std::nullopt;
+    return TakenSample{ms / 1000.0 / v.series.batch, (read_throttle_mask(dev.pci_bus_id) & k_throttle_bits) != 0};
   };
-
-  // Rounds of A B, then B A, ...: drifts in clocks or temperature hit both alike. Unpaired
-  // variants leave the rotation once their own rule says stop; paired ones are sampled
-  // together until both are done or the verdict is decided.
-  const bool paired = opt.paired && variants.size() == 2;
-  for (std::uint32_t round = 0;; ++round) {
-    for (std::size_t k = 0; k < variants.size(); ++k) {
-      std::size_t idx = (round % 2 == 0) ? k : variants.size() - 1 - k;
-      Variant& v = *variants[idx];
-      if (v.done && !paired) continue;
-      if (auto failed = sample(v, round)) return *failed;
-    }
-    bool all_done = true;
-    for (auto& v : variants) all_done = all_done && v->done;
-    if (all_done) break;
-    std::size_t pairs = variants[0]->series.samples_s.size();
-    if (paired && pairs >= opt.rule.min_samples && pairs % 16 == 0) {
-      Comparison c = compare_paired(variants[0]->series.samples_s, variants[1]->series.samples_s,
-                                    opt.verdict_threshold);
-      if (c.verdict != Verdict::ambiguous) {
-        for (auto& v : variants)
-          if (!v->done) {
-            v->done = true;
-            v->series.stop = StopReason::verdict_reached;
-          }
-        break;
-      }
-    }
-  }
+  std::vector<SampledVariant*> rotation;
+  for (auto& v : variants) rotation.push_back(&v);
+  if (!run_sampling_rounds(rotation, opt, sample, [&] { return seconds_since(wall_start); })) return *failure;
   for (auto& v : variants) {
-    v->series.wall_s = seconds_since(wall_start);
-    result.series.push_back(std::move(v->series));
+    v.series.wall_s = seconds_since(wall_start);
+    result.series.push_back(std::move(v.series));
   }
   result.clocks_after = read_clocks(dev.pci_bus_id);
   return result;
