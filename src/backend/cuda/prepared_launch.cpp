@@ -3,33 +3,10 @@
 #include <cstring>
 
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/backend/scalar_arg.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt::cuda {
-namespace {
-
-void fill_scalar(ArgSlot& slot, const ResolvedArg& a) {
-  auto put = [&](auto v) { std::memcpy(slot.bytes, &v, sizeof v); };
-  if (std::holds_alternative<double>(a.value)) {
-    double v = std::get<double>(a.value);
-    if (a.dtype == DType::f64) put(v);
-    else put(static_cast<float>(v));
-    return;
-  }
-  std::int64_t v = std::get<std::int64_t>(a.value);
-  switch (a.dtype) {
-    case DType::i64: put(v); break;
-    case DType::i32: put(static_cast<std::int32_t>(v)); break;
-    case DType::i16: put(static_cast<std::int16_t>(v)); break;
-    case DType::i8: put(static_cast<std::int8_t>(v)); break;
-    case DType::u8: put(static_cast<std::uint8_t>(v)); break;
-    case DType::f64: put(static_cast<double>(v)); break;
-    default: put(static_cast<float>(v)); break;
-  }
-}
-
-}  // namespace
-
 std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::string& arch, const std::string& name,
                                             const char* source, const std::string& entry) {
   TempDir tmp("kopt-builtin");
@@ -120,7 +97,8 @@ std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob&
       if (it == by_name.end()) return fail_io("argument names unknown tensor " + a.tensor);
       std::memcpy(p.slots[i].bytes, &it->second, sizeof(CUdeviceptr));
     } else {
-      fill_scalar(p.slots[i], a);
+      ScalarBytes b = scalar_bytes(a);
+      std::memcpy(p.slots[i].bytes, b.bytes, b.size);
     }
     p.params.push_back(p.slots[i].bytes);
   }
