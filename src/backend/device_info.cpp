@@ -6,7 +6,8 @@ namespace kopt {
 using nlohmann::json;
 
 json to_json(const DeviceInfo& d) {
-  return json{{"ordinal", d.ordinal},
+  json j{{"backend", d.backend},
+         {"ordinal", d.ordinal},
               {"name", d.name},
               {"pci_bus_id", d.pci_bus_id},
               {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
@@ -29,10 +30,17 @@ json to_json(const DeviceInfo& d) {
               {"driver_cuda_version", cuda_version_string(d.driver_version)},
               {"driver_version", d.driver_version},
               {"driver_release", d.driver_release}};
+  if (d.is_opencl()) {
+    j["platform"] = d.platform;
+    j["device_type"] = d.device_type;
+    j["opencl_version"] = d.opencl_version;
+  }
+  return j;
 }
 
 DeviceInfo device_info_from_json(const json& j) {
   DeviceInfo d;
+  d.backend = j.value("backend", std::string("cuda"));
   d.ordinal = j.value("ordinal", 0);
   d.name = j.value("name", std::string{});
   d.pci_bus_id = j.value("pci_bus_id", std::string{});
@@ -55,6 +63,9 @@ DeviceInfo device_info_from_json(const json& j) {
   if (j.contains("clocks")) d.clocks = j["clocks"].get<Clocks>();
   d.driver_version = j.value("driver_version", 0);
   d.driver_release = j.value("driver_release", std::string{});
+  d.platform = j.value("platform", std::string{});
+  d.device_type = j.value("device_type", std::string{});
+  d.opencl_version = j.value("opencl_version", std::string{});
   return d;
 }
 

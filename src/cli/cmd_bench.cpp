@@ -6,7 +6,6 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/bencher.hpp"
@@ -113,9 +112,9 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
 
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  cuda::NvrtcCompiler compiler;
+  auto compiler = make_compiler(o.sel.device);
   SystemCommandRunner runner;
-  auto report = run_bench(problem, req, CheckContext{compiler, runner, worker});
+  auto report = run_bench(problem, req, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "bench", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_bench(*report);

@@ -5,7 +5,6 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/checker.hpp"
 #include "kopt/problem/loader.hpp"
@@ -36,8 +35,7 @@ std::string compiler_messages(const std::string& log) {
 void print_human(const CheckReport& r) {
   std::cout << fmt::format("kopt check {}  ({})\n", r.problem, r.problem_dir);
   if (r.device)
-    std::cout << fmt::format("device: {} ({}, {} SMs), driver CUDA {} · {} · reference: {}{}\n", r.device->name,
-                             r.arch, r.device->sm_count, cuda_version_string(r.device->driver_version), r.toolkit,
+    std::cout << fmt::format("device: {} · {} · reference: {}{}\n", device_summary(*r.device), r.toolkit,
                              r.reference_kind, r.reference_cached ? " (cached)" : "");
   else
     std::cout << fmt::format("device: none — {}\n        built for {} with {}; nothing was run.\n", r.device_error,
@@ -95,7 +93,7 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   WorkerOptions wo = worker_options(o.sel.device, tmp.path());
   wo.job_timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
   WorkerClient worker(wo);
-  cuda::NvrtcCompiler compiler;
+  auto compiler = make_compiler(o.sel.device);
   SystemCommandRunner runner;
 
   CheckOptions co;
@@ -107,7 +105,7 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   co.cache_root = cache_dir();
   if (g.verbose) co.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
-  auto report = run_check(sel->problem, co, CheckContext{compiler, runner, worker});
+  auto report = run_check(sel->problem, co, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "check", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_human(*report);

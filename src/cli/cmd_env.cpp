@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/backend/opencl/opencl.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/tools/tool_probe.hpp"
 #include "kopt/worker/worker_client.hpp"
@@ -37,7 +38,7 @@ json gather(const EnvOptions& o) {
               {"device_count", probe->device_count}};
     TempDir tmp("kopt-env");
     for (int i = 0; i < probe->device_count; ++i) {
-      WorkerClient worker(worker_options(i, tmp.path()));
+      WorkerClient worker(worker_options(i, tmp.path(), Backend::cuda));
       auto info = worker.device_info();
       gpus.push_back(info ? to_json(*info) : json{{"ordinal", i}, {"error", info.error().message}});
     }
@@ -46,6 +47,17 @@ json gather(const EnvOptions& o) {
   }
   env["driver"] = driver;
   env["gpus"] = gpus;
+  json ocl{{"found", false}, {"devices", json::array()}};
+  if (auto devices = opencl::list_opencl_devices()) {
+    ocl["found"] = true;
+    for (const auto& d : *devices)
+      ocl["devices"].push_back({{"ordinal", d.ordinal}, {"platform", d.platform}, {"name", d.name}, {"type", d.type},
+                                {"version", d.version}, {"driver", d.driver}});
+  } else {
+    ocl["error"] = devices.error().message;
+  }
+  env["opencl"] = ocl;
+  env["backend"] = backend_name(active_backend());
 
   cuda::NvrtcCompiler nvrtc;
   auto toolkit = nvrtc.toolkit();
@@ -119,6 +131,13 @@ void print_human(const json& env) {
     else
       std::cout << "                  clocks unknown: " << c["nvml_error"].get<std::string>() << "\n";
   }
+  const json& ocl = env["opencl"];
+  if (!ocl["found"].get<bool>()) std::cout << "OpenCL            none: " << ocl["error"].get<std::string>() << "\n";
+  for (const auto& d : ocl["devices"])
+    std::cout << fmt::format("OpenCL {}          {} ({}) · {} · {} · driver {}\n", d["ordinal"].get<int>(),
+                             d["name"].get<std::string>(), d["type"].get<std::string>(), d["platform"].get<std::string>(),
+                             d["version"].get<std::string>(), d["driver"].get<std::string>());
+  std::cout << "backend           " << env["backend"].get<std::string>() << " (--backend cuda|opencl|auto)\n";
   const json& nv = env["nvrtc"];
   std::cout << "NVRTC             "
             << (nv["found"].get<bool>() ? nv["version"].get<std::string>() : "missing: " + nv["error"].get<std::string>())

@@ -5,7 +5,6 @@
 
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/gpu_lab.hpp"
 #include "kopt/engine/optimizer.hpp"
@@ -48,12 +47,12 @@ struct LoopMachine {
   SystemCommandRunner runner;
   TempDir tmp{"kopt-worker"};
   WorkerClient worker;
-  cuda::NvrtcCompiler compiler;
+  std::unique_ptr<Compiler> compiler;
   std::unique_ptr<Lab> lab;
   GitRepo git;
   LoopMachine(const Problem& problem, const MethodCatalog& catalog, const ProblemSelection& sel, double max_time_s,
               const std::filesystem::path& run_dir)
-      : worker(worker_options(sel.device, tmp.path())), git(runner, run_dir) {
+      : worker(worker_options(sel.device, tmp.path())), compiler(make_compiler(sel.device)), git(runner, run_dir) {
     GpuLabOptions lo;
     lo.bench.rule.max_time_s = max_time_s;
     lo.bench.rule.min_time_s = std::min(0.2, max_time_s);
@@ -68,7 +67,7 @@ struct LoopMachine {
       lo.ncu = ncu.path;
       lo.ncu_version = ncu.version;
     }
-    lab = make_gpu_lab(problem, catalog, lo, CheckContext{compiler, runner, worker});
+    lab = make_gpu_lab(problem, catalog, lo, CheckContext{*compiler, runner, worker});
   }
 };
 

@@ -5,7 +5,6 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/ceilings_store.hpp"
 #include "kopt/engine/profiler.hpp"
@@ -107,8 +106,8 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
 
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  cuda::NvrtcCompiler compiler;
-  auto report = run_profile(problem, req, CheckContext{compiler, runner, worker});
+  auto compiler = make_compiler(o.sel.device);
+  auto report = run_profile(problem, req, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "profile", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_profile(*report);

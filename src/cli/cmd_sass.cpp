@@ -5,7 +5,6 @@
 
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/sass_report.hpp"
 #include "kopt/problem/loader.hpp"
@@ -79,9 +78,9 @@ int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
   req.methods = o.methods;
   req.arch = o.sel.arch ? *o.sel.arch : default_arch(o.sel.device);
   req.cache_root = cache_dir();
-  cuda::NvrtcCompiler compiler;
+  auto compiler = make_compiler(o.sel.device);
   SystemCommandRunner runner;
-  auto report = run_sass(sel->problem, req, SassContext{compiler, runner, *catalog});
+  auto report = run_sass(sel->problem, req, SassContext{*compiler, runner, *catalog});
   if (!report) return report_error(g, "sass", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_sass(*report);

@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/tuner.hpp"
 #include "kopt/report/explanation_markdown.hpp"
@@ -87,9 +86,9 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
 
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  cuda::NvrtcCompiler compiler;
+  auto compiler = make_compiler(o.sel.device);
   SystemCommandRunner runner;
-  auto report = run_tune(problem, req, CheckContext{compiler, runner, worker});
+  auto report = run_tune(problem, req, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_tune(*report);

@@ -8,13 +8,30 @@
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/backend/opencl/opencl.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/worker/protocol.hpp"
 #include "kopt/worker/worker_loop.hpp"
 
 namespace kopt::cli {
 
-int run_worker_command(int device) {
+namespace {
+
+// The executor a worker of this backend drives.
+Expected<std::unique_ptr<Executor>> open_executor(int device, const std::string& backend) {
+  if (backend == "opencl") {
+    auto e = opencl::OpenclExecutor::open(device);
+    if (!e) return Unexpected(e.error());
+    return std::unique_ptr<Executor>(std::move(*e));
+  }
+  auto e = cuda::CudaExecutor::open(device);
+  if (!e) return Unexpected(e.error());
+  return std::unique_ptr<Executor>(std::move(*e));
+}
+
+}  // namespace
+
+int run_worker_command(int device, const std::string& backend) {
   // The protocol gets a private copy of stdout; fd 1 then points at stderr, so a kernel's
   // printf (which writes to fd 1) can never corrupt the protocol stream.
   int protocol_fd = ::dup(1);
@@ -25,15 +42,11 @@ int run_worker_command(int device) {
     std::cerr << "kopt worker: cannot open the protocol stream\n";
     return 4;
   }
-  ExecutorFactory factory = [device]() -> Expected<std::unique_ptr<Executor>> {
-    auto e = cuda::CudaExecutor::open(device);
-    if (!e) return Unexpected(e.error());
-    return std::unique_ptr<Executor>(std::move(*e));
-  };
+  ExecutorFactory factory = [device, backend] { return open_executor(device, backend); };
   return run_worker_loop(std::cin, out, factory);
 }
 
-int run_worker_once_command(int device, const std::string& job_file, int repeat) {
+int run_worker_once_command(int device, const std::string& backend, const std::string& job_file, int repeat) {
   auto text = read_text_file(job_file);
   if (!text) {
     std::cerr << "kopt worker --once: " << text.error().to_string() << "\n";
@@ -46,7 +59,7 @@ int run_worker_once_command(int device, const std::string& job_file, int repeat)
     std::cerr << "kopt worker --once: " << job_file << ": not a run job: " << e.what() << "\n";
     return 2;
   }
-  auto executor = cuda::CudaExecutor::open(device);
+  auto executor = open_executor(device, backend);
   if (!executor) {
     std::cerr << "kopt worker --once: " << executor.error().message << "\n";
     return 3;

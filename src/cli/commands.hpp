@@ -3,10 +3,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kopt/backend/build.hpp"
+#include "kopt/backend/device_info.hpp"
 #include "kopt/core/error.hpp"
 #include "kopt/problem/problem.hpp"
 #include "kopt/worker/worker_client.hpp"
@@ -81,8 +84,8 @@ int run_sass_command(const GlobalOptions& g, const SassCliOptions& o);
 // NAME=VALUE pairs of --set, --vs and --dim; values are integers (or true/false).
 Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
                                                                  const std::string& flag);
-int run_worker_command(int device);
-int run_worker_once_command(int device, const std::string& job_file, int repeat);
+int run_worker_command(int device, const std::string& backend);
+int run_worker_once_command(int device, const std::string& backend, const std::string& job_file, int repeat);
 
 struct ProfileCliOptions {
   ProblemSelection sel;
@@ -189,10 +192,26 @@ struct TargetCliOptions {
 int run_target_command(const GlobalOptions& g, const TargetCliOptions& o);
 int run_probe_kernel_command(int device);
 
+// The backend every command of this process uses: `--backend cuda|opencl|auto` (or
+// $KOPT_BACKEND); auto picks CUDA when the driver sees a GPU, else OpenCL when a device is
+// there, else CUDA (whose errors then say what is missing). Resolved on first use.
+enum class Backend { cuda, opencl };
+void set_backend_choice(const std::string& choice);
+Backend active_backend();
+std::string_view backend_name(Backend b);
+KernelLanguage backend_language(Backend b);
+// The active backend's compiler for `device`.
+std::unique_ptr<Compiler> make_compiler(int device);
+
+// "NVIDIA H100 (sm_90, 132 SMs), driver CUDA 13.0", or for OpenCL
+// "pthread-skylake (OpenCL cpu, 2 compute units), Portable Computing Language 3.1".
+std::string device_summary(const DeviceInfo& d);
+
 // The running kopt executable, to start workers with.
 std::filesystem::path self_executable();
-// A worker on `device`, its stderr logged in `log_dir`.
-WorkerOptions worker_options(int device, const std::filesystem::path& log_dir);
+// A worker on `device` (of the active backend unless one is named), its stderr logged in `log_dir`.
+WorkerOptions worker_options(int device, const std::filesystem::path& log_dir,
+                             std::optional<Backend> backend = std::nullopt);
 
 // Prints an error (human or JSON) to the right stream and returns its exit code.
 int report_error(const GlobalOptions& g, const std::string& command, int code, const std::string& message);

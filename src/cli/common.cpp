@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kopt/backend/cuda/executor.hpp"
+#include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/backend/opencl/opencl.hpp"
 #include "kopt/problem/loader.hpp"
 
 namespace kopt::cli {
@@ -14,9 +17,50 @@ std::filesystem::path self_executable() {
   return ec ? std::filesystem::path("kopt") : p;
 }
 
-WorkerOptions worker_options(int device, const std::filesystem::path& log_dir) {
+namespace {
+std::string g_backend_choice = "auto";
+std::optional<Backend> g_backend;
+}  // namespace
+
+void set_backend_choice(const std::string& choice) {
+  g_backend_choice = choice;
+  g_backend.reset();
+}
+
+Backend active_backend() {
+  if (!g_backend) {
+    if (g_backend_choice == "cuda") g_backend = Backend::cuda;
+    else if (g_backend_choice == "opencl") g_backend = Backend::opencl;
+    else if (cuda::probe_driver()) g_backend = Backend::cuda;
+    else if (opencl::list_opencl_devices()) g_backend = Backend::opencl;
+    else g_backend = Backend::cuda;
+  }
+  return *g_backend;
+}
+
+std::string_view backend_name(Backend b) { return b == Backend::opencl ? "opencl" : "cuda"; }
+
+KernelLanguage backend_language(Backend b) {
+  return b == Backend::opencl ? KernelLanguage::opencl : KernelLanguage::cuda;
+}
+
+std::unique_ptr<Compiler> make_compiler(int device) {
+  if (active_backend() == Backend::opencl) return std::make_unique<opencl::OpenclCompiler>(device);
+  return std::make_unique<cuda::NvrtcCompiler>();
+}
+
+std::string device_summary(const DeviceInfo& d) {
+  if (d.is_opencl())
+    return d.name + " (OpenCL " + d.device_type + ", " + std::to_string(d.sm_count) + " compute units), " +
+           d.platform + " " + d.driver_release;
+  return d.name + " (" + d.arch() + ", " + std::to_string(d.sm_count) + " SMs), driver CUDA " +
+         cuda_version_string(d.driver_version);
+}
+
+WorkerOptions worker_options(int device, const std::filesystem::path& log_dir, std::optional<Backend> backend) {
   WorkerOptions wo;
-  wo.command = {self_executable().string(), "worker", "--device", std::to_string(device)};
+  wo.command = {self_executable().string(), "worker", "--device", std::to_string(device), "--backend",
+                std::string(backend_name(backend.value_or(active_backend())))};
   wo.log_path = log_dir / ("worker" + std::to_string(device) + ".log");
   return wo;
 }
@@ -53,6 +97,8 @@ Expected<Selected> load_selection(const ProblemSelection& sel) {
   }
   auto problem = load_problem(sel.problem, out.dims);
   if (!problem) return Unexpected(problem.error());
+  if (auto chosen = select_language(*problem, backend_language(active_backend())); !chosen)
+    return Unexpected(chosen.error());
   out.problem = std::move(*problem);
   return out;
 }

@@ -13,7 +13,7 @@ void add_selection(CLI::App* cmd, kopt::cli::ProblemSelection& sel, bool with_vs
   if (with_vs) cmd->add_option("--vs", sel.vs, vs_help);
   cmd->add_option("--dim", sel.dims, "override a dim NAME=VALUE (repeatable)");
   cmd->add_option("--arch", sel.arch, "target architecture, e.g. sm_90 (default: the device's)");
-  cmd->add_option("--device", sel.device, "CUDA device ordinal");
+  cmd->add_option("--device", sel.device, "device ordinal (CUDA, or OpenCL with --backend opencl: GPUs first)");
 }
 
 }  // namespace
@@ -26,6 +26,11 @@ int main(int argc, char** argv) {
   GlobalOptions g;
   app.add_flag("--json", g.json, "print one JSON document on stdout (logs go to stderr)");
   app.add_flag("-v,--verbose", g.verbose, "log progress to stderr");
+  std::string backend = "auto";
+  app.add_option("--backend", backend, "cuda, opencl, or auto (CUDA when a CUDA GPU is present, else OpenCL)")
+      ->check(CLI::IsMember({"cuda", "opencl", "auto"}))
+      ->envname("KOPT_BACKEND");
+  app.fallthrough();
 
   EnvOptions env;
   auto* env_cmd = app.add_subcommand("env", "what is here: GPUs, driver, CUDA, NVRTC, tools, Python");
@@ -67,7 +72,7 @@ int main(int argc, char** argv) {
   CeilingsCliOptions ceil;
   auto* ceil_cmd = app.add_subcommand("ceilings", "measure the device's real ceilings (cached per device)");
   ceil_cmd->add_flag("--refresh", ceil.refresh, "measure again even if cached");
-  ceil_cmd->add_option("--device", ceil.device, "CUDA device ordinal");
+  ceil_cmd->add_option("--device", ceil.device, "device ordinal (CUDA, or OpenCL with --backend opencl: GPUs first)");
   ceil_cmd->add_flag("--json", g.json, "JSON output");
 
   SassCliOptions sass;
@@ -175,7 +180,7 @@ int main(int argc, char** argv) {
     }
     if (s.step == "open" || s.step == "close") {
       c->add_option("--arch", s.arch, "target architecture (default: the device's)");
-      c->add_option("--device", s.device, "CUDA device ordinal");
+      c->add_option("--device", s.device, "device ordinal (CUDA, or OpenCL with --backend opencl: GPUs first)");
       c->add_option("--max-time", s.max_time_s, "time cap of each measurement (s)")->check(CLI::PositiveNumber);
     }
     c->add_flag("--json", g.json, "print run.json");
@@ -266,6 +271,7 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  set_backend_choice(backend);
   try {
     if (*env_cmd) return run_env(g, env);
     if (*check_cmd) return run_check_command(g, check);
@@ -287,8 +293,8 @@ int main(int argc, char** argv) {
     if (*mask_cmds[1]) return run_iter_mask_command(g, unmask);
     if (*target_cmd) return run_target_command(g, target);
     if (*worker_cmd)
-      return once_job.empty() ? run_worker_command(worker_device)
-                              : run_worker_once_command(worker_device, once_job, once_repeat);
+      return once_job.empty() ? run_worker_command(worker_device, backend)
+                              : run_worker_once_command(worker_device, backend, once_job, once_repeat);
     if (*probe_cmd) return run_probe_kernel_command(worker_device);
   } catch (const std::exception& e) {
     return report_error(g, "kopt", 4, std::string("internal error: ") + e.what());

@@ -360,6 +360,29 @@ class Loader {
     return out;
   }
 
+  // `source`: one file, or the same kernel in several languages (one file per language).
+  void read_sources(TomlReader& kr, KernelSpec& k, bool is_reference) {
+    const toml::node* n = kr.node("source");
+    std::vector<std::string> files;
+    if (n && n->is_array() && !is_reference) files = kr.get_string_list("source");
+    else files.push_back(kr.get_string("source"));
+    if (files.empty()) kr.fail("source", "expected a file name, or a non-empty array of them");
+    std::set<KernelLanguage> seen;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      std::string f = files.size() > 1 ? indexed(kr.field("source"), i) : kr.field("source");
+      int line = n ? line_of(*n) : kr.table_line();
+      fs::path full = m_dir / files[i];
+      if (!fs::is_regular_file(full)) fail(line, f, "file not found: " + full.string());
+      auto lang = kernel_language_of(files[i]);
+      if (files.size() > 1 && !lang)
+        fail(line, f, "'" + files[i] + "': a kernel in several languages needs .cu or .cl sources");
+      if (lang && !seen.insert(*lang).second)
+        fail(line, f, "two sources in " + std::string(kernel_language_name(*lang)) + " for one kernel");
+      k.sources.emplace_back(files[i]);
+    }
+    k.source = k.sources.front();
+  }
+
   KernelSpec read_kernel(const toml::table& t, const std::string& field, const Problem& p,
                          bool is_reference) {
     TomlReader kr(t, field, m_file);
@@ -367,9 +390,7 @@ class Loader {
     k.where = {line_of(t), field};
     k.name = is_reference ? "reference" : kr.get_string("name");
     if (is_reference) kr.node("kind");  // read by read_reference
-    k.source = kr.get_string("source");
-    fs::path full = m_dir / k.source;
-    if (!fs::is_regular_file(full)) kr.fail("source", "file not found: " + full.string());
+    read_sources(kr, k, is_reference);
     k.entry = kr.get_string("entry");
     if (!is_reference) {
       read_params(kr, k);

@@ -83,6 +83,11 @@ struct CeilingsResult {
   Clocks clocks_after;
 };
 
+// A ceiling from the seconds each run of `amount` units took: best and median rates, or
+// the reason there are none.
+Ceiling ceiling_from_times(const std::string& name, const std::string& unit, double amount,
+                           const Expected<std::vector<double>>& seconds, const std::string& method);
+
 nlohmann::json to_json(const BenchOptions& o);
 BenchOptions bench_options_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const SampleSeries& s);

@@ -23,6 +23,7 @@ struct Clocks {
 };
 
 struct DeviceInfo {
+  std::string backend = "cuda";  // "cuda" or "opencl"
   int ordinal = 0;
   std::string name;
   std::string pci_bus_id;
@@ -40,9 +41,15 @@ struct DeviceInfo {
   DeviceLimits limits;
   Clocks clocks;
   int driver_version = 0;  // e.g. 13000 for CUDA 13.0
-  std::string driver_release;  // NVML's "580.82.07"
+  std::string driver_release;  // NVML's "580.82.07"; OpenCL: CL_DRIVER_VERSION
+  // OpenCL only: the platform, the device type ("gpu", "cpu", "accelerator") and its version.
+  std::string platform;
+  std::string device_type;
+  std::string opencl_version;
 
-  std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+  bool is_opencl() const { return backend == "opencl"; }
+  // What kernels are built for: "sm_90", or "opencl" (the driver compiles for its device).
+  std::string arch() const { return is_opencl() ? "opencl" : "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 
 nlohmann::json to_json(const DeviceInfo& d);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kopt/core/error.hpp"
 #include "kopt/problem/dtype.hpp"
 #include "kopt/problem/expr.hpp"
 
@@ -91,10 +92,19 @@ struct MethodToggle {
   SourceRef where;
 };
 
-// A CUDA kernel: a candidate, or the reference when it is a CUDA kernel.
+// The language a kernel source is written in, from its file name: .cu (and .cuh) CUDA C++,
+// .cl OpenCL C. A backend runs the kernels it has a source for.
+enum class KernelLanguage { cuda, opencl };
+std::string_view kernel_language_name(KernelLanguage l);
+std::optional<KernelLanguage> kernel_language_of(const std::filesystem::path& source);
+
+// A kernel: a candidate, or the reference when it is a kernel. One kernel may come in
+// several languages (`source = ["kernel.cu", "kernel.cl"]`) that share its args, launch,
+// params and methods; `source` is the one the selected backend builds.
 struct KernelSpec {
   std::string name;
   std::filesystem::path source;  // relative to the problem dir
+  std::vector<std::filesystem::path> sources;  // every port, `source` among them
   std::string entry;
   std::vector<ArgSpec> args;
   LaunchSpec launch;
@@ -141,10 +151,19 @@ struct Problem {
 
   const TensorSpec* find_tensor(std::string_view tensor) const;
   const KernelSpec* find_kernel(std::string_view kernel) const;
+  // The backend's language: kernels without a source in it are left out (and named in
+  // skipped_kernels); a kernel reference must be in it too.
+  KernelLanguage language = KernelLanguage::cuda;
+  std::vector<std::string> skipped_kernels;
   Tolerance tolerance_for(const TensorSpec& t) const;
   Scope dim_scope() const;
   Cost cost_at_dims() const;
   bool has_half_data() const;  // any f16 or bf16 tensor
 };
+
+// Points every kernel at its source in `language` and leaves out those without one. An
+// Error (bad input, naming the file and line) when the reference is a kernel in another
+// language, or when no kernel is left.
+Expected<void> select_language(Problem& p, KernelLanguage language);
 
 }  // namespace kopt

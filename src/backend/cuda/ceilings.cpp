@@ -79,20 +79,6 @@ Expected<std::vector<double>> time_runs(const DriverApi& api, CUstream stream, W
   return out;
 }
 
-Ceiling rate(const std::string& name, const std::string& unit, double amount, const Expected<std::vector<double>>& t,
-             const std::string& method) {
-  Ceiling c{name, unit, 0, 0, method, {}};
-  if (!t) {
-    c.error = t.error().message;
-    return c;
-  }
-  std::vector<double> s = *t;
-  std::sort(s.begin(), s.end());
-  c.best = amount / s.front();
-  c.median = amount / s[s.size() / 2];
-  return c;
-}
-
 Ceiling copy_ceiling(const DriverApi& api, CUstream stream) {
   const std::size_t bytes = std::size_t{512} << 20;
   CUdeviceptr a = 0, b = 0;
@@ -103,7 +89,7 @@ Ceiling copy_ceiling(const DriverApi& api, CUstream stream) {
   DeviceBuffer src(&api, a), dst(&api, b);
   api.memset_d32(a, 0x3f800000u, bytes / 4);
   auto t = time_runs(api, stream, [&] { return api.memcpy_dtod_async(dst.get(), src.get(), bytes, stream); }, 3, 20);
-  return rate("dram_copy", "B/s", 2.0 * bytes, t, "cuMemcpyDtoDAsync of 512 MiB, read + write bytes");
+  return ceiling_from_times("dram_copy", "B/s", 2.0 * bytes, t, "cuMemcpyDtoDAsync of 512 MiB, read + write bytes");
 }
 
 Ceiling fma_ceiling(const DriverApi& api, CUstream stream, const DeviceInfo& dev) {
@@ -120,7 +106,7 @@ Ceiling fma_ceiling(const DriverApi& api, CUstream stream, const DeviceInfo& dev
   const unsigned blocks = static_cast<unsigned>(dev.sm_count) * 8, threads = 256;
   auto t = time_runs(api, stream, [&] { return api.launch_kernel(fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr); }, 3, 20);
   double flops = 2.0 * 8 * 16 * iters * static_cast<double>(blocks) * threads;
-  return rate("fp32_fma", "FLOP/s", flops, t, "8 independent FMA chains per thread, 8 blocks of 256 per SM");
+  return ceiling_from_times("fp32_fma", "FLOP/s", flops, t, "8 independent FMA chains per thread, 8 blocks of 256 per SM");
 }
 
 Ceiling gemm_ceiling(const DriverApi& api, CUstream stream, const CublasApi& blas, cublasHandle_t handle,
@@ -151,7 +137,7 @@ Ceiling gemm_ceiling(const DriverApi& api, CUstream stream, const CublasApi& bla
   }, 3, 10);
   if (status != CUBLAS_STATUS_SUCCESS)
     return Ceiling{name, "FLOP/s", 0, 0, "", "cublasGemmEx failed with status " + std::to_string(status)};
-  return rate(name, "FLOP/s", 2.0 * n * n * static_cast<double>(n), t,
+  return ceiling_from_times(name, "FLOP/s", 2.0 * n * n * static_cast<double>(n), t,
               "cublasGemmEx " + std::to_string(n) + "^3, f32 accumulation");
 }
 

@@ -1,0 +1,118 @@
+// OpenclExecutor::bench: the queue's profiling counters around each launch (device time,
+// so no host latency is inside), a buffer of twice the device's global-memory cache
+// rewritten before each cold sample, and the shared A B B A schedule.
+#include <chrono>
+
+#include "kopt/backend/sampling_rounds.hpp"
+#include "prepared_kernel.hpp"
+
+namespace kopt::opencl {
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Variant : SampledVariant {
+  PreparedKernel kernel;
+  Variant(PreparedKernel k, const StoppingRule& rule) : SampledVariant(rule), kernel(std::move(k)) {}
+};
+
+}  // namespace
+
+BenchResult OpenclExecutor::bench(const BenchJob& job) {
+  const Session& s = *m_session;
+  const OpenclApi& api = *s.api;
+  const BenchOptions& opt = job.options;
+  BenchResult result;
+  auto failed = [&](const RunResult& f) {
+    result.status = f.status;
+    result.error = f.error;
+    result.fatal = f.fatal;
+    return result;
+  };
+  std::vector<Variant> variants;
+  variants.reserve(job.variants.size());
+  for (const RunJob& rj : job.variants) {
+    RunResult failure;
+    auto p = prepare_kernel(s, *m_programs, rj, failure);
+    if (!p) return failed(failure);
+    variants.emplace_back(std::move(*p), opt.rule).series.label = rj.label;
+  }
+  // The flush buffer: rewritten (write-allocate) before each cold sample.
+  Buffer flush;
+  std::size_t flush_bytes = 0;
+  if (opt.mode == CacheMode::cold) {
+    std::int64_t want = opt.flush_bytes > 0 ? opt.flush_bytes : 2 * std::max<std::int64_t>(s.info.l2_bytes, 1 << 20);
+    flush_bytes = static_cast<std::size_t>(want) / 4 * 4;
+    cl_int err = CL_SUCCESS;
+    flush = Buffer(&api, api.create_buffer(s.context.get(), CL_MEM_READ_WRITE, flush_bytes, nullptr, &err));
+    if (err != CL_SUCCESS) return failed(cl_failure(RunStatus::launch_failed, "clCreateBuffer(flush)", err));
+    result.flush_bytes = static_cast<std::int64_t>(flush_bytes);
+    result.flush_method = "write";
+  }
+
+  auto wall_start = Clock::now();
+  for (auto& v : variants) {
+    auto t0 = Clock::now();
+    int launches = 0;
+    std::vector<double> launch_us;
+    do {
+      auto l0 = Clock::now();
+      if (cl_int err = v.kernel.enqueue(s, nullptr); err != CL_SUCCESS)
+        return failed(cl_failure(RunStatus::launch_failed, "clEnqueueNDRangeKernel", err));
+      launch_us.push_back(seconds_since(l0) * 1e6);
+      if (cl_int err = api.finish(s.queue.get()); err != CL_SUCCESS)
+        return failed(cl_failure(RunStatus::fault, "clFinish", err));
+      ++launches;
+    } while (seconds_since(t0) < opt.warmup_s || launches < 2);
+    std::sort(launch_us.begin(), launch_us.end());
+    v.series.launch_overhead_us = launch_us[launch_us.size() / 2];
+    v.series.warmup_s = seconds_since(t0);
+    if (v.series.warmup_s > opt.rule.max_time_s) {
+      result.status = RunStatus::timeout;
+      result.error = "one launch of " + v.series.label + " takes longer than the time cap of " +
+                     std::to_string(opt.rule.max_time_s) + " s";
+      return result;
+    }
+  }
+
+  std::optional<RunResult> failure;
+  auto sample = [&](std::size_t idx, std::uint32_t round) -> std::optional<TakenSample> {
+    if (flush) {
+      cl_uint pattern = round;
+      if (cl_int err = api.enqueue_fill_buffer(s.queue.get(), flush.get(), &pattern, sizeof pattern, 0, flush_bytes, 0,
+                                               nullptr, nullptr);
+          err != CL_SUCCESS) {
+        failure = cl_failure(RunStatus::launch_failed, "clEnqueueFillBuffer(flush)", err);
+        return std::nullopt;
+      }
+    }
+    cl_event raw = nullptr;
+    if (cl_int err = variants[idx].kernel.enqueue(s, &raw); err != CL_SUCCESS) {
+      failure = cl_failure(RunStatus::launch_failed, "clEnqueueNDRangeKernel", err);
+      return std::nullopt;
+    }
+    Event e(&api, raw);
+    if (cl_int err = api.wait_for_events(1, &raw); err != CL_SUCCESS) {
+      failure = cl_failure(RunStatus::fault, "clWaitForEvents", err);
+      return std::nullopt;
+    }
+    auto sec = event_seconds(api, raw);
+    if (!sec) {
+      failure = cl_failure(RunStatus::fault, "clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE);
+      return std::nullopt;
+    }
+    return TakenSample{*sec, false};
+  };
+  std::vector<SampledVariant*> rotation;
+  for (auto& v : variants) rotation.push_back(&v);
+  if (!run_sampling_rounds(rotation, opt, sample, [&] { return seconds_since(wall_start); }))
+    return failed(*failure);
+  for (auto& v : variants) {
+    v.series.wall_s = seconds_since(wall_start);
+    result.series.push_back(std::move(v.series));
+  }
+  result.clocks_before = result.clocks_after = s.info.clocks;
+  return result;
+}
+
+}  // namespace kopt::opencl

@@ -1,0 +1,92 @@
+// OpenclExecutor::ceilings: what the device sustains, measured with its own driver: a
+// buffer copy (read + write bytes) and a kernel of independent multiply-add chains.
+#include "kopt/backend/bench_job.hpp"
+#include "prepared_kernel.hpp"
+
+namespace kopt::opencl {
+namespace {
+
+constexpr const char* k_fma_source = R"(
+__kernel void kopt_fma(__global float* out, int iters, float b, float c) {
+  float8 a0 = (float8)(get_global_id(0) * 1e-9f), a1 = a0 + 1.0f, a2 = a0 + 2.0f, a3 = a0 + 3.0f;
+  float8 a4 = a0 + 4.0f, a5 = a0 + 5.0f, a6 = a0 + 6.0f, a7 = a0 + 7.0f;
+  for (int i = 0; i < iters; ++i) {
+    a0 = mad(a0, b, c); a1 = mad(a1, b, c); a2 = mad(a2, b, c); a3 = mad(a3, b, c);
+    a4 = mad(a4, b, c); a5 = mad(a5, b, c); a6 = mad(a6, b, c); a7 = mad(a7, b, c);
+  }
+  float8 s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+  out[get_global_id(0)] = s.s0 + s.s1 + s.s2 + s.s3 + s.s4 + s.s5 + s.s6 + s.s7;
+}
+)";
+
+// Seconds of each of `samples` runs of `enqueue` (which returns its event) after `warmup`.
+template <class Enqueue>
+Expected<std::vector<double>> time_runs(const OpenclApi& api, Enqueue enqueue, int warmup, int samples) {
+  std::vector<double> out;
+  for (int i = 0; i < warmup + samples; ++i) {
+    cl_event raw = nullptr;
+    if (cl_int err = enqueue(&raw); err != CL_SUCCESS) return Unexpected(environment_error(cl_error_name(err)));
+    Event e(&api, raw);
+    if (cl_int err = api.wait_for_events(1, &raw); err != CL_SUCCESS)
+      return Unexpected(environment_error(cl_error_name(err)));
+    auto sec = event_seconds(api, raw);
+    if (!sec || *sec <= 0) return Unexpected(environment_error("no profiling time for the event"));
+    if (i >= warmup) out.push_back(*sec);
+  }
+  return out;
+}
+
+Ceiling copy_ceiling(const Session& s) {
+  const OpenclApi& api = *s.api;
+  auto max_alloc = device_value<cl_ulong>(api, s.ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  std::size_t bytes = std::min<std::size_t>(std::size_t{256} << 20, static_cast<std::size_t>(max_alloc));
+  cl_int e1 = CL_SUCCESS, e2 = CL_SUCCESS;
+  Buffer a(&api, api.create_buffer(s.context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &e1));
+  Buffer b(&api, api.create_buffer(s.context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &e2));
+  std::string method = "clEnqueueCopyBuffer of " + std::to_string(bytes >> 20) + " MiB, read + write bytes";
+  if (e1 != CL_SUCCESS || e2 != CL_SUCCESS) return Ceiling{"dram_copy", "B/s", 0, 0, method, "cannot allocate"};
+  cl_uint zero = 0x3f800000u;
+  api.enqueue_fill_buffer(s.queue.get(), a.get(), &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr);
+  auto t = time_runs(api, [&](cl_event* ev) {
+    return api.enqueue_copy_buffer(s.queue.get(), a.get(), b.get(), 0, 0, bytes, 0, nullptr, ev);
+  }, 3, 20);
+  return ceiling_from_times("dram_copy", "B/s", 2.0 * static_cast<double>(bytes), t, method);
+}
+
+Ceiling fma_ceiling(const Session& s) {
+  const OpenclApi& api = *s.api;
+  const bool gpu = s.info.device_type == "gpu";
+  const std::size_t global = static_cast<std::size_t>(std::max(s.info.sm_count, 1)) * (gpu ? 2048 : 1024);
+  const cl_int iters = gpu ? 1024 : 512;
+  std::string method = "8 independent float8 mad chains per work-item, " + std::to_string(global) + " work-items";
+  BuiltProgram p = build_program(s, k_fma_source, "");
+  if (p.status != CL_SUCCESS) return Ceiling{"fp32_fma", "FLOP/s", 0, 0, method, "the FMA kernel does not build"};
+  cl_int err = CL_SUCCESS;
+  Kernel k(&api, api.create_kernel(p.program.get(), "kopt_fma", &err));
+  Buffer out(&api, api.create_buffer(s.context.get(), CL_MEM_WRITE_ONLY, global * sizeof(float), nullptr, &err));
+  if (!k || !out) return Ceiling{"fp32_fma", "FLOP/s", 0, 0, method, "cannot create the FMA kernel"};
+  cl_mem o = out.get();
+  float b = 0.999f, c = 0.001f;
+  api.set_kernel_arg(k.get(), 0, sizeof o, &o);
+  api.set_kernel_arg(k.get(), 1, sizeof iters, &iters);
+  api.set_kernel_arg(k.get(), 2, sizeof b, &b);
+  api.set_kernel_arg(k.get(), 3, sizeof c, &c);
+  std::size_t local = gpu ? 256 : 64;
+  auto t = time_runs(api, [&](cl_event* ev) {
+    return api.enqueue_nd_range_kernel(s.queue.get(), k.get(), 1, nullptr, &global, &local, 0, nullptr, ev);
+  }, 2, 10);
+  return ceiling_from_times("fp32_fma", "FLOP/s", 2.0 * 64 * iters * static_cast<double>(global), t, method);
+}
+
+}  // namespace
+
+CeilingsResult OpenclExecutor::ceilings() {
+  CeilingsResult r;
+  r.clocks_before = m_session->info.clocks;
+  r.ceilings.push_back(copy_ceiling(*m_session));
+  r.ceilings.push_back(fma_ceiling(*m_session));
+  r.clocks_after = m_session->info.clocks;
+  return r;
+}
+
+}  // namespace kopt::opencl

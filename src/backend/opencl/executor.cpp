@@ -1,0 +1,52 @@
+#include <chrono>
+
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
+#include "prepared_kernel.hpp"
+
+namespace kopt::opencl {
+
+OpenclExecutor::OpenclExecutor(std::unique_ptr<Session> s)
+    : m_session(std::move(s)), m_programs(std::make_unique<Programs>()) {}
+OpenclExecutor::~OpenclExecutor() = default;
+
+Expected<std::unique_ptr<OpenclExecutor>> OpenclExecutor::open(int ordinal) {
+  auto s = open_session(ordinal);
+  if (!s) return Unexpected(s.error());
+  return std::unique_ptr<OpenclExecutor>(new OpenclExecutor(std::move(*s)));
+}
+
+Expected<DeviceInfo> OpenclExecutor::device_info() const { return m_session->info; }
+
+RunResult OpenclExecutor::run(const RunJob& job) {
+  const Session& s = *m_session;
+  const OpenclApi& api = *s.api;
+  RunResult result;
+  auto prepared = prepare_kernel(s, *m_programs, job, result);
+  if (!prepared) return result;
+  cl_event raw = nullptr;
+  if (cl_int err = prepared->enqueue(s, &raw); err != CL_SUCCESS)
+    return cl_failure(RunStatus::launch_failed, "clEnqueueNDRangeKernel", err);
+  Event done(&api, raw);
+  if (cl_int err = api.wait_for_events(1, &raw); err != CL_SUCCESS)
+    return cl_failure(RunStatus::fault, "clWaitForEvents", err);
+  if (auto sec = event_seconds(api, raw)) result.kernel_ms = *sec * 1e3;
+  for (std::size_t i = 0; i < job.tensors.size(); ++i) {
+    const auto& t = job.tensors[i];
+    std::vector<std::byte> host(t.bytes);
+    if (cl_int err = api.enqueue_read_buffer(s.queue.get(), prepared->buffers[i].get(), CL_TRUE, 0, t.bytes,
+                                             host.data(), 0, nullptr, nullptr);
+        err != CL_SUCCESS)
+      return cl_failure(RunStatus::fault, "clEnqueueReadBuffer(" + t.name + ")", err);
+    if (t.role == Role::input) {
+      result.input_checksums[t.name] = hex64(checksum64(host));
+    } else if (auto w = write_file_atomic(t.output_path, host); !w) {
+      result.status = RunStatus::launch_failed;
+      result.error = w.error().to_string();
+      return result;
+    }
+  }
+  return result;
+}
+
+}  // namespace kopt::opencl

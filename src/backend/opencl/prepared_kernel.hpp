@@ -1,0 +1,40 @@
+#pragma once
+// A RunJob made ready to enqueue on an OpenCL device: its program built (once per module),
+// buffers filled (outputs poisoned), arguments set, and the NDRange (global = grid x block,
+// local = block, as CUDA's grid and block; shared_mem becomes a trailing __local argument).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "handles.hpp"
+#include "kopt/backend/opencl/opencl.hpp"
+#include "kopt/backend/run_job.hpp"
+
+namespace kopt::opencl {
+
+struct OpenclExecutor::Programs {
+  std::map<std::string, Program> by_module;
+};
+
+struct PreparedKernel {
+  Kernel kernel;
+  std::vector<Buffer> buffers;  // one per job tensor, in order
+  cl_uint dims = 1;
+  std::size_t global[3] = {1, 1, 1};
+  std::size_t local[3] = {1, 1, 1};
+  // Enqueues one launch; `event` (optional) receives its event.
+  cl_int enqueue(const Session& s, cl_event* event) const;
+};
+
+// A failure of `call` as a RunResult: enqueue errors are launch failures; errors while
+// waiting are faults, after which the worker starts afresh (fatal).
+RunResult cl_failure(RunStatus status, const std::string& call, cl_int code);
+
+std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::Programs& programs, const RunJob& job,
+                                             RunResult& failure);
+
+// Seconds between an event's start and end, from the queue's profiling counters.
+std::optional<double> event_seconds(const OpenclApi& api, cl_event e);
+
+}  // namespace kopt::opencl
