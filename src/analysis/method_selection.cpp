@@ -101,6 +101,23 @@ std::vector<MethodCandidate> suggest_methods(const SelectionContext& ctx) {
   return out;
 }
 
+std::vector<MethodCandidate> untriggered_candidates(SelectionContext& ctx, std::size_t limit) {
+  std::vector<MethodCandidate> out;
+  if (!ctx.available) return out;
+  std::vector<const Method*> open;
+  for (const auto& id : *ctx.available)
+    if (const Method* m = ctx.catalog->find(id); m && !ctx.history.contains(id)) open.push_back(m);
+  std::stable_sort(open.begin(), open.end(), [](const Method* a, const Method* b) { return a->priority < b->priority; });
+  for (const Method* m : open) {
+    if (out.size() >= limit) break;
+    int a = static_cast<int>(m->axis);
+    ctx.budget.slots[a] = std::max(ctx.budget.slots[a], 1);
+    out.push_back({m->id, m->axis, m->priority, 0.0,
+                   "untriggered: no counters to test its trigger; the kernel can switch it and it has no verdict yet"});
+  }
+  return out;
+}
+
 std::vector<ValidationIssue> validate_methods(const SelectionContext& ctx, const MethodSet& set) {
   std::vector<ValidationIssue> issues;
   std::array<int, 3> per_axis{0, 0, 0};

@@ -124,18 +124,11 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
 int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o) {
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.device, tmp.path()));
-  auto device = worker.device_info();
-  if (!device) return report_error(g, "ceilings", exit_code(device.error().kind), device.error().message);
-  std::optional<StoredCeilings> stored = o.refresh ? std::nullopt : load_ceilings(cache_dir(), *device);
-  bool cached = stored.has_value();
-  if (!stored) {
-    auto measured = worker.ceilings(std::chrono::minutes(5));
-    if (!measured) return report_error(g, "ceilings", exit_code(measured.error().kind), measured.error().message);
-    if (!measured->error.empty()) return report_error(g, "ceilings", 3, measured->error);
-    stored = StoredCeilings{*device, *measured, utc_timestamp()};
-    if (auto w = save_ceilings(cache_dir(), *stored); !w)
-      return report_error(g, "ceilings", 4, w.error().to_string());
-  }
+  auto ensured = ensure_ceilings(cache_dir(), worker, o.refresh);
+  if (!ensured) return report_error(g, "ceilings", exit_code(ensured.error().kind), ensured.error().message);
+  auto [stored_value, cached] = *ensured;
+  const StoredCeilings* stored = &stored_value;
+  const DeviceInfo* device = &stored->device;
   if (g.json) {
     json j = to_json(*stored);
     j["command"] = "ceilings";

@@ -100,8 +100,8 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   const Problem& problem = sel->problem;
   auto catalog = builtin_method_catalog();
   if (!catalog) return report_error(g, "optimize", 4, catalog.error().to_string());
-  if (auto probe = cuda::probe_driver(); !probe)
-    return report_error(g, "optimize", 3, "no GPU here: " + probe.error().message);
+  if (auto present = backend_device_present(); !present)
+    return report_error(g, "optimize", 3, "no device here: " + present.error().message);
   OptimizeOptions opt;
   opt.iterations = o.iterations;
   opt.branches = o.branches;
@@ -152,8 +152,8 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
   opt.iterations = 1000000;  // an agent decides when to stop (kopt iter finalize)
   opt.patience = 1000000;
   if (!g.json) opt.log = stderr_log();
-  if ((o.step == "open" || o.step == "close") && !cuda::probe_driver())
-    return report_error(g, cmd, 3, "no GPU here: kopt iter " + o.step + " measures and profiles");
+  if ((o.step == "open" || o.step == "close") && !backend_device_present())
+    return report_error(g, cmd, 3, "no device here: kopt iter " + o.step + " measures and profiles");
   LoopMachine m(problem, *catalog, sel, o.max_time_s, run);
   std::optional<ExperienceDb> experience;
   if (o.step == "open" || o.step == "close") experience = open_experience("");

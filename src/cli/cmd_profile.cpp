@@ -43,7 +43,9 @@ void print_profile(const ProfileReport& r) {
   for (const auto& k : r.kernels) {
     if (k.explanation) std::cout << summary_markdown(*k.explanation, k.provenance) << "\n";
     if (k.status != "ok") std::cout << fmt::format("{}: {}: {}\n", k.kernel, k.status, k.error);
-    if (k.explanation)
+    if (k.explanation && k.provenance.report_file.empty())
+      std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json}}\n\n", k.dir.string());
+    else if (k.explanation)
       std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json,profile.csv,profile.ncu-rep}} "
                                "(ncu took {:.1f} s)\n\n",
                                k.dir.string(), k.ncu_wall_s);
@@ -99,10 +101,12 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
   SystemCommandRunner runner;
-  auto ncu = find_ncu(runner);
-  if (!ncu) return report_error(g, "profile", 3, ncu.error().message);
-  req.ncu = ncu->path;
-  req.ncu_version = ncu->version;
+  if (active_backend() == Backend::cuda) {  // OpenCL kernels get the timing-only analysis
+    auto ncu = find_ncu(runner);
+    if (!ncu) return report_error(g, "profile", 3, ncu.error().message);
+    req.ncu = ncu->path;
+    req.ncu_version = ncu->version;
+  }
 
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));

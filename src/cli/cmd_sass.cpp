@@ -62,6 +62,10 @@ void print_sass(const SassReport& r) {
 }  // namespace
 
 int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
+  if (active_backend() != Backend::cuda)
+    return report_error(g, "sass", 3,
+                        "SASS is NVIDIA machine code, and OpenCL builds are the driver's own: kopt sass needs the CUDA "
+                        "backend (--backend cuda)");
   auto sel = load_selection(o.sel);
   if (!sel) return report_error(g, "sass", exit_code(sel.error().kind), sel.error().to_string());
   Expected<MethodCatalog> catalog = builtin_method_catalog();

@@ -200,6 +200,8 @@ void set_backend_choice(const std::string& choice);
 Backend active_backend();
 std::string_view backend_name(Backend b);
 KernelLanguage backend_language(Backend b);
+// Whether the active backend sees a device (an environment Error that says why not).
+Expected<void> backend_device_present();
 // The active backend's compiler for `device`.
 std::unique_ptr<Compiler> make_compiler(int device);
 

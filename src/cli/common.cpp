@@ -44,6 +44,15 @@ KernelLanguage backend_language(Backend b) {
   return b == Backend::opencl ? KernelLanguage::opencl : KernelLanguage::cuda;
 }
 
+Expected<void> backend_device_present() {
+  if (active_backend() == Backend::opencl) {
+    if (auto d = opencl::list_opencl_devices(); !d) return Unexpected(d.error());
+    return {};
+  }
+  if (auto p = cuda::probe_driver(); !p) return Unexpected(p.error());
+  return {};
+}
+
 std::unique_ptr<Compiler> make_compiler(int device) {
   if (active_backend() == Backend::opencl) return std::make_unique<opencl::OpenclCompiler>(device);
   return std::make_unique<cuda::NvrtcCompiler>();

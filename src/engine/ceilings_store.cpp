@@ -1,6 +1,7 @@
 #include "kopt/engine/ceilings_store.hpp"
 
 #include "kopt/core/fs.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/hash.hpp"
 
 namespace kopt {
@@ -76,6 +77,20 @@ double best_compute_rate(const CeilingsResult& r) {
   for (const auto& c : r.ceilings)
     if (c.unit == "FLOP/s" && c.error.empty()) best = std::max(best, c.best);
   return best;
+}
+
+Expected<std::pair<StoredCeilings, bool>> ensure_ceilings(const fs::path& cache_root, WorkerClient& worker,
+                                                          bool refresh) {
+  auto device = worker.device_info();
+  if (!device) return Unexpected(device.error());
+  if (!refresh)
+    if (auto stored = load_ceilings(cache_root, *device)) return std::pair{*stored, true};
+  auto measured = worker.ceilings(std::chrono::minutes(5));
+  if (!measured) return Unexpected(measured.error());
+  if (!measured->error.empty()) return Unexpected(environment_error(measured->error));
+  StoredCeilings stored{*device, *measured, utc_timestamp()};
+  if (auto w = save_ceilings(cache_root, stored); !w) return Unexpected(w.error());
+  return std::pair{stored, false};
 }
 
 }  // namespace kopt

@@ -81,7 +81,8 @@ class GpuLab final : public Lab {
   }
 
   Expected<Explanation> profile(const Variant& v, const std::filesystem::path& dir) override {
-    if (m_o.ncu.empty()) return Unexpected(environment_error("ncu (Nsight Compute) is not installed"));
+    bool opencl = device() && device()->is_opencl();
+    if (m_o.ncu.empty() && !opencl) return Unexpected(environment_error("ncu (Nsight Compute) is not installed"));
     ProfileRequest r;
     r.kernels = {v.kernel};
     r.sets = sets_of(v.point);
@@ -95,13 +96,15 @@ class GpuLab final : public Lab {
     auto rep = run_profile(problem_for(v), r, m_ctx);
     if (!rep) return Unexpected(rep.error());
     const KernelProfile& k = rep->kernels.at(0);
-    if (k.status != "ok" || !k.explanation) return Unexpected(environment_error(k.status + ": " + k.error));
+    if ((k.status != "ok" && k.status != "timing_only") || !k.explanation) return Unexpected(environment_error(k.status + ": " + k.error));
     return *k.explanation;
   }
 
   std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) override {
     std::map<std::string, SassVerdictKind> out;
-    if (methods.empty()) return out;
+    for (const auto& m : methods) out[m] = SassVerdictKind::unverifiable;
+    // OpenCL builds are the driver's business: there is no SASS of them to read.
+    if (methods.empty() || (device() && device()->is_opencl())) return out;
     SassRequest r;
     r.kernels = {v.kernel};
     r.sets = sets_of(v.point);
@@ -109,7 +112,6 @@ class GpuLab final : public Lab {
     r.arch = arch();
     r.cache_root = m_o.cache_root;
     auto rep = run_sass(problem_for(v), r, SassContext{m_ctx.compiler, m_ctx.runner, m_catalog});
-    for (const auto& m : methods) out[m] = SassVerdictKind::unverifiable;
     if (!rep || rep->kernels.empty()) return out;
     for (const auto& verdict : rep->kernels[0].verdicts) out[verdict.method] = verdict.verdict;
     return out;
@@ -142,8 +144,13 @@ class GpuLab final : public Lab {
  private:
   std::optional<Target> target() {
     if (!device()) return std::nullopt;
-    auto stored = load_ceilings(m_o.cache_root, *device());
-    auto t = compute_target(m_p, default_precision(m_p), find_gpu_spec(device()->name), device()->name,
+    auto spec = find_gpu_spec(device()->name);
+    std::optional<StoredCeilings> stored = load_ceilings(m_o.cache_root, *device());
+    // A device without a spec entry (a CPU under OpenCL, a GPU kopt does not list) gets its
+    // ceilings measured: without roofs there is no target and no stop rule.
+    if (!stored && !spec)
+      if (auto ensured = ensure_ceilings(m_o.cache_root, m_ctx.worker)) stored = ensured->first;
+    auto t = compute_target(m_p, default_precision(m_p), spec, device()->name,
                             stored ? &stored->result : nullptr, stored ? stored->measured_at : "");
     if (!t) return std::nullopt;
     return *t;

@@ -208,7 +208,9 @@ class Optimizer {
     }
     m_ctx = selection(*expl, o.champ);
     m_experience_notes = consult_experience(std::string(bottleneck_name(expl->bottleneck.cls)));
-    m_chosen = suggest_methods(m_ctx);
+    // No gap at all means no counters (OpenCL): no trigger can fire, so untried methods go blind.
+    bool counters = expl->gaps.compute || expl->gaps.memory || expl->gaps.latency;
+    m_chosen = counters ? suggest_methods(m_ctx) : untriggered_candidates(m_ctx, 1);
     MethodSet set;
     for (const auto& c : m_chosen) set.methods.push_back(c.method);
     if (auto issues = validate_methods(m_ctx, set); !issues.empty())

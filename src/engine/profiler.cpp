@@ -16,7 +16,7 @@ int ProfileReport::exit_code() const {
   int code = 0;
   for (const auto& k : kernels) {
     if (k.status == "no_counters") return 3;
-    if (k.status != "ok") code = 1;
+    if (k.status != "ok" && k.status != "timing_only") code = 1;
   }
   return code;
 }
@@ -85,7 +85,10 @@ class ProfileRun {
       kp.error = "cannot create " + kp.dir.string() + ": " + ec.message();
       return kp;
     }
-    profile_with_ncu(kc, device, kp);
+    if (device.is_opencl())
+      degrade(kc, device, kp, "timing_only",
+              "the OpenCL backend has no hardware-counter profiler (ncu profiles CUDA kernels only).");
+    else profile_with_ncu(kc, device, kp);
     return kp;
   }
 
@@ -121,7 +124,7 @@ class ProfileRun {
     kp.ncu_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     (void)write_text_atomic(kp.dir / "ncu.log", r.out + r.err);
     NcuOutcome outcome = classify_ncu_run(r);
-    if (outcome.failure == NcuFailure::no_permission) return degrade(kc, device, kp, outcome.message);
+    if (outcome.failure == NcuFailure::no_permission) return degrade(kc, device, kp, "no_counters", outcome.message);
     if (outcome.failure != NcuFailure::none) return fail(kp, "profile_failed", outcome.message);
     fs::path rep = kp.dir / "profile.ncu-rep";
     CommandResult csv = m_ctx.runner.run(ncu_import_argv(m_r.ncu, rep), std::chrono::milliseconds(120000));
@@ -153,9 +156,11 @@ class ProfileRun {
     return in;
   }
 
-  // No counters: time from the check's run and the static facts, and say so.
-  void degrade(const KernelCheck& kc, const DeviceInfo& device, KernelProfile& kp, const std::string& why) {
-    kp.status = "no_counters";
+  // No counters (no permission, or a backend without a counter profiler): time from the
+  // check's run and the static facts, and say so.
+  void degrade(const KernelCheck& kc, const DeviceInfo& device, KernelProfile& kp, const std::string& status,
+               const std::string& why) {
+    kp.status = status;
     kp.error = why;
     ExplainInputs in = explain_inputs(device);
     in.profile.kernel = kc.build.lowered_entry;
@@ -165,7 +170,7 @@ class ProfileRun {
     in.profile.metrics["launch__registers_per_thread"] = kc.resources.registers;
     Explanation e = explain(in);
     e.time_source = "one event-timed launch of kopt check (no counters)";
-    e.bottleneck.rule = "no counter access: " + why + " The analysis is limited to timing, the cost-formula roofline "
+    e.bottleneck.rule = "no counters: " + why + " The analysis is limited to timing, the cost-formula roofline "
                         "and the build's resources.";
     kp.explanation = std::move(e);
     write_markdown(kp);

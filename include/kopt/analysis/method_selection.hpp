@@ -50,6 +50,12 @@ struct SelectionContext {
 // classified ineffective or implementation-failed before are left out.
 std::vector<MethodCandidate> suggest_methods(const SelectionContext& ctx);
 
+// Without counters (a backend with no counter profiler) no trigger can fire. Then the
+// methods the problem can switch that carry no classification yet are tried blind, by
+// catalog priority, at most `limit` of them; each gets a budget slot on its axis, and its
+// `why` says it was not triggered.
+std::vector<MethodCandidate> untriggered_candidates(SelectionContext& ctx, std::size_t limit);
+
 struct MethodSet {
   std::vector<std::string> methods;
   std::map<std::string, std::string> skip_reasons;  // method -> why it was not chosen

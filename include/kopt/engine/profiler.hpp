@@ -39,7 +39,9 @@ struct ProfileRequest {
 struct KernelProfile {
   std::string kernel;
   ParamPoint point;
-  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | profile_failed | no_counters
+  // ok | timing_only (a backend without counters: OpenCL) | wrong | compile_failed | run_failed |
+  // profile_failed | no_counters (ncu without permission)
+  std::string status = "ok";
   std::string error;
   std::optional<Explanation> explanation;
   ProfileProvenance provenance;
