@@ -8,28 +8,28 @@ using nlohmann::json;
 json to_json(const DeviceInfo& d) {
   json j{{"backend", d.backend},
          {"ordinal", d.ordinal},
-              {"name", d.name},
-              {"pci_bus_id", d.pci_bus_id},
-              {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
-              {"cc_major", d.cc_major},
-              {"cc_minor", d.cc_minor},
-              {"arch", d.arch()},
-              {"sm_count", d.sm_count},
-              {"l2_bytes", d.l2_bytes},
-              {"memory_bytes", d.memory_bytes},
-              {"memory_bus_width_bits", d.memory_bus_width_bits},
-              {"max_shared_per_block_optin", d.max_shared_per_block_optin},
-              {"max_shared_per_sm", d.max_shared_per_sm},
-              {"max_registers_per_sm", d.max_registers_per_sm},
-              {"max_threads_per_sm", d.max_threads_per_sm},
-              {"warp_size", d.warp_size},
-              {"max_threads_per_block", d.limits.max_threads_per_block},
-              {"max_block", d.limits.max_block},
-              {"max_grid", d.limits.max_grid},
-              {"clocks", d.clocks},
-              {"driver_cuda_version", cuda_version_string(d.driver_version)},
-              {"driver_version", d.driver_version},
-              {"driver_release", d.driver_release}};
+         {"name", d.name},
+         {"pci_bus_id", d.pci_bus_id},
+         {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+         {"cc_major", d.cc_major},
+         {"cc_minor", d.cc_minor},
+         {"arch", d.arch()},
+         {"sm_count", d.sm_count},
+         {"l2_bytes", d.l2_bytes},
+         {"memory_bytes", d.memory_bytes},
+         {"memory_bus_width_bits", d.memory_bus_width_bits},
+         {"max_shared_per_block_optin", d.max_shared_per_block_optin},
+         {"max_shared_per_sm", d.max_shared_per_sm},
+         {"max_registers_per_sm", d.max_registers_per_sm},
+         {"max_threads_per_sm", d.max_threads_per_sm},
+         {"warp_size", d.warp_size},
+         {"max_threads_per_block", d.limits.max_threads_per_block},
+         {"max_block", d.limits.max_block},
+         {"max_grid", d.limits.max_grid},
+         {"clocks", d.clocks},
+         {"driver_cuda_version", cuda_version_string(d.driver_version)},
+         {"driver_version", d.driver_version},
+         {"driver_release", d.driver_release}};
   if (d.is_opencl()) {
     j["platform"] = d.platform;
     j["device_type"] = d.device_type;
@@ -56,7 +56,8 @@ DeviceInfo device_info_from_json(const json& j) {
   d.max_threads_per_sm = j.value("max_threads_per_sm", 0);
   d.warp_size = j.value("warp_size", 32);
   d.limits.max_threads_per_block = j.value("max_threads_per_block", std::int64_t{1024});
-  if (j.contains("max_block")) d.limits.max_block = j["max_block"].get<std::array<std::int64_t, 3>>();
+  if (j.contains("max_block"))
+    d.limits.max_block = j["max_block"].get<std::array<std::int64_t, 3>>();
   if (j.contains("max_grid")) d.limits.max_grid = j["max_grid"].get<std::array<std::int64_t, 3>>();
   d.limits.max_shared_per_block_optin = d.max_shared_per_block_optin;
   d.limits.sm_count = d.sm_count;
@@ -76,7 +77,8 @@ std::string cuda_version_string(int version) {
 
 std::string clocks_text(const Clocks& c) {
   if (!c.nvml_error.empty()) return "clocks unknown (" + c.nvml_error + ")";
-  return fmt::format("SM {}/{} MHz, mem {} MHz, throttle: {}", c.sm_mhz, c.max_sm_mhz, c.mem_mhz, c.throttle_reasons);
+  return fmt::format("SM {}/{} MHz, mem {} MHz, throttle: {}", c.sm_mhz, c.max_sm_mhz, c.mem_mhz,
+                     c.throttle_reasons);
 }
 
 }  // namespace kopt

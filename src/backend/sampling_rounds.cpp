@@ -2,8 +2,8 @@
 
 namespace kopt {
 
-bool run_sampling_rounds(const std::vector<SampledVariant*>& variants, const BenchOptions& opt, const SampleTaker& take,
-                         const std::function<double()>& wall_elapsed_s) {
+bool run_sampling_rounds(const std::vector<SampledVariant*>& variants, const BenchOptions& opt,
+                         const SampleTaker& take, const std::function<double()>& wall_elapsed_s) {
   const bool paired = opt.paired && variants.size() == 2;
   for (std::uint32_t round = 0;; ++round) {
     for (std::size_t k = 0; k < variants.size(); ++k) {
@@ -25,7 +25,8 @@ bool run_sampling_rounds(const std::vector<SampledVariant*>& variants, const Ben
     if (all_done) return true;
     std::size_t pairs = variants[0]->series.samples_s.size();
     if (paired && pairs >= opt.rule.min_samples && pairs % 16 == 0) {
-      Comparison c = compare_paired(variants[0]->series.samples_s, variants[1]->series.samples_s, opt.verdict_threshold);
+      Comparison c = compare_paired(variants[0]->series.samples_s, variants[1]->series.samples_s,
+                                    opt.verdict_threshold);
       if (c.verdict != Verdict::ambiguous) {
         for (auto* v : variants)
           if (!v->done) {

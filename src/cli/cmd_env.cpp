@@ -1,8 +1,7 @@
 // `kopt env`: what is here. Every missing piece is reported; none is fatal.
+#include <fmt/format.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <iostream>
 #include <thread>
@@ -26,14 +25,16 @@ json gather(const EnvOptions& o) {
   json env{{"schema_version", 1}, {"command", "env"}, {"kopt_version", KOPT_VERSION}};
   utsname u{};
   ::uname(&u);
-  env["host"] = {{"os", std::string(u.sysname) + " " + u.release}, {"machine", u.machine},
+  env["host"] = {{"os", std::string(u.sysname) + " " + u.release},
+                 {"machine", u.machine},
                  {"cpus", std::thread::hardware_concurrency()}};
 
   json driver{{"found", false}};
   json gpus = json::array();
   auto probe = cuda::probe_driver();
   if (probe) {
-    driver = {{"found", true}, {"library", probe->library_path},
+    driver = {{"found", true},
+              {"library", probe->library_path},
               {"cuda_version", cuda_version_string(probe->driver_version)},
               {"device_count", probe->device_count}};
     TempDir tmp("kopt-env");
@@ -51,8 +52,12 @@ json gather(const EnvOptions& o) {
   if (auto devices = opencl::list_opencl_devices()) {
     ocl["found"] = true;
     for (const auto& d : *devices)
-      ocl["devices"].push_back({{"ordinal", d.ordinal}, {"platform", d.platform}, {"name", d.name}, {"type", d.type},
-                                {"version", d.version}, {"driver", d.driver}});
+      ocl["devices"].push_back({{"ordinal", d.ordinal},
+                                {"platform", d.platform},
+                                {"name", d.name},
+                                {"type", d.type},
+                                {"version", d.version},
+                                {"driver", d.driver}});
   } else {
     ocl["error"] = devices.error().message;
   }
@@ -81,17 +86,21 @@ json gather(const EnvOptions& o) {
   } else if (!o.probe_ncu) {
     counters.detail = "skipped (--no-ncu-probe)";
   } else {
-    counters = classify_ncu_probe(runner.run(
-        {tools["ncu"]["path"].get<std::string>(), "--clock-control", "none", "--metrics",
-         "gpu__time_duration.sum", "--csv", self_executable().string(), "probe-kernel"},
-        180s));
+    counters = classify_ncu_probe(
+        runner.run({tools["ncu"]["path"].get<std::string>(), "--clock-control", "none", "--metrics",
+                    "gpu__time_duration.sum", "--csv", self_executable().string(), "probe-kernel"},
+                   180s));
   }
-  tools["ncu"]["counters"] = {{"access", counter_access_name(counters.access)}, {"detail", counters.detail}};
+  tools["ncu"]["counters"] = {{"access", counter_access_name(counters.access)},
+                              {"detail", counters.detail}};
   env["tools"] = tools;
 
   PythonInfo py = probe_python(runner);
-  env["python"] = {{"python3", to_json(py.python)}, {"torch", py.torch}, {"torch_cuda", py.torch_cuda},
-                   {"triton", py.triton}, {"note", py.note}};
+  env["python"] = {{"python3", to_json(py.python)},
+                   {"torch", py.torch},
+                   {"torch_cuda", py.torch_cuda},
+                   {"triton", py.triton},
+                   {"note", py.note}};
   return env;
 }
 
@@ -101,60 +110,74 @@ std::string or_missing(const json& j, const char* key) {
 }
 
 void print_human(const json& env) {
-  std::cout << fmt::format("kopt {} on {} ({}, {} CPUs)\n\n", env["kopt_version"].get<std::string>(),
-                           env["host"]["os"].get<std::string>(), env["host"]["machine"].get<std::string>(),
-                           env["host"]["cpus"].get<unsigned>());
+  std::cout << fmt::format(
+      "kopt {} on {} ({}, {} CPUs)\n\n", env["kopt_version"].get<std::string>(),
+      env["host"]["os"].get<std::string>(), env["host"]["machine"].get<std::string>(),
+      env["host"]["cpus"].get<unsigned>());
   const json& d = env["driver"];
   if (d["found"].get<bool>())
-    std::cout << fmt::format("CUDA driver       {} (CUDA {}), {} device(s)\n", d["library"].get<std::string>(),
-                             d["cuda_version"].get<std::string>(), d["device_count"].get<int>());
+    std::cout << fmt::format("CUDA driver       {} (CUDA {}), {} device(s)\n",
+                             d["library"].get<std::string>(), d["cuda_version"].get<std::string>(),
+                             d["device_count"].get<int>());
   else
     std::cout << "CUDA driver       none: " << d["error"].get<std::string>() << "\n              "
               << "kopt still builds kernels with NVRTC and runs every GPU-free command.\n";
   for (const auto& g : env["gpus"]) {
     if (g.contains("error")) {
-      std::cout << fmt::format("GPU {}             error: {}\n", g["ordinal"].get<int>(), g["error"].get<std::string>());
+      std::cout << fmt::format("GPU {}             error: {}\n", g["ordinal"].get<int>(),
+                               g["error"].get<std::string>());
       continue;
     }
     const json& c = g["clocks"];
     std::cout << fmt::format(
         "GPU {}             {} [{}] cc {} ({}), {} SMs, L2 {:.1f} MiB, memory {:.1f} GiB\n",
         g["ordinal"].get<int>(), g["name"].get<std::string>(), g["pci_bus_id"].get<std::string>(),
-        g["compute_capability"].get<std::string>(), g["arch"].get<std::string>(), g["sm_count"].get<int>(),
-        g["l2_bytes"].get<double>() / (1 << 20), g["memory_bytes"].get<double>() / (1 << 30));
+        g["compute_capability"].get<std::string>(), g["arch"].get<std::string>(),
+        g["sm_count"].get<int>(), g["l2_bytes"].get<double>() / (1 << 20),
+        g["memory_bytes"].get<double>() / (1 << 30));
     if (c["nvml_error"].get<std::string>().empty())
       std::cout << fmt::format(
-          "                  clocks SM {} / {} MHz, memory {} / {} MHz (current / max), throttle: {}, {} C, {:.0f} W\n",
+          "                  clocks SM {} / {} MHz, memory {} / {} MHz (current / max), throttle: "
+          "{}, {} C, {:.0f} W\n",
           c["sm_mhz"].get<long>(), c["max_sm_mhz"].get<long>(), c["mem_mhz"].get<long>(),
-          c["max_mem_mhz"].get<long>(), c["throttle_reasons"].get<std::string>(), c["temperature_c"].get<long>(),
-          c["power_w"].get<double>());
+          c["max_mem_mhz"].get<long>(), c["throttle_reasons"].get<std::string>(),
+          c["temperature_c"].get<long>(), c["power_w"].get<double>());
     else
-      std::cout << "                  clocks unknown: " << c["nvml_error"].get<std::string>() << "\n";
+      std::cout << "                  clocks unknown: " << c["nvml_error"].get<std::string>()
+                << "\n";
   }
   const json& ocl = env["opencl"];
-  if (!ocl["found"].get<bool>()) std::cout << "OpenCL            none: " << ocl["error"].get<std::string>() << "\n";
+  if (!ocl["found"].get<bool>())
+    std::cout << "OpenCL            none: " << ocl["error"].get<std::string>() << "\n";
   for (const auto& d : ocl["devices"])
-    std::cout << fmt::format("OpenCL {}          {} ({}) · {} · {} · driver {}\n", d["ordinal"].get<int>(),
-                             d["name"].get<std::string>(), d["type"].get<std::string>(), d["platform"].get<std::string>(),
+    std::cout << fmt::format("OpenCL {}          {} ({}) · {} · {} · driver {}\n",
+                             d["ordinal"].get<int>(), d["name"].get<std::string>(),
+                             d["type"].get<std::string>(), d["platform"].get<std::string>(),
                              d["version"].get<std::string>(), d["driver"].get<std::string>());
-  std::cout << "backend           " << env["backend"].get<std::string>() << " (--backend cuda|opencl|auto)\n";
+  std::cout << "backend           " << env["backend"].get<std::string>()
+            << " (--backend cuda|opencl|auto)\n";
   const json& nv = env["nvrtc"];
   std::cout << "NVRTC             "
-            << (nv["found"].get<bool>() ? nv["version"].get<std::string>() : "missing: " + nv["error"].get<std::string>())
+            << (nv["found"].get<bool>() ? nv["version"].get<std::string>()
+                                        : "missing: " + nv["error"].get<std::string>())
             << "\n";
   for (const auto& [name, t] : env["tools"].items()) {
-    std::cout << fmt::format("{:<18}{}", name, t["found"].get<bool>() ? or_missing(t, "version") + "  " + t["path"].get<std::string>()
-                                                                     : "missing (" + t["note"].get<std::string>() + ")");
+    std::cout << fmt::format("{:<18}{}", name,
+                             t["found"].get<bool>()
+                                 ? or_missing(t, "version") + "  " + t["path"].get<std::string>()
+                                 : "missing (" + t["note"].get<std::string>() + ")");
     std::cout << "\n";
     if (name == "ncu")
-      std::cout << "                  counters: " << t["counters"]["access"].get<std::string>() << " — "
-                << t["counters"]["detail"].get<std::string>() << "\n";
+      std::cout << "                  counters: " << t["counters"]["access"].get<std::string>()
+                << " — " << t["counters"]["detail"].get<std::string>() << "\n";
   }
   const json& py = env["python"];
   if (py["python3"]["found"].get<bool>())
-    std::cout << fmt::format("python3           {}  torch {}{}  triton {}\n", py["python3"]["version"].get<std::string>(),
-                             or_missing(py, "torch"),
-                             py["torch_cuda"].get<std::string>().empty() ? "" : " (CUDA " + py["torch_cuda"].get<std::string>() + ")",
+    std::cout << fmt::format("python3           {}  torch {}{}  triton {}\n",
+                             py["python3"]["version"].get<std::string>(), or_missing(py, "torch"),
+                             py["torch_cuda"].get<std::string>().empty()
+                                 ? ""
+                                 : " (CUDA " + py["torch_cuda"].get<std::string>() + ")",
                              or_missing(py, "triton"));
   else
     std::cout << "python3           missing\n";
@@ -164,8 +187,10 @@ void print_human(const json& env) {
 
 int run_env(const GlobalOptions& g, const EnvOptions& o) {
   json env = gather(o);
-  if (g.json) std::cout << env.dump(2) << "\n";
-  else print_human(env);
+  if (g.json)
+    std::cout << env.dump(2) << "\n";
+  else
+    print_human(env);
   return 0;
 }
 

@@ -29,16 +29,23 @@ void set_backend_choice(const std::string& choice) {
 
 Backend active_backend() {
   if (!g_backend) {
-    if (g_backend_choice == "cuda") g_backend = Backend::cuda;
-    else if (g_backend_choice == "opencl") g_backend = Backend::opencl;
-    else if (cuda::probe_driver()) g_backend = Backend::cuda;
-    else if (opencl::list_opencl_devices()) g_backend = Backend::opencl;
-    else g_backend = Backend::cuda;
+    if (g_backend_choice == "cuda")
+      g_backend = Backend::cuda;
+    else if (g_backend_choice == "opencl")
+      g_backend = Backend::opencl;
+    else if (cuda::probe_driver())
+      g_backend = Backend::cuda;
+    else if (opencl::list_opencl_devices())
+      g_backend = Backend::opencl;
+    else
+      g_backend = Backend::cuda;
   }
   return *g_backend;
 }
 
-std::string_view backend_name(Backend b) { return b == Backend::opencl ? "opencl" : "cuda"; }
+std::string_view backend_name(Backend b) {
+  return b == Backend::opencl ? "opencl" : "cuda";
+}
 
 KernelLanguage backend_language(Backend b) {
   return b == Backend::opencl ? KernelLanguage::opencl : KernelLanguage::cuda;
@@ -60,22 +67,27 @@ std::unique_ptr<Compiler> make_compiler(int device) {
 
 std::string device_summary(const DeviceInfo& d) {
   if (d.is_opencl())
-    return d.name + " (OpenCL " + d.device_type + ", " + std::to_string(d.sm_count) + " compute units), " +
-           d.platform + " " + d.driver_release;
+    return d.name + " (OpenCL " + d.device_type + ", " + std::to_string(d.sm_count) +
+           " compute units), " + d.platform + " " + d.driver_release;
   return d.name + " (" + d.arch() + ", " + std::to_string(d.sm_count) + " SMs), driver CUDA " +
          cuda_version_string(d.driver_version);
 }
 
-WorkerOptions worker_options(int device, const std::filesystem::path& log_dir, std::optional<Backend> backend) {
+WorkerOptions worker_options(int device, const std::filesystem::path& log_dir,
+                             std::optional<Backend> backend) {
   WorkerOptions wo;
-  wo.command = {self_executable().string(), "worker", "--device", std::to_string(device), "--backend",
+  wo.command = {self_executable().string(),
+                "worker",
+                "--device",
+                std::to_string(device),
+                "--backend",
                 std::string(backend_name(backend.value_or(active_backend())))};
   wo.log_path = log_dir / ("worker" + std::to_string(device) + ".log");
   return wo;
 }
 
-Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
-                                                                 const std::string& flag) {
+Expected<std::map<std::string, std::int64_t>> parse_assignments(
+    const std::vector<std::string>& items, const std::string& flag) {
   std::map<std::string, std::int64_t> out;
   for (const auto& item : items) {
     auto eq = item.find('=');
@@ -89,8 +101,10 @@ Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vecto
       if (used != value.size()) throw std::invalid_argument(value);
       out[name] = v;
     } catch (const std::exception&) {
-      if (value == "true" || value == "false") out[name] = value == "true";
-      else return Unexpected(bad_input(flag + " " + item + ": the value must be an integer"));
+      if (value == "true" || value == "false")
+        out[name] = value == "true";
+      else
+        return Unexpected(bad_input(flag + " " + item + ": the value must be an integer"));
     }
   }
   return out;
@@ -98,8 +112,9 @@ Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vecto
 
 Expected<Selected> load_selection(const ProblemSelection& sel) {
   Selected out;
-  for (auto [items, flag, target] : {std::tuple{&sel.sets, "--set", &out.sets}, std::tuple{&sel.vs, "--vs", &out.vs},
-                                     std::tuple{&sel.dims, "--dim", &out.dims}}) {
+  for (auto [items, flag, target] :
+       {std::tuple{&sel.sets, "--set", &out.sets}, std::tuple{&sel.vs, "--vs", &out.vs},
+        std::tuple{&sel.dims, "--dim", &out.dims}}) {
     auto parsed = parse_assignments(*items, flag);
     if (!parsed) return Unexpected(parsed.error());
     *target = std::move(*parsed);
@@ -112,9 +127,12 @@ Expected<Selected> load_selection(const ProblemSelection& sel) {
   return out;
 }
 
-int report_error(const GlobalOptions& g, const std::string& command, int code, const std::string& message) {
+int report_error(const GlobalOptions& g, const std::string& command, int code,
+                 const std::string& message) {
   if (g.json) {
-    std::cout << nlohmann::json{{"schema_version", 1}, {"command", command}, {"error", message},
+    std::cout << nlohmann::json{{"schema_version", 1},
+                                {"command", command},
+                                {"error", message},
                                 {"exit_code", code}}
                      .dump(2)
               << "\n";

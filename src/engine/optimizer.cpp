@@ -464,8 +464,15 @@ class Optimizer {
       return Unexpected(bad_input("--ablates " + b.ablates + ": not in the method catalog", "", 0, "--ablates"));
     auto text = read_text_file(file);
     if (!text) return Unexpected(bad_input("cannot read the branch: " + text.error().message, file.string()));
-    if (text->find("__global__") == std::string::npos || text->find(k->entry) == std::string::npos)
-      return Unexpected(bad_input("not a kernel of '" + k->name + "': no __global__ function named " + k->entry,
+    // The branch is in the backend's language, and holds the kernel's entry.
+    auto lang = kernel_language_of(file);
+    if (lang && *lang != m_p.language)
+      return Unexpected(bad_input("a " + std::string(kernel_language_name(*lang)) + " branch, but this run builds " +
+                                      std::string(kernel_language_name(m_p.language)) + " kernels",
+                                  file.string(), 1));
+    const char* qualifier = m_p.language == KernelLanguage::opencl ? "__kernel" : "__global__";
+    if (text->find(qualifier) == std::string::npos || text->find(k->entry) == std::string::npos)
+      return Unexpected(bad_input("not a kernel of '" + k->name + "': no " + qualifier + " function named " + k->entry,
                                   file.string(), 1));
     auto point = resolve_point(m_p, *k, {b.point.begin(), b.point.end()});
     if (!point) return Unexpected(point.error());

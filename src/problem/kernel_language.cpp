@@ -6,8 +6,10 @@ namespace kopt {
 
 std::string_view kernel_language_name(KernelLanguage l) {
   switch (l) {
-    case KernelLanguage::cuda: return "CUDA";
-    case KernelLanguage::opencl: return "OpenCL";
+    case KernelLanguage::cuda:
+      return "CUDA";
+    case KernelLanguage::opencl:
+      return "OpenCL";
   }
   return "?";
 }
@@ -34,7 +36,8 @@ Expected<void> select_language(Problem& p, KernelLanguage language) {
   if (p.reference.kind == ReferenceKind::cuda && language != KernelLanguage::cuda)
     return Unexpected(bad_input("the reference is a CUDA kernel, which the " + name +
                                     " backend cannot run; give a C++ reference (kind = \"cpp\")",
-                                p.spec_path.string(), p.reference.kernel.where.line, "reference.kind"));
+                                p.spec_path.string(), p.reference.kernel.where.line,
+                                "reference.kind"));
   std::vector<KernelSpec> kept;
   p.skipped_kernels.clear();
   for (auto& k : p.kernels) {
@@ -51,7 +54,8 @@ Expected<void> select_language(Problem& p, KernelLanguage language) {
   p.kernels = std::move(kept);
   if (p.kernels.empty())
     return Unexpected(bad_input("no kernel of this problem has a " + name + " source (" + name +
-                                    " sources end in " + (language == KernelLanguage::opencl ? ".cl" : ".cu") + ")",
+                                    " sources end in " +
+                                    (language == KernelLanguage::opencl ? ".cl" : ".cu") + ")",
                                 p.spec_path.string(), 0, "kernels.source"));
   return {};
 }

@@ -26,7 +26,8 @@ struct TakenSample {
   double seconds = 0;
   bool throttled = false;
 };
-using SampleTaker = std::function<std::optional<TakenSample>(std::size_t variant, std::uint32_t round)>;
+using SampleTaker =
+    std::function<std::optional<TakenSample>(std::size_t variant, std::uint32_t round)>;
 
 // Samples until every variant is done (or a paired verdict is reached). Returns false as soon
 // as a sample fails. wall_start_s is the time already spent (warm-up included).

@@ -9,11 +9,14 @@
 namespace kopt::opencl {
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 struct Variant : SampledVariant {
   PreparedKernel kernel;
-  Variant(PreparedKernel k, const StoppingRule& rule) : SampledVariant(rule), kernel(std::move(k)) {}
+  Variant(PreparedKernel k, const StoppingRule& rule)
+      : SampledVariant(rule), kernel(std::move(k)) {}
 };
 
 }  // namespace
@@ -41,11 +44,14 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
   Buffer flush;
   std::size_t flush_bytes = 0;
   if (opt.mode == CacheMode::cold) {
-    std::int64_t want = opt.flush_bytes > 0 ? opt.flush_bytes : 2 * std::max<std::int64_t>(s.info.l2_bytes, 1 << 20);
+    std::int64_t want = opt.flush_bytes > 0 ? opt.flush_bytes
+                                            : 2 * std::max<std::int64_t>(s.info.l2_bytes, 1 << 20);
     flush_bytes = static_cast<std::size_t>(want) / 4 * 4;
     cl_int err = CL_SUCCESS;
-    flush = Buffer(&api, api.create_buffer(s.context.get(), CL_MEM_READ_WRITE, flush_bytes, nullptr, &err));
-    if (err != CL_SUCCESS) return failed(cl_failure(RunStatus::launch_failed, "clCreateBuffer(flush)", err));
+    flush = Buffer(
+        &api, api.create_buffer(s.context.get(), CL_MEM_READ_WRITE, flush_bytes, nullptr, &err));
+    if (err != CL_SUCCESS)
+      return failed(cl_failure(RunStatus::launch_failed, "clCreateBuffer(flush)", err));
     result.flush_bytes = static_cast<std::int64_t>(flush_bytes);
     result.flush_method = "write";
   }
@@ -79,8 +85,8 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
   auto sample = [&](std::size_t idx, std::uint32_t round) -> std::optional<TakenSample> {
     if (flush) {
       cl_uint pattern = round;
-      if (cl_int err = api.enqueue_fill_buffer(s.queue.get(), flush.get(), &pattern, sizeof pattern, 0, flush_bytes, 0,
-                                               nullptr, nullptr);
+      if (cl_int err = api.enqueue_fill_buffer(s.queue.get(), flush.get(), &pattern, sizeof pattern,
+                                               0, flush_bytes, 0, nullptr, nullptr);
           err != CL_SUCCESS) {
         failure = cl_failure(RunStatus::launch_failed, "clEnqueueFillBuffer(flush)", err);
         return std::nullopt;
@@ -98,7 +104,8 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     }
     auto sec = event_seconds(api, raw);
     if (!sec) {
-      failure = cl_failure(RunStatus::fault, "clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE);
+      failure =
+          cl_failure(RunStatus::fault, "clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE);
       return std::nullopt;
     }
     return TakenSample{*sec, false};

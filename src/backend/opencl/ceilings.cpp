@@ -31,11 +31,13 @@ __kernel void kopt_fma(__global float* out, int iters, float b, float c) {
 
 // Seconds of each of `samples` runs of `enqueue` (which returns its event) after `warmup`.
 template <class Enqueue>
-Expected<std::vector<double>> time_runs(const OpenclApi& api, Enqueue enqueue, int warmup, int samples) {
+Expected<std::vector<double>> time_runs(const OpenclApi& api, Enqueue enqueue, int warmup,
+                                        int samples) {
   std::vector<double> out;
   for (int i = 0; i < warmup + samples; ++i) {
     cl_event raw = nullptr;
-    if (cl_int err = enqueue(&raw); err != CL_SUCCESS) return Unexpected(environment_error(cl_error_name(err)));
+    if (cl_int err = enqueue(&raw); err != CL_SUCCESS)
+      return Unexpected(environment_error(cl_error_name(err)));
     Event e(&api, raw);
     if (cl_int err = api.wait_for_events(1, &raw); err != CL_SUCCESS)
       return Unexpected(environment_error(cl_error_name(err)));
@@ -53,21 +55,30 @@ Expected<std::vector<double>> time_runs(const OpenclApi& api, Enqueue enqueue, i
 Ceiling copy_ceiling(const Session& s) {
   const OpenclApi& api = *s.api;
   auto max_alloc = device_value<cl_ulong>(api, s.ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-  std::size_t bytes = std::min<std::size_t>(std::size_t{256} << 20, static_cast<std::size_t>(max_alloc));
+  std::size_t bytes =
+      std::min<std::size_t>(std::size_t{256} << 20, static_cast<std::size_t>(max_alloc));
   const std::string mib = std::to_string(bytes >> 20) + " MiB";
   Buffer buf[3];
   for (auto& b : buf) {
     cl_int err = CL_SUCCESS;
     b = Buffer(&api, api.create_buffer(s.context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &err));
-    if (err != CL_SUCCESS) return Ceiling{"dram_copy", "B/s", 0, 0, "streaming " + mib + " buffers", "cannot allocate"};
+    if (err != CL_SUCCESS)
+      return Ceiling{"dram_copy", "B/s", 0, 0, "streaming " + mib + " buffers", "cannot allocate"};
     cl_uint one = 0x3f800000u;
-    api.enqueue_fill_buffer(s.queue.get(), b.get(), &one, sizeof one, 0, bytes, 0, nullptr, nullptr);
+    api.enqueue_fill_buffer(s.queue.get(), b.get(), &one, sizeof one, 0, bytes, 0, nullptr,
+                            nullptr);
   }
   cl_mem a = buf[0].get(), b = buf[1].get(), c = buf[2].get();
   std::vector<Ceiling> tried;
-  tried.push_back(ceiling_from_times("dram_copy", "B/s", 2.0 * static_cast<double>(bytes), time_runs(api, [&](cl_event* ev) {
-    return api.enqueue_copy_buffer(s.queue.get(), a, c, 0, 0, bytes, 0, nullptr, ev);
-  }, 3, 20), "clEnqueueCopyBuffer of " + mib + ", read + write bytes"));
+  tried.push_back(ceiling_from_times("dram_copy", "B/s", 2.0 * static_cast<double>(bytes),
+                                     time_runs(
+                                         api,
+                                         [&](cl_event* ev) {
+                                           return api.enqueue_copy_buffer(s.queue.get(), a, c, 0, 0,
+                                                                          bytes, 0, nullptr, ev);
+                                         },
+                                         3, 20),
+                                     "clEnqueueCopyBuffer of " + mib + ", read + write bytes"));
   BuiltProgram p = build_program(s, k_stream_source, "");
   if (p.status == CL_SUCCESS) {
     const std::size_t global = bytes / 16;
@@ -77,13 +88,19 @@ Ceiling copy_ceiling(const Session& s) {
       if (err != CL_SUCCESS) continue;
       bool add = std::string(name) == "kopt_add";
       cl_mem args[] = {a, add ? b : c, c};
-      for (cl_uint i = 0; i < (add ? 3u : 2u); ++i) api.set_kernel_arg(k.get(), i, sizeof(cl_mem), &args[i]);
-      auto t = time_runs(api, [&](cl_event* ev) {
-        return api.enqueue_nd_range_kernel(s.queue.get(), k.get(), 1, nullptr, &global, nullptr, 0, nullptr, ev);
-      }, 3, 20);
-      tried.push_back(ceiling_from_times("dram_copy", "B/s", (add ? 3.0 : 2.0) * static_cast<double>(bytes), t,
-                                         std::string(add ? "an add kernel (c = a + b)" : "a copy kernel") +
-                                             " over float4, " + mib + ", read + write bytes"));
+      for (cl_uint i = 0; i < (add ? 3u : 2u); ++i)
+        api.set_kernel_arg(k.get(), i, sizeof(cl_mem), &args[i]);
+      auto t = time_runs(
+          api,
+          [&](cl_event* ev) {
+            return api.enqueue_nd_range_kernel(s.queue.get(), k.get(), 1, nullptr, &global, nullptr,
+                                               0, nullptr, ev);
+          },
+          3, 20);
+      tried.push_back(
+          ceiling_from_times("dram_copy", "B/s", (add ? 3.0 : 2.0) * static_cast<double>(bytes), t,
+                             std::string(add ? "an add kernel (c = a + b)" : "a copy kernel") +
+                                 " over float4, " + mib + ", read + write bytes"));
     }
   }
   Ceiling best = tried.front();
@@ -95,15 +112,20 @@ Ceiling copy_ceiling(const Session& s) {
 Ceiling fma_ceiling(const Session& s) {
   const OpenclApi& api = *s.api;
   const bool gpu = s.info.device_type == "gpu";
-  const std::size_t global = static_cast<std::size_t>(std::max(s.info.sm_count, 1)) * (gpu ? 2048 : 1024);
+  const std::size_t global =
+      static_cast<std::size_t>(std::max(s.info.sm_count, 1)) * (gpu ? 2048 : 1024);
   const cl_int iters = gpu ? 1024 : 512;
-  std::string method = "8 independent float8 mad chains per work-item, " + std::to_string(global) + " work-items";
+  std::string method =
+      "8 independent float8 mad chains per work-item, " + std::to_string(global) + " work-items";
   BuiltProgram p = build_program(s, k_fma_source, "");
-  if (p.status != CL_SUCCESS) return Ceiling{"fp32_fma", "FLOP/s", 0, 0, method, "the FMA kernel does not build"};
+  if (p.status != CL_SUCCESS)
+    return Ceiling{"fp32_fma", "FLOP/s", 0, 0, method, "the FMA kernel does not build"};
   cl_int err = CL_SUCCESS;
   Kernel k(&api, api.create_kernel(p.program.get(), "kopt_fma", &err));
-  Buffer out(&api, api.create_buffer(s.context.get(), CL_MEM_WRITE_ONLY, global * sizeof(float), nullptr, &err));
-  if (!k || !out) return Ceiling{"fp32_fma", "FLOP/s", 0, 0, method, "cannot create the FMA kernel"};
+  Buffer out(&api, api.create_buffer(s.context.get(), CL_MEM_WRITE_ONLY, global * sizeof(float),
+                                     nullptr, &err));
+  if (!k || !out)
+    return Ceiling{"fp32_fma", "FLOP/s", 0, 0, method, "cannot create the FMA kernel"};
   cl_mem o = out.get();
   float b = 0.999f, c = 0.001f;
   api.set_kernel_arg(k.get(), 0, sizeof o, &o);
@@ -111,10 +133,15 @@ Ceiling fma_ceiling(const Session& s) {
   api.set_kernel_arg(k.get(), 2, sizeof b, &b);
   api.set_kernel_arg(k.get(), 3, sizeof c, &c);
   std::size_t local = gpu ? 256 : 64;
-  auto t = time_runs(api, [&](cl_event* ev) {
-    return api.enqueue_nd_range_kernel(s.queue.get(), k.get(), 1, nullptr, &global, &local, 0, nullptr, ev);
-  }, 2, 10);
-  return ceiling_from_times("fp32_fma", "FLOP/s", 2.0 * 64 * iters * static_cast<double>(global), t, method);
+  auto t = time_runs(
+      api,
+      [&](cl_event* ev) {
+        return api.enqueue_nd_range_kernel(s.queue.get(), k.get(), 1, nullptr, &global, &local, 0,
+                                           nullptr, ev);
+      },
+      2, 10);
+  return ceiling_from_times("fp32_fma", "FLOP/s", 2.0 * 64 * iters * static_cast<double>(global), t,
+                            method);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace fs = std::filesystem;
 std::string rename_source_in_log(const std::string& log, const std::string& file_name) {
   // PoCL compiles a copy in its cache ("/.../kcache/tempfile_Ab12Cd.cl"), NVIDIA's driver
   // says "<kernel>", others "<source>" or "input.cl"; all are followed by ":LINE:".
-  static const std::regex k_driver_name(R"((<source>|<stdin>|<kernel>|input\.cl|[^\s:]*tempfile_\w+\.cl)(:\d+))");
+  static const std::regex k_driver_name(
+      R"((<source>|<stdin>|<kernel>|input\.cl|[^\s:]*tempfile_\w+\.cl)(:\d+))");
   return std::regex_replace(log, k_driver_name, file_name + "$2");
 }
 
@@ -24,9 +25,15 @@ Expected<std::vector<DeviceSummary>> list_opencl_devices() {
   std::vector<DeviceSummary> out;
   int i = 0;
   for (const auto& d : *devices) {
-    DeviceSummary s{i++, d.platform_name, d.name, "", device_string(**api, d.device, CL_DEVICE_VERSION),
+    DeviceSummary s{i++,
+                    d.platform_name,
+                    d.name,
+                    "",
+                    device_string(**api, d.device, CL_DEVICE_VERSION),
                     device_string(**api, d.device, CL_DRIVER_VERSION)};
-    s.type = (d.type & CL_DEVICE_TYPE_GPU) ? "gpu" : (d.type & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
+    s.type = (d.type & CL_DEVICE_TYPE_GPU)   ? "gpu"
+             : (d.type & CL_DEVICE_TYPE_CPU) ? "cpu"
+                                             : "accelerator";
     out.push_back(std::move(s));
   }
   return out;
@@ -71,7 +78,8 @@ Expected<Build> OpenclCompiler::compile(const CompileRequest& req, const fs::pat
   b.toolkit = *toolkit();
   BuiltProgram built = build_program(**s, m.source, m.options);
   b.log = rename_source_in_log(built.log, req.source_path.string());
-  b.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  b.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (built.status != CL_SUCCESS) {
     b.ok = false;
     if (b.log.empty()) b.log = "clBuildProgram: " + cl_error_name(built.status);
@@ -82,8 +90,8 @@ Expected<Build> OpenclCompiler::compile(const CompileRequest& req, const fs::pat
   Kernel k(&api, api.create_kernel(built.program.get(), req.entry.c_str(), &err));
   if (err != CL_SUCCESS) {
     b.ok = false;
-    b.log += (b.log.empty() ? "" : "\n") + std::string("kopt: entry '") + req.entry + "' is not a __kernel of " +
-             req.source_path.string() + " (" + cl_error_name(err) + ")";
+    b.log += (b.log.empty() ? "" : "\n") + std::string("kopt: entry '") + req.entry +
+             "' is not a __kernel of " + req.source_path.string() + " (" + cl_error_name(err) + ")";
     return b;
   }
   cl_device_id dev = (*s)->ref.device;
@@ -91,9 +99,12 @@ Expected<Build> OpenclCompiler::compile(const CompileRequest& req, const fs::pat
     api.get_kernel_work_group_info(k.get(), dev, what, sizeof v, &v, nullptr);
     return v;
   };
-  b.resources.local_bytes = static_cast<std::int64_t>(wg_info(CL_KERNEL_PRIVATE_MEM_SIZE, cl_ulong{0}));
-  b.resources.shared_static_bytes = static_cast<std::int64_t>(wg_info(CL_KERNEL_LOCAL_MEM_SIZE, cl_ulong{0}));
-  b.resources.max_threads_per_block = static_cast<int>(wg_info(CL_KERNEL_WORK_GROUP_SIZE, std::size_t{0}));
+  b.resources.local_bytes =
+      static_cast<std::int64_t>(wg_info(CL_KERNEL_PRIVATE_MEM_SIZE, cl_ulong{0}));
+  b.resources.shared_static_bytes =
+      static_cast<std::int64_t>(wg_info(CL_KERNEL_LOCAL_MEM_SIZE, cl_ulong{0}));
+  b.resources.max_threads_per_block =
+      static_cast<int>(wg_info(CL_KERNEL_WORK_GROUP_SIZE, std::size_t{0}));
   b.resources.source = "opencl";
   if (auto w = write_module_file(module_path, m); !w) return Unexpected(w.error());
   b.cubin_path = module_path;

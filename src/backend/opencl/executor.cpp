@@ -16,7 +16,9 @@ Expected<std::unique_ptr<OpenclExecutor>> OpenclExecutor::open(int ordinal) {
   return std::unique_ptr<OpenclExecutor>(new OpenclExecutor(std::move(*s)));
 }
 
-Expected<DeviceInfo> OpenclExecutor::device_info() const { return m_session->info; }
+Expected<DeviceInfo> OpenclExecutor::device_info() const {
+  return m_session->info;
+}
 
 RunResult OpenclExecutor::run(const RunJob& job) {
   const Session& s = *m_session;
@@ -34,8 +36,8 @@ RunResult OpenclExecutor::run(const RunJob& job) {
   for (std::size_t i = 0; i < job.tensors.size(); ++i) {
     const auto& t = job.tensors[i];
     std::vector<std::byte> host(t.bytes);
-    if (cl_int err = api.enqueue_read_buffer(s.queue.get(), prepared->buffers[i].get(), CL_TRUE, 0, t.bytes,
-                                             host.data(), 0, nullptr, nullptr);
+    if (cl_int err = api.enqueue_read_buffer(s.queue.get(), prepared->buffers[i].get(), CL_TRUE, 0,
+                                             t.bytes, host.data(), 0, nullptr, nullptr);
         err != CL_SUCCESS)
       return cl_failure(RunStatus::fault, "clEnqueueReadBuffer(" + t.name + ")", err);
     if (t.role == Role::input) {

@@ -24,7 +24,8 @@ Expected<ModuleFile> read_module_file(const std::filesystem::path& path) {
       return Unexpected(bad_input("not an OpenCL module of kopt (a CUDA cubin?)", path.string()));
     return ModuleFile{j.at("source_name"), j.at("source"), j.at("options"), j.at("entry")};
   } catch (const std::exception& e) {
-    return Unexpected(bad_input(std::string("not an OpenCL module of kopt: ") + e.what(), path.string()));
+    return Unexpected(
+        bad_input(std::string("not an OpenCL module of kopt: ") + e.what(), path.string()));
   }
 }
 

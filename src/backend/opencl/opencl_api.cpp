@@ -6,19 +6,24 @@ namespace kopt::opencl {
 
 Expected<const OpenclApi*> opencl_api() {
   return load_once<OpenclApi>([]() -> Expected<std::unique_ptr<OpenclApi>> {
-    auto lib = DynLib::open({"libOpenCL.so.1", "libOpenCL.so"}, "the OpenCL ICD loader (libOpenCL.so.1)");
+    auto lib =
+        DynLib::open({"libOpenCL.so.1", "libOpenCL.so"}, "the OpenCL ICD loader (libOpenCL.so.1)");
     if (!lib) {
       Error e = lib.error();
-      e.message += ". Install an ICD loader and a driver: on Debian or Ubuntu `apt-get install ocl-icd-libopencl1 "
-                   "pocl-opencl-icd` (OpenCL on the CPU), or your GPU vendor's OpenCL driver";
+      e.message +=
+          ". Install an ICD loader and a driver: on Debian or Ubuntu `apt-get install "
+          "ocl-icd-libopencl1 "
+          "pocl-opencl-icd` (OpenCL on the CPU), or your GPU vendor's OpenCL driver";
       return Unexpected(e);
     }
     auto a = std::make_unique<OpenclApi>();
     a->lib = std::move(*lib);
     std::string missing;
     auto resolve = [&](auto& fn, const char* name) {
-      if (void* s = a->lib.symbol(name)) fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(s);
-      else missing += std::string(missing.empty() ? "" : ", ") + name;
+      if (void* s = a->lib.symbol(name))
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(s);
+      else
+        missing += std::string(missing.empty() ? "" : ", ") + name;
     };
     resolve(a->get_platform_ids, "clGetPlatformIDs");
     resolve(a->get_platform_info, "clGetPlatformInfo");
@@ -48,13 +53,15 @@ Expected<const OpenclApi*> opencl_api() {
     resolve(a->get_event_profiling_info, "clGetEventProfilingInfo");
     resolve(a->release_event, "clReleaseEvent");
     if (!missing.empty())
-      return Unexpected(environment_error("the OpenCL loader at " + a->lib.path() + " lacks " + missing));
+      return Unexpected(
+          environment_error("the OpenCL loader at " + a->lib.path() + " lacks " + missing));
     return a;
   });
 }
 
 std::string cl_error_name(cl_int code) {
   static const std::pair<cl_int, const char*> k_names[] = {
+      {-1001, "CL_PLATFORM_NOT_FOUND_KHR"},
       {CL_DEVICE_NOT_FOUND, "CL_DEVICE_NOT_FOUND"},
       {CL_DEVICE_NOT_AVAILABLE, "CL_DEVICE_NOT_AVAILABLE"},
       {CL_COMPILER_NOT_AVAILABLE, "CL_COMPILER_NOT_AVAILABLE"},
@@ -63,7 +70,8 @@ std::string cl_error_name(cl_int code) {
       {CL_OUT_OF_HOST_MEMORY, "CL_OUT_OF_HOST_MEMORY"},
       {CL_PROFILING_INFO_NOT_AVAILABLE, "CL_PROFILING_INFO_NOT_AVAILABLE"},
       {CL_BUILD_PROGRAM_FAILURE, "CL_BUILD_PROGRAM_FAILURE"},
-      {CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST"},
+      {CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST,
+       "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST"},
       {CL_INVALID_VALUE, "CL_INVALID_VALUE"},
       {CL_INVALID_PLATFORM, "CL_INVALID_PLATFORM"},
       {CL_INVALID_DEVICE, "CL_INVALID_DEVICE"},

@@ -15,13 +15,16 @@ RunResult cl_failure(RunStatus status, const std::string& call, cl_int code) {
 }
 
 cl_int PreparedKernel::enqueue(const Session& s, cl_event* event) const {
-  return s.api->enqueue_nd_range_kernel(s.queue.get(), kernel.get(), dims, nullptr, global, local, 0, nullptr, event);
+  return s.api->enqueue_nd_range_kernel(s.queue.get(), kernel.get(), dims, nullptr, global, local,
+                                        0, nullptr, event);
 }
 
 std::optional<double> event_seconds(const OpenclApi& api, cl_event e) {
   cl_ulong start = 0, end = 0;
-  if (api.get_event_profiling_info(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) != CL_SUCCESS ||
-      api.get_event_profiling_info(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) != CL_SUCCESS)
+  if (api.get_event_profiling_info(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) !=
+          CL_SUCCESS ||
+      api.get_event_profiling_info(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) !=
+          CL_SUCCESS)
     return std::nullopt;
   return static_cast<double>(end - start) * 1e-9;
 }
@@ -41,7 +44,8 @@ const Program* program_for(const Session& s, OpenclExecutor::Programs& programs,
   BuiltProgram b = build_program(s, m->source, m->options);
   if (b.status != CL_SUCCESS) {
     failure.status = RunStatus::load_failed;
-    failure.error = "clBuildProgram: " + cl_error_name(b.status) + "\n" + rename_source_in_log(b.log, m->source_name);
+    failure.error = "clBuildProgram: " + cl_error_name(b.status) + "\n" +
+                    rename_source_in_log(b.log, m->source_name);
     return nullptr;
   }
   return &programs.by_module.emplace(key, std::move(b.program)).first->second;
@@ -49,40 +53,48 @@ const Program* program_for(const Session& s, OpenclExecutor::Programs& programs,
 
 }  // namespace
 
-std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::Programs& programs, const RunJob& job,
-                                             RunResult& failure) {
+std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::Programs& programs,
+                                             const RunJob& job, RunResult& failure) {
   const OpenclApi& api = *s.api;
   auto fail = [&](RunStatus status, const std::string& why) {
     failure.status = status;
     failure.error = why;
     return std::nullopt;
   };
-  if (job.kind != ModuleKind::cubin) return fail(RunStatus::load_failed, "the OpenCL executor runs kernels only");
+  if (job.kind != ModuleKind::cubin)
+    return fail(RunStatus::load_failed, "the OpenCL executor runs kernels only");
   const Program* program = program_for(s, programs, job, failure);
   if (!program) return std::nullopt;
   PreparedKernel p;
   cl_int err = CL_SUCCESS;
   p.kernel = Kernel(&api, api.create_kernel(program->get(), job.entry.c_str(), &err));
-  if (err != CL_SUCCESS) return fail(RunStatus::load_failed, "clCreateKernel(" + job.entry + "): " + cl_error_name(err));
+  if (err != CL_SUCCESS)
+    return fail(RunStatus::load_failed, "clCreateKernel(" + job.entry + "): " + cl_error_name(err));
   std::map<std::string, cl_mem> by_name;
   for (const auto& t : job.tensors) {
-    cl_mem m = api.create_buffer(s.context.get(), CL_MEM_READ_WRITE, std::max<std::size_t>(t.bytes, 1), nullptr, &err);
-    if (err != CL_SUCCESS) return fail(RunStatus::launch_failed, "clCreateBuffer(" + t.name + "): " + cl_error_name(err));
+    cl_mem m = api.create_buffer(s.context.get(), CL_MEM_READ_WRITE,
+                                 std::max<std::size_t>(t.bytes, 1), nullptr, &err);
+    if (err != CL_SUCCESS)
+      return fail(RunStatus::launch_failed,
+                  "clCreateBuffer(" + t.name + "): " + cl_error_name(err));
     p.buffers.emplace_back(&api, m);
     by_name[t.name] = m;
     if (t.role == Role::output) {
       // Poison: a kernel that skips an element leaves a NaN (or a sentinel) behind.
       Poison pz = poison_for(t.dtype);
-      err = api.enqueue_fill_buffer(s.queue.get(), m, &pz.pattern, pz.width, 0, t.bytes / pz.width * pz.width, 0,
-                                    nullptr, nullptr);
+      err = api.enqueue_fill_buffer(s.queue.get(), m, &pz.pattern, pz.width, 0,
+                                    t.bytes / pz.width * pz.width, 0, nullptr, nullptr);
     } else {
       auto data = read_binary_file(t.input_path);
       if (!data) return fail(RunStatus::launch_failed, data.error().to_string());
       if (data->size() != t.bytes)
-        return fail(RunStatus::launch_failed, "input file " + t.input_path.string() + " has the wrong size");
-      err = api.enqueue_write_buffer(s.queue.get(), m, CL_TRUE, 0, t.bytes, data->data(), 0, nullptr, nullptr);
+        return fail(RunStatus::launch_failed,
+                    "input file " + t.input_path.string() + " has the wrong size");
+      err = api.enqueue_write_buffer(s.queue.get(), m, CL_TRUE, 0, t.bytes, data->data(), 0,
+                                     nullptr, nullptr);
     }
-    if (err != CL_SUCCESS) return fail(RunStatus::launch_failed, "filling " + t.name + ": " + cl_error_name(err));
+    if (err != CL_SUCCESS)
+      return fail(RunStatus::launch_failed, "filling " + t.name + ": " + cl_error_name(err));
   }
   if ((err = api.finish(s.queue.get())) != CL_SUCCESS)
     return fail(RunStatus::launch_failed, "clFinish: " + cl_error_name(err));
@@ -90,27 +102,33 @@ std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::P
     const auto& a = job.args[i];
     if (!a.tensor.empty()) {
       auto it = by_name.find(a.tensor);
-      if (it == by_name.end()) return fail(RunStatus::launch_failed, "argument names unknown tensor " + a.tensor);
-      err = api.set_kernel_arg(p.kernel.get(), static_cast<cl_uint>(i), sizeof(cl_mem), &it->second);
+      if (it == by_name.end())
+        return fail(RunStatus::launch_failed, "argument names unknown tensor " + a.tensor);
+      err =
+          api.set_kernel_arg(p.kernel.get(), static_cast<cl_uint>(i), sizeof(cl_mem), &it->second);
     } else {
       ScalarBytes b = scalar_bytes(a);
       err = api.set_kernel_arg(p.kernel.get(), static_cast<cl_uint>(i), b.size, b.bytes);
     }
     if (err != CL_SUCCESS)
       return fail(RunStatus::launch_failed,
-                  "clSetKernelArg(" + std::to_string(i) + ", " + (a.tensor.empty() ? std::string("scalar") : a.tensor) +
-                      "): " + cl_error_name(err) + " (does the kernel's signature match kopt.toml's args?)");
+                  "clSetKernelArg(" + std::to_string(i) + ", " +
+                      (a.tensor.empty() ? std::string("scalar") : a.tensor) +
+                      "): " + cl_error_name(err) +
+                      " (does the kernel's signature match kopt.toml's args?)");
   }
   // A launch's dynamic shared memory is OpenCL's dynamic local memory: one trailing
   // `__local` pointer argument of that many bytes.
   if (job.shared_mem > 0) {
     auto idx = static_cast<cl_uint>(job.args.size());
-    err = api.set_kernel_arg(p.kernel.get(), idx, static_cast<std::size_t>(job.shared_mem), nullptr);
+    err =
+        api.set_kernel_arg(p.kernel.get(), idx, static_cast<std::size_t>(job.shared_mem), nullptr);
     if (err != CL_SUCCESS)
-      return fail(RunStatus::launch_failed, "clSetKernelArg(" + std::to_string(idx) + ", __local " +
-                                                std::to_string(job.shared_mem) + " bytes): " + cl_error_name(err) +
-                                                " (the launch has shared_mem: the kernel needs a trailing __local "
-                                                "pointer argument)");
+      return fail(RunStatus::launch_failed,
+                  "clSetKernelArg(" + std::to_string(idx) + ", __local " +
+                      std::to_string(job.shared_mem) + " bytes): " + cl_error_name(err) +
+                      " (the launch has shared_mem: the kernel needs a trailing __local "
+                      "pointer argument)");
   }
   p.dims = job.grid[2] * job.block[2] > 1 ? 3 : job.grid[1] * job.block[1] > 1 ? 2 : 1;
   for (int d = 0; d < 3; ++d) {

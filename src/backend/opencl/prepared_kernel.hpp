@@ -31,8 +31,8 @@ struct PreparedKernel {
 // waiting are faults, after which the worker starts afresh (fatal).
 RunResult cl_failure(RunStatus status, const std::string& call, cl_int code);
 
-std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::Programs& programs, const RunJob& job,
-                                             RunResult& failure);
+std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::Programs& programs,
+                                             const RunJob& job, RunResult& failure);
 
 // Seconds between an event's start and end, from the queue's profiling counters.
 std::optional<double> event_seconds(const OpenclApi& api, cl_event e);

@@ -33,13 +33,17 @@ DeviceInfo describe(const OpenclApi& api, const DeviceRef& r, int ordinal) {
   d.opencl_version = device_string(api, r.device, CL_DEVICE_VERSION);
   d.driver_release = device_string(api, r.device, CL_DRIVER_VERSION);
   d.sm_count = static_cast<int>(device_value<cl_uint>(api, r.device, CL_DEVICE_MAX_COMPUTE_UNITS));
-  d.l2_bytes = static_cast<std::int64_t>(device_value<cl_ulong>(api, r.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
-  d.memory_bytes = static_cast<std::int64_t>(device_value<cl_ulong>(api, r.device, CL_DEVICE_GLOBAL_MEM_SIZE));
-  auto local = static_cast<std::int64_t>(device_value<cl_ulong>(api, r.device, CL_DEVICE_LOCAL_MEM_SIZE));
+  d.l2_bytes = static_cast<std::int64_t>(
+      device_value<cl_ulong>(api, r.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
+  d.memory_bytes =
+      static_cast<std::int64_t>(device_value<cl_ulong>(api, r.device, CL_DEVICE_GLOBAL_MEM_SIZE));
+  auto local =
+      static_cast<std::int64_t>(device_value<cl_ulong>(api, r.device, CL_DEVICE_LOCAL_MEM_SIZE));
   d.max_shared_per_block_optin = local;
   d.max_shared_per_sm = local;
   d.warp_size = 1;  // no portable notion of a warp
-  auto wg = static_cast<std::int64_t>(device_value<std::size_t>(api, r.device, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  auto wg = static_cast<std::int64_t>(
+      device_value<std::size_t>(api, r.device, CL_DEVICE_MAX_WORK_GROUP_SIZE));
   d.limits.max_threads_per_block = wg;
   std::size_t items[3] = {};
   api.get_device_info(r.device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, nullptr);
@@ -71,7 +75,8 @@ Expected<std::vector<DeviceRef>> list_devices(const OpenclApi& api) {
   cl_uint np = 0;
   cl_int r = api.get_platform_ids(0, nullptr, &np);
   if (r != CL_SUCCESS || np == 0)
-    return Unexpected(environment_error("no OpenCL platform (clGetPlatformIDs: " + cl_error_name(r) + ")" + hint));
+    return Unexpected(environment_error(
+        "no OpenCL platform (clGetPlatformIDs: " + cl_error_name(r) + ")" + hint));
   std::vector<cl_platform_id> platforms(np);
   api.get_platform_ids(np, platforms.data(), nullptr);
   std::vector<DeviceRef> out;
@@ -81,16 +86,19 @@ Expected<std::vector<DeviceRef>> list_devices(const OpenclApi& api) {
     std::string pname(n, '\0');
     api.get_platform_info(p, CL_PLATFORM_NAME, n, pname.data(), nullptr);
     cl_uint nd = 0;
-    if (api.get_device_ids(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    if (api.get_device_ids(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0)
+      continue;
     std::vector<cl_device_id> devs(nd);
     api.get_device_ids(p, CL_DEVICE_TYPE_ALL, nd, devs.data(), nullptr);
     for (cl_device_id d : devs)
       out.push_back(DeviceRef{p, d, trimmed(pname), device_string(api, d, CL_DEVICE_NAME),
                               device_value<cl_device_type>(api, d, CL_DEVICE_TYPE)});
   }
-  if (out.empty()) return Unexpected(environment_error("the OpenCL platforms list no device" + hint));
-  std::stable_sort(out.begin(), out.end(),
-                   [](const DeviceRef& a, const DeviceRef& b) { return type_rank(a.type) < type_rank(b.type); });
+  if (out.empty())
+    return Unexpected(environment_error("the OpenCL platforms list no device" + hint));
+  std::stable_sort(out.begin(), out.end(), [](const DeviceRef& a, const DeviceRef& b) {
+    return type_rank(a.type) < type_rank(b.type);
+  });
   return out;
 }
 
@@ -106,20 +114,25 @@ Expected<std::unique_ptr<Session>> open_session(int ordinal) {
   s->api = *api;
   s->ref = (*devices)[static_cast<std::size_t>(ordinal)];
   cl_int err = CL_SUCCESS;
-  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(s->ref.platform), 0};
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                   reinterpret_cast<cl_context_properties>(s->ref.platform), 0};
   cl_context ctx = s->api->create_context(props, 1, &s->ref.device, nullptr, nullptr, &err);
   if (err != CL_SUCCESS)
-    return Unexpected(environment_error("clCreateContext(" + s->ref.name + "): " + cl_error_name(err)));
+    return Unexpected(
+        environment_error("clCreateContext(" + s->ref.name + "): " + cl_error_name(err)));
   s->context = Context(s->api, ctx);
-  cl_command_queue q = s->api->create_command_queue(ctx, s->ref.device, CL_QUEUE_PROFILING_ENABLE, &err);
+  cl_command_queue q =
+      s->api->create_command_queue(ctx, s->ref.device, CL_QUEUE_PROFILING_ENABLE, &err);
   if (err != CL_SUCCESS)
-    return Unexpected(environment_error("clCreateCommandQueue(" + s->ref.name + "): " + cl_error_name(err)));
+    return Unexpected(
+        environment_error("clCreateCommandQueue(" + s->ref.name + "): " + cl_error_name(err)));
   s->queue = Queue(s->api, q);
   s->info = describe(**api, s->ref, ordinal);
   return s;
 }
 
-BuiltProgram build_program(const Session& s, const std::string& source, const std::string& options) {
+BuiltProgram build_program(const Session& s, const std::string& source,
+                           const std::string& options) {
   BuiltProgram b;
   const char* text = source.c_str();
   std::size_t len = source.size();

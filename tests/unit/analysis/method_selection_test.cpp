@@ -111,3 +111,25 @@ TEST(MethodOutcomeNames, RoundTrip) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST(UntriggeredCandidates, UntriedSwitchableMethodsByPriorityWithABudgetSlot) {
+  SelectionContext ctx;
+  ctx.catalog = &catalog();
+  ctx.available = std::set<std::string>{"warp_shuffle_reduction", "vectorized_global_loads", "not_in_catalog"};
+  ctx.history["vectorized_global_loads"] = MethodOutcome::ineffective;
+  auto chosen = untriggered_candidates(ctx, 2);
+  ASSERT_EQ(chosen.size(), 1u);  // the classified one and the unknown id are left out
+  EXPECT_EQ(chosen[0].method, "warp_shuffle_reduction");
+  EXPECT_NE(chosen[0].why.find("untriggered"), std::string::npos);
+  EXPECT_EQ(ctx.budget.of(chosen[0].axis), 1);
+  MethodSet set{{"warp_shuffle_reduction"}, {}, {}};
+  EXPECT_TRUE(validate_methods(ctx, set).empty());
+  ctx.available.reset();
+  EXPECT_TRUE(untriggered_candidates(ctx, 2).empty());
+}
+
+}  // namespace
+}  // namespace kopt

@@ -100,7 +100,7 @@ TEST_F(Cli, CheckWithoutAGpuBuildsEverythingAndSaysSo) {
 TEST_F(Cli, ACompileErrorMarksTheCandidateFailedWithTheUsersLine) {
   if (cuda::probe_driver()) GTEST_SKIP() << "this machine has a GPU; the device tests cover it";
   TempDir dir("kopt-cli-test");
-  for (const char* f : {"kopt.toml", "ref.cpp", "kernel_naive.cu", "kernel.cu"})
+  for (const char* f : {"kopt.toml", "ref.cpp", "kernel_naive.cu", "kernel.cu", "kernel_naive.cl", "kernel.cl"})
     fs::copy_file(test::source_dir() / "examples/vector_add" / f, dir.path() / f);
   std::ofstream(dir.path() / "kernel.cu", std::ios::app) << "\nthis is not CUDA;\n";
   CommandResult r = kopt({"check", dir.path().string()});

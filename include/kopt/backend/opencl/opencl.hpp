@@ -34,7 +34,8 @@ class OpenclCompiler : public Compiler {
   ~OpenclCompiler() override;
   // "OpenCL <device> · <platform> · driver <version>": a different driver is a different build.
   Expected<std::string> toolkit() override;
-  Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path) override;
+  Expected<Build> compile(const CompileRequest& request,
+                          const std::filesystem::path& module_path) override;
 
  private:
   Expected<Session*> session();

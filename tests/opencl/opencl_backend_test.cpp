@@ -1,0 +1,167 @@
+// The OpenCL backend on whatever OpenCL device is here (label "opencl"): PoCL on the CPU in
+// CI, NVIDIA's OpenCL on the GPU machine. Every command goes through the real kopt binary
+// with --backend opencl, so the worker, the driver and the files are the real ones.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kopt/core/fs.hpp"
+#include "kopt_json.hpp"
+#include "opencl_skip.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+
+class OpenclBackend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("KOPT_CACHE_DIR", (m_dir.path() / "cache").c_str(), 1);
+    ::setenv("KOPT_EXPERIENCE_DB", (m_dir.path() / "experience.db").c_str(), 1);
+  }
+  void TearDown() override {
+    ::unsetenv("KOPT_CACHE_DIR");
+    ::unsetenv("KOPT_EXPERIENCE_DB");
+  }
+  static std::string example(const char* name) {
+    return (test::source_dir() / "examples" / name).string();
+  }
+  static nlohmann::json kopt(std::vector<std::string> args, int& rc) {
+    args.insert(args.begin(), {"--backend", "opencl"});
+    return test::kopt_json(std::move(args), rc);
+  }
+  TempDir m_dir{"kopt-opencl-test"};
+};
+
+class OpenclExample : public OpenclBackend, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(OpenclExample, EveryPortedKernelPassesAgainstTheCpuReference) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = kopt({"check", example(GetParam()), "--seeds", "2"}, rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["device"]["backend"], "opencl");
+  EXPECT_EQ(j["arch"], "opencl");
+  ASSERT_EQ(j["kernels"].size(), 2u);
+  for (const auto& k : j["kernels"]) {
+    EXPECT_EQ(k["status"], "passed") << k.dump(2);
+    EXPECT_TRUE(k["source"].get<std::string>().ends_with(".cl"));
+    EXPECT_EQ(k["seeds"].size(), 2u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, OpenclExample,
+                         ::testing::Values("vector_add", "softmax", "transpose", "reduction"));
+
+TEST_F(OpenclBackend, BenchTimesWithTheSharedScheduleAndAFlush) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = kopt({"bench", example("vector_add"), "--kernel", "vectorized", "--vs", "VEC=1",
+                 "--max-time", "2", "--min-time", "0.05"},
+                rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  ASSERT_EQ(j["variants"].size(), 2u);
+  for (const auto& v : j["variants"]) {
+    EXPECT_GE(v["series"]["samples_s"].size(), 10u) << v.dump(2);
+    EXPECT_EQ(v["status"], "ok") << v.dump(2);
+  }
+  EXPECT_EQ(j["flush_method"], "write");
+  EXPECT_GT(j["flush_bytes"].get<double>(), 0);
+  EXPECT_TRUE(j.contains("comparison"));
+}
+
+TEST_F(OpenclBackend, CeilingsAreMeasuredOnTheDevice) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = kopt({"ceilings"}, rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  std::map<std::string, double> best;
+  for (const auto& c : j["result"]["ceilings"]) best[c["name"]] = c["best"];
+  EXPECT_GT(best["dram_copy"], 1e8);  // 0.1 GB/s: any real device streams faster
+  EXPECT_GT(best["fp32_fma"], 1e8);
+}
+
+TEST_F(OpenclBackend, ABuildErrorShowsTheDriversLogAtTheUsersLine) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  fs::path dir = m_dir.path() / "broken";
+  fs::copy(example("vector_add"), dir);
+  std::ofstream(dir / "kernel_naive.cl")
+      << "__kernel void vector_add_naive(__global const float* a, __global const "
+         "float* b, __global float* c, int n) {\n"
+         "  int i = get_global_id(0);\n"
+         "  if (i < n) c[i] = a[i] + b[i] + not_declared;\n"
+         "}\n";
+  int rc = -1;
+  auto j = kopt({"check", dir.string(), "--kernel", "naive"}, rc);
+  EXPECT_EQ(rc, 1);
+  ASSERT_EQ(j["kernels"].size(), 1u);
+  EXPECT_EQ(j["kernels"][0]["status"], "compile_failed");
+  std::string log = j["kernels"][0]["build"]["log"];
+  EXPECT_NE(log.find("kernel_naive.cl:3:"), std::string::npos) << log;
+  EXPECT_NE(log.find("not_declared"), std::string::npos) << log;
+}
+
+TEST_F(OpenclBackend, NoPlatformSaysWhatToInstallAndExits3) {
+  fs::create_directories(m_dir.path() / "no-vendors");
+  ::setenv("OCL_ICD_VENDORS", (m_dir.path() / "no-vendors").c_str(), 1);
+  int rc = -1;
+  auto j = kopt({"check", example("vector_add")}, rc);
+  ::unsetenv("OCL_ICD_VENDORS");
+  EXPECT_EQ(rc, 3) << j.dump(2);
+  std::string error = j.value("error", "");
+  EXPECT_TRUE(error.find("pocl-opencl-icd") != std::string::npos ||
+              error.find("libOpenCL") != std::string::npos)
+      << error;
+}
+
+TEST_F(OpenclBackend, SassIsRefusedWithTheReason) {
+  int rc = -1;
+  auto j = kopt({"sass", example("vector_add")}, rc);
+  EXPECT_EQ(rc, 3);
+  EXPECT_NE(j.value("error", "").find("CUDA backend"), std::string::npos);
+}
+
+// The engine end to end: check, time, a timing-only analysis, branches, ablation, reports,
+// and a resume, all through the OpenCL device.
+TEST_F(OpenclBackend, OptimizeRunsEndToEndAndResumes) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  std::string run = (m_dir.path() / "run").string();
+  auto j = kopt({"optimize", example("vector_add"), "--iterations", "2", "--branches", "3",
+                 "--max-time", "0.3", "--run", run},
+                rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  ASSERT_GE(j["versions"].size(), 2u);
+  EXPECT_EQ(j["versions"][0]["kernel"], "naive");
+  EXPECT_EQ(j["status"], "finished");
+  for (const char* f :
+       {"report.md", "benchmark.md", "report.html", "target.md", "v1/hypothesis.md"})
+    EXPECT_TRUE(fs::exists(fs::path(run) / f)) << f;
+  std::string hypothesis = *read_text_file(fs::path(run) / "v1/hypothesis.md");
+  EXPECT_NE(hypothesis.find("no counters"), std::string::npos) << hypothesis;
+  auto again = kopt({"optimize", example("vector_add"), "--iterations", "3", "--branches", "3",
+                     "--max-time", "0.3", "--run", run, "--resume"},
+                    rc);
+  ASSERT_EQ(rc, 0) << again.dump(2);
+  EXPECT_GE(again["versions"].size(), j["versions"].size());
+}
+
+TEST_F(OpenclBackend, OneAgentDrivenIterationWithAnOpenclBranch) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  std::string run = (m_dir.path() / "agent").string();
+  auto opened = kopt({"iter", "open", run, "--problem", example("vector_add")}, rc);
+  ASSERT_EQ(rc, 0) << opened.dump(2);
+  std::string kernel = (test::source_dir() / "examples/vector_add/kernel.cl").string();
+  kopt({"iter", "branch", run, "--file", kernel, "--kernel", "vectorized", "--set", "VEC=4",
+        "--method", "vectorized_global_loads"},
+       rc);
+  ASSERT_EQ(rc, 0);
+  auto closed = kopt({"iter", "close", run, "--max-time", "0.3"}, rc);
+  ASSERT_EQ(rc, 0) << closed.dump(2);
+  ASSERT_EQ(closed["versions"].size(), 2u);
+  EXPECT_NE(closed["versions"][1]["outcome"], "failed") << closed["versions"][1].dump(2);
+}
+
+}  // namespace
+}  // namespace kopt

@@ -1,0 +1,126 @@
+// Kernels in several languages: `source = [...]`, and the backend's choice among them.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kopt/core/fs.hpp"
+#include "kopt/problem/loader.hpp"
+
+namespace kopt {
+namespace {
+
+const char* k_spec = R"TOML(name = "ports"
+[dims]
+n = 64
+[[tensors]]
+name = "x"
+dtype = "f32"
+shape = ["n"]
+role = "output"
+[reference]
+kind = "cpp"
+source = "ref.cpp"
+entry = "ref"
+args = ["x"]
+[[kernels]]
+name = "both"
+source = ["k.cu", "k.cl"]
+entry = "k"
+args = ["x"]
+grid = [1]
+block = [64]
+[[kernels]]
+name = "cuda_only"
+source = "k.cu"
+entry = "k"
+args = ["x"]
+grid = [1]
+block = [64]
+)TOML";
+
+class KernelLanguageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* f : {"k.cu", "k.cl", "k2.cl", "ref.cpp", "k.txt"})
+      std::ofstream(m_dir.path() / f) << "//\n";
+  }
+  Expected<Problem> parse(const std::string& text) {
+    return parse_problem(text, m_dir.path() / "kopt.toml");
+  }
+  std::string error_with(const std::string& from, const std::string& to) {
+    std::string text = k_spec;
+    text.replace(text.find(from), from.size(), to);
+    auto p = parse(text);
+    return p ? "parsed"
+             : p.error().message + " @" + std::to_string(p.error().line) + " " + p.error().field;
+  }
+  TempDir m_dir{"kopt-language-test"};
+};
+
+TEST_F(KernelLanguageTest, LanguageComesFromTheExtension) {
+  EXPECT_EQ(kernel_language_of("a/kernel.cu"), KernelLanguage::cuda);
+  EXPECT_EQ(kernel_language_of("kernel.cl"), KernelLanguage::opencl);
+  EXPECT_FALSE(kernel_language_of("kernel.py"));
+}
+
+TEST_F(KernelLanguageTest, EachBackendKeepsTheKernelsItHasASourceFor) {
+  auto p = parse(k_spec);
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_EQ(p->kernels[0].sources.size(), 2u);
+  EXPECT_EQ(p->kernels[0].source, "k.cu");  // the first, until a backend chooses
+
+  Problem cl = *p;
+  ASSERT_TRUE(select_language(cl, KernelLanguage::opencl));
+  ASSERT_EQ(cl.kernels.size(), 1u);
+  EXPECT_EQ(cl.kernels[0].name, "both");
+  EXPECT_EQ(cl.kernels[0].source, "k.cl");
+  EXPECT_EQ(cl.skipped_kernels, (std::vector<std::string>{"cuda_only"}));
+
+  Problem cu = *p;
+  ASSERT_TRUE(select_language(cu, KernelLanguage::cuda));
+  EXPECT_EQ(cu.kernels.size(), 2u);
+  EXPECT_TRUE(cu.skipped_kernels.empty());
+}
+
+TEST_F(KernelLanguageTest, NoKernelLeftIsBadInput) {
+  std::string text = k_spec;
+  text.replace(text.find("[\"k.cu\", \"k.cl\"]"), 16, "\"k.cu\"");
+  auto p = parse(text);
+  ASSERT_TRUE(p);
+  auto chosen = select_language(*p, KernelLanguage::opencl);
+  ASSERT_FALSE(chosen);
+  EXPECT_EQ(chosen.error().kind, ErrorKind::bad_input);
+  EXPECT_NE(chosen.error().message.find("no kernel of this problem has a OpenCL source"),
+            std::string::npos);
+}
+
+TEST_F(KernelLanguageTest, ACudaReferenceCannotRunOnOpenCL) {
+  std::string text = k_spec;
+  text.replace(
+      text.find("kind = \"cpp\"\nsource = \"ref.cpp\"\nentry = \"ref\"\nargs = [\"x\"]"),
+      std::string("kind = \"cpp\"\nsource = \"ref.cpp\"\nentry = \"ref\"\nargs = [\"x\"]").size(),
+      "kind = \"cuda\"\nsource = \"k.cu\"\nentry = \"ref\"\nargs = [\"x\"]\ngrid = [1]\nblock = "
+      "[64]");
+  auto p = parse(text);
+  ASSERT_TRUE(p) << p.error().to_string();
+  auto chosen = select_language(*p, KernelLanguage::opencl);
+  ASSERT_FALSE(chosen);
+  EXPECT_EQ(chosen.error().field, "reference.kind");
+  EXPECT_EQ(chosen.error().line, 9);  // [reference]
+  EXPECT_NE(chosen.error().message.find("give a C++ reference"), std::string::npos);
+}
+
+TEST_F(KernelLanguageTest, BadSourceListsNameTheField) {
+  EXPECT_EQ(error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cl\", \"k2.cl\"]"),
+            "two sources in OpenCL for one kernel @16 kernels[0].source[1]");
+  EXPECT_EQ(
+      error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cu\", \"k.txt\"]"),
+      "'k.txt': a kernel in several languages needs .cu or .cl sources @16 kernels[0].source[1]");
+  EXPECT_EQ(error_with("[\"k.cu\", \"k.cl\"]", "[]"),
+            "expected a file name, or a non-empty array of them @16 kernels[0].source");
+  EXPECT_NE(error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cu\", \"missing.cl\"]").find("file not found"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kopt
