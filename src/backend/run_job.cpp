@@ -27,4 +27,23 @@ std::optional<RunStatus> parse_run_status(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view module_kind_name(ModuleKind k) {
+  switch (k) {
+    case ModuleKind::cubin: return "cubin";
+    case ModuleKind::cpu_library: return "cpu_library";
+    case ModuleKind::python_reference: return "python_reference";
+    case ModuleKind::triton: return "triton";
+    case ModuleKind::torch_eager: return "torch_eager";
+    case ModuleKind::torch_compile: return "torch_compile";
+  }
+  return "?";
+}
+
+std::optional<ModuleKind> parse_module_kind(std::string_view name) {
+  for (ModuleKind k : {ModuleKind::cubin, ModuleKind::cpu_library, ModuleKind::python_reference, ModuleKind::triton,
+                       ModuleKind::torch_eager, ModuleKind::torch_compile})
+    if (module_kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
 }  // namespace kopt

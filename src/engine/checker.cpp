@@ -51,7 +51,9 @@ class CheckRun {
   Expected<CheckReport> run() {
     m_report.problem = m_p.name;
     m_report.problem_dir = m_p.dir.string();
-    m_report.reference_kind = m_p.reference.kind == ReferenceKind::cuda ? "cuda" : "cpp";
+    m_report.reference_kind = m_p.reference.kind == ReferenceKind::cuda  ? "cuda"
+                              : m_p.reference.kind == ReferenceKind::cpp ? "cpp"
+                                                                         : "python";
     if (auto e = select_kernels(); !e) return Unexpected(e.error());
     auto device = m_ctx.worker.device_info();
     if (device) {
@@ -140,6 +142,7 @@ class CheckRun {
       auto args = resolve_args(m_p, m_p.reference.kernel, {});
       if (!args) return Unexpected(args.error());
       m_ref_launch.args = *args;
+      for (const auto& d : m_p.dims) m_ref_launch.scalars[d.name] = d.value;
     }
     return {};
   }
@@ -157,6 +160,14 @@ class CheckRun {
       m_ref_module = b->cubin_path;
       m_ref_entry = b->lowered_entry;
       m_ref_key = b->key;
+    } else if (m_p.reference.kind == ReferenceKind::python) {
+      // A ref.py is its own build: its content keys the cached outputs.
+      m_ref_module = fs::absolute(m_p.dir / k.source);
+      auto text = read_text_file(m_ref_module);
+      if (!text) return Unexpected(bad_input(text.error().message, m_p.spec_path.string(), k.where.line, "reference.source"));
+      m_ref_entry = k.entry;
+      Sha256 h;
+      m_ref_key = h.field("ref.py").field(*text).hex();
     } else {
       auto b = build_cpu_reference(m_ctx.runner, m_p.dir / k.source, m_p.reference.cxx_flags,
                                    m_o.cache_root / "cpu-references");
@@ -191,7 +202,10 @@ class CheckRun {
   RunJob run_job_for_reference(const SeedData& in, const fs::path& out_dir) const {
     RunJob job;
     job.label = m_p.name + "/reference";
-    job.kind = m_p.reference.kind == ReferenceKind::cuda ? ModuleKind::cubin : ModuleKind::cpu_library;
+    job.kind = m_p.reference.kind == ReferenceKind::cuda  ? ModuleKind::cubin
+               : m_p.reference.kind == ReferenceKind::cpp ? ModuleKind::cpu_library
+                                                          : ModuleKind::python_reference;
+    job.scalars = m_ref_launch.scalars;
     job.entry = m_ref_entry;
     job.grid = m_ref_launch.grid;
     job.block = m_ref_launch.block;
@@ -218,6 +232,7 @@ class CheckRun {
         cached = cached && fs::is_regular_file(in.reference[t.name]);
       }
     if (cached) {
+      load_reference_tolerance(ref_dir);
       m_o.log("seed " + std::to_string(seed) + ": reference outputs from the cache");
       return in;
     }
@@ -237,8 +252,30 @@ class CheckRun {
       if (!bytes) return Unexpected(bytes.error());
       if (auto w = write_file_atomic(file, *bytes); !w) return Unexpected(w.error());
     }
+    if (r.reference_atol >= 0 || r.reference_rtol >= 0) {
+      nlohmann::json tol{{"atol", std::max(r.reference_atol, 0.0)}, {"rtol", std::max(r.reference_rtol, 0.0)}};
+      (void)write_text_atomic(ref_dir / "tolerance.json", tol.dump());
+      load_reference_tolerance(ref_dir);
+    }
     m_o.log("seed " + std::to_string(seed) + ": reference computed and cached");
     return in;
+  }
+
+  // A ref.py's module-level atol / rtol, kept beside its cached outputs.
+  void load_reference_tolerance(const fs::path& ref_dir) {
+    auto text = read_text_file(ref_dir / "tolerance.json");
+    if (!text) return;
+    try {
+      auto j = nlohmann::json::parse(*text);
+      m_ref_tolerance = Tolerance{j.value("atol", 0.0), j.value("rtol", 0.0)};
+    } catch (const std::exception&) {
+    }
+  }
+
+  // ref.py's tolerance applies to tensors without their own, over the per-dtype one.
+  Tolerance tolerance_for(const TensorSpec& t) const {
+    if (!t.tolerance && m_ref_tolerance) return *m_ref_tolerance;
+    return m_p.tolerance_for(t);
   }
 
   void check_kernel(KernelCheck& kc) {
@@ -272,7 +309,7 @@ class CheckRun {
         const auto& shape = in.shapes.at(t.name);
         HostTensor got = load_tensor(out_dir / (t.name + ".bin"), t, shape);
         HostTensor want = load_tensor(in.reference.at(t.name), t, shape);
-        CompareResult c = compare_tensors(got, want, m_p.tolerance_for(t));
+        CompareResult c = compare_tensors(got, want, tolerance_for(t));
         sc.passed = sc.passed && c.passed;
         sc.outputs.push_back(std::move(c));
       }
@@ -301,6 +338,7 @@ class CheckRun {
   std::string m_ref_entry;
   std::string m_ref_key;
   std::vector<SeedData> m_inputs;
+  std::optional<Tolerance> m_ref_tolerance;
   TempDir m_tmp{"kopt-check"};
 };
 

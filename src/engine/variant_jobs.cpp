@@ -45,6 +45,7 @@ std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const
     jt.dtype = t.dtype;
     jt.bytes = shape_numel(in.shapes.at(t.name)) * dtype_size(t.dtype);
     jt.role = t.role;
+    jt.shape = in.shapes.at(t.name);
     if (t.role != Role::output) jt.input_path = in.files.at(t.name);
     if (t.role != Role::input) jt.output_path = out_dir / (t.name + ".bin");
     out.push_back(jt);
@@ -55,13 +56,14 @@ std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const
 RunJob kernel_job(std::string label, const Build& build, const ResolvedLaunch& launch, std::vector<JobTensor> tensors) {
   RunJob job;
   job.label = std::move(label);
-  job.kind = ModuleKind::cubin;
+  job.kind = build.module_kind;
   job.module_path = build.cubin_path;
   job.entry = build.lowered_entry;
   job.grid = launch.grid;
   job.block = launch.block;
   job.shared_mem = launch.shared_mem;
   job.args = launch.args;
+  job.scalars = launch.scalars;
   job.tensors = std::move(tensors);
   return job;
 }

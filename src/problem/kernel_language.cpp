@@ -10,6 +10,8 @@ std::string_view kernel_language_name(KernelLanguage l) {
       return "CUDA";
     case KernelLanguage::opencl:
       return "OpenCL";
+    case KernelLanguage::triton:
+      return "Triton";
   }
   return "?";
 }
@@ -18,6 +20,7 @@ std::optional<KernelLanguage> kernel_language_of(const std::filesystem::path& so
   std::string ext = source.extension().string();
   if (ext == ".cu" || ext == ".cuh") return KernelLanguage::cuda;
   if (ext == ".cl") return KernelLanguage::opencl;
+  if (ext == ".py") return KernelLanguage::triton;
   return std::nullopt;
 }
 
@@ -33,7 +36,7 @@ KernelLanguage language_of(const std::filesystem::path& source) {
 Expected<void> select_language(Problem& p, KernelLanguage language) {
   p.language = language;
   const std::string name(kernel_language_name(language));
-  if (p.reference.kind == ReferenceKind::cuda && language != KernelLanguage::cuda)
+  if (p.reference.kind == ReferenceKind::cuda && language == KernelLanguage::opencl)
     return Unexpected(bad_input("the reference is a CUDA kernel, which the " + name +
                                     " backend cannot run; give a C++ reference (kind = \"cpp\")",
                                 p.spec_path.string(), p.reference.kernel.where.line,
@@ -55,7 +58,9 @@ Expected<void> select_language(Problem& p, KernelLanguage language) {
   if (p.kernels.empty())
     return Unexpected(bad_input("no kernel of this problem has a " + name + " source (" + name +
                                     " sources end in " +
-                                    (language == KernelLanguage::opencl ? ".cl" : ".cu") + ")",
+                                    (language == KernelLanguage::opencl   ? ".cl"
+                                     : language == KernelLanguage::triton ? ".py"
+                                                                          : ".cu") + ")",
                                 p.spec_path.string(), 0, "kernels.source"));
   return {};
 }

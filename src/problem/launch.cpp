@@ -102,6 +102,8 @@ Expected<ResolvedLaunch> resolve_launch(const Problem& problem, const KernelSpec
   auto args = resolve_args(problem, kernel, point);
   if (!args) return Unexpected(args.error());
   l.args = std::move(*args);
+  for (const auto& d : problem.dims) l.scalars[d.name] = d.value;
+  for (const auto& [name, value] : point) l.scalars[name] = value;
   return l;
 }
 

@@ -375,7 +375,7 @@ class Loader {
       if (!fs::is_regular_file(full)) fail(line, f, "file not found: " + full.string());
       auto lang = kernel_language_of(files[i]);
       if (files.size() > 1 && !lang)
-        fail(line, f, "'" + files[i] + "': a kernel in several languages needs .cu or .cl sources");
+        fail(line, f, "'" + files[i] + "': a kernel in several languages needs .cu, .cl or .py sources");
       if (lang && !seen.insert(*lang).second)
         fail(line, f, "two sources in " + std::string(kernel_language_name(*lang)) + " for one kernel");
       k.sources.emplace_back(files[i]);
@@ -391,7 +391,8 @@ class Loader {
     k.name = is_reference ? "reference" : kr.get_string("name");
     if (is_reference) kr.node("kind");  // read by read_reference
     read_sources(kr, k, is_reference);
-    k.entry = kr.get_string("entry");
+    bool python_ref = is_reference && p.reference.kind == ReferenceKind::python;
+    k.entry = python_ref ? kr.get_string("entry", "reference") : kr.get_string("entry");
     if (!is_reference) {
       read_params(kr, k);
       read_methods(kr, k);
@@ -400,12 +401,20 @@ class Loader {
     for (const auto& prm : k.params) names.insert(prm.name);
     std::set<std::string> launch_names = names;
     launch_names.insert("sm_count");  // the device's SM count, for grid-stride launches
+    // A ref.py takes every tensor and dim by name: it needs no args list.
     const toml::node* args = kr.node("args");
-    if (!args || !args->is_array()) fail(line_of(t), kr.field("args"), "missing required array");
-    for (std::size_t i = 0; i < args->as_array()->size(); ++i)
-      k.args.push_back(read_arg(*args->as_array()->get(i), indexed(kr.field("args"), i), p, names));
+    if (!python_ref && (!args || !args->is_array())) fail(line_of(t), kr.field("args"), "missing required array");
+    if (args && args->is_array())
+      for (std::size_t i = 0; i < args->as_array()->size(); ++i)
+        k.args.push_back(read_arg(*args->as_array()->get(i), indexed(kr.field("args"), i), p, names));
+    // Triton kernels (.py only) launch themselves: grid and block are optional for them.
+    bool triton_only = std::all_of(k.sources.begin(), k.sources.end(),
+                                   [](const fs::path& s) { return kernel_language_of(s) == KernelLanguage::triton; });
     bool cuda = !is_reference || p.reference.kind == ReferenceKind::cuda;
-    if (cuda) {
+    if (cuda && triton_only && !kr.node("grid") && !kr.node("block")) {
+      k.launch.grid = k.launch.block = {Expr::constant(1), Expr::constant(1), Expr::constant(1)};
+      k.launch.shared_mem = Expr::constant(0);
+    } else if (cuda) {
       k.launch.grid = read_dim3(kr, "grid", true, launch_names, k.launch.grid_where);
       k.launch.block = read_dim3(kr, "block", true, names, k.launch.block_where);
       k.launch.shared_mem = Expr::constant(0);
@@ -436,7 +445,8 @@ class Loader {
     std::string kind = rr.get_string("kind");
     if (kind == "cuda") p.reference.kind = ReferenceKind::cuda;
     else if (kind == "cpp") p.reference.kind = ReferenceKind::cpp;
-    else rr.fail("kind", "unknown reference kind '" + kind + "' (known: cuda, cpp)");
+    else if (kind == "python") p.reference.kind = ReferenceKind::python;
+    else rr.fail("kind", "unknown reference kind '" + kind + "' (known: cuda, cpp, python)");
     p.reference.kernel = read_kernel(t, "reference", p, true);
     p.reference.cxx_flags = m_cxx_flags;
   }

@@ -50,11 +50,13 @@ json to_json(const RunJob& job) {
                        {"bytes", t.bytes},
                        {"role", role_name(t.role)},
                        {"input_path", t.input_path.string()},
-                       {"output_path", t.output_path.string()}});
+                       {"output_path", t.output_path.string()},
+                       {"shape", t.shape}});
   json args = json::array();
   for (const auto& a : job.args) args.push_back(to_json(a));
   return json{{"label", job.label},
-              {"kind", job.kind == ModuleKind::cubin ? "cubin" : "cpu_library"},
+              {"kind", module_kind_name(job.kind)},
+              {"scalars", job.scalars},
               {"module_path", job.module_path.string()},
               {"entry", job.entry},
               {"grid", job.grid},
@@ -68,8 +70,10 @@ RunJob run_job_from_json(const json& j) {
   RunJob job;
   job.label = j.value("label", std::string{});
   std::string kind = j.at("kind").get<std::string>();
-  if (kind != "cubin" && kind != "cpu_library") throw std::invalid_argument("unknown module kind " + kind);
-  job.kind = kind == "cubin" ? ModuleKind::cubin : ModuleKind::cpu_library;
+  auto parsed = parse_module_kind(kind);
+  if (!parsed) throw std::invalid_argument("unknown module kind " + kind);
+  job.kind = *parsed;
+  if (j.contains("scalars")) job.scalars = j.at("scalars").get<std::map<std::string, std::int64_t>>();
   job.module_path = j.at("module_path").get<std::string>();
   job.entry = j.at("entry").get<std::string>();
   job.grid = j.at("grid").get<std::array<std::int64_t, 3>>();
@@ -79,7 +83,8 @@ RunJob run_job_from_json(const json& j) {
   for (const auto& t : j.at("tensors"))
     job.tensors.push_back(JobTensor{t.at("name").get<std::string>(), dtype_from(t.at("dtype")),
                                     t.at("bytes").get<std::size_t>(), role_from(t.at("role").get<std::string>()),
-                                    t.at("input_path").get<std::string>(), t.at("output_path").get<std::string>()});
+                                    t.at("input_path").get<std::string>(), t.at("output_path").get<std::string>(),
+                                    t.value("shape", std::vector<std::int64_t>{})});
   return job;
 }
 

@@ -6,10 +6,22 @@
 #include <ostream>
 
 #include "kopt/backend/cpu_reference.hpp"
+#include "kopt/backend/python/python_runner.hpp"
 #include "kopt/worker/protocol.hpp"
 
 namespace kopt {
 using nlohmann::json;
+
+namespace {
+
+// The Python child's stderr: beside the worker's own log when $KOPT_WORKER_LOG says where.
+std::filesystem::path python_log_path() {
+  const char* dir = std::getenv("KOPT_WORKER_LOG_DIR");
+  std::filesystem::path base = dir && *dir ? std::filesystem::path(dir) : std::filesystem::temp_directory_path();
+  return base / ("kopt-python-" + std::to_string(::getpid()) + ".log");
+}
+
+}  // namespace
 
 int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& make_executor) {
   std::unique_ptr<Executor> executor;
@@ -21,6 +33,17 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       else executor_error = e.error();
     }
     return executor.get();
+  };
+  // Python jobs (ref.py, Triton, PyTorch baselines) go to a Python child, started on first
+  // use; its cold-cache flush is twice the device's L2 when the device is known.
+  std::unique_ptr<PythonRunner> python;
+  auto get_python = [&]() -> PythonRunner& {
+    if (!python) {
+      python = std::make_unique<PythonRunner>(python_log_path());
+      if (Executor* ex = get_executor())
+        if (auto info = ex->device_info(); info && info->l2_bytes > 0) python->set_default_flush_bytes(2 * info->l2_bytes);
+    }
+    return *python;
   };
   auto reply = [&](const json& j) { out << j.dump() << '\n' << std::flush; };
   auto refuse = [&](const Error& e) {
@@ -64,6 +87,8 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       RunResult r;
       if (job.kind == ModuleKind::cpu_library) {
         r = run_cpu_reference(job);
+      } else if (is_python(job.kind)) {
+        r = get_python().run(job);
       } else if (Executor* ex = get_executor()) {
         r = ex->run(job);
       } else {
@@ -79,6 +104,10 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
         job.options = bench_options_from_json(req.at("job").at("options"));
       } catch (const std::exception& e) {
         refuse(internal_error(std::string("bad bench job: ") + e.what()));
+        continue;
+      }
+      if (!job.variants.empty() && is_python(job.variants[0].kind)) {
+        reply({{"ok", true}, {"result", to_json(get_python().bench(job))}});
         continue;
       }
       Executor* ex = get_executor();

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kopt/core/error.hpp"
+#include "kopt/backend/module_kind.hpp"
 
 namespace kopt {
 
@@ -47,6 +48,7 @@ struct Build {
   ResourceUsage resources;
   bool from_cache = false;
   double compile_ms = 0.0;
+  ModuleKind module_kind = ModuleKind::cubin;  // a Triton build is the kernel's .py
 };
 
 class Compiler {

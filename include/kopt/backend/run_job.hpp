@@ -14,7 +14,7 @@
 
 namespace kopt {
 
-enum class ModuleKind { cubin, cpu_library };
+
 
 struct JobTensor {
   std::string name;
@@ -23,6 +23,7 @@ struct JobTensor {
   Role role = Role::input;
   std::filesystem::path input_path;   // inputs and inouts: initial bytes
   std::filesystem::path output_path;  // outputs and inouts: written after the run
+  std::vector<std::int64_t> shape;    // for Python, which passes tensors of this shape
 };
 
 struct RunJob {
@@ -35,6 +36,7 @@ struct RunJob {
   std::int64_t shared_mem = 0;
   std::vector<ResolvedArg> args;
   std::vector<JobTensor> tensors;
+  std::map<std::string, std::int64_t> scalars;  // dims and params by name (Python calls)
 };
 
 // How a run ended. Anything but `ok` makes the candidate a failed one, never a failed tool.
@@ -57,6 +59,8 @@ struct RunResult {
   std::map<std::string, std::string> input_checksums;  // of input tensors after the run
   ResourceUsage resources;  // from the driver (cuFuncGetAttribute)
   double kernel_ms = 0.0;   // one launch, for information (timing is `kopt bench`)
+  // A ref.py's module-level atol / rtol (-1: not given).
+  double reference_atol = -1, reference_rtol = -1;
   bool ok() const { return status == RunStatus::ok; }
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // A kernel's launch for one parameter point: grid, block, dynamic shared memory, arguments.
 #include <array>
+#include <map>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct ResolvedLaunch {
   std::array<std::int64_t, 3> block{1, 1, 1};
   std::int64_t shared_mem = 0;
   std::vector<ResolvedArg> args;
+  std::map<std::string, std::int64_t> scalars;  // every dim and param by name (Python kernels' kwargs)
 };
 
 // The device limits a launch must respect (from the device, or CUDA's architectural ones).

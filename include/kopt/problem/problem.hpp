@@ -93,8 +93,8 @@ struct MethodToggle {
 };
 
 // The language a kernel source is written in, from its file name: .cu (and .cuh) CUDA C++,
-// .cl OpenCL C. A backend runs the kernels it has a source for.
-enum class KernelLanguage { cuda, opencl };
+// .cl OpenCL C, .py Triton (setup / run_kernel). A backend runs the kernels it has a source for.
+enum class KernelLanguage { cuda, opencl, triton };
 std::string_view kernel_language_name(KernelLanguage l);
 std::optional<KernelLanguage> kernel_language_of(const std::filesystem::path& source);
 
@@ -118,7 +118,9 @@ struct KernelSpec {
   const MethodToggle* find_method(std::string_view method) const;
 };
 
-enum class ReferenceKind { cuda, cpp };
+// cuda: a kernel; cpp: C++ on the CPU; python: a ref.py whose reference(**tensors, **dims)
+// writes the outputs in place (PyTorch), with optional module-level atol / rtol.
+enum class ReferenceKind { cuda, cpp, python };
 
 struct ReferenceSpec {
   ReferenceKind kind = ReferenceKind::cuda;

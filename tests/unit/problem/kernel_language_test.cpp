@@ -60,7 +60,8 @@ class KernelLanguageTest : public ::testing::Test {
 TEST_F(KernelLanguageTest, LanguageComesFromTheExtension) {
   EXPECT_EQ(kernel_language_of("a/kernel.cu"), KernelLanguage::cuda);
   EXPECT_EQ(kernel_language_of("kernel.cl"), KernelLanguage::opencl);
-  EXPECT_FALSE(kernel_language_of("kernel.py"));
+  EXPECT_EQ(kernel_language_of("kernel.py"), KernelLanguage::triton);
+  EXPECT_FALSE(kernel_language_of("kernel.txt"));
 }
 
 TEST_F(KernelLanguageTest, EachBackendKeepsTheKernelsItHasASourceFor) {
@@ -115,7 +116,7 @@ TEST_F(KernelLanguageTest, BadSourceListsNameTheField) {
             "two sources in OpenCL for one kernel @16 kernels[0].source[1]");
   EXPECT_EQ(
       error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cu\", \"k.txt\"]"),
-      "'k.txt': a kernel in several languages needs .cu or .cl sources @16 kernels[0].source[1]");
+      "'k.txt': a kernel in several languages needs .cu, .cl or .py sources @16 kernels[0].source[1]");
   EXPECT_EQ(error_with("[\"k.cu\", \"k.cl\"]", "[]"),
             "expected a file name, or a non-empty array of them @16 kernels[0].source");
   EXPECT_NE(error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cu\", \"missing.cl\"]").find("file not found"),

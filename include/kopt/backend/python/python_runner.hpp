@@ -1,0 +1,52 @@
+#pragma once
+// The Python side of a worker (DESIGN.md §2, backend/python): PyTorch references (ref.py),
+// Triton kernels and the PyTorch baselines run in a Python child that kopt's worker starts
+// on first use. Tensors cross as raw files; timing stays here: the child takes one sample
+// when asked, and the shared A B B A schedule and stopping rules decide (sampling_rounds).
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kopt/backend/bench_job.hpp"
+#include "kopt/core/process.hpp"
+
+namespace kopt {
+
+// The worker script, compiled into kopt, written (once per content) into the cache.
+std::filesystem::path python_worker_script(const std::filesystem::path& cache_root);
+// $KOPT_PYTHON, else python3.
+std::string python_executable();
+
+class PythonRunner {
+ public:
+  explicit PythonRunner(std::filesystem::path log_path) : m_log(std::move(log_path)) {}
+  ~PythonRunner();
+  PythonRunner(const PythonRunner&) = delete;
+  PythonRunner& operator=(const PythonRunner&) = delete;
+
+  // Bytes rewritten before each cold sample when a job does not say (twice the L2).
+  void set_default_flush_bytes(std::int64_t b) { m_default_flush = b; }
+
+  RunResult run(const RunJob& job);
+  BenchResult bench(const BenchJob& job);
+
+ private:
+  struct Reply {
+    bool ok = false;
+    nlohmann::json result;
+    std::string error;  // the exception and the tail of its traceback, or how the child died
+  };
+  Reply call(const nlohmann::json& request, std::chrono::milliseconds timeout);
+  std::string start();
+  nlohmann::json job_json(const RunJob& job, const std::filesystem::path& after_dir) const;
+
+  std::filesystem::path m_log;
+  Subprocess m_child;
+  std::int64_t m_default_flush = 100 << 20;
+};
+
+}  // namespace kopt

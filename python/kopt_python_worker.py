@@ -1,0 +1,211 @@
+"""kopt's Python worker: PyTorch references (ref.py), Triton kernels and PyTorch baselines.
+
+Started by kopt's worker process (which owns the device for CUDA kernels) and driven over
+stdin/stdout, one JSON object a line. Tensors cross as raw files of the tensor's dtype,
+read with numpy.fromfile and written with ndarray.tofile: no per-element Python lists.
+Timing decisions stay in kopt: this side takes one sample when asked (a flush of the L2,
+then device events around one call) and returns its seconds.
+
+Ops: hello; run {job}; prepare {id, job}; sample {id, flush_bytes}; release {id}.
+A job: kind (python_reference | triton | torch_eager | torch_compile), module (a .py file),
+entry, tensors [{name, dtype, shape, role, input_path, output_path}], scalars {name: value}.
+"""
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import traceback
+
+_protocol_out = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)  # print() from user code lands in the log, never in the protocol stream
+
+try:
+    import numpy as np
+except Exception as e:  # noqa: BLE001
+    np = None
+    _numpy_error = str(e)
+try:
+    import torch
+except Exception as e:  # noqa: BLE001
+    torch = None
+    _torch_error = str(e)
+
+NUMPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32",
+                "i16": "int16", "i8": "int8", "u8": "uint8"}
+_modules = {}
+_prepared = {}
+_flush = None
+
+
+def device():
+    want = os.environ.get("KOPT_PYTHON_DEVICE", "")
+    if want:
+        return want
+    return "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
+
+
+def load_module(path):
+    key = (path, os.path.getmtime(path))
+    if key not in _modules:
+        name = "kopt_user_" + hashlib.sha256(path.encode()).hexdigest()[:12]
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        try:
+            spec.loader.exec_module(mod)
+        finally:
+            sys.path.pop(0)
+        _modules[key] = mod
+    return _modules[key]
+
+
+def to_torch(t, dev):
+    shape = tuple(t["shape"])
+    if t["dtype"] == "bf16":
+        raw = np.fromfile(t["input_path"], dtype=np.int16).reshape(shape)
+        return torch.from_numpy(raw).view(torch.bfloat16).to(dev)
+    return torch.from_numpy(np.fromfile(t["input_path"], dtype=NUMPY_DTYPES[t["dtype"]]).reshape(shape)).to(dev)
+
+
+def poisoned(t, dev):
+    shape = tuple(t["shape"])
+    if t["dtype"] in ("f32", "f64", "f16", "bf16"):
+        dt = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}[t["dtype"]]
+        return torch.full(shape, float("nan"), dtype=dt, device=dev)
+    dt = getattr(torch, NUMPY_DTYPES[t["dtype"]])
+    return torch.full(shape, -0x5A5A5A5B if t["dtype"] in ("i32", "i64") else 0x5A, dtype=dt, device=dev)
+
+
+def write_tensor(x, path):
+    x = x.detach().contiguous().cpu()
+    if x.dtype == torch.bfloat16:
+        x = x.view(torch.int16)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp.%d" % os.getpid()
+    x.numpy().tofile(tmp)
+    os.replace(tmp, path)
+
+
+class Call:
+    """One job made ready to call: tensors on the device, the module's function bound."""
+
+    def __init__(self, job):
+        self.job = job
+        self.dev = device()
+        self.tensors = {}
+        for t in job["tensors"]:
+            self.tensors[t["name"]] = poisoned(t, self.dev) if t["role"] == "output" else to_torch(t, self.dev)
+        self.kwargs = dict(job.get("scalars", {}))
+        self.kwargs.update(self.tensors)
+        mod = load_module(job["module"])
+        kind = job["kind"]
+        self.tolerance = {k: getattr(mod, k) for k in ("atol", "rtol") if hasattr(mod, k)}
+        if kind == "python_reference":
+            self.fn = getattr(mod, job.get("entry") or "reference")
+            self.call = lambda: self.fn(**self.kwargs)
+        elif kind == "triton":
+            if hasattr(mod, "setup"):
+                extra = mod.setup(**self.kwargs)
+                if isinstance(extra, dict):
+                    self.kwargs.update(extra)
+            self.fn = getattr(mod, job.get("entry") or "run_kernel")
+            self.call = lambda: self.fn(**self.kwargs)
+        elif kind in ("torch_eager", "torch_compile"):
+            self.fn = getattr(mod, "reference")
+            if kind == "torch_compile":
+                self.fn = torch.compile(self.fn)
+            self.call = lambda: self.fn(**self.kwargs)
+        else:
+            raise ValueError("unknown job kind " + kind)
+
+    def sync(self):
+        if self.dev.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    def write_outputs(self, inputs_after):
+        for t in self.job["tensors"]:
+            if t["role"] != "input":
+                write_tensor(self.tensors[t["name"]], t["output_path"])
+            elif inputs_after:
+                write_tensor(self.tensors[t["name"]], t["output_path"])
+
+
+def flush_l2(nbytes):
+    global _flush
+    if nbytes <= 0 or not torch.cuda.is_available():
+        return
+    if _flush is None or _flush.numel() * 4 < nbytes:
+        _flush = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda")
+    _flush.zero_()  # rewrites the buffer: dirty lines, as kopt's "write" flush
+
+
+def timed(c, flush_bytes):
+    if c.dev.startswith("cuda"):
+        flush_l2(flush_bytes)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        c.call()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1000.0
+    import time
+    t0 = time.perf_counter()
+    c.call()
+    return time.perf_counter() - t0
+
+
+def handle(req):
+    op = req["op"]
+    if op == "hello":
+        info = {"python": sys.version.split()[0], "numpy": np.__version__ if np else None,
+                "torch": torch.__version__ if torch else None}
+        if torch is not None:
+            info["cuda"] = torch.cuda.is_available()
+            info["device"] = device()
+        try:
+            import triton
+            info["triton"] = triton.__version__
+        except Exception:  # noqa: BLE001
+            info["triton"] = None
+        return info
+    if np is None or torch is None:
+        raise RuntimeError("this Python lacks %s; install it (pip install torch numpy) or point KOPT_PYTHON at a "
+                           "Python that has it" % ("numpy" if np is None else "torch"))
+    if op == "run":
+        c = Call(req["job"])
+        c.call()
+        c.sync()
+        seconds = timed(c, 0) if req.get("time") else 0.0
+        c.write_outputs(req.get("inputs_after", True))
+        return {"tolerance": c.tolerance, "device": c.dev, "seconds": seconds}
+    if op == "prepare":
+        c = Call(req["job"])
+        for _ in range(2):  # the first calls compile (Triton JIT, torch.compile)
+            c.call()
+        c.sync()
+        _prepared[req["id"]] = c
+        return {"device": c.dev}
+    if op == "sample":
+        return {"seconds": timed(_prepared[req["id"]], int(req.get("flush_bytes", 0)))}
+    if op == "release":
+        _prepared.clear()
+        return {}
+    raise ValueError("unknown op " + op)
+
+
+def main():
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            reply = {"ok": True, "result": handle(req)}
+        except Exception as e:  # noqa: BLE001
+            reply = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "traceback": traceback.format_exc()[-4000:]}
+        _protocol_out.write(json.dumps(reply) + "\n")
+        _protocol_out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+#include "kopt/backend/python/python_runner.hpp"
+
+#include <cstdlib>
+
+#include "kopt/backend/sampling_rounds.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
+
+namespace kopt {
+extern const char* const k_python_worker_script;
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+fs::path python_worker_script(const fs::path& cache_root) {
+  std::string text = k_python_worker_script;
+  Sha256 h;
+  h.field(text);
+  fs::path p = cache_root / "python" / ("kopt_python_worker-" + h.hex().substr(0, 16) + ".py");
+  if (!fs::exists(p)) (void)write_text_atomic(p, text);
+  return p;
+}
+
+std::string python_executable() {
+  static const std::string chosen = [] {
+    if (const char* v = std::getenv("KOPT_PYTHON"); v && *v) return std::string(v);
+    // The first Python that has torch (a cheap find_spec, no import), else python3.
+    SystemCommandRunner runner;
+    for (const char* candidate : {"python3", "/usr/bin/python3", "python"}) {
+      CommandResult r = runner.run({candidate, "-c",
+                                    "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 1)"},
+                                   std::chrono::seconds(20));
+      if (r.exit_code == 0) return std::string(candidate);
+    }
+    return std::string("python3");
+  }();
+  return chosen;
+}
+
+PythonRunner::~PythonRunner() {
+  if (m_child.running()) m_child.kill_and_reap();
+}
+
+std::string PythonRunner::start() {
+  auto child = Subprocess::spawn({python_executable(), python_worker_script(cache_dir()).string()}, m_log);
+  if (!child) return "cannot start " + python_executable() + ": " + child.error().message;
+  m_child = std::move(*child);
+  return {};
+}
+
+PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::milliseconds timeout) {
+  Reply r;
+  if (!m_child.running())
+    if (std::string why = start(); !why.empty()) {
+      r.error = why + " (set KOPT_PYTHON to a Python with torch, numpy and, for Triton kernels, triton)";
+      return r;
+    }
+  std::string line;
+  if (!m_child.write_line(request.dump()) || m_child.read_line(line, timeout) != Subprocess::ReadStatus::line) {
+    std::string how = m_child.kill_and_reap();
+    r.error = "the Python worker (" + python_executable() + ") stopped answering: " + how + "; its log: " +
+              m_log.string();
+    return r;
+  }
+  try {
+    json reply = json::parse(line);
+    r.ok = reply.value("ok", false);
+    if (r.ok) r.result = reply.value("result", json::object());
+    else r.error = reply.value("error", std::string("?")) + "\n" + reply.value("traceback", std::string());
+  } catch (const std::exception& e) {
+    r.error = std::string("the Python worker said something that is not JSON: ") + e.what();
+  }
+  return r;
+}
+
+json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const {
+  json tensors = json::array();
+  for (const auto& t : job.tensors) {
+    fs::path out = t.role == Role::input ? after_dir / (t.name + ".after.bin") : t.output_path;
+    tensors.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
+                       {"role", role_name(t.role)}, {"input_path", t.input_path.string()},
+                       {"output_path", out.string()}});
+  }
+  return {{"kind", module_kind_name(job.kind)}, {"module", job.module_path.string()}, {"entry", job.entry},
+          {"tensors", tensors}, {"scalars", job.scalars}};
+}
+
+RunResult PythonRunner::run(const RunJob& job) {
+  RunResult result;
+  TempDir after("kopt-python-run");
+  Reply r = call({{"op", "run"}, {"job", job_json(job, after.path())}}, 600s);
+  if (!r.ok) {
+    result.status = job.kind == ModuleKind::python_reference ? RunStatus::reference_failed : RunStatus::launch_failed;
+    result.error = r.error;
+    return result;
+  }
+  for (const auto& t : job.tensors)
+    if (t.role == Role::input) {
+      auto bytes = read_binary_file(after.path() / (t.name + ".after.bin"));
+      if (bytes) result.input_checksums[t.name] = hex64(checksum64(*bytes));
+    }
+  const json& tol = r.result.value("tolerance", json::object());
+  result.reference_atol = tol.value("atol", -1.0);
+  result.reference_rtol = tol.value("rtol", -1.0);
+  result.kernel_ms = r.result.value("seconds", 0.0) * 1e3;
+  return result;
+}
+
+BenchResult PythonRunner::bench(const BenchJob& job) {
+  using Clock = std::chrono::steady_clock;
+  BenchResult result;
+  const BenchOptions& opt = job.options;
+  auto fail = [&](const std::string& error) {
+    result.status = RunStatus::launch_failed;
+    result.error = error;
+    return result;
+  };
+  TempDir after("kopt-python-bench");
+  std::vector<SampledVariant> variants;
+  variants.reserve(job.variants.size());
+  for (std::size_t i = 0; i < job.variants.size(); ++i) {
+    Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}}, 600s);
+    if (!r.ok) return fail(job.variants[i].label + ": " + r.error);
+    variants.emplace_back(opt.rule).series.label = job.variants[i].label;
+  }
+  std::int64_t flush = opt.mode == CacheMode::cold ? (opt.flush_bytes > 0 ? opt.flush_bytes : m_default_flush) : 0;
+  result.flush_bytes = flush;
+  result.flush_method = flush > 0 ? "write" : "";
+  auto wall_start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - wall_start).count(); };
+  std::string failure;
+  auto take = [&](std::size_t i, std::uint32_t) -> std::optional<TakenSample> {
+    Reply r = call({{"op", "sample"}, {"id", i}, {"flush_bytes", flush}}, 120s);
+    if (!r.ok) {
+      failure = variants[i].series.label + ": " + r.error;
+      return std::nullopt;
+    }
+    return TakenSample{r.result.value("seconds", 0.0), false};
+  };
+  for (std::size_t i = 0; i < variants.size(); ++i) {  // time-based warm-up, as the device timers do
+    auto t0 = Clock::now();
+    int n = 0;
+    do {
+      if (!take(i, 0)) return fail(failure);
+      ++n;
+    } while (std::chrono::duration<double>(Clock::now() - t0).count() < opt.warmup_s || n < 2);
+    variants[i].series.warmup_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  std::vector<SampledVariant*> rotation;
+  for (auto& v : variants) rotation.push_back(&v);
+  bool ok = run_sampling_rounds(rotation, opt, take, elapsed);
+  call({{"op", "release"}}, 60s);
+  if (!ok) return fail(failure);
+  for (auto& v : variants) {
+    v.series.wall_s = elapsed();
+    result.series.push_back(std::move(v.series));
+  }
+  return result;
+}
+
+}  // namespace kopt
