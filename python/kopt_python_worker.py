@@ -11,6 +11,7 @@ A job: kind (python_reference | triton | torch_eager | torch_compile), module (a
 entry, tensors [{name, dtype, shape, role, input_path, output_path}], scalars {name: value}.
 """
 import hashlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -49,7 +50,8 @@ def load_module(path):
     key = (path, os.path.getmtime(path))
     if key not in _modules:
         name = "kopt_user_" + hashlib.sha256(path.encode()).hexdigest()[:12]
-        spec = importlib.util.spec_from_file_location(name, path)
+        # Any file name (a build cache's too): the source loader does not care for the suffix.
+        spec = importlib.util.spec_from_loader(name, importlib.machinery.SourceFileLoader(name, path))
         mod = importlib.util.module_from_spec(spec)
         sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
         try:
@@ -114,6 +116,8 @@ class Call:
         elif kind in ("torch_eager", "torch_compile"):
             self.fn = getattr(mod, "reference")
             if kind == "torch_compile":
+                if not hasattr(torch, "compile"):
+                    raise RuntimeError("torch %s has no torch.compile (it came with torch 2.0)" % torch.__version__)
                 self.fn = torch.compile(self.fn)
             self.call = lambda: self.fn(**self.kwargs)
         else:

@@ -106,6 +106,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   req.options.rule.max_time_s = o.max_time_s;
   req.threshold = o.threshold_pct / 100.0;
   req.check_first = o.check_first;
+  req.vs_torch = o.vs_torch;
   req.arch = o.sel.arch;
   req.cache_root = cache_dir();
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };

@@ -19,7 +19,7 @@ namespace {
 
 // The executor a worker of this backend drives.
 Expected<std::unique_ptr<Executor>> open_executor(int device, const std::string& backend) {
-  if (backend == "opencl") {
+  if (backend == "opencl") {  // "triton" and "cuda" workers own the CUDA GPU
     auto e = opencl::OpenclExecutor::open(device);
     if (!e) return Unexpected(e.error());
     return std::unique_ptr<Executor>(std::move(*e));

@@ -65,6 +65,7 @@ struct BenchCliOptions {
   double threshold_pct = 1.0;
   bool check_first = true;
   bool blocking = true;
+  bool vs_torch = false;
 };
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o);
 
@@ -195,7 +196,7 @@ int run_probe_kernel_command(int device);
 // The backend every command of this process uses: `--backend cuda|opencl|auto` (or
 // $KOPT_BACKEND); auto picks CUDA when the driver sees a GPU, else OpenCL when a device is
 // there, else CUDA (whose errors then say what is missing). Resolved on first use.
-enum class Backend { cuda, opencl };
+enum class Backend { cuda, opencl, triton };
 void set_backend_choice(const std::string& choice);
 Backend active_backend();
 std::string_view backend_name(Backend b);

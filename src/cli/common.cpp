@@ -7,6 +7,7 @@
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/backend/opencl/opencl.hpp"
+#include "kopt/backend/python/triton_compiler.hpp"
 #include "kopt/problem/loader.hpp"
 
 namespace kopt::cli {
@@ -33,6 +34,8 @@ Backend active_backend() {
       g_backend = Backend::cuda;
     else if (g_backend_choice == "opencl")
       g_backend = Backend::opencl;
+    else if (g_backend_choice == "triton")
+      g_backend = Backend::triton;
     else if (cuda::probe_driver())
       g_backend = Backend::cuda;
     else if (opencl::list_opencl_devices())
@@ -44,11 +47,13 @@ Backend active_backend() {
 }
 
 std::string_view backend_name(Backend b) {
-  return b == Backend::opencl ? "opencl" : "cuda";
+  return b == Backend::opencl ? "opencl" : b == Backend::triton ? "triton" : "cuda";
 }
 
 KernelLanguage backend_language(Backend b) {
-  return b == Backend::opencl ? KernelLanguage::opencl : KernelLanguage::cuda;
+  return b == Backend::opencl   ? KernelLanguage::opencl
+         : b == Backend::triton ? KernelLanguage::triton
+                                : KernelLanguage::cuda;
 }
 
 Expected<void> backend_device_present() {
@@ -62,6 +67,7 @@ Expected<void> backend_device_present() {
 
 std::unique_ptr<Compiler> make_compiler(int device) {
   if (active_backend() == Backend::opencl) return std::make_unique<opencl::OpenclCompiler>(device);
+  if (active_backend() == Backend::triton) return std::make_unique<TritonCompiler>();
   return std::make_unique<cuda::NvrtcCompiler>();
 }
 

@@ -27,8 +27,9 @@ int main(int argc, char** argv) {
   app.add_flag("--json", g.json, "print one JSON document on stdout (logs go to stderr)");
   app.add_flag("-v,--verbose", g.verbose, "log progress to stderr");
   std::string backend = "auto";
-  app.add_option("--backend", backend, "cuda, opencl, or auto (CUDA when a CUDA GPU is present, else OpenCL)")
-      ->check(CLI::IsMember({"cuda", "opencl", "auto"}))
+  app.add_option("--backend", backend, "cuda, opencl, triton (a problem's .py kernels, on the CUDA GPU), or auto (CUDA when a "
+                 "CUDA GPU is present, else OpenCL)")
+      ->check(CLI::IsMember({"cuda", "opencl", "triton", "auto"}))
       ->envname("KOPT_BACKEND");
   app.fallthrough();
 
@@ -65,6 +66,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--threshold", bench.threshold_pct, "difference below which A and B are the same (%)")
       ->check(CLI::PositiveNumber);
   bench_cmd->add_flag("!--no-check", bench.check_first, "time without checking correctness first");
+  bench_cmd->add_flag("--vs-torch", bench.vs_torch,
+                      "also time the PyTorch reference (ref.py), eager and through torch.compile");
   bench_cmd->add_flag("!--no-blocking-kernel", bench.blocking, "do not hold the stream while queueing a sample");
   bench_cmd->add_flag("--json", g.json, "JSON output (raw samples and provenance)");
   bench_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");

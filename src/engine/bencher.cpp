@@ -97,6 +97,11 @@ class BenchRun {
     m_r.log("timing " + std::to_string(job.variants.size()) + " variant(s), " +
             std::string(cache_mode_name(m_r.options.mode)) + " cache");
     BenchResult result = m_ctx.worker.bench(job);
+    if (result.ok() && m_r.vs_torch) {
+      auto torch = time_torch(*inputs);
+      if (!torch) return Unexpected(torch.error());
+      for (auto& s : torch->series) result.series.push_back(std::move(s));
+    }
     if (!result.ok()) {
       for (auto& v : m_report.variants) {
         v.status = "run_failed";
@@ -113,6 +118,42 @@ class BenchRun {
   }
 
  private:
+  // The PyTorch reference, eager and compiled, timed by the Python worker: two more rows.
+  Expected<BenchResult> time_torch(const SeedInputs& inputs) {
+    if (m_p.reference.kind != ReferenceKind::python)
+      return Unexpected(bad_input("--vs-torch times the PyTorch reference: the reference must be a ref.py (kind = "
+                                  "\"python\")",
+                                  m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference.kind"));
+    // One job per baseline: a torch without torch.compile still gets its eager row.
+    BenchResult all;
+    for (ModuleKind kind : {ModuleKind::torch_eager, ModuleKind::torch_compile}) {
+      BenchJob job;
+      job.options = m_r.options;
+      RunJob rj;
+      rj.kind = kind;
+      rj.label = kind == ModuleKind::torch_eager ? "torch eager" : "torch.compile";
+      rj.module_path = std::filesystem::absolute(m_p.dir / m_p.reference.kernel.source);
+      rj.entry = m_p.reference.kernel.entry;
+      for (const auto& d : m_p.dims) rj.scalars[d.name] = d.value;
+      rj.tensors = job_tensors(m_p, inputs, m_tmp.path() / rj.label);
+      job.variants.push_back(std::move(rj));
+      BenchVariant v;
+      v.kernel = job.variants.back().label;
+      m_r.log("timing the PyTorch reference: " + v.kernel);
+      BenchResult r = m_ctx.worker.bench(job);
+      if (r.ok()) {
+        all.series.push_back(std::move(r.series.at(0)));
+      } else {
+        v.status = "run_failed";
+        std::string first_line = r.error.substr(0, r.error.find('\n'));
+        v.error = first_line;
+        all.series.push_back(SampleSeries{});  // keeps the rows aligned with their series
+      }
+      m_report.variants.push_back(std::move(v));
+    }
+    return all;
+  }
+
   // A kernel that is wrong is not timed: one seed, against the (cached) reference.
   Expected<void> check_variants() {
     for (auto& v : m_report.variants) {

@@ -22,6 +22,9 @@ struct BenchRequest {
   BenchOptions options;
   double threshold = 0.01;  // for the verdict
   bool check_first = true;  // a wrong kernel is not timed
+  // Also time the PyTorch reference (ref.py) eagerly and through torch.compile, in the
+  // Python worker, with the same options and schedule: rows "torch eager", "torch.compile".
+  bool vs_torch = false;
   std::optional<std::string> arch;
   std::filesystem::path cache_root;
   std::function<void(const std::string&)> log = [](const std::string&) {};
