@@ -58,7 +58,8 @@ json to_json(const Build& b) {
               {"toolkit", b.toolkit},
               {"resources", b.resources},
               {"from_cache", b.from_cache},
-              {"compile_ms", b.compile_ms}};
+              {"compile_ms", b.compile_ms},
+              {"module_kind", module_kind_name(b.module_kind)}};
 }
 
 Build build_from_json(const json& j) {
@@ -73,6 +74,7 @@ Build build_from_json(const json& j) {
   if (j.contains("resources")) b.resources = j["resources"].get<ResourceUsage>();
   b.from_cache = j.value("from_cache", false);
   b.compile_ms = j.value("compile_ms", 0.0);
+  b.module_kind = parse_module_kind(j.value("module_kind", std::string("cubin"))).value_or(ModuleKind::cubin);
   return b;
 }
 

@@ -392,6 +392,10 @@ class Loader {
     if (is_reference) kr.node("kind");  // read by read_reference
     read_sources(kr, k, is_reference);
     bool python_ref = is_reference && p.reference.kind == ReferenceKind::python;
+    // Triton kernels (.py only) take tensors, dims and params by name and launch themselves:
+    // args, grid and block are optional for them.
+    bool triton_only = std::all_of(k.sources.begin(), k.sources.end(),
+                                   [](const fs::path& s) { return kernel_language_of(s) == KernelLanguage::triton; });
     k.entry = python_ref ? kr.get_string("entry", "reference") : kr.get_string("entry");
     if (!is_reference) {
       read_params(kr, k);
@@ -403,13 +407,10 @@ class Loader {
     launch_names.insert("sm_count");  // the device's SM count, for grid-stride launches
     // A ref.py takes every tensor and dim by name: it needs no args list.
     const toml::node* args = kr.node("args");
-    if (!python_ref && (!args || !args->is_array())) fail(line_of(t), kr.field("args"), "missing required array");
+    if (!python_ref && !triton_only && (!args || !args->is_array())) fail(line_of(t), kr.field("args"), "missing required array");
     if (args && args->is_array())
       for (std::size_t i = 0; i < args->as_array()->size(); ++i)
         k.args.push_back(read_arg(*args->as_array()->get(i), indexed(kr.field("args"), i), p, names));
-    // Triton kernels (.py only) launch themselves: grid and block are optional for them.
-    bool triton_only = std::all_of(k.sources.begin(), k.sources.end(),
-                                   [](const fs::path& s) { return kernel_language_of(s) == KernelLanguage::triton; });
     bool cuda = !is_reference || p.reference.kind == ReferenceKind::cuda;
     if (cuda && triton_only && !kr.node("grid") && !kr.node("block")) {
       k.launch.grid = k.launch.block = {Expr::constant(1), Expr::constant(1), Expr::constant(1)};

@@ -116,6 +116,10 @@ Result WorkerClient::call(const nlohmann::json& req, std::chrono::milliseconds t
 BenchResult WorkerClient::bench(const BenchJob& job) {
   auto cap = std::chrono::milliseconds(static_cast<long>(
       1000 * (job.options.rule.max_time_s + job.options.warmup_s * job.variants.size())));
+  // Python variants compile before their first sample (Triton's JIT, torch.compile's
+  // inductor): minutes, not seconds, on a cold cache.
+  for (const auto& v : job.variants)
+    if (is_python(v.kind)) cap += std::chrono::minutes(5);
   return call<BenchResult>({{"op", "bench"}, {"job", to_json(job)}}, cap + m_options.job_timeout,
                            bench_result_from_json);
 }
