@@ -159,7 +159,7 @@ TEST_F(LoaderTest, BadSpecsNameFileLineAndField) {
   EXPECT_EQ(error_after("BLOCK = [256, 128, 1024]", "BLOCK = [256, \"big\"]"),
             "kopt.toml:46: kernels[0].params.BLOCK[1]: expected an integer or a boolean");
   EXPECT_EQ(error_after("kind = \"cuda\"", "kind = \"fortran\""),
-            "kopt.toml:29: reference.kind: unknown reference kind 'fortran' (known: cuda, cpp)");
+            "kopt.toml:29: reference.kind: unknown reference kind 'fortran' (known: cuda, cpp, python)");
   EXPECT_EQ(error_after("args = [\"x\", \"y\", \"n * m\"]", "args = [\"x\", \"z\", \"n * m\"]"),
             "kopt.toml:32: reference.args[1]: unknown name 'z' in expression 'z' (not a tensor; known dims and params: m, n)");
   EXPECT_EQ(error_after("{ expr = \"n * m\", dtype = \"i64\" }", "{ expr = \"n * m\", dtype = \"long\" }"),
