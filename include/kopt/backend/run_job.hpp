@@ -64,4 +64,11 @@ struct RunResult {
   bool ok() const { return status == RunStatus::ok; }
 };
 
+// After a run: the bytes of each job tensor (as `read` copies them to the host; a failed
+// read returns its RunResult) become the input checksums and the output files.
+template <class Read>
+RunResult collect_tensors(const RunJob& job, RunResult result, Read read);
+
 }  // namespace kopt
+
+#include "kopt/backend/collect_tensors.hpp"

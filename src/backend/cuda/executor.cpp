@@ -182,19 +182,11 @@ RunResult CudaExecutor::run(const RunJob& job) {
   float ms = 0.f;
   if (api.event_elapsed_time(&ms, start.get(), stop.get()) == CUDA_SUCCESS) result.kernel_ms = ms;
 
-  for (std::size_t i = 0; i < job.tensors.size(); ++i) {
-    const auto& t = job.tensors[i];
-    std::vector<std::byte> host(t.bytes);
-    KOPT_CU_RUN(api, RunStatus::fault, api.memcpy_dtoh(host.data(), prepared->buffers[i].get(), t.bytes));
-    if (t.role == Role::input) {
-      result.input_checksums[t.name] = hex64(checksum64(host));
-    } else if (auto w = write_file_atomic(t.output_path, host); !w) {
-      result.status = RunStatus::launch_failed;
-      result.error = w.error().to_string();
-      return result;
-    }
-  }
-  return result;
+  return collect_tensors(job, result, [&](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
+    CUresult r = api.memcpy_dtoh(host.data(), prepared->buffers[i].get(), host.size());
+    if (r != CUDA_SUCCESS) return fail(RunStatus::fault, "api.memcpy_dtoh", r);
+    return std::nullopt;
+  });
 }
 
 }  // namespace kopt::cuda

@@ -33,22 +33,12 @@ RunResult OpenclExecutor::run(const RunJob& job) {
   if (cl_int err = api.wait_for_events(1, &raw); err != CL_SUCCESS)
     return cl_failure(RunStatus::fault, "clWaitForEvents", err);
   if (auto sec = event_seconds(api, raw)) result.kernel_ms = *sec * 1e3;
-  for (std::size_t i = 0; i < job.tensors.size(); ++i) {
-    const auto& t = job.tensors[i];
-    std::vector<std::byte> host(t.bytes);
-    if (cl_int err = api.enqueue_read_buffer(s.queue.get(), prepared->buffers[i].get(), CL_TRUE, 0,
-                                             t.bytes, host.data(), 0, nullptr, nullptr);
-        err != CL_SUCCESS)
-      return cl_failure(RunStatus::fault, "clEnqueueReadBuffer(" + t.name + ")", err);
-    if (t.role == Role::input) {
-      result.input_checksums[t.name] = hex64(checksum64(host));
-    } else if (auto w = write_file_atomic(t.output_path, host); !w) {
-      result.status = RunStatus::launch_failed;
-      result.error = w.error().to_string();
-      return result;
-    }
-  }
-  return result;
+  return collect_tensors(job, result, [&](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
+    cl_int err = api.enqueue_read_buffer(s.queue.get(), prepared->buffers[i].get(), CL_TRUE, 0, host.size(),
+                                         host.data(), 0, nullptr, nullptr);
+    if (err != CL_SUCCESS) return cl_failure(RunStatus::fault, "clEnqueueReadBuffer(" + job.tensors[i].name + ")", err);
+    return std::nullopt;
+  });
 }
 
 }  // namespace kopt::opencl
