@@ -12,17 +12,6 @@
 namespace kopt {
 using nlohmann::json;
 
-namespace {
-
-// The Python child's stderr: beside the worker's own log when $KOPT_WORKER_LOG says where.
-std::filesystem::path python_log_path() {
-  const char* dir = std::getenv("KOPT_WORKER_LOG_DIR");
-  std::filesystem::path base = dir && *dir ? std::filesystem::path(dir) : std::filesystem::temp_directory_path();
-  return base / ("kopt-python-" + std::to_string(::getpid()) + ".log");
-}
-
-}  // namespace
-
 int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& make_executor) {
   std::unique_ptr<Executor> executor;
   std::optional<Error> executor_error;
@@ -35,11 +24,12 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
     return executor.get();
   };
   // Python jobs (ref.py, Triton, PyTorch baselines) go to a Python child, started on first
-  // use; its cold-cache flush is twice the device's L2 when the device is known.
+  // use, whose stderr is the worker's (its log); its cold-cache flush is twice the device's
+  // L2 when the device is known.
   std::unique_ptr<PythonRunner> python;
   auto get_python = [&]() -> PythonRunner& {
     if (!python) {
-      python = std::make_unique<PythonRunner>(python_log_path());
+      python = std::make_unique<PythonRunner>();
       if (Executor* ex = get_executor())
         if (auto info = ex->device_info(); info && info->l2_bytes > 0) python->set_default_flush_bytes(2 * info->l2_bytes);
     }

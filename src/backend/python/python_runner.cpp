@@ -58,8 +58,8 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
   std::string line;
   if (!m_child.write_line(request.dump()) || m_child.read_line(line, timeout) != Subprocess::ReadStatus::line) {
     std::string how = m_child.kill_and_reap();
-    r.error = "the Python worker (" + python_executable() + ") stopped answering: " + how + "; its log: " +
-              m_log.string();
+    r.error = "the Python worker (" + python_executable() + ") stopped answering: " + how + "; its messages: " +
+              (m_log.empty() ? std::string("the worker's log") : m_log.string());
     return r;
   }
   try {

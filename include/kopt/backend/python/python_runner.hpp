@@ -23,7 +23,8 @@ std::string python_executable();
 
 class PythonRunner {
  public:
-  explicit PythonRunner(std::filesystem::path log_path) : m_log(std::move(log_path)) {}
+  // The child's stderr goes to `log_path`, or is this process's own when it is empty.
+  explicit PythonRunner(std::filesystem::path log_path = {}) : m_log(std::move(log_path)) {}
   ~PythonRunner();
   PythonRunner(const PythonRunner&) = delete;
   PythonRunner& operator=(const PythonRunner&) = delete;
