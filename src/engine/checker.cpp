@@ -51,9 +51,7 @@ class CheckRun {
   Expected<CheckReport> run() {
     m_report.problem = m_p.name;
     m_report.problem_dir = m_p.dir.string();
-    m_report.reference_kind = m_p.reference.kind == ReferenceKind::cuda  ? "cuda"
-                              : m_p.reference.kind == ReferenceKind::cpp ? "cpp"
-                                                                         : "python";
+    m_report.reference_kind = reference_kind_name(m_p.reference.kind);
     if (auto e = select_kernels(); !e) return Unexpected(e.error());
     auto device = m_ctx.worker.device_info();
     if (device) {

@@ -444,10 +444,13 @@ class Loader {
     const toml::table& t = table_at(r, "reference", true);
     TomlReader rr(t, "reference", m_file);
     std::string kind = rr.get_string("kind");
-    if (kind == "cuda") p.reference.kind = ReferenceKind::cuda;
-    else if (kind == "cpp") p.reference.kind = ReferenceKind::cpp;
-    else if (kind == "python") p.reference.kind = ReferenceKind::python;
-    else rr.fail("kind", "unknown reference kind '" + kind + "' (known: cuda, cpp, python)");
+    bool known = false;
+    for (ReferenceKind k : {ReferenceKind::cuda, ReferenceKind::cpp, ReferenceKind::python})
+      if (kind == reference_kind_name(k)) {
+        p.reference.kind = k;
+        known = true;
+      }
+    if (!known) rr.fail("kind", "unknown reference kind '" + kind + "' (known: cuda, cpp, python)");
     p.reference.kernel = read_kernel(t, "reference", p, true);
     p.reference.cxx_flags = m_cxx_flags;
   }

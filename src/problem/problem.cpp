@@ -50,6 +50,15 @@ const TensorSpec* Problem::find_tensor(std::string_view tensor) const {
   return nullptr;
 }
 
+std::string_view reference_kind_name(ReferenceKind k) {
+  switch (k) {
+    case ReferenceKind::cuda: return "cuda";
+    case ReferenceKind::cpp: return "cpp";
+    case ReferenceKind::python: return "python";
+  }
+  return "?";
+}
+
 const KernelSpec* Problem::find_kernel(std::string_view kernel) const {
   for (const auto& k : kernels)
     if (k.name == kernel) return &k;

@@ -121,6 +121,7 @@ struct KernelSpec {
 // cuda: a kernel; cpp: C++ on the CPU; python: a ref.py whose reference(**tensors, **dims)
 // writes the outputs in place (PyTorch), with optional module-level atol / rtol.
 enum class ReferenceKind { cuda, cpp, python };
+std::string_view reference_kind_name(ReferenceKind k);  // as kopt.toml spells it
 
 struct ReferenceSpec {
   ReferenceKind kind = ReferenceKind::cuda;
