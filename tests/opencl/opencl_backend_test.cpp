@@ -3,7 +3,9 @@
 // with --backend opencl, so the worker, the driver and the files are the real ones.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "kopt/core/fs.hpp"
 #include "kopt_json.hpp"
@@ -103,15 +105,30 @@ TEST_F(OpenclBackend, ABuildErrorShowsTheDriversLogAtTheUsersLine) {
 
 TEST_F(OpenclBackend, NoPlatformSaysWhatToInstallAndExits3) {
   fs::create_directories(m_dir.path() / "no-vendors");
+  // OCL_ICD_FILENAMES names drivers beside the vendors folder (the GPU machine sets it).
+  const char* filenames = std::getenv("OCL_ICD_FILENAMES");
+  std::optional<std::string> saved = filenames ? std::optional<std::string>(filenames) : std::nullopt;
+  ::unsetenv("OCL_ICD_FILENAMES");
   ::setenv("OCL_ICD_VENDORS", (m_dir.path() / "no-vendors").c_str(), 1);
   int rc = -1;
   auto j = kopt({"check", example("vector_add")}, rc);
   ::unsetenv("OCL_ICD_VENDORS");
+  if (saved) ::setenv("OCL_ICD_FILENAMES", saved->c_str(), 1);
   EXPECT_EQ(rc, 3) << j.dump(2);
   std::string error = j.value("error", "");
   EXPECT_TRUE(error.find("pocl-opencl-icd") != std::string::npos ||
               error.find("libOpenCL") != std::string::npos)
       << error;
+}
+
+// Some drivers cut OCL_ICD_FILENAMES down in the process that loads them; kopt puts it back,
+// or the workers and tools it starts would no longer see those drivers' devices.
+TEST_F(OpenclBackend, ListingDevicesLeavesTheIcdVariablesAsTheyWere) {
+  const char* before = std::getenv("OCL_ICD_FILENAMES");
+  std::string expected = before ? before : "";
+  (void)opencl::list_opencl_devices();
+  const char* after = std::getenv("OCL_ICD_FILENAMES");
+  EXPECT_EQ(after ? after : "", expected);
 }
 
 TEST_F(OpenclBackend, SassIsRefusedWithTheReason) {

@@ -1,6 +1,10 @@
 #include "opencl_api.hpp"
 
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace kopt::opencl {
 
@@ -55,6 +59,21 @@ Expected<const OpenclApi*> opencl_api() {
     if (!missing.empty())
       return Unexpected(
           environment_error("the OpenCL loader at " + a->lib.path() + " lacks " + missing));
+    // Seen with NVIDIA's driver: initialising the ICDs cuts this process's OCL_ICD_FILENAMES
+    // down to its first entry, in place. Every process started afterwards (a worker, a test's
+    // kopt) then lost the GPU platform. Initialise now and put the variables back as they were.
+    std::vector<std::pair<const char*, std::optional<std::string>>> saved;
+    for (const char* name : {"OCL_ICD_FILENAMES", "OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"}) {
+      const char* v = std::getenv(name);
+      saved.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
+    }
+    cl_uint count = 0;
+    a->get_platform_ids(0, nullptr, &count);
+    for (const auto& [name, value] : saved) {
+      const char* now = std::getenv(name);
+      if (value && (!now || *value != now)) ::setenv(name, value->c_str(), 1);
+      if (!value && now) ::unsetenv(name);
+    }
     return a;
   });
 }
