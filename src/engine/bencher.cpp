@@ -22,7 +22,7 @@ BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare,
 
 int BenchReport::exit_code() const {
   for (const auto& v : variants)
-    if (v.status != "ok") return 1;
+    if (v.status != "ok" && v.status != "unavailable") return 1;
   return 0;
 }
 
@@ -124,6 +124,11 @@ class BenchRun {
       return Unexpected(bad_input("--vs-torch times the PyTorch reference: the reference must be a ref.py (kind = "
                                   "\"python\")",
                                   m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference.kind"));
+    // The Python worker times ref.py's baseline() or setup_baseline() (the PyTorch users'
+    // own code), else its reference(), which may compute in higher precision: the row's
+    // name says which.
+    auto text = read_text_file(m_p.dir / m_p.reference.kernel.source);
+    bool defines_baseline = text && text->find("baseline(") != std::string::npos;
     // One job per baseline: a torch without torch.compile still gets its eager row.
     BenchResult all;
     for (ModuleKind kind : {ModuleKind::torch_eager, ModuleKind::torch_compile}) {
@@ -132,6 +137,7 @@ class BenchRun {
       RunJob rj;
       rj.kind = kind;
       rj.label = kind == ModuleKind::torch_eager ? "torch eager" : "torch.compile";
+      if (!defines_baseline) rj.label += " (reference())";
       rj.module_path = std::filesystem::absolute(m_p.dir / m_p.reference.kernel.source);
       rj.entry = m_p.reference.kernel.entry;
       for (const auto& d : m_p.dims) rj.scalars[d.name] = d.value;
@@ -144,8 +150,9 @@ class BenchRun {
       if (r.ok()) {
         all.series.push_back(std::move(r.series.at(0)));
       } else {
-        v.status = "run_failed";
         std::string first_line = r.error.substr(0, r.error.find('\n'));
+        // A torch before 2.0 has no torch.compile: a fact of this machine, not a failure.
+        v.status = first_line.find("has no torch.compile") != std::string::npos ? "unavailable" : "run_failed";
         v.error = first_line;
         all.series.push_back(SampleSeries{});  // keeps the rows aligned with their series
       }

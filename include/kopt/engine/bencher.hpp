@@ -42,7 +42,7 @@ struct BenchVariant {
   double pct_bandwidth_ceiling = 0;  // of the measured dram_copy ceiling
   double pct_compute_ceiling = 0;    // of the fastest measured compute ceiling
   double floor_s = 0;                // the roofline floor, when ceilings are known
-  std::string status = "ok";         // ok | wrong | compile_failed | run_failed | below_floor
+  std::string status = "ok";         // ok | wrong | compile_failed | run_failed | below_floor | unavailable (a baseline this torch lacks)
   std::string error;
 };
 

@@ -1,5 +1,6 @@
 #include "kopt/backend/python/python_runner.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "kopt/backend/sampling_rounds.hpp"
@@ -12,13 +13,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-fs::path python_worker_script(const fs::path& cache_root) {
-  std::string text = k_python_worker_script;
+fs::path embedded_python_script(const fs::path& cache_root, const std::string& name, const char* text) {
   Sha256 h;
   h.field(text);
-  fs::path p = cache_root / "python" / ("kopt_python_worker-" + h.hex().substr(0, 16) + ".py");
+  fs::path p = cache_root / "python" / (name + "-" + h.hex().substr(0, 16) + ".py");
   if (!fs::exists(p)) (void)write_text_atomic(p, text);
   return p;
+}
+
+fs::path python_worker_script(const fs::path& cache_root) {
+  return embedded_python_script(cache_root, "kopt_python_worker", k_python_worker_script);
 }
 
 std::string python_executable() {
@@ -129,12 +133,17 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
   auto wall_start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - wall_start).count(); };
   std::string failure;
+  std::vector<std::vector<double>> host_us(variants.size());
   auto take = [&](std::size_t i, std::uint32_t) -> std::optional<TakenSample> {
-    Reply r = call({{"op", "sample"}, {"id", i}, {"flush_bytes", flush}}, 120s);
+    // "hold": the GPU spins while the host makes the call, so that Python's own overhead
+    // (dispatch, torch.compile's guards) stays out of the window, as the blocking kernel keeps
+    // cuLaunchKernel out of it; the host's time is kept apart, like the launch overhead.
+    Reply r = call({{"op", "sample"}, {"id", i}, {"flush_bytes", flush}, {"hold", opt.blocking_kernel}}, 120s);
     if (!r.ok) {
       failure = variants[i].series.label + ": " + r.error;
       return std::nullopt;
     }
+    host_us[i].push_back(r.result.value("host_seconds", 0.0) * 1e6);
     return TakenSample{r.result.value("seconds", 0.0), false};
   };
   for (std::size_t i = 0; i < variants.size(); ++i) {  // time-based warm-up, as the device timers do
@@ -151,9 +160,12 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
   bool ok = run_sampling_rounds(rotation, opt, take, elapsed);
   call({{"op", "release"}}, 60s);
   if (!ok) return fail(failure);
-  for (auto& v : variants) {
-    v.series.wall_s = elapsed();
-    result.series.push_back(std::move(v.series));
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    auto& h = host_us[i];
+    std::nth_element(h.begin(), h.begin() + h.size() / 2, h.end());
+    variants[i].series.launch_overhead_us = h.empty() ? 0 : h[h.size() / 2];
+    variants[i].series.wall_s = elapsed();
+    result.series.push_back(std::move(variants[i].series));
   }
   return result;
 }

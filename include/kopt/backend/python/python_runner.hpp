@@ -16,9 +16,12 @@
 
 namespace kopt {
 
+// A script compiled into kopt, written (once per content) into the cache as NAME-HASH.py.
+std::filesystem::path embedded_python_script(const std::filesystem::path& cache_root, const std::string& name,
+                                             const char* text);
 // The worker script, compiled into kopt, written (once per content) into the cache.
 std::filesystem::path python_worker_script(const std::filesystem::path& cache_root);
-// $KOPT_PYTHON, else python3.
+// $KOPT_PYTHON, else the first of python3, /usr/bin/python3 and python that has torch.
 std::string python_executable();
 
 class PythonRunner {
