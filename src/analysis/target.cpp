@@ -29,6 +29,9 @@ Expected<Target> compute_target(const Problem& p, const std::string& precision, 
   t.device = device;
   t.precision = precision;
   t.spec = spec;
+  if (p.cost->flops.empty())
+    return Unexpected(bad_input("the problem's [cost] has no flops formula: a target needs its FLOPs",
+                                p.spec_path.string(), 0, "cost.flops"));
   Scope dims = p.dim_scope();
   auto f = p.cost->flops.evaluate(dims);
   if (!f) return Unexpected(f.error());

@@ -41,6 +41,9 @@ Expected<void> select_language(Problem& p, KernelLanguage language) {
                                     " backend cannot run; give a C++ reference (kind = \"cpp\")",
                                 p.spec_path.string(), p.reference.kernel.where.line,
                                 "reference.kind"));
+  if (p.kernels.empty())
+    return Unexpected(bad_input("the problem has no kernels yet: add a [[kernels]] table", p.spec_path.string(),
+                                0, "kernels"));
   std::vector<KernelSpec> kept;
   p.skipped_kernels.clear();
   for (auto& k : p.kernels) {

@@ -125,3 +125,34 @@ TEST_F(KernelLanguageTest, BadSourceListsNameTheField) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// A fresh import has no kernels yet: it loads (its reference and baselines can run), and a
+// command that needs a kernel says what to add.
+TEST_F(KernelLanguageTest, AProblemWithoutKernelsLoadsAndSelectingSaysWhatToAdd) {
+  std::string text = k_spec;
+  text = text.substr(0, text.find("[[kernels]]"));
+  auto p = parse(text);
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_TRUE(p->kernels.empty());
+  auto chosen = select_language(*p, KernelLanguage::cuda);
+  ASSERT_FALSE(chosen);
+  EXPECT_EQ(chosen.error().kind, ErrorKind::bad_input);
+  EXPECT_EQ(chosen.error().field, "kernels");
+  EXPECT_NE(chosen.error().message.find("add a [[kernels]] table"), std::string::npos);
+}
+
+TEST_F(KernelLanguageTest, CostMayLeaveFlopsOutButNotBytes) {
+  std::string text = k_spec;
+  auto p = parse(text + "[cost]\nbytes = \"n * 4\"\n");
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_TRUE(p->cost->flops.empty());
+  EXPECT_FALSE(p->cost_at_dims().flops);
+  EXPECT_EQ(*p->cost_at_dims().bytes, 256.0);
+  EXPECT_EQ(error_with("[reference]", "[cost]\nflops = \"n\"\n[reference]").substr(0, 24), "missing required field @");
+}
+
+}  // namespace
+}  // namespace kopt
