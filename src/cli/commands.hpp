@@ -191,6 +191,13 @@ struct TargetCliOptions {
   std::string out = "target.md";
 };
 int run_target_command(const GlobalOptions& g, const TargetCliOptions& o);
+
+struct ImportCliOptions {
+  std::string file;  // a KernelBench problem (.py)
+  std::string out;   // the problem directory to write
+  bool force = false;
+};
+int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOptions& o);
 int run_probe_kernel_command(int device);
 
 // The backend every command of this process uses: `--backend cuda|opencl|auto` (or

@@ -256,6 +256,16 @@ int main(int argc, char** argv) {
   target_cmd->add_option("--out", target.out, "where to write target.md");
   target_cmd->add_flag("--json", g.json, "JSON output");
 
+  ImportCliOptions import_opts;
+  auto* import_cmd = app.add_subcommand("import", "make a problem directory from another tool's problem");
+  import_cmd->require_subcommand(1);
+  auto* import_kb_cmd = import_cmd->add_subcommand(
+      "kernelbench", "a KernelBench problem (Model, get_inputs, get_init_inputs) -> kopt.toml, ref.py, model.py");
+  import_kb_cmd->add_option("file", import_opts.file, "the KernelBench problem (.py)")->required();
+  import_kb_cmd->add_option("--out", import_opts.out, "the problem directory to write")->required();
+  import_kb_cmd->add_flag("--force", import_opts.force, "replace the imported files of an earlier import");
+  import_kb_cmd->add_flag("--json", g.json, "JSON output");
+
   int worker_device = 0;
   std::string once_job;
   int once_repeat = 1;
@@ -295,6 +305,7 @@ int main(int argc, char** argv) {
     if (*mask_cmds[0]) return run_iter_mask_command(g, mask);
     if (*mask_cmds[1]) return run_iter_mask_command(g, unmask);
     if (*target_cmd) return run_target_command(g, target);
+    if (*import_kb_cmd) return run_import_kernelbench_command(g, import_opts);
     if (*worker_cmd)
       return once_job.empty() ? run_worker_command(worker_device, backend)
                               : run_worker_once_command(worker_device, backend, once_job, once_repeat);

@@ -1,5 +1,8 @@
 #include "kopt/engine/checker.hpp"
 
+#include <algorithm>
+#include <set>
+
 #include "kopt/backend/cpu_reference.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
@@ -165,7 +168,23 @@ class CheckRun {
       if (!text) return Unexpected(bad_input(text.error().message, m_p.spec_path.string(), k.where.line, "reference.source"));
       m_ref_entry = k.entry;
       Sha256 h;
-      m_ref_key = h.field("ref.py").field(*text).hex();
+      h.field("ref.py").field(*text);
+      // A ref.py may import its neighbours (an imported KernelBench model.py): they key the
+      // cached outputs too, kernels aside.
+      std::set<fs::path> kernel_sources;
+      for (const auto& kernel : m_p.kernels)
+        for (const auto& src : kernel.sources.empty() ? std::vector{kernel.source} : kernel.sources)
+          kernel_sources.insert(fs::absolute(m_p.dir / src).lexically_normal());
+      std::vector<fs::path> neighbours;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(m_ref_module.parent_path(), ec))
+        if (e.path().extension() == ".py" && e.path() != m_ref_module &&
+            !kernel_sources.count(e.path().lexically_normal()))
+          neighbours.push_back(e.path());
+      std::sort(neighbours.begin(), neighbours.end());
+      for (const auto& n : neighbours)
+        if (auto t = read_text_file(n)) h.field(n.filename().string()).field(*t);
+      m_ref_key = h.hex();
     } else {
       auto b = build_cpu_reference(m_ctx.runner, m_p.dir / k.source, m_p.reference.cxx_flags,
                                    m_o.cache_root / "cpu-references");

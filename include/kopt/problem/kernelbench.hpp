@@ -1,0 +1,28 @@
+#pragma once
+// KernelBench problems as kopt problems (`kopt import kernelbench`). A KernelBench file
+// defines Model, get_inputs() and get_init_inputs(); the Python side
+// (python/kopt_kernelbench_import.py) reports what they build, and this turns those facts
+// into kopt.toml and ref.py: tensors with shapes over the file's own size constants, inputs
+// drawn like get_inputs() draws them, cost formulas for the operators kopt knows, and notes
+// where a person has to decide.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kopt/core/error.hpp"
+
+namespace kopt {
+
+struct ImportedProblem {
+  std::string name;
+  std::string kopt_toml;
+  std::string ref_py;
+  std::vector<std::string> notes;  // also written into kopt.toml as comments
+};
+
+// `facts` is the import script's JSON; `file_name` the KernelBench file's name (its stem
+// names the problem). Bad facts (a bool tensor, an unknown dtype) are bad input.
+Expected<ImportedProblem> problem_from_kernelbench(const nlohmann::json& facts, const std::string& file_name);
+
+}  // namespace kopt

@@ -1,0 +1,168 @@
+"""kopt import kernelbench: the facts of one KernelBench problem, as JSON on stdout.
+
+Usage: python kopt_kernelbench_import.py PROBLEM.py
+
+A KernelBench problem defines Model (an nn.Module), get_inputs() and get_init_inputs().
+This builds the model (seeded), calls get_inputs(), runs forward on the CPU once while
+recording the torch functions it calls, and reports:
+  globals     the module-level integers, in source order (the problem's sizes)
+  forward     Model.forward's argument names, in order
+  inputs      each argument: a tensor (shape, dtype, value statistics) or a constant
+  parameters  the model's parameters and buffers (name, shape, dtype, statistics)
+  outputs     the results of forward (shape, dtype)
+  ops         each recorded call: name, the shapes of its tensor arguments, its result's
+              shape, and the kernel size of a pooling call
+kopt turns these into kopt.toml and ref.py (in C++); no decision is taken here.
+"""
+import ast
+import importlib.util
+import inspect
+import json
+import sys
+
+# View and bookkeeping calls: no arithmetic, not part of any cost.
+_IGNORED = {
+    "__get__", "__getitem__", "__setitem__", "__len__", "__iter__", "__repr__", "__format__", "__bool__",
+    "size", "dim", "numel", "view", "reshape", "contiguous", "transpose", "permute", "t", "unsqueeze",
+    "squeeze", "flatten", "expand", "expand_as", "to", "float", "half", "double", "cpu", "cuda", "clone",
+    "detach", "type", "is_contiguous", "stride", "split", "chunk", "narrow", "select", "unbind",
+    "dtype", "shape", "device", "requires_grad_", "new_empty", "new_zeros", "empty_like", "zeros_like",
+    "ones_like",
+}
+
+
+def fail(message):
+    print(json.dumps({"error": message}))
+    sys.exit(0)
+
+
+def stats(t):
+    x = t.detach().double().flatten()
+    if x.numel() == 0:
+        return {}
+    finite = x[x.isfinite()]
+    out = {"min": float(finite.min()) if finite.numel() else 0.0,
+           "max": float(finite.max()) if finite.numel() else 0.0,
+           "mean": float(finite.mean()) if finite.numel() else 0.0,
+           "std": float(finite.std()) if finite.numel() > 1 else 0.0,
+           "integral": bool((finite == finite.round()).all()) if finite.numel() else True,
+           "non_finite": int(x.numel() - finite.numel())}
+    return out
+
+
+def dtype_name(torch, dt):
+    names = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
+             torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8",
+             torch.bool: "bool"}
+    return names.get(dt, str(dt))
+
+
+def module_integers(path):
+    tree = ast.parse(open(path).read(), path)
+    names = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for t in targets:
+            if isinstance(t, ast.Name):
+                names.append((t.id, node.lineno))
+    return names
+
+
+def main():
+    if len(sys.argv) != 2:
+        fail("usage: kopt_kernelbench_import.py PROBLEM.py")
+    path = sys.argv[1]
+    try:
+        import torch
+        from torch.overrides import TorchFunctionMode
+    except Exception as e:  # noqa: BLE001
+        fail("this Python cannot import torch (%s): install it (pip install torch, or apt-get install "
+             "python3-torch) or point KOPT_PYTHON at a Python that has it" % e)
+    spec = importlib.util.spec_from_file_location("kernelbench_problem", path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # noqa: BLE001
+        fail("%s does not load: %s: %s" % (path, type(e).__name__, e))
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(mod, name):
+            fail("%s has no %s: a KernelBench problem defines Model, get_inputs and get_init_inputs" % (path, name))
+
+    facts = {"globals": [], "forward": [], "inputs": [], "parameters": [], "outputs": [], "ops": [],
+             "torch": torch.__version__}
+    for name, line in module_integers(path):
+        v = getattr(mod, name, None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            facts["globals"].append({"name": name, "value": v, "line": line})
+
+    torch.manual_seed(0)
+    init = list(mod.get_init_inputs())
+    model = mod.Model(*init)
+    facts["init_inputs"] = [repr(v) for v in init]
+    torch.manual_seed(1)
+    inputs = list(mod.get_inputs())
+
+    params = inspect.signature(model.forward).parameters
+    names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in params.values()) or len(names) < len(inputs):
+        names = names + ["x%d" % i for i in range(len(names), len(inputs))]
+    names = names[:len(inputs)]
+    facts["forward"] = names
+    for n, v in zip(names, inputs):
+        if isinstance(v, torch.Tensor):
+            facts["inputs"].append({"name": n, "tensor": True, "shape": list(v.shape),
+                                    "dtype": dtype_name(torch, v.dtype), "stats": stats(v)})
+        else:
+            facts["inputs"].append({"name": n, "tensor": False, "value": repr(v)})
+    seen = set()
+    for kind, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
+        for n, t in items:
+            if n in seen:
+                continue
+            seen.add(n)
+            facts["parameters"].append({"name": n, "kind": kind, "shape": list(t.shape),
+                                        "dtype": dtype_name(torch, t.dtype), "stats": stats(t)})
+
+    calls = []
+
+    class Recorder(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            result = func(*args, **kwargs)
+            name = getattr(func, "__name__", str(func))
+            if name in _IGNORED:
+                return result
+
+            def shapes(xs):
+                out = []
+                for x in xs:
+                    if isinstance(x, torch.Tensor):
+                        out.append(list(x.shape))
+                    elif isinstance(x, (list, tuple)) and x and all(isinstance(y, torch.Tensor) for y in x):
+                        out.extend(list(y.shape) for y in x)
+                return out
+            call = {"name": name.strip("_"), "args": shapes(list(args) + list(kwargs.values())),
+                    "result": shapes([result])[0] if shapes([result]) else []}
+            if "pool" in name:
+                ks = kwargs.get("kernel_size", args[1] if len(args) > 1 else None)
+                if ks is not None:
+                    call["kernel_size"] = list(ks) if isinstance(ks, (list, tuple)) else [int(ks)]
+            calls.append(call)
+            return result
+
+    try:
+        with torch.no_grad(), Recorder():
+            result = model(*inputs)
+    except Exception as e:  # noqa: BLE001
+        fail("Model.forward failed on get_inputs(): %s: %s" % (type(e).__name__, e))
+    facts["ops"] = calls
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    for r in results:
+        if not isinstance(r, torch.Tensor):
+            fail("Model.forward returned a %s; kopt needs tensors" % type(r).__name__)
+        facts["outputs"].append({"shape": list(r.shape), "dtype": dtype_name(torch, r.dtype)})
+    print(json.dumps(facts))
+
+
+if __name__ == "__main__":
+    main()
