@@ -1,0 +1,56 @@
+# The PyTorch reference of the KernelBench problem 19_ReLU.py (model.py, as it came), written by
+# `kopt import kernelbench`. kopt calls reference(**tensors, **dims) with its own inputs and
+# checks kernels against what it writes; `kopt bench --vs-torch` times setup_baseline()'s
+# model on the same inputs, eager and through torch.compile, as KernelBench times it.
+import importlib.util
+import os
+
+import torch
+
+# KernelBench's own correctness check: torch.allclose(output, reference, atol=1e-02, rtol=1e-02).
+atol = 1e-02
+rtol = 1e-02
+
+FORWARD = [  # Model.forward's arguments, in order: kopt tensors, or get_inputs()' constants
+    ("tensor", "x"),
+]
+PARAMETERS = {  # the model's parameters and buffers, loaded from these kopt tensors
+}
+OUTPUTS = ["out"]
+
+_spec = importlib.util.spec_from_file_location(
+    "kopt_kernelbench_e9486eb447e8", os.path.join(os.path.dirname(os.path.abspath(__file__)), "model.py"))
+_kb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_kb)
+_models = {}
+
+
+def _bound(kw):
+    """The model on the outputs' device, its weights those of kw, and forward's arguments."""
+    device = kw[OUTPUTS[0]].device
+    if device not in _models:
+        torch.manual_seed(0)
+        _models[device] = [_kb.Model(*_kb.get_init_inputs()).to(device), None]
+    entry = _models[device]
+    source = tuple((id(kw[t]), kw[t].data_ptr()) for t in PARAMETERS.values())
+    if PARAMETERS and entry[1] != source:
+        state = dict(entry[0].named_parameters())
+        state.update(dict(entry[0].named_buffers()))
+        with torch.no_grad():
+            for name, tensor in PARAMETERS.items():
+                state[name].copy_(kw[tensor])
+        entry[1] = source
+    return entry[0], [kw[v] if k == "tensor" else v for k, v in FORWARD]
+
+
+def setup_baseline(**kw):
+    return _bound(kw)
+
+
+def reference(**kw):
+    model, args = _bound(kw)
+    with torch.no_grad():
+        result = model(*args)
+    results = result if isinstance(result, (tuple, list)) else [result]
+    for name, value in zip(OUTPUTS, results):
+        kw[name].copy_(value.reshape(kw[name].shape))

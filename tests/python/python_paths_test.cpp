@@ -1,0 +1,145 @@
+// The Python paths with a real torch (label python): `kopt import kernelbench` on the five
+// bundled KernelBench problems, a PyTorch reference checking an OpenCL kernel on PoCL, and
+// `kopt bench --vs-torch`. References run on the CPU here, on the GPU on the device.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "kopt/core/fs.hpp"
+#include "kopt_json.hpp"
+#include "opencl_skip.hpp"
+#include "torch_skip.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+
+class PythonPaths : public ::testing::Test {
+ protected:
+  void SetUp() override { ::setenv("KOPT_CACHE_DIR", (m_dir.path() / "cache").c_str(), 1); }
+  void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
+  TempDir m_dir{"kopt-python-test"};
+};
+
+fs::path kernelbench(const std::string& what) { return test::source_dir() / "examples/kernelbench" / what; }
+
+// The lines that carry the import's decisions: dims, shapes, inits and cost formulas.
+std::vector<std::string> decisions(const fs::path& toml) {
+  std::ifstream in(toml);
+  std::vector<std::string> out;
+  bool in_dims = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("[[kernels]]", 0) == 0) break;  // kernels were added by hand
+    if (line.rfind("[", 0) == 0) in_dims = line == "[dims]";
+    if (in_dims || line.rfind("shape = ", 0) == 0 || line.rfind("flops = ", 0) == 0 ||
+        line.rfind("bytes = ", 0) == 0 || line.rfind("name = ", 0) == 0)
+      out.push_back(line);
+  }
+  return out;
+}
+
+class ImportedExample : public PythonPaths, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ImportedExample, ImportsAsCommittedAndLoads) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  std::string name = GetParam();
+  fs::path out = m_dir.path() / name;
+  int rc = -1;
+  auto j = test::kopt_json({"import", "kernelbench", kernelbench("level1/" + name + ".py").string(), "--out",
+                            out.string()},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["problem"], name);
+  for (const char* f : {"kopt.toml", "ref.py", "model.py"}) EXPECT_TRUE(fs::exists(out / f)) << f;
+  // The committed example is this import, with kernels added below it.
+  EXPECT_EQ(decisions(out / "kopt.toml"), decisions(kernelbench(name) / "kopt.toml"));
+  auto ref = read_text_file(out / "ref.py");
+  auto committed = read_text_file(kernelbench(name) / "ref.py");
+  ASSERT_TRUE(ref && committed);
+  EXPECT_EQ(*ref, *committed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Level1, ImportedExample,
+                         ::testing::Values("19_ReLU", "1_Square_matrix_multiplication_", "23_Softmax", "40_LayerNorm",
+                                           "47_Sum_reduction_over_a_dimension"));
+
+TEST_F(PythonPaths, ImportLeavesAnEarlierImportAloneWithoutForce) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  fs::path out = m_dir.path() / "relu";
+  std::string file = kernelbench("level1/19_ReLU.py").string();
+  int rc = -1;
+  test::kopt_json({"import", "kernelbench", file, "--out", out.string()}, rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(write_text_atomic(out / "kopt.toml", "# edited by hand\n"));
+  auto j = test::kopt_json({"import", "kernelbench", file, "--out", out.string()}, rc);
+  EXPECT_EQ(rc, 2) << j.dump(2);
+  EXPECT_NE(j.value("error", "").find("--force"), std::string::npos);
+  EXPECT_EQ(*read_text_file(out / "kopt.toml"), "# edited by hand\n");
+  test::kopt_json({"import", "kernelbench", file, "--out", out.string(), "--force"}, rc);
+  EXPECT_EQ(rc, 0);
+}
+
+TEST_F(PythonPaths, ANonKernelbenchFileIsBadInput) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  fs::path f = m_dir.path() / "not_kb.py";
+  ASSERT_TRUE(write_text_atomic(f, "x = 1\n"));
+  int rc = -1;
+  auto j = test::kopt_json({"import", "kernelbench", f.string(), "--out", (m_dir.path() / "o").string()}, rc);
+  EXPECT_EQ(rc, 2) << j.dump(2);
+  EXPECT_NE(j.value("error", "").find("has no Model"), std::string::npos) << j.dump(2);
+}
+
+TEST_F(PythonPaths, WithoutPythonTheImportSaysWhatToInstall) {
+  const char* before = std::getenv("KOPT_PYTHON");
+  std::string saved = before ? before : "";
+  ::setenv("KOPT_PYTHON", "/nonexistent/python3", 1);
+  int rc = -1;
+  auto j = test::kopt_json({"import", "kernelbench", kernelbench("level1/19_ReLU.py").string(), "--out",
+                            (m_dir.path() / "o").string()},
+                           rc);
+  if (before) ::setenv("KOPT_PYTHON", saved.c_str(), 1);
+  else ::unsetenv("KOPT_PYTHON");
+  EXPECT_EQ(rc, 3) << j.dump(2);
+  EXPECT_NE(j.value("error", "").find("python3-torch"), std::string::npos) << j.dump(2);
+}
+
+// A PyTorch reference checks an OpenCL kernel: the Python child computes the reference on
+// the CPU, PoCL runs the kernel.
+TEST_F(PythonPaths, AnOpenclKernelPassesAgainstThePytorchReference) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(), "--dim",
+                            "batch_size=64", "--seeds", "2"},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["reference"]["kind"], "python");
+  EXPECT_EQ(j["kernels"][0]["status"], "passed");
+}
+
+TEST_F(PythonPaths, VsTorchTimesTheEagerBaselineAndSaysWhatCompileDid) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = test::kopt_json({"--backend", "opencl", "bench", kernelbench("19_ReLU").string(), "--dim",
+                            "batch_size=64", "--vs-torch", "--max-time", "0.3"},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& v : j["variants"]) rows[v["kernel"].get<std::string>()] = v;
+  ASSERT_TRUE(rows.count("torch eager")) << j.dump(2);
+  EXPECT_EQ(rows["torch eager"]["status"], "ok") << rows["torch eager"].dump(2);
+  EXPECT_GT(rows["torch eager"]["summary"]["median"].get<double>(), 0);
+  ASSERT_TRUE(rows.count("torch.compile"));
+  // A torch before 2.0 has no torch.compile: the row says so instead of a time.
+  if (rows["torch.compile"]["status"] != "ok") {
+    EXPECT_EQ(rows["torch.compile"]["status"], "unavailable");
+    EXPECT_NE(rows["torch.compile"].value("error", "").find("torch.compile"), std::string::npos)
+        << rows["torch.compile"].dump(2);
+  }
+}
+
+}  // namespace
+}  // namespace kopt
