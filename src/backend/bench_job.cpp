@@ -95,6 +95,7 @@ json to_json(const SampleSeries& s) {
           {"batch", s.batch},
           {"graph", s.graph},
           {"launch_overhead_us", s.launch_overhead_us},
+          {"host_in_window", s.host_in_window},
           {"blocking_timeouts", s.blocking_timeouts},
           {"warmup_s", s.warmup_s},
           {"wall_s", s.wall_s},
@@ -109,6 +110,7 @@ SampleSeries sample_series_from_json(const json& j) {
   s.batch = j.value("batch", 1);
   s.graph = j.value("graph", false);
   s.launch_overhead_us = j.value("launch_overhead_us", 0.0);
+  s.host_in_window = j.value("host_in_window", false);
   s.blocking_timeouts = j.value("blocking_timeouts", 0);
   s.warmup_s = j.value("warmup_s", 0.0);
   s.wall_s = j.value("wall_s", 0.0);

@@ -24,7 +24,7 @@ Expected<std::string> BuildCache::key(const CompileRequest& req) {
   if (!toolkit) return Unexpected(toolkit.error());
   Sha256 h;
   h.field("kopt-build-v1").field(*toolkit).field(req.arch).field(req.source_path.string());
-  h.field(req.source_text).field(req.entry);
+  h.field(req.source_text).field(req.entry).field(req.solve_abi ? "solve" : "kernel");
   for (const auto& [k, v] : req.defines) h.field(k).field(v);
   for (const auto& o : req.options) h.field(o);
   // Headers next to the source and in the include dirs may be #included: their bytes count.

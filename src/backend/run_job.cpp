@@ -31,6 +31,7 @@ std::string_view module_kind_name(ModuleKind k) {
   switch (k) {
     case ModuleKind::cubin: return "cubin";
     case ModuleKind::cpu_library: return "cpu_library";
+    case ModuleKind::solve_library: return "solve_library";
     case ModuleKind::python_reference: return "python_reference";
     case ModuleKind::triton: return "triton";
     case ModuleKind::torch_eager: return "torch_eager";
@@ -40,7 +41,8 @@ std::string_view module_kind_name(ModuleKind k) {
 }
 
 std::optional<ModuleKind> parse_module_kind(std::string_view name) {
-  for (ModuleKind k : {ModuleKind::cubin, ModuleKind::cpu_library, ModuleKind::python_reference, ModuleKind::triton,
+  for (ModuleKind k : {ModuleKind::cubin, ModuleKind::cpu_library, ModuleKind::solve_library,
+                       ModuleKind::python_reference, ModuleKind::triton,
                        ModuleKind::torch_eager, ModuleKind::torch_compile})
     if (module_kind_name(k) == name) return k;
   return std::nullopt;

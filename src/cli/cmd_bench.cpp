@@ -51,9 +51,10 @@ void print_bench(const BenchReport& r) {
                              v.pct_bandwidth_ceiling > 0 ? fmt::format("{:.1f}%", v.pct_bandwidth_ceiling) : "-",
                              v.gflops, v.pct_compute_ceiling > 0 ? fmt::format("{:.1f}%", v.pct_compute_ceiling) : "-",
                              stop_reason_name(v.series.stop), v.series.graph ? fmt::format(", graph x{}", v.series.batch) : "");
-    std::cout << fmt::format("    host launch {:.1f} us (outside the timed window); throttled samples {}; "
+    std::cout << fmt::format("    host launch {:.1f} us ({} the timed window); throttled samples {}; "
                              "blocking-kernel timeouts {}\n",
-                             v.series.launch_overhead_us, v.throttled_samples, v.series.blocking_timeouts);
+                             v.series.launch_overhead_us, v.series.host_in_window ? "inside" : "outside",
+                             v.throttled_samples, v.series.blocking_timeouts);
     if (v.status != "ok") std::cout << "    " << v.status << ": " << v.error << "\n";
   }
   if (r.comparison) {

@@ -16,6 +16,7 @@ CompileRequest compile_request(const Problem& p, const KernelSpec& k, const Para
   req.options = k.compile_options;
   req.include_dirs = {p.dir.empty() ? fs::path(".") : p.dir};
   req.arch = arch;
+  req.solve_abi = k.abi == KernelSpec::Abi::solve;
   return req;
 }
 

@@ -5,6 +5,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/core/toml_text.hpp"
 #include "kopt/problem/param_space.hpp"
+#include "kopt/problem/solve_abi.hpp"
 #include "toml_reader.hpp"
 
 namespace kopt {
@@ -386,6 +387,58 @@ class Loader {
     k.source = k.sources.front();
   }
 
+  // A solve() kernel's arguments come from its signature, each matched by name: a const
+  // pointer to an input tensor, another pointer to an output, a scalar to a dim or param.
+  void read_solve_args(TomlReader& kr, KernelSpec& k, const Problem& p) {
+    const std::string src = (m_dir / k.source).string();
+    if (k.sources.size() != 1 || kernel_language_of(k.source) != KernelLanguage::cuda)
+      kr.fail("source", "a solve() kernel is one .cu file");
+    for (const char* key : {"args", "grid", "block", "shared_mem"})
+      if (kr.node(key))
+        fail(line_of(*kr.node(key)), kr.field(key),
+             "a solve() kernel launches its own kernels and takes its arguments from its signature");
+    auto text = read_text_file(m_dir / k.source);
+    if (!text) kr.fail("source", text.error().message);
+    auto params = parse_solve_signature(*text, k.entry, src);
+    if (!params) throw SpecError{params.error()};
+    std::set<std::string> names = m_dim_names;
+    for (const auto& prm : k.params) names.insert(prm.name);
+    for (const auto& sp : *params) {
+      auto bad = [&](const std::string& why) { throw SpecError{bad_input(why, src, sp.line, sp.name)}; };
+      ArgSpec a;
+      a.where = {sp.line, kr.field("source") + ":" + sp.name};
+      if (sp.pointer) {
+        const TensorSpec* t = p.find_tensor(sp.name);
+        if (!t) bad("solve()'s pointer " + sp.name + " names no tensor of kopt.toml");
+        if (t->dtype != sp.dtype)
+          bad(sp.name + " is " + sp.type + " in solve() but " + std::string(dtype_name(t->dtype)) + " in kopt.toml");
+        if (sp.is_const && t->role != Role::input)
+          bad(sp.name + " is const in solve() but kopt.toml makes it an " + std::string(role_name(t->role)));
+        if (!sp.is_const && t->role == Role::input)
+          bad(sp.name + " is an input in kopt.toml: declare it const in solve() (other pointers are outputs)");
+        a.tensor = sp.name;
+      } else {
+        if (!names.count(sp.name)) bad("solve()'s scalar " + sp.name + " names no dim or param of kopt.toml");
+        a.scalar = parse_expr(sp.name, sp.line, sp.name, names, "known dims and params");
+        a.scalar_dtype = sp.dtype;
+      }
+      k.args.push_back(std::move(a));
+    }
+    k.launch.grid = k.launch.block = {Expr::constant(1), Expr::constant(1), Expr::constant(1)};
+    k.launch.shared_mem = Expr::constant(0);
+    k.compile_options = kr.get_string_list("options");
+    read_constraints(kr, k, names);
+  }
+
+  void read_constraints(TomlReader& kr, KernelSpec& k, const std::set<std::string>& names) {
+    auto texts = kr.get_string_list("constraints");
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      int line = line_of(*kr.node("constraints")->as_array()->get(i));
+      std::string cf = indexed(kr.field("constraints"), i);
+      k.constraints.push_back({parse_expr(texts[i], line, cf, names, "known dims and params"), {line, cf}});
+    }
+  }
+
   KernelSpec read_kernel(const toml::table& t, const std::string& field, const Problem& p,
                          bool is_reference) {
     TomlReader kr(t, field, m_file);
@@ -399,10 +452,20 @@ class Loader {
     // args, grid and block are optional for them.
     bool triton_only = std::all_of(k.sources.begin(), k.sources.end(),
                                    [](const fs::path& s) { return kernel_language_of(s) == KernelLanguage::triton; });
-    k.entry = python_ref ? kr.get_string("entry", "reference") : kr.get_string("entry");
+    std::string abi = is_reference ? "kernel" : kr.get_string("abi", "kernel");
+    if (abi != "kernel" && abi != "solve") kr.fail("abi", "unknown abi '" + abi + "' (known: kernel, solve)");
+    if (abi == "solve") k.abi = KernelSpec::Abi::solve;
+    k.entry = python_ref ? kr.get_string("entry", "reference")
+              : abi == "solve" ? kr.get_string("entry", "solve")
+                               : kr.get_string("entry");
     if (!is_reference) {
       read_params(kr, k);
       read_methods(kr, k);
+    }
+    if (k.abi == KernelSpec::Abi::solve) {
+      read_solve_args(kr, k, p);
+      kr.reject_unknown();
+      return k;
     }
     std::set<std::string> names = m_dim_names;
     for (const auto& prm : k.params) names.insert(prm.name);
@@ -430,14 +493,7 @@ class Loader {
       }
       k.compile_options = kr.get_string_list("options");
     }
-    if (!is_reference) {
-      auto texts = kr.get_string_list("constraints");
-      for (std::size_t i = 0; i < texts.size(); ++i) {
-        int line = line_of(*kr.node("constraints")->as_array()->get(i));
-        std::string cf = indexed(kr.field("constraints"), i);
-        k.constraints.push_back({parse_expr(texts[i], line, cf, names, "known dims and params"), {line, cf}});
-      }
-    }
+    if (!is_reference) read_constraints(kr, k, names);
     if (is_reference && !cuda) m_cxx_flags = kr.get_string_list("cxx_flags");
     kr.reject_unknown();
     return k;

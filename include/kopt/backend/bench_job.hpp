@@ -47,6 +47,7 @@ struct SampleSeries {
   int batch = 1;                  // launches per timed sample (graph mode: > 1)
   bool graph = false;
   double launch_overhead_us = 0;  // median host time of one cuLaunchKernel call
+  bool host_in_window = false;    // no blocking kernel held it out (a solve() library)
   int blocking_timeouts = 0;      // samples where the blocking kernel gave up waiting
   double warmup_s = 0;
   double wall_s = 0;

@@ -23,6 +23,9 @@ struct CompileRequest {
   std::vector<std::string> options;  // user options from kopt.toml
   std::vector<std::filesystem::path> include_dirs;
   std::string arch = "sm_90";
+  // The solve() contract: nvcc builds the source, with a generated call shim, into a shared
+  // library the worker calls (kopt/problem/solve_abi.hpp), instead of NVRTC into a cubin.
+  bool solve_abi = false;
 };
 
 // Resources of the compiled entry; -1 where unknown.

@@ -113,6 +113,9 @@ struct KernelSpec {
   std::vector<std::string> compile_options;
   std::vector<MethodToggle> methods;  // [kernels.methods]
   SourceRef where;
+  // kernel: a __global__ function kopt launches; solve: `extern "C" void solve(...)` that
+  // launches its own kernels, built with nvcc into a shared library (args from its signature).
+  enum class Abi { kernel, solve } abi = Abi::kernel;
 
   const ParamSpec* find_param(std::string_view param) const;
   const MethodToggle* find_method(std::string_view method) const;

@@ -208,6 +208,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     } while (seconds_since(t0) < opt.warmup_s || launches < 2);
     std::sort(launch_us.begin(), launch_us.end());
     v.series.launch_overhead_us = launch_us[launch_us.size() / 2];
+    v.series.host_in_window = v.launch.is_solve() || !blocker;
     v.series.warmup_s = seconds_since(t0);
     if (seconds_since(t0) > opt.rule.max_time_s) {
       result.status = RunStatus::timeout;
@@ -229,7 +230,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       float ms = 0;
       api.event_elapsed_time(&ms, start.get(), stop.get());
       double us = ms * 1000.0 / k_probe;
-      if (us > 0 && us < opt.graph_below_us) {
+      if (us > 0 && us < opt.graph_below_us && !v.launch.is_solve()) {  // solve(): the legacy stream cannot be captured
         int batch = std::clamp(static_cast<int>(std::ceil(opt.graph_sample_us / us)), 2, 1000);
         v.graph = std::make_unique<Graph>(&api);
         KOPT_CU_BENCH(RunStatus::launch_failed, v.graph->capture(v.launch, stream.get(), batch));
@@ -257,7 +258,10 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     } else if (flush) {
       KOPT_CU_SAMPLE(RunStatus::launch_failed, api.memset_d32_async(flush->get(), round, flush_words, stream.get()));
     }
-    if (blocker) {
+    // A solve() may synchronize inside (cudaMemcpy, cudaDeviceSynchronize): no blocking
+    // kernel for it, so its host time is in the window (the series says so).
+    const bool hold = blocker && !v.launch.is_solve();
+    if (hold) {
       flag.reset();
       KOPT_CU_SAMPLE(RunStatus::launch_failed,
                      api.launch_kernel(blocker, 1, 1, 1, 1, 1, 1, 0, stream.get(), blocker_params, nullptr));
@@ -266,12 +270,12 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     if (v.graph) KOPT_CU_SAMPLE(RunStatus::launch_failed, api.graph_launch(v.graph->exec(), stream.get()));
     else KOPT_CU_SAMPLE(RunStatus::launch_failed, v.launch.launch(stream.get()));
     KOPT_CU_SAMPLE(RunStatus::fault, api.event_record(stop.get(), stream.get()));
-    if (blocker) flag.release();
+    if (hold) flag.release();
     KOPT_CU_SAMPLE(RunStatus::fault, api.event_synchronize(stop.get()));
     float ms = 0;
     KOPT_CU_SAMPLE(RunStatus::fault, api.event_elapsed_time(&ms, start.get(), stop.get()));
 #undef KOPT_CU_SAMPLE
-    if (blocker && flag.timed_out()) ++v.series.blocking_timeouts;
+    if (hold && flag.timed_out()) ++v.series.blocking_timeouts;
     return TakenSample{ms / 1000.0 / v.series.batch, (read_throttle_mask(dev.pci_bus_id) & k_throttle_bits) != 0};
   };
   std::vector<SampledVariant*> rotation;

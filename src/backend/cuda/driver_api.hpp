@@ -45,6 +45,7 @@ namespace kopt::cuda {
   X(stream_create, "cuStreamCreate", cuStreamCreate)               \
   X(stream_destroy, "cuStreamDestroy_v2", cuStreamDestroy_v2)      \
   X(stream_synchronize, "cuStreamSynchronize", cuStreamSynchronize) \
+  X(stream_wait_event, "cuStreamWaitEvent", cuStreamWaitEvent)     \
   X(memset_d32_async, "cuMemsetD32Async", cuMemsetD32Async)        \
   X(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2", cuMemcpyDtoDAsync_v2) \
   X(mem_host_alloc, "cuMemHostAlloc", cuMemHostAlloc)              \

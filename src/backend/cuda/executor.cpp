@@ -167,16 +167,19 @@ RunResult CudaExecutor::run(const RunJob& job) {
   RunResult result;
   auto prepared = prepare_launch(api, job, result);
   if (!prepared) return result;
-  result.resources = function_resources(api, prepared->function);
+  if (!prepared->is_solve()) result.resources = function_resources(api, prepared->function);
   auto fail = [&](RunStatus status, const char* call, CUresult r) {
     RunResult failed = driver_failure(api, status, call, r);
+    if (!prepared->solve_error.empty()) failed.error = "solve() left a CUDA error: " + prepared->solve_error;
     failed.resources = result.resources;
     return failed;
   };
   Event start(&api), stop(&api);
   KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
   KOPT_CU_RUN(api, RunStatus::launch_failed, api.event_record(start.get(), nullptr));
-  KOPT_CU_RUN(api, RunStatus::launch_failed, prepared->launch(nullptr));
+  if (CUresult r = prepared->launch(nullptr); r != CUDA_SUCCESS)  // a solve() can fault inside its call
+    return fail(r == CUDA_ERROR_LAUNCH_FAILED || !prepared->is_solve() ? RunStatus::launch_failed : RunStatus::fault,
+                "launch", r);
   KOPT_CU_RUN(api, RunStatus::fault, api.event_record(stop.get(), nullptr));
   KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
   float ms = 0.f;

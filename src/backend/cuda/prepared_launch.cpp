@@ -33,6 +33,25 @@ RunResult driver_failure(const DriverApi& api, RunStatus status, const char* cal
 }
 
 CUresult PreparedLaunch::launch(CUstream stream) const {
+  if (shim) {
+    // solve() launches on the legacy default stream: it waits for `stream`, and `stream`
+    // for it, so events recorded on `stream` bracket its work.
+    if (stream) {
+      if (CUresult r = api->event_record(before->get(), stream); r != CUDA_SUCCESS) return r;
+      if (CUresult r = api->stream_wait_event(CU_STREAM_LEGACY, before->get(), 0); r != CUDA_SUCCESS) return r;
+    }
+    if (const char* err = shim(const_cast<void**>(params.data()))) {
+      solve_error = err;
+      // A fault inside leaves the context broken (sticky): say so, so the worker restarts.
+      CUresult sync = api->ctx_synchronize();
+      return sync != CUDA_SUCCESS ? sync : CUDA_ERROR_LAUNCH_FAILED;
+    }
+    if (stream) {
+      if (CUresult r = api->event_record(after->get(), CU_STREAM_LEGACY); r != CUDA_SUCCESS) return r;
+      return api->stream_wait_event(stream, after->get(), 0);
+    }
+    return CUDA_SUCCESS;
+  }
   return api->launch_kernel(function, static_cast<unsigned>(job->grid[0]), static_cast<unsigned>(job->grid[1]),
                             static_cast<unsigned>(job->grid[2]), static_cast<unsigned>(job->block[0]),
                             static_cast<unsigned>(job->block[1]), static_cast<unsigned>(job->block[2]),
@@ -58,12 +77,30 @@ std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob&
   PreparedLaunch p;
   p.api = &api;
   p.job = &job;
-  auto image = read_binary_file(job.module_path);
-  if (!image) return fail_io(image.error().to_string());
-  CUmodule raw = nullptr;
-  KOPT_CU_PREPARE(RunStatus::load_failed, api.module_load_data(&raw, image->data()));
-  p.module = std::make_unique<Module>(&api, raw);
-  KOPT_CU_PREPARE(RunStatus::load_failed, api.module_get_function(&p.function, raw, job.entry.c_str()));
+  if (job.kind == ModuleKind::solve_library) {
+    auto lib = DynLib::open({job.module_path.string()}, "the solve() library");
+    if (!lib) {
+      failure.status = RunStatus::load_failed;
+      failure.error = lib.error().message;
+      return std::nullopt;
+    }
+    p.library = std::make_unique<DynLib>(std::move(*lib));
+    p.shim = reinterpret_cast<const char* (*)(void**)>(p.library->symbol(job.entry.c_str()));
+    if (!p.shim) {
+      failure.status = RunStatus::load_failed;
+      failure.error = job.module_path.string() + " has no " + job.entry;
+      return std::nullopt;
+    }
+    p.before = std::make_unique<Event>(&api);
+    p.after = std::make_unique<Event>(&api);
+  } else {
+    auto image = read_binary_file(job.module_path);
+    if (!image) return fail_io(image.error().to_string());
+    CUmodule raw = nullptr;
+    KOPT_CU_PREPARE(RunStatus::load_failed, api.module_load_data(&raw, image->data()));
+    p.module = std::make_unique<Module>(&api, raw);
+    KOPT_CU_PREPARE(RunStatus::load_failed, api.module_get_function(&p.function, raw, job.entry.c_str()));
+  }
   if (job.shared_mem > 48 * 1024)
     KOPT_CU_PREPARE(RunStatus::launch_failed,
                     api.func_set_attribute(p.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -80,11 +80,18 @@ struct PreparedLaunch {
   const RunJob* job = nullptr;
   std::unique_ptr<Module> module;
   CUfunction function = nullptr;
+  // A solve() library: its shim is called instead of a launch; it launches on the legacy
+  // default stream, which `launch` orders after and before the caller's stream.
+  std::unique_ptr<DynLib> library;
+  const char* (*shim)(void**) = nullptr;
+  std::unique_ptr<Event> before, after;
+  mutable std::string solve_error;  // what the shim's last call reported
   std::vector<DeviceBuffer> buffers;  // in the order of job->tensors
   std::vector<ArgSlot> slots;
   std::vector<void*> params;
 
   CUresult launch(CUstream stream) const;
+  bool is_solve() const { return shim != nullptr; }
 };
 
 // Describes a driver failure: "cuCall: CUDA_ERROR_X: text".

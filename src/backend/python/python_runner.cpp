@@ -164,6 +164,7 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     auto& h = host_us[i];
     std::nth_element(h.begin(), h.begin() + h.size() / 2, h.end());
     variants[i].series.launch_overhead_us = h.empty() ? 0 : h[h.size() / 2];
+    variants[i].series.host_in_window = !opt.blocking_kernel;
     variants[i].series.wall_s = elapsed();
     result.series.push_back(std::move(variants[i].series));
   }

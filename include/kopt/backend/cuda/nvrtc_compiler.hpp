@@ -1,5 +1,6 @@
 #pragma once
-// Compiles CUDA C++ to a cubin in-process with NVRTC (no GPU needed).
+// Compiles CUDA C++ to a cubin in-process with NVRTC (no GPU needed); a solve() kernel
+// (request.solve_abi) is built by nvcc into a shared library instead.
 #include "kopt/backend/build.hpp"
 
 namespace kopt::cuda {
@@ -10,6 +11,9 @@ class NvrtcCompiler final : public Compiler {
   Expected<Build> compile(const CompileRequest& request,
                           const std::filesystem::path& cubin_path) override;
 };
+
+// nvcc -shared on the source plus a generated shim; a Build with the log when it fails.
+Expected<Build> compile_solve_library(const CompileRequest& request, const std::filesystem::path& library_path);
 
 // The architectures this NVRTC can target, e.g. {"sm_75", ..., "sm_120"}.
 Expected<std::vector<std::string>> nvrtc_supported_archs();

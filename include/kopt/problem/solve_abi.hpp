@@ -1,0 +1,35 @@
+#pragma once
+// The solve() contract of existing kernel skills: a .cu exposing
+//   extern "C" void solve(const float* input, float* output, int N)
+// built with nvcc into a shared library and called in the worker with device pointers.
+// kopt reads the signature: a const pointer is an input tensor, any other pointer an output
+// tensor, a scalar a dim or param; each is matched to the problem by its name.
+#include <string>
+#include <vector>
+
+#include "kopt/core/error.hpp"
+#include "kopt/problem/dtype.hpp"
+
+namespace kopt {
+
+struct SolveParam {
+  std::string name;
+  std::string type;  // as declared, qualifiers and all: "const float* __restrict__"
+  bool pointer = false;
+  bool is_const = false;  // of a pointer: const data (an input)
+  DType dtype = DType::f32;  // the element type of a pointer, else the scalar's type
+  int line = 0;  // in the source
+};
+
+// The parameters of `extern "C" void ENTRY(...)` in `source`; bad input (naming `file` and
+// the line) when there is no such function or a parameter's type is not one kopt passes.
+Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& source, const std::string& entry,
+                                                        const std::string& file);
+
+// C++ appended to the source before nvcc builds it: `extern "C" const char*
+// kopt_solve_shim(void** a)` calls ENTRY with *(T*)a[i] for each parameter (the
+// cuLaunchKernel convention, so the worker packs arguments as for a kernel) and returns
+// nullptr, or cudaGetErrorString of what cudaGetLastError() then says.
+std::string solve_shim_source(const std::vector<SolveParam>& params, const std::string& entry);
+
+}  // namespace kopt

@@ -1,0 +1,116 @@
+#include "kopt/problem/solve_abi.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <regex>
+
+namespace kopt {
+
+namespace {
+
+std::string trim(std::string s) {
+  auto sp = [](unsigned char c) { return std::isspace(c) != 0; };
+  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), sp));
+  s.erase(std::find_if_not(s.rbegin(), s.rend(), sp).base(), s.end());
+  return s;
+}
+
+// The type's words without qualifiers: "const float* __restrict__" -> "float".
+std::optional<DType> c_type_dtype(std::string base) {
+  static const std::pair<const char*, DType> k_types[] = {
+      {"float", DType::f32},          {"double", DType::f64},        {"__half", DType::f16},
+      {"half", DType::f16},           {"__nv_bfloat16", DType::bf16}, {"nv_bfloat16", DType::bf16},
+      {"int", DType::i32},            {"int32_t", DType::i32},       {"unsigned", DType::i32},
+      {"unsigned int", DType::i32},   {"uint32_t", DType::i32},      {"long long", DType::i64},
+      {"long", DType::i64},           {"int64_t", DType::i64},       {"size_t", DType::i64},
+      {"unsigned long", DType::i64},  {"uint64_t", DType::i64},      {"short", DType::i16},
+      {"int16_t", DType::i16},        {"char", DType::i8},           {"signed char", DType::i8},
+      {"int8_t", DType::i8},          {"unsigned char", DType::u8},  {"uint8_t", DType::u8},
+  };
+  for (const auto& [name, dt] : k_types)
+    if (base == name) return dt;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& source, const std::string& entry,
+                                                        const std::string& file) {
+  // extern "C" [attributes] void ENTRY ( params ) — the first definition or declaration.
+  std::regex head("extern\\s+\"C\"[^;{(]*\\bvoid\\s+" + entry + "\\s*\\(");
+  std::smatch m;
+  if (!std::regex_search(source, m, head))
+    return Unexpected(bad_input("no extern \"C\" void " + entry + "(...) in the source (the solve() contract)", file,
+                                0, "entry"));
+  std::size_t open = static_cast<std::size_t>(m.position(0) + m.length(0));
+  std::size_t close = source.find(')', open);
+  if (close == std::string::npos)
+    return Unexpected(bad_input("the parameter list of " + entry + " does not end", file, 0, "entry"));
+  auto line_at = [&](std::size_t pos) { return 1 + static_cast<int>(std::count(source.begin(), source.begin() + pos, '\n')); };
+  std::vector<SolveParam> out;
+  std::string list = source.substr(open, close - open);
+  if (trim(list).empty() || trim(list) == "void") return out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string segment = list.substr(start, comma - start);
+    std::string text = trim(segment);
+    std::size_t lead = segment.find_first_not_of(" \t\r\n");
+    int line = line_at(open + start + (lead == std::string::npos ? 0 : lead));
+    // The name is the last identifier; the type is what comes before it.
+    std::smatch nm;
+    static const std::regex k_last_name("([A-Za-z_][A-Za-z_0-9]*)\\s*$");
+    if (!std::regex_search(text, nm, k_last_name) || nm.position(0) == 0)
+      return Unexpected(bad_input("parameter '" + text + "' of " + entry + " has no name", file, line, "entry"));
+    SolveParam p;
+    p.name = nm[1];
+    p.type = trim(text.substr(0, static_cast<std::size_t>(nm.position(0))));
+    p.line = line;
+    p.pointer = std::count(p.type.begin(), p.type.end(), '*') == 1;
+    if (std::count(p.type.begin(), p.type.end(), '*') > 1 || p.type.find('&') != std::string::npos ||
+        p.type.find('[') != std::string::npos)
+      return Unexpected(bad_input("parameter " + p.name + " of " + entry + " has type '" + p.type +
+                                      "': solve() takes pointers to elements and scalars",
+                                  file, line, p.name));
+    std::string base = p.type.substr(0, p.type.find('*'));  // "float* const" is still writable data
+    std::string words;
+    static const std::regex k_word("[A-Za-z_][A-Za-z_0-9]*");
+    for (std::sregex_iterator w(base.begin(), base.end(), k_word), e; w != e; ++w) {
+      std::string word = w->str();
+      if (word == "const") {
+        p.is_const = true;
+        continue;
+      }
+      if (word == "volatile" || word == "__restrict__" || word == "restrict" || word == "std") continue;
+      words += (words.empty() ? "" : " ") + word;
+    }
+    auto dt = c_type_dtype(words);
+    if (!dt)
+      return Unexpected(bad_input("parameter " + p.name + " of " + entry + " has type '" + p.type +
+                                      "', which kopt has no dtype for",
+                                  file, line, p.name));
+    p.dtype = *dt;
+    if (!p.pointer) p.is_const = false;
+    out.push_back(std::move(p));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string solve_shim_source(const std::vector<SolveParam>& params, const std::string& entry) {
+  std::string s = "\n// Added by kopt: the worker calls solve() through this, arguments packed as for\n"
+                  "// cuLaunchKernel (a[i] points at the i-th argument's value).\n"
+                  "#include <cuda_runtime.h>\n"
+                  "extern \"C\" const char* kopt_solve_shim(void** a) {\n  " +
+                  entry + "(";
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    // The declared type, restrict qualifiers aside (they mean nothing on a cast).
+    std::string type = trim(std::regex_replace(params[i].type, std::regex("\\b(__restrict__|restrict)\\b"), ""));
+    s += (i ? ", " : "") + std::string("*(") + type + "*)a[" + std::to_string(i) + "]";
+  }
+  s += ");\n  cudaError_t e = cudaGetLastError();\n  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);\n}\n";
+  return s;
+}
+
+}  // namespace kopt
