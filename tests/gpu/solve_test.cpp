@@ -9,6 +9,7 @@
 #include "gpu_skip.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt_json.hpp"
+#include "torch_skip.hpp"
 
 namespace kopt {
 namespace {
@@ -25,6 +26,7 @@ std::string relu() { return (test::source_dir() / "examples/kernelbench/19_ReLU"
 
 TEST_F(SolveAbi, ALibraryPassesItsCheckAndIsTimedWithTheHostCallInside) {
   KOPT_SKIP_WITHOUT_GPU();
+  KOPT_SKIP_WITHOUT_TORCH();  // the problem's reference is a ref.py
   int rc = -1;
   auto c = test::kopt_json({"--backend", "cuda", "check", relu(), "--kernel", "solve", "--dim", "batch_size=64"}, rc);
   ASSERT_EQ(rc, 0) << c.dump(2);
@@ -38,10 +40,10 @@ TEST_F(SolveAbi, ALibraryPassesItsCheckAndIsTimedWithTheHostCallInside) {
 
 TEST_F(SolveAbi, ASolveThatFaultsIsAFailedCandidate) {
   KOPT_SKIP_WITHOUT_GPU();
+  KOPT_SKIP_WITHOUT_TORCH();
   fs::path dir = m_dir.path() / "relu";
-  fs::create_directories(dir);
-  for (const char* f : {"kopt.toml", "ref.py", "model.py"}) fs::copy_file(fs::path(relu()) / f, dir / f);
-  std::ofstream(dir / "solve.cu") << "#include <cuda_runtime.h>\n"
+  fs::copy(relu(), dir);
+  std::ofstream(dir / "solve.cu", std::ios::trunc) << "#include <cuda_runtime.h>\n"
                                      "__global__ void bad(float* out) { out[1ll << 40] = 1.f; }\n"
                                      "extern \"C\" void solve(const float* x, float* out, int batch_size, int dim) {\n"
                                      "  bad<<<1, 1>>>(out);\n  cudaDeviceSynchronize();\n}\n";
