@@ -77,6 +77,7 @@ std::string cuda_version_string(int version) {
 
 std::string clocks_text(const Clocks& c) {
   if (!c.nvml_error.empty()) return "clocks unknown (" + c.nvml_error + ")";
+  if (c.sm_mhz < 0 && c.max_sm_mhz < 0) return "clocks not read";
   return fmt::format("SM {}/{} MHz, mem {} MHz, throttle: {}", c.sm_mhz, c.max_sm_mhz, c.mem_mhz,
                      c.throttle_reasons);
 }

@@ -69,7 +69,9 @@ void print_bench(const BenchReport& r) {
 }  // namespace
 
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
-  auto sel = load_selection(o.sel);
+  ProblemSelection selection = o.sel;
+  selection.allow_no_kernels = o.vs_torch;  // the baselines of a fresh import, before any kernel
+  auto sel = load_selection(selection);
   if (!sel) return report_error(g, "bench", exit_code(sel.error().kind), sel.error().to_string());
   const Problem& problem = sel->problem;
 

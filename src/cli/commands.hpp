@@ -30,6 +30,7 @@ struct ProblemSelection {
   std::vector<std::string> dims;  // NAME=VALUE
   std::optional<std::string> arch;
   int device = 0;
+  bool allow_no_kernels = false;  // bench --vs-torch: the PyTorch baselines before any kernel
 };
 
 // --set, --vs and --dim parsed, and the problem loaded with the dims applied.

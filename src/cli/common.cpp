@@ -127,8 +127,11 @@ Expected<Selected> load_selection(const ProblemSelection& sel) {
   }
   auto problem = load_problem(sel.problem, out.dims);
   if (!problem) return Unexpected(problem.error());
-  if (auto chosen = select_language(*problem, backend_language(active_backend())); !chosen)
+  if (problem->kernels.empty() && sel.allow_no_kernels) {
+    problem->language = backend_language(active_backend());
+  } else if (auto chosen = select_language(*problem, backend_language(active_backend())); !chosen) {
     return Unexpected(chosen.error());
+  }
   out.problem = std::move(*problem);
   return out;
 }

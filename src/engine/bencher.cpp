@@ -96,7 +96,10 @@ class BenchRun {
     }
     m_r.log("timing " + std::to_string(job.variants.size()) + " variant(s), " +
             std::string(cache_mode_name(m_r.options.mode)) + " cache");
-    BenchResult result = m_ctx.worker.bench(job);
+    // With --vs-torch and no kernel (a fresh import), only the PyTorch baselines are timed.
+    BenchResult result;
+    if (job.variants.empty()) result.clocks_before = result.clocks_after = m_report.device.clocks;  // at device_info
+    else result = m_ctx.worker.bench(job);
     if (result.ok() && m_r.vs_torch) {
       auto torch = time_torch(*inputs);
       if (!torch) return Unexpected(torch.error());

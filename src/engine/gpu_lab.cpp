@@ -62,6 +62,22 @@ class GpuLab final : public Lab {
     return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b->clocks_after)};
   }
 
+  std::vector<std::pair<std::string, Measured>> measure_baselines() override {
+    if (m_p.reference.kind != ReferenceKind::python) return {};
+    Problem baselines = m_p;  // no kernel: bench times the PyTorch rows alone
+    baselines.kernels.clear();
+    BenchRequest r = request({}, false);
+    r.check_first = false;
+    r.vs_torch = true;
+    auto b = run_bench(baselines, r, m_ctx);
+    if (!b) return {{"torch eager", Measured{"error", 0, 0, 0, b.error().message, ""}}};
+    std::vector<std::pair<std::string, Measured>> out;
+    for (const BenchVariant& bv : b->variants)
+      out.emplace_back(bv.kernel, Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error,
+                                           clocks_text(b->clocks_after)});
+    return out;
+  }
+
   std::optional<TargetRecord> target_record() override {
     auto t = target();
     if (!t) return std::nullopt;

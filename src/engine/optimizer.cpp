@@ -170,6 +170,9 @@ class Optimizer {
     if (auto ref = m_lab.measure_reference())
       m_state.reference = EvaluationRecord{"reference", "reference", {},      ref->status,     ref->median_s,
                                            ref->noise,  ref->samples, ref->error, utc_timestamp(), ref->clocks};
+    for (const auto& [name, b] : m_lab.measure_baselines())
+      m_state.baselines.push_back(
+          EvaluationRecord{name, name, {}, b.status, b.median_s, b.noise, b.samples, b.error, utc_timestamp(), b.clocks});
     m_state.versions.push_back(r);
     commit("v0: baseline " + v.label() + ", " + human_time(m.median_s), &m_state.versions.back());
     return save();

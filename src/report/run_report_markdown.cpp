@@ -130,6 +130,14 @@ std::string benchmark_markdown(const RunReport& r) {
     row("baseline: v0 " + r.baseline->kernel, s.find_evaluation(r.baseline->evaluation), r.baseline->median_s,
         r.baseline->noise);
   if (s.reference) row("reference implementation", &*s.reference, s.reference->median_s, s.reference->noise);
+  for (const auto& b : s.baselines) {
+    if (b.status == "ok") row("PyTorch: " + b.kernel, &b, b.median_s, b.noise);
+    else {
+      std::string why = b.error;
+      std::replace(why.begin(), why.end(), '|', '/');  // a table cell
+      out += fmt::format("| PyTorch: {} | {} | — | — | — | {} |\n", b.kernel, b.status, why);
+    }
+  }
   if (r.roof) out += fmt::format("\nCeiling used: {}.\n", roof_text(*r.roof));
   gaps_section(out, r);
   return out;

@@ -44,7 +44,8 @@ json to_json(const RunState& s) {
           {"device", s.device}, {"created_at", s.created_at}, {"status", s.status}, {"stop_reason", s.stop_reason},
           {"iteration", s.iteration}, {"no_improvement", s.no_improvement}, {"versions", s.versions},
           {"evaluations", evals}, {"open", s.open ? json(*s.open) : json(nullptr)},
-          {"reference", s.reference ? json(*s.reference) : json(nullptr)}, {"target", s.target}};
+          {"reference", s.reference ? json(*s.reference) : json(nullptr)}, {"baselines", s.baselines},
+          {"target", s.target}};
 }
 
 Expected<RunState> run_state_from_json(const std::string& text, const std::string& file) {
@@ -75,6 +76,7 @@ Expected<RunState> run_state_from_json(const std::string& text, const std::strin
     s.versions = j.value("versions", std::vector<VersionRecord>{});
     if (auto o = j.find("open"); o != j.end() && o->is_object()) s.open = o->get<OpenIteration>();
     if (auto r = j.find("reference"); r != j.end() && r->is_object()) s.reference = r->get<EvaluationRecord>();
+    s.baselines = j.value("baselines", std::vector<EvaluationRecord>{});
     if (auto t = j.find("target"); t != j.end()) s.target = *t;
     if (auto it = j.find("evaluations"); it != j.end() && it->is_object())
       for (auto e = it->begin(); e != it->end(); ++e) s.evaluations[e.key()] = e.value().get<EvaluationRecord>();

@@ -143,3 +143,44 @@ TEST_F(PythonPaths, VsTorchTimesTheEagerBaselineAndSaysWhatCompileDid) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// A fresh import has no kernel yet: --vs-torch still times its PyTorch baselines.
+TEST_F(PythonPaths, AProblemWithoutKernelsGetsItsBaselinesTimed) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = test::kopt_json({"--backend", "opencl", "bench", kernelbench("40_LayerNorm").string(), "--dim",
+                            "batch_size=2", "--vs-torch", "--max-time", "0.3"},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  ASSERT_GE(j["variants"].size(), 1u);
+  EXPECT_EQ(j["variants"][0]["kernel"], "torch eager");
+  EXPECT_EQ(j["variants"][0]["status"], "ok");
+  // Without --vs-torch the missing kernels are bad input.
+  auto k = test::kopt_json({"--backend", "opencl", "bench", kernelbench("40_LayerNorm").string()}, rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(k.value("error", "").find("no kernels yet"), std::string::npos) << k.dump(2);
+}
+
+// The loop with a PyTorch reference: benchmark.md carries the PyTorch rows.
+TEST_F(PythonPaths, OptimizeRecordsThePytorchBaselinesInTheBenchmark) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  std::string run = (m_dir.path() / "run").string();
+  auto j = test::kopt_json({"--backend", "opencl", "optimize", kernelbench("19_ReLU").string(), "--dim",
+                            "batch_size=64", "--iterations", "1", "--max-time", "0.2", "--run", run,
+                            "--no-experience"},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  auto md = read_text_file(fs::path(run) / "benchmark.md");
+  ASSERT_TRUE(md);
+  EXPECT_NE(md->find("| PyTorch: torch eager |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("| PyTorch: torch.compile |"), std::string::npos) << *md;
+}
+
+}  // namespace
+}  // namespace kopt

@@ -60,6 +60,9 @@ class Lab {
   // The reference implementation timed like a candidate; nullopt when it cannot be (a C++
   // reference runs on the CPU).
   virtual std::optional<Measured> measure_reference() = 0;
+  // The PyTorch baselines of a ref.py (torch eager, torch.compile), timed like candidates;
+  // none for other references.
+  virtual std::vector<std::pair<std::string, Measured>> measure_baselines() { return {}; }
   virtual std::string source_text(const Variant& v) = 0;
   // What the run ran on (device, clocks, driver, toolkit, tools): env.json.
   virtual nlohmann::json environment() = 0;

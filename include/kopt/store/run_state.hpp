@@ -92,6 +92,7 @@ struct RunState {
   std::map<std::string, EvaluationRecord> evaluations;
   std::optional<OpenIteration> open;  // agent-driven mode
   std::optional<EvaluationRecord> reference;  // the reference implementation, timed once
+  std::vector<EvaluationRecord> baselines;    // PyTorch eager and torch.compile (a ref.py), timed once
   nlohmann::json target;                      // kopt target --json at the start (null: unknown)
 
   const VersionRecord* champion() const;  // the newest unmasked baseline or accepted version

@@ -45,6 +45,26 @@ TEST_F(RunReports, ReportAndBenchmarkMarkdownAreGolden) {
   expect_golden("toy_benchmark.md", masked(benchmark_markdown(r)));
 }
 
+// A ref.py's PyTorch baselines are rows of benchmark.md; one this torch lacks says why.
+TEST_F(RunReports, PytorchBaselinesAreRowsOfTheBenchmark) {
+  auto s = load_run_state(run());
+  ASSERT_TRUE(s);
+  s->reference.reset();
+  s->baselines.push_back(EvaluationRecord{"torch eager", "torch eager", {}, "ok", 70e-6, 0.01, 500, "", "", ""});
+  s->baselines.push_back(EvaluationRecord{"torch.compile", "torch.compile", {}, "unavailable", 0, 0, 0,
+                                          "torch 1.13 has no torch.compile | (it came with 2.0)", "", ""});
+  ASSERT_TRUE(save_run_state(run(), *s));
+  auto again = load_run_state(run());
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->baselines.size(), 2u);
+  std::string md = benchmark_markdown(load_run_report(run()));
+  EXPECT_NE(md.find("| PyTorch: torch eager | 70 us | ±1.00 % | 500 | 1.43× |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| PyTorch: torch.compile | unavailable | — | — | — | torch 1.13 has no torch.compile / (it came"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("was not timed in this run"), std::string::npos) << md;
+}
+
 TEST_F(RunReports, HtmlIsSelfContainedWithItsCharts) {
   std::string html = report_html(load_run_report(run()));
   for (const char* id : {"id=\"roofline\"", "id=\"timeline\"", "id=\"attribution\""})
