@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "kopt/core/fs.hpp"
@@ -52,6 +53,10 @@ TEST_P(ImportedExample, ImportsAsCommittedAndLoads) {
                            rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["problem"], name);
+  std::set<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.insert(it.key());
+  EXPECT_EQ(keys, (std::set<std::string>{"schema_version", "command", "problem", "dir", "files", "notes"}))
+      << "docs/json/commands.json documents these";
   for (const char* f : {"kopt.toml", "ref.py", "model.py"}) EXPECT_TRUE(fs::exists(out / f)) << f;
   // The committed example is this import, with kernels added below it.
   EXPECT_EQ(decisions(out / "kopt.toml"), decisions(kernelbench(name) / "kopt.toml"));

@@ -8,15 +8,19 @@
 
 namespace kopt::cuda {
 
-std::vector<std::string> toolkit_library_candidates(const std::vector<std::string>& sonames) {
-  std::vector<std::string> dirs;
+std::vector<std::string> toolkit_roots() {
+  std::vector<std::string> roots;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/lib64");
-  dirs.push_back("/usr/local/cuda/lib64");
-  dirs.push_back(std::string(KOPT_CUDA_TOOLKIT_ROOT) + "/lib64");
+    if (const char* v = std::getenv(var); v && *v) roots.emplace_back(v);
+  roots.emplace_back("/usr/local/cuda");
+  roots.emplace_back(KOPT_CUDA_TOOLKIT_ROOT);
+  return roots;
+}
+
+std::vector<std::string> toolkit_library_candidates(const std::vector<std::string>& sonames) {
   std::vector<std::string> out(sonames.begin(), sonames.end());
-  for (const auto& d : dirs)
-    for (const auto& s : sonames) out.push_back(d + "/" + s);
+  for (const auto& root : toolkit_roots())
+    for (const auto& s : sonames) out.push_back(root + "/lib64/" + s);
   return out;
 }
 

@@ -6,11 +6,8 @@
 
 #include "kopt/backend/cubin_resources.hpp"
 #include "kopt/core/fs.hpp"
+#include "dynlib.hpp"
 #include "nvrtc_api.hpp"
-
-#ifndef KOPT_CUDA_TOOLKIT_ROOT
-#define KOPT_CUDA_TOOLKIT_ROOT "/usr/local/cuda"
-#endif
 
 namespace kopt::cuda {
 namespace fs = std::filesystem;
@@ -32,14 +29,10 @@ Expected<std::string> NvrtcCompiler::toolkit() {
 }
 
 std::vector<fs::path> cuda_include_dirs() {
-  std::vector<fs::path> out;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(var); v && *v) out.emplace_back(fs::path(v) / "include");
-  out.emplace_back("/usr/local/cuda/include");
-  out.emplace_back(fs::path(KOPT_CUDA_TOOLKIT_ROOT) / "include");
   std::vector<fs::path> existing;
-  for (const auto& p : out)
-    if (fs::is_regular_file(p / "cuda_runtime.h") && std::find(existing.begin(), existing.end(), p) == existing.end())
+  for (const auto& root : toolkit_roots())
+    if (fs::path p = fs::path(root) / "include";
+        fs::is_regular_file(p / "cuda_runtime.h") && std::find(existing.begin(), existing.end(), p) == existing.end())
       existing.push_back(p);
   return existing;
 }

@@ -1,16 +1,12 @@
 // The solve() contract's build: nvcc compiles the user's .cu, with a generated call shim
 // appended, into a shared library (kopt/problem/solve_abi.hpp).
 #include <chrono>
-#include <cstdlib>
 
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt/problem/solve_abi.hpp"
-
-#ifndef KOPT_CUDA_TOOLKIT_ROOT
-#define KOPT_CUDA_TOOLKIT_ROOT "/usr/local/cuda"
-#endif
+#include "dynlib.hpp"
 
 namespace kopt::cuda {
 namespace fs = std::filesystem;
@@ -19,10 +15,7 @@ namespace {
 
 std::optional<fs::path> find_nvcc() {
   std::vector<fs::path> dirs;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(var); v && *v) dirs.emplace_back(fs::path(v) / "bin");
-  dirs.emplace_back("/usr/local/cuda/bin");
-  dirs.emplace_back(fs::path(KOPT_CUDA_TOOLKIT_ROOT) / "bin");
+  for (const auto& root : toolkit_roots()) dirs.emplace_back(fs::path(root) / "bin");
   return find_program("nvcc", dirs);
 }
 
