@@ -9,18 +9,14 @@
 #include "gpu_skip.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt_json.hpp"
+#include "private_cache.hpp"
 #include "torch_skip.hpp"
 
 namespace kopt {
 namespace {
 namespace fs = std::filesystem;
 
-class SolveAbi : public ::testing::Test {
- protected:
-  void SetUp() override { ::setenv("KOPT_CACHE_DIR", (m_dir.path() / "cache").c_str(), 1); }
-  void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
-  TempDir m_dir{"kopt-solve-test"};
-};
+class SolveAbi : public test::PrivateCacheTest {};
 
 std::string relu() { return (test::source_dir() / "examples/kernelbench/19_ReLU").string(); }
 

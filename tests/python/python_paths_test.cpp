@@ -11,18 +11,14 @@
 #include "kopt/core/fs.hpp"
 #include "kopt_json.hpp"
 #include "opencl_skip.hpp"
+#include "private_cache.hpp"
 #include "torch_skip.hpp"
 
 namespace kopt {
 namespace {
 namespace fs = std::filesystem;
 
-class PythonPaths : public ::testing::Test {
- protected:
-  void SetUp() override { ::setenv("KOPT_CACHE_DIR", (m_dir.path() / "cache").c_str(), 1); }
-  void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
-  TempDir m_dir{"kopt-python-test"};
-};
+class PythonPaths : public test::PrivateCacheTest {};
 
 fs::path kernelbench(const std::string& what) { return test::source_dir() / "examples/kernelbench" / what; }
 
@@ -145,12 +141,6 @@ TEST_F(PythonPaths, VsTorchTimesTheEagerBaselineAndSaysWhatCompileDid) {
         << rows["torch.compile"].dump(2);
   }
 }
-
-}  // namespace
-}  // namespace kopt
-
-namespace kopt {
-namespace {
 
 // A fresh import has no kernel yet: --vs-torch still times its PyTorch baselines.
 TEST_F(PythonPaths, AProblemWithoutKernelsGetsItsBaselinesTimed) {
