@@ -62,6 +62,28 @@ json to_json(const Build& b) {
               {"module_kind", module_kind_name(b.module_kind)}};
 }
 
+json to_json(const CompileRequest& r) {
+  json defines = json::array(), dirs = json::array();
+  for (const auto& [k, v] : r.defines) defines.push_back({k, v});
+  for (const auto& d : r.include_dirs) dirs.push_back(d.string());
+  return json{{"source_path", r.source_path.string()}, {"source_text", r.source_text}, {"entry", r.entry},
+              {"defines", defines}, {"options", r.options}, {"include_dirs", dirs}, {"arch", r.arch},
+              {"solve_abi", r.solve_abi}};
+}
+
+CompileRequest compile_request_from_json(const json& j) {
+  CompileRequest r;
+  r.source_path = j.at("source_path").get<std::string>();
+  r.source_text = j.at("source_text").get<std::string>();
+  r.entry = j.at("entry").get<std::string>();
+  for (const auto& d : j.at("defines")) r.defines.emplace_back(d.at(0).get<std::string>(), d.at(1).get<std::string>());
+  r.options = j.at("options").get<std::vector<std::string>>();
+  for (const auto& d : j.at("include_dirs")) r.include_dirs.emplace_back(d.get<std::string>());
+  r.arch = j.value("arch", r.arch);
+  r.solve_abi = j.value("solve_abi", false);
+  return r;
+}
+
 Build build_from_json(const json& j) {
   Build b;
   b.ok = j.value("ok", false);

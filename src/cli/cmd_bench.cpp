@@ -116,7 +116,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
 
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  auto compiler = make_compiler(o.sel.device);
+  auto compiler = make_compiler(worker);
   SystemCommandRunner runner;
   auto report = run_bench(problem, req, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "bench", exit_code(report.error().kind), report.error().to_string());

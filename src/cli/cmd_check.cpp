@@ -93,7 +93,7 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   WorkerOptions wo = worker_options(o.sel.device, tmp.path());
   wo.job_timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
   WorkerClient worker(wo);
-  auto compiler = make_compiler(o.sel.device);
+  auto compiler = make_compiler(worker);
   SystemCommandRunner runner;
 
   CheckOptions co;

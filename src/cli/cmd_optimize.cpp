@@ -52,7 +52,7 @@ struct LoopMachine {
   GitRepo git;
   LoopMachine(const Problem& problem, const MethodCatalog& catalog, const ProblemSelection& sel, double max_time_s,
               const std::filesystem::path& run_dir)
-      : worker(worker_options(sel.device, tmp.path())), compiler(make_compiler(sel.device)), git(runner, run_dir) {
+      : worker(worker_options(sel.device, tmp.path())), compiler(make_compiler(worker)), git(runner, run_dir) {
     GpuLabOptions lo;
     lo.bench.rule.max_time_s = max_time_s;
     lo.bench.rule.min_time_s = std::min(0.2, max_time_s);

@@ -112,7 +112,7 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
 
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  auto compiler = make_compiler(o.sel.device);
+  auto compiler = make_compiler(worker);
   auto report = run_profile(problem, req, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "profile", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";

@@ -82,7 +82,9 @@ int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
   req.methods = o.methods;
   req.arch = o.sel.arch ? *o.sel.arch : default_arch(o.sel.device);
   req.cache_root = cache_dir();
-  auto compiler = make_compiler(o.sel.device);
+  TempDir tmp("kopt-worker");
+  WorkerClient worker(worker_options(o.sel.device, tmp.path()));  // started only if a build needs it
+  auto compiler = make_compiler(worker);
   SystemCommandRunner runner;
   auto report = run_sass(sel->problem, req, SassContext{*compiler, runner, *catalog});
   if (!report) return report_error(g, "sass", exit_code(report.error().kind), report.error().to_string());

@@ -86,7 +86,7 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
 
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  auto compiler = make_compiler(o.sel.device);
+  auto compiler = make_compiler(worker);
   SystemCommandRunner runner;
   auto report = run_tune(problem, req, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());

@@ -212,7 +212,7 @@ KernelLanguage backend_language(Backend b);
 // Whether the active backend sees a device (an environment Error that says why not).
 Expected<void> backend_device_present();
 // The active backend's compiler for `device`.
-std::unique_ptr<Compiler> make_compiler(int device);
+std::unique_ptr<Compiler> make_compiler(WorkerClient& worker);
 
 // "NVIDIA H100 (sm_90, 132 SMs), driver CUDA 13.0", or for OpenCL
 // "pthread-skylake (OpenCL cpu, 2 compute units), Portable Computing Language 3.1".

@@ -65,8 +65,9 @@ Expected<void> backend_device_present() {
   return {};
 }
 
-std::unique_ptr<Compiler> make_compiler(int device) {
-  if (active_backend() == Backend::opencl) return std::make_unique<opencl::OpenclCompiler>(device);
+std::unique_ptr<Compiler> make_compiler(WorkerClient& worker) {
+  // OpenCL builds need the device's driver: they happen in the worker, which owns the device.
+  if (active_backend() == Backend::opencl) return std::make_unique<WorkerCompiler>(worker);
   if (active_backend() == Backend::triton) return std::make_unique<TritonCompiler>();
   return std::make_unique<cuda::NvrtcCompiler>();
 }

@@ -137,6 +137,43 @@ Expected<CeilingsResult> WorkerClient::ceilings(std::chrono::milliseconds timeou
   }
 }
 
+Expected<std::string> WorkerClient::toolkit() {
+  if (auto s = ensure_started(); !s) return Unexpected(s.error());
+  Reply r = request({{"op", "toolkit"}}, m_options.start_timeout);
+  if (!r.message) return Unexpected(internal_error("asking the worker's toolkit failed: " + r.detail));
+  if (!r.message->value("ok", false))
+    return Unexpected(environment_error(r.message->value("error", std::string("unknown error"))));
+  return r.message->value("toolkit", std::string());
+}
+
+Expected<Build> WorkerClient::compile(const CompileRequest& req, const std::filesystem::path& module_path) {
+  if (auto s = ensure_started(); !s) return Unexpected(s.error());
+  Reply r = request({{"op", "compile"}, {"request", to_json(req)}, {"path", module_path.string()}},
+                    std::chrono::minutes(5));
+  Build failed;
+  if (!r.message) {  // the driver's compiler took the worker down, or hung
+    failed.log = req.source_path.string() + ": the compiler " +
+                 (r.failure == RunStatus::timeout ? "hung: " : "crashed the worker: ") + r.detail;
+    return failed;
+  }
+  if (!r.message->value("ok", false))
+    return Unexpected(environment_error(r.message->value("error", std::string("unknown error"))));
+  try {
+    return build_from_json(r.message->at("build"));
+  } catch (const std::exception& e) {
+    return Unexpected(internal_error(std::string("malformed build from the worker: ") + e.what()));
+  }
+}
+
+Expected<std::string> WorkerCompiler::toolkit() {
+  if (!m_toolkit) {
+    auto t = m_worker.toolkit();
+    if (!t) return Unexpected(t.error());
+    m_toolkit = *t;
+  }
+  return *m_toolkit;
+}
+
 RunResult WorkerClient::run(const RunJob& job) {
   return call<RunResult>({{"op", "run"}, {"job", to_json(job)}}, m_options.job_timeout, run_result_from_json);
 }

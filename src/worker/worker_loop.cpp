@@ -108,6 +108,28 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       BenchResult r = ex->bench(job);
       reply({{"ok", true}, {"result", to_json(r)}});
       if (r.fatal) return 3;
+    } else if (op == "toolkit" || op == "compile") {
+      Executor* ex = get_executor();
+      if (!ex) {
+        refuse(*executor_error);
+        continue;
+      }
+      if (op == "toolkit") {
+        auto t = ex->toolkit();
+        if (!t) refuse(t.error());
+        else reply({{"ok", true}, {"toolkit", *t}});
+        continue;
+      }
+      CompileRequest creq;
+      try {
+        creq = compile_request_from_json(req.at("request"));
+      } catch (const std::exception& e) {
+        refuse(internal_error(std::string("bad compile request: ") + e.what()));
+        continue;
+      }
+      auto b = ex->compile(creq, req.at("path").get<std::string>());
+      if (!b) refuse(b.error());
+      else reply({{"ok", true}, {"build", to_json(*b)}});
     } else if (op == "ceilings") {
       Executor* ex = get_executor();
       if (!ex) {

@@ -74,5 +74,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ResourceUsage, registers, shared
                                                 max_threads_per_block, source)
 nlohmann::json to_json(const Build& b);
 Build build_from_json(const nlohmann::json& j);
+// For a worker that builds (OpenCL): the request crosses the protocol.
+nlohmann::json to_json(const CompileRequest& r);
+CompileRequest compile_request_from_json(const nlohmann::json& j);
 
 }  // namespace kopt

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "kopt/backend/bench_job.hpp"
+#include "kopt/backend/build.hpp"
 #include "kopt/backend/device_info.hpp"
 #include "kopt/backend/run_job.hpp"
 
@@ -17,6 +18,13 @@ class Executor {
   virtual RunResult run(const RunJob& job) = 0;
   virtual BenchResult bench(const BenchJob& job) = 0;
   virtual CeilingsResult ceilings() = 0;
+  // A backend whose builds need the device's own driver (OpenCL) builds in the worker, so
+  // that the orchestrator holds no device context and a crashing compiler is a failed
+  // candidate: the toolkit (part of every cache key) and the build. Others build nothing here.
+  virtual Expected<std::string> toolkit() { return Unexpected(internal_error("this worker builds nothing")); }
+  virtual Expected<Build> compile(const CompileRequest&, const std::filesystem::path&) {
+    return Unexpected(internal_error("this worker builds nothing"));
+  }
 };
 
 using ExecutorFactory = std::function<Expected<std::unique_ptr<Executor>>()>;

@@ -1,7 +1,9 @@
 #pragma once
 // The worker's JSON-lines protocol: one request per line on stdin, one reply per line on
 // stdout. Requests: {"op":"hello"}, {"op":"device_info"}, {"op":"run","job":{...}},
-// {"op":"bench","job":{"variants":[...],"options":{...}}}, {"op":"ceilings"}, {"op":"shutdown"}. Replies carry "ok" and, when false, "error".
+// {"op":"bench","job":{"variants":[...],"options":{...}}}, {"op":"ceilings"},
+// {"op":"toolkit"}, {"op":"compile","request":{...},"path":"..."} (a backend that builds with
+// the device's driver), {"op":"shutdown"}. Replies carry "ok" and, when false, "error".
 #include <nlohmann/json.hpp>
 
 #include "kopt/backend/bench_job.hpp"

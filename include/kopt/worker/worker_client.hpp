@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kopt/backend/bench_job.hpp"
+#include "kopt/backend/build.hpp"
 #include "kopt/backend/device_info.hpp"
 #include "kopt/backend/run_job.hpp"
 #include "kopt/core/process.hpp"
@@ -40,6 +41,10 @@ class WorkerClient {
   BenchResult bench(const BenchJob& job);
   // Measures the device's ceilings (copy bandwidth, FMA, tensor-core GEMM).
   Expected<CeilingsResult> ceilings(std::chrono::milliseconds timeout);
+  // A build in the worker (OpenCL: the device's driver compiles). A compiler that crashes or
+  // hangs the worker is a Build with ok == false and the reason, not an Error.
+  Expected<std::string> toolkit();
+  Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path);
   // How many workers were started (1 + restarts).
   int starts() const { return m_starts; }
 
@@ -58,6 +63,21 @@ class WorkerClient {
   WorkerOptions m_options;
   Subprocess m_process;
   int m_starts = 0;
+};
+
+// A Compiler that builds in a worker (the OpenCL backend's): the orchestrator holds no device
+// context, and a crash in the driver's compiler is the candidate's failure, not kopt's.
+class WorkerCompiler final : public Compiler {
+ public:
+  explicit WorkerCompiler(WorkerClient& worker) : m_worker(worker) {}
+  Expected<std::string> toolkit() override;
+  Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path) override {
+    return m_worker.compile(request, module_path);
+  }
+
+ private:
+  WorkerClient& m_worker;
+  std::optional<std::string> m_toolkit;  // asked once: it keys every cached build
 };
 
 }  // namespace kopt

@@ -39,32 +39,13 @@ Expected<std::vector<DeviceSummary>> list_opencl_devices() {
   return out;
 }
 
-OpenclCompiler::OpenclCompiler(int ordinal) : m_ordinal(ordinal) {}
-OpenclCompiler::~OpenclCompiler() = default;
-
-Expected<Session*> OpenclCompiler::session() {
-  if (m_error) return Unexpected(*m_error);
-  if (!m_session) {
-    auto s = open_session(m_ordinal);
-    if (!s) {
-      m_error = s.error();
-      return Unexpected(s.error());
-    }
-    m_session = std::move(*s);
-  }
-  return m_session.get();
-}
-
-Expected<std::string> OpenclCompiler::toolkit() {
-  auto s = session();
-  if (!s) return Unexpected(s.error());
-  const DeviceInfo& d = (*s)->info;
+Expected<std::string> OpenclExecutor::toolkit() {
+  const DeviceInfo& d = m_session->info;
   return "OpenCL " + d.name + " · " + d.platform + " · driver " + d.driver_release;
 }
 
-Expected<Build> OpenclCompiler::compile(const CompileRequest& req, const fs::path& module_path) {
-  auto s = session();
-  if (!s) return Unexpected(s.error());
+Expected<Build> OpenclExecutor::compile(const CompileRequest& req, const fs::path& module_path) {
+  const Session* s = m_session.get();
   auto start = std::chrono::steady_clock::now();
   ModuleFile m;
   m.source_name = req.source_path.filename().string();
@@ -76,7 +57,7 @@ Expected<Build> OpenclCompiler::compile(const CompileRequest& req, const fs::pat
   Build b;
   b.arch = req.arch;
   b.toolkit = *toolkit();
-  BuiltProgram built = build_program(**s, m.source, m.options);
+  BuiltProgram built = build_program(*s, m.source, m.options);
   b.log = rename_source_in_log(built.log, req.source_path.string());
   b.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -85,7 +66,7 @@ Expected<Build> OpenclCompiler::compile(const CompileRequest& req, const fs::pat
     if (b.log.empty()) b.log = "clBuildProgram: " + cl_error_name(built.status);
     return b;
   }
-  const OpenclApi& api = *(*s)->api;
+  const OpenclApi& api = *s->api;
   cl_int err = CL_SUCCESS;
   Kernel k(&api, api.create_kernel(built.program.get(), req.entry.c_str(), &err));
   if (err != CL_SUCCESS) {
@@ -94,7 +75,7 @@ Expected<Build> OpenclCompiler::compile(const CompileRequest& req, const fs::pat
              "' is not a __kernel of " + req.source_path.string() + " (" + cl_error_name(err) + ")";
     return b;
   }
-  cl_device_id dev = (*s)->ref.device;
+  cl_device_id dev = s->ref.device;
   auto wg_info = [&](cl_kernel_work_group_info what, auto v) {
     api.get_kernel_work_group_info(k.get(), dev, what, sizeof v, &v, nullptr);
     return v;

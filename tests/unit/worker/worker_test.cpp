@@ -86,6 +86,14 @@ class FakeExecutor final : public Executor {
     r.ceilings.push_back(Ceiling{"dram_copy", "B/s", 3e12, 2.9e12, "fake", ""});
     return r;
   }
+  Expected<std::string> toolkit() override { return std::string("Fake driver 1.0"); }
+  Expected<Build> compile(const CompileRequest& req, const std::filesystem::path& path) override {
+    Build b;
+    b.ok = req.entry == "good";
+    b.log = req.source_path.string() + ":2: " + (b.ok ? "" : "error") + " with " + req.defines.at(0).second;
+    b.cubin_path = path;
+    return b;
+  }
 
  private:
   RunStatus m_status;
@@ -138,6 +146,36 @@ TEST(WorkerLoop, BenchAndCeilingsTravelWithTheirRecords) {
   BenchOptions o = bench_options_from_json(to_json(job.options));
   EXPECT_EQ(o.mode, CacheMode::hot);
   EXPECT_EQ(o.rule.max_noise, 0.01);
+}
+
+// A backend that builds with the device's driver (OpenCL) builds in the worker.
+TEST(WorkerLoop, BuildsTravelBothWays) {
+  CompileRequest req;
+  req.source_path = "kernel.cl";
+  req.source_text = "__kernel void good() {}";
+  req.entry = "good";
+  req.defines = {{"BLOCK", "256"}};
+  req.include_dirs = {"/problem"};
+  req.solve_abi = true;
+  CompileRequest back = compile_request_from_json(to_json(req));
+  EXPECT_EQ(back.source_text, req.source_text);
+  EXPECT_EQ(back.defines, req.defines);
+  EXPECT_EQ(back.include_dirs, req.include_dirs);
+  EXPECT_TRUE(back.solve_abi);
+  CompileRequest bad = req;
+  bad.entry = "bad";
+  auto replies = serve(std::string(R"({"op":"toolkit"})") + "\n" +
+                           json{{"op", "compile"}, {"request", to_json(req)}, {"path", "/cache/m.json"}}.dump() + "\n" +
+                           json{{"op", "compile"}, {"request", to_json(bad)}, {"path", "/cache/n.json"}}.dump() + "\n",
+                       RunStatus::ok);
+  ASSERT_EQ(replies.size(), 3u);
+  EXPECT_EQ(replies[0]["toolkit"], "Fake driver 1.0");
+  Build ok = build_from_json(replies[1]["build"]);
+  EXPECT_TRUE(ok.ok);
+  EXPECT_EQ(ok.cubin_path, "/cache/m.json");
+  Build failed = build_from_json(replies[2]["build"]);
+  EXPECT_FALSE(failed.ok);
+  EXPECT_EQ(failed.log, "kernel.cl:2: error with 256");
 }
 
 TEST(WorkerLoop, ExitsAfterAFatalResult) {

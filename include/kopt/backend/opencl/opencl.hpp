@@ -1,6 +1,6 @@
 #pragma once
-// The OpenCL backend (DESIGN.md §2): a Compiler that builds .cl kernels with the driver of
-// the chosen device, and an Executor (run, bench, ceilings) for a worker. Works on PoCL
+// The OpenCL backend (DESIGN.md §2): an Executor for a worker that builds .cl kernels with
+// the chosen device's driver, runs, times and measures ceilings. Works on PoCL
 // (OpenCL on the CPU) and on GPU vendors' drivers. libOpenCL is loaded at run time.
 #include <memory>
 #include <optional>
@@ -25,25 +25,6 @@ Expected<std::vector<DeviceSummary>> list_opencl_devices();
 
 struct Session;
 
-// Builds in-process with the device's own driver (clBuildProgram), so that a build error
-// shows the driver's log, with the user's file name and lines, at build time. The module it
-// writes holds the source and the options; the worker builds it again for its own context.
-class OpenclCompiler : public Compiler {
- public:
-  explicit OpenclCompiler(int ordinal);
-  ~OpenclCompiler() override;
-  // "OpenCL <device> · <platform> · driver <version>": a different driver is a different build.
-  Expected<std::string> toolkit() override;
-  Expected<Build> compile(const CompileRequest& request,
-                          const std::filesystem::path& module_path) override;
-
- private:
-  Expected<Session*> session();
-  int m_ordinal;
-  std::unique_ptr<Session> m_session;
-  std::optional<Error> m_error;
-};
-
 class OpenclExecutor : public Executor {
  public:
   static Expected<std::unique_ptr<OpenclExecutor>> open(int ordinal);
@@ -52,6 +33,12 @@ class OpenclExecutor : public Executor {
   RunResult run(const RunJob& job) override;
   BenchResult bench(const BenchJob& job) override;
   CeilingsResult ceilings() override;
+  // "OpenCL <device> · <platform> · driver <version>": a different driver is a different build.
+  Expected<std::string> toolkit() override;
+  // Builds with the device's driver (clBuildProgram), so that a build error shows its log,
+  // with the user's file name and lines, at build time. The module holds the source and the
+  // options; a run builds it again in its own context.
+  Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path) override;
 
   struct Programs;
 
