@@ -262,8 +262,9 @@ CostOut derive_cost(const json& ops, ShapeNamer& namer) {
                op.contains("kernel_size") && name.rfind("adaptive", 0) != 0) {
       std::int64_t window = 1;
       for (auto k : op.at("kernel_size")) window *= k.get<std::int64_t>();
-      std::size_t spatial = name.back() == '1' ? 1 : name.back() == '3' ? 3 : 2;
-      if (name.back() != 'd') spatial = 2;
+      // A single kernel size covers every spatial axis: max_pool1d, avg_pool3d, max_pool2d_with_indices.
+      std::size_t digit = name.find("pool") + 4;
+      int spatial = digit < name.size() && name[digit] >= '1' && name[digit] <= '3' ? name[digit] - '0' : 2;
       if (op.at("kernel_size").size() == 1) window = static_cast<std::int64_t>(std::pow(window, spatial));
       terms.push_back(std::to_string(window) + " * " + namer.numel(result));
       families.insert("pooling");

@@ -1,9 +1,10 @@
 // problem_from_kernelbench on facts recorded from a real run of the import script
 // (tests/fixtures/kernelbench/README.md says how): no Python needed here.
+#include "kopt/problem/kernelbench.hpp"
+
 #include <gtest/gtest.h>
 
 #include "kopt/core/fs.hpp"
-#include "kopt/problem/kernelbench.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt_binary.hpp"
 
@@ -11,7 +12,8 @@ namespace kopt {
 namespace {
 
 nlohmann::json recorded_facts() {
-  auto text = read_text_file(test::source_dir() / "tests/fixtures/kernelbench/conv_then_sort.facts.json");
+  auto text =
+      read_text_file(test::source_dir() / "tests/fixtures/kernelbench/conv_then_sort.facts.json");
   EXPECT_TRUE(text) << text.error().message;
   return nlohmann::json::parse(*text);
 }
@@ -21,12 +23,14 @@ TEST(KernelbenchImport, WeightsBecomeInputsAndTheProblemLoads) {
   ASSERT_TRUE(p) << p.error().to_string();
   EXPECT_EQ(p->name, "conv_then_sort");
   // The input keeps its size constants; the model's weights are inputs named after them.
-  EXPECT_NE(p->kopt_toml.find("shape = [\"batch_size\", \"in_channels\", \"height\", \"width\"]"), std::string::npos)
+  EXPECT_NE(p->kopt_toml.find("shape = [\"batch_size\", \"in_channels\", \"height\", \"width\"]"),
+            std::string::npos)
       << p->kopt_toml;
   EXPECT_NE(p->kopt_toml.find("name = \"conv_weight\""), std::string::npos);
   EXPECT_NE(p->kopt_toml.find("name = \"conv_bias\""), std::string::npos);
   // nn's kaiming-uniform weights are drawn as a uniform over the range they had.
-  EXPECT_NE(p->kopt_toml.find("init = { kind = \"uniform\", low = -0.192, high = 0.1913 }"), std::string::npos)
+  EXPECT_NE(p->kopt_toml.find("init = { kind = \"uniform\", low = -0.192, high = 0.1913 }"),
+            std::string::npos)
       << p->kopt_toml;
   EXPECT_NE(p->ref_py.find("\"conv.weight\": \"conv_weight\""), std::string::npos) << p->ref_py;
   // Two results: two outputs; the constant argument is passed as get_inputs() gave it.
@@ -73,6 +77,40 @@ TEST(KernelbenchImport, TheScriptsOwnErrorIsPassedOn) {
   auto p = problem_from_kernelbench({{"error", "x.py has no Model"}}, "x.py");
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message.find("has no Model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// A pooling window given as one size spans every spatial axis of the pool's dimension.
+TEST(KernelbenchImport, APoolingWindowSpansThePoolsOwnAxes) {
+  for (auto [name, flops] :
+       {std::pair{"max_pool1d", "3 * n * c * w"}, std::pair{"avg_pool3d", "27 * n * c * w"},
+        std::pair{"max_pool2d_with_indices", "9 * n * c * w"}}) {
+    nlohmann::json facts = {
+        {"globals",
+         {{{"name", "n"}, {"value", 2}},
+          {{"name", "c"}, {"value", 4}},
+          {{"name", "w"}, {"value", 30}}}},
+        {"inputs",
+         {{{"name", "x"},
+           {"tensor", true},
+           {"shape", {2, 4, 32}},
+           {"dtype", "f32"},
+           {"stats", nlohmann::json::object()}}}},
+        {"parameters", nlohmann::json::array()},
+        {"outputs", {{{"shape", {2, 4, 30}}, {"dtype", "f32"}}}},
+        {"ops",
+         {{{"name", name}, {"args", {{2, 4, 32}}}, {"result", {2, 4, 30}}, {"kernel_size", {3}}}}}};
+    auto p = problem_from_kernelbench(facts, "pool.py");
+    ASSERT_TRUE(p) << p.error().to_string();
+    EXPECT_NE(p->kopt_toml.find(std::string("flops = \"") + flops + "\""), std::string::npos)
+        << name << "\n"
+        << p->kopt_toml;
+  }
 }
 
 }  // namespace
