@@ -124,8 +124,10 @@ class Call:
             if hasattr(mod, "setup_baseline"):
                 fn, args = mod.setup_baseline(**self.kwargs)
                 args, kwargs = list(args), {}
+                self.timed_name = "setup_baseline"
             else:
-                fn = getattr(mod, "baseline", None) or getattr(mod, job.get("entry") or "reference")
+                self.timed_name = "baseline" if hasattr(mod, "baseline") else job.get("entry") or "reference"
+                fn = getattr(mod, self.timed_name)
                 args, kwargs = [], self.kwargs
             if kind == "torch_compile":
                 if not hasattr(torch, "compile"):
@@ -238,7 +240,7 @@ def handle(req):
             c.sync()
         c.host_s = min(host)
         _prepared[req["id"]] = c
-        return {"device": c.dev}
+        return {"device": c.dev, "timed": getattr(c, "timed_name", c.job.get("entry"))}
     if op == "sample":
         seconds, host = timed(_prepared[req["id"]], int(req.get("flush_bytes", 0)), bool(req.get("hold", False)))
         return {"seconds": seconds, "host_seconds": host}

@@ -127,11 +127,6 @@ class BenchRun {
       return Unexpected(bad_input("--vs-torch times the PyTorch reference: the reference must be a ref.py (kind = "
                                   "\"python\")",
                                   m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference.kind"));
-    // The Python worker times ref.py's baseline() or setup_baseline() (the PyTorch users'
-    // own code), else its reference(), which may compute in higher precision: the row's
-    // name says which.
-    auto text = read_text_file(m_p.dir / m_p.reference.kernel.source);
-    bool defines_baseline = text && text->find("baseline(") != std::string::npos;
     // One job per baseline: a torch without torch.compile still gets its eager row.
     BenchResult all;
     for (ModuleKind kind : {ModuleKind::torch_eager, ModuleKind::torch_compile}) {
@@ -140,7 +135,6 @@ class BenchRun {
       RunJob rj;
       rj.kind = kind;
       rj.label = kind == ModuleKind::torch_eager ? "torch eager" : "torch.compile";
-      if (!defines_baseline) rj.label += " (reference())";
       rj.module_path = std::filesystem::absolute(m_p.dir / m_p.reference.kernel.source);
       rj.entry = m_p.reference.kernel.entry;
       for (const auto& d : m_p.dims) rj.scalars[d.name] = d.value;
@@ -151,6 +145,7 @@ class BenchRun {
       m_r.log("timing the PyTorch reference: " + v.kernel);
       BenchResult r = m_ctx.worker.bench(job);
       if (r.ok()) {
+        v.kernel = r.series.at(0).label;  // "(reference())" added where ref.py has no baseline
         all.series.push_back(std::move(r.series.at(0)));
       } else {
         std::string first_line = r.error.substr(0, r.error.find('\n'));

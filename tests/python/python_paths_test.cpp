@@ -160,6 +160,30 @@ TEST_F(PythonPaths, AProblemWithoutKernelsGetsItsBaselinesTimed) {
   EXPECT_NE(k.value("error", "").find("no kernels yet"), std::string::npos) << k.dump(2);
 }
 
+// A ref.py without baseline() or setup_baseline() is timed through reference(), which may
+// compute in higher precision: the row says so.
+TEST_F(PythonPaths, ABaselineTimedThroughTheReferenceSaysSo) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  fs::path dir = m_dir.path() / "relu";
+  fs::copy(kernelbench("19_ReLU"), dir);
+  auto ref = read_text_file(dir / "ref.py");
+  ASSERT_TRUE(ref);
+  std::string text = *ref;
+  std::size_t at = text.find("def setup_baseline(");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string("def setup_baseline(").size(), "def _unused_setup(");
+  ASSERT_TRUE(write_text_atomic(dir / "ref.py", text));
+  int rc = -1;
+  auto j = test::kopt_json({"--backend", "opencl", "bench", dir.string(), "--dim", "batch_size=64", "--vs-torch",
+                            "--max-time", "0.3"},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  std::set<std::string> names;
+  for (const auto& v : j["variants"]) names.insert(v["kernel"].get<std::string>());
+  EXPECT_TRUE(names.count("torch eager (reference())")) << j.dump(2);
+}
+
 // The loop with a PyTorch reference: benchmark.md carries the PyTorch rows.
 TEST_F(PythonPaths, OptimizeRecordsThePytorchBaselinesInTheBenchmark) {
   KOPT_SKIP_WITHOUT_TORCH();

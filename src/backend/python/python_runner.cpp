@@ -125,7 +125,13 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
   for (std::size_t i = 0; i < job.variants.size(); ++i) {
     Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}}, 600s);
     if (!r.ok) return fail(job.variants[i].label + ": " + r.error);
-    variants.emplace_back(opt.rule).series.label = job.variants[i].label;
+    std::string label = job.variants[i].label;
+    // A PyTorch baseline that fell back to ref.py's reference() (no baseline() or
+    // setup_baseline()) says so: a reference may compute in higher precision.
+    bool torch = job.variants[i].kind == ModuleKind::torch_eager || job.variants[i].kind == ModuleKind::torch_compile;
+    if (std::string timed = r.result.value("timed", ""); torch && timed != "baseline" && timed != "setup_baseline")
+      label += " (" + timed + "())";
+    variants.emplace_back(opt.rule).series.label = label;
   }
   std::int64_t flush = opt.mode == CacheMode::cold ? (opt.flush_bytes > 0 ? opt.flush_bytes : m_default_flush) : 0;
   result.flush_bytes = flush;
