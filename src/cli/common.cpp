@@ -128,11 +128,8 @@ Expected<Selected> load_selection(const ProblemSelection& sel) {
   }
   auto problem = load_problem(sel.problem, out.dims);
   if (!problem) return Unexpected(problem.error());
-  if (problem->kernels.empty() && sel.allow_no_kernels) {
-    problem->language = backend_language(active_backend());
-  } else if (auto chosen = select_language(*problem, backend_language(active_backend())); !chosen) {
+  if (auto chosen = select_language(*problem, backend_language(active_backend()), sel.allow_no_kernels); !chosen)
     return Unexpected(chosen.error());
-  }
   out.problem = std::move(*problem);
   return out;
 }

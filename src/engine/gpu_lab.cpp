@@ -43,7 +43,7 @@ class GpuLab final : public Lab {
     auto b = run_bench(problem_for(v), r, m_ctx);
     if (!b) return Measured{"error", 0, 0, 0, b.error().message};
     const BenchVariant& bv = b->variants.at(0);
-    return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b->clocks_after)};
+    return measured(bv, *b);
   }
 
   std::optional<Measured> measure_reference() override {
@@ -59,7 +59,7 @@ class GpuLab final : public Lab {
     auto b = run_bench(ref, r, m_ctx);
     if (!b) return Measured{"error", 0, 0, 0, b.error().message, ""};
     const BenchVariant& bv = b->variants.at(0);
-    return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b->clocks_after)};
+    return measured(bv, *b);
   }
 
   std::vector<std::pair<std::string, Measured>> measure_baselines() override {
@@ -73,8 +73,7 @@ class GpuLab final : public Lab {
     if (!b) return {{"torch eager", Measured{"error", 0, 0, 0, b.error().message, ""}}};
     std::vector<std::pair<std::string, Measured>> out;
     for (const BenchVariant& bv : b->variants)
-      out.emplace_back(bv.kernel, Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error,
-                                           clocks_text(b->clocks_after)});
+      out.emplace_back(bv.kernel, measured(bv, *b));
     return out;
   }
 
@@ -191,6 +190,10 @@ class GpuLab final : public Lab {
     return &*m_device;
   }
   std::string arch() { return m_o.arch.value_or(device() ? device()->arch() : "sm_90"); }
+
+  static Measured measured(const BenchVariant& bv, const BenchReport& b) {
+    return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b.clocks_after)};
+  }
 
   BenchRequest request(std::vector<BenchVariantSpec> variants, bool compare) {
     return bench_request(std::move(variants), compare, m_o.bench, m_o.compare_threshold, m_o.arch, m_o.cache_root);

@@ -117,14 +117,18 @@ class Optimizer {
   fs::path version_dir(int i) const { return m_o.run_dir / ("v" + std::to_string(i)); }
 
   // --- measurements, each recorded the moment it completes ---------------------------------
+  static EvaluationRecord record(const std::string& key, const std::string& kernel, const ParamPoint& point,
+                                 const Measured& m) {
+    return EvaluationRecord{key, kernel, point, m.status, m.median_s, m.noise, m.samples, m.error, utc_timestamp(), m.clocks};
+  }
+
   std::pair<std::string, Measured> measure(const Variant& v) {
     auto key = m_lab.evaluation_key(v);
     if (!key) return {"", Measured{"compile_failed", 0, 0, 0, key.error().message}};
     if (const EvaluationRecord* e = m_state.find_evaluation(*key))
       return {*key, Measured{e->status, e->median_s, e->noise, e->samples, e->error}};
     Measured m = m_lab.measure(v);
-    m_state.evaluations[*key] = EvaluationRecord{*key,    v.kernel, v.point, m.status,        m.median_s,
-                                                 m.noise, m.samples, m.error, utc_timestamp(), m.clocks};
+    m_state.evaluations[*key] = record(*key, v.kernel, v.point, m);
     (void)save();
     m_o.log(fmt::format("  {:<40} {}", v.label(), m.ok() ? human_time(m.median_s) : m.status + ": " + m.error));
     return {*key, m};
@@ -167,12 +171,8 @@ class Optimizer {
     r.noise = m.noise;
     r.outcome = "baseline";
     write_variant_files(version_dir(0), v, m);
-    if (auto ref = m_lab.measure_reference())
-      m_state.reference = EvaluationRecord{"reference", "reference", {},      ref->status,     ref->median_s,
-                                           ref->noise,  ref->samples, ref->error, utc_timestamp(), ref->clocks};
-    for (const auto& [name, b] : m_lab.measure_baselines())
-      m_state.baselines.push_back(
-          EvaluationRecord{name, name, {}, b.status, b.median_s, b.noise, b.samples, b.error, utc_timestamp(), b.clocks});
+    if (auto ref = m_lab.measure_reference()) m_state.reference = record("reference", "reference", {}, *ref);
+    for (const auto& [name, b] : m_lab.measure_baselines()) m_state.baselines.push_back(record(name, name, {}, b));
     m_state.versions.push_back(r);
     commit("v0: baseline " + v.label() + ", " + human_time(m.median_s), &m_state.versions.back());
     return save();

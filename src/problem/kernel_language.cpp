@@ -33,7 +33,7 @@ KernelLanguage language_of(const std::filesystem::path& source) {
 
 }  // namespace
 
-Expected<void> select_language(Problem& p, KernelLanguage language) {
+Expected<void> select_language(Problem& p, KernelLanguage language, bool allow_no_kernels) {
   p.language = language;
   const std::string name(kernel_language_name(language));
   if (p.reference.kind == ReferenceKind::cuda && language == KernelLanguage::opencl)
@@ -41,9 +41,11 @@ Expected<void> select_language(Problem& p, KernelLanguage language) {
                                     " backend cannot run; give a C++ reference (kind = \"cpp\")",
                                 p.spec_path.string(), p.reference.kernel.where.line,
                                 "reference.kind"));
-  if (p.kernels.empty())
+  if (p.kernels.empty()) {
+    if (allow_no_kernels) return {};
     return Unexpected(bad_input("the problem has no kernels yet: add a [[kernels]] table", p.spec_path.string(),
                                 0, "kernels"));
+  }
   std::vector<KernelSpec> kept;
   p.skipped_kernels.clear();
   for (auto& k : p.kernels) {

@@ -311,8 +311,9 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
       if (in.at("tensor")) taken.insert(in.at("name").get<std::string>());
     ShapeNamer namer(facts.at("globals"), taken);
     taken.clear();
-    auto add = [&](const std::string& wanted, const json& t, const std::string& role,
-                   const std::string& origin) -> Expected<std::string> {
+    // `weight`: one of the model's parameters or buffers (loaded into it before each call).
+    auto add = [&](const std::string& wanted, const json& t, const std::string& role, const std::string& origin,
+                   bool weight = false) -> Expected<std::string> {
       std::string dtype = t.at("dtype");
       if (dtype == "bool")
         return Unexpected(bad_input("the " + origin + " '" + wanted + "' is a bool tensor, which kopt has no dtype for",
@@ -331,16 +332,15 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
       for (std::size_t i = 0; i < s.dims.size(); ++i) o.shape.push_back(namer.axis(o.name, i, s.dims[i], in_tensor));
       namer.remember(s, o.shape);
       const json stats = t.value("stats", json::object());
-      if (role == "input" && origin.rfind("the model's", 0) == 0 && !stats.empty() && stats.at("std") == 0 &&
-          dtype[0] != 'i' && dtype[0] != 'u') {
+      if (weight && !stats.empty() && stats.at("std") == 0 && dtype[0] != 'i' && dtype[0] != 'u') {
         // nn's constant inits (a norm's weight 1, bias 0): kopt draws around that value, so
         // that a kernel that ignores the tensor fails its check.
         o.init = fmt::format("{{ kind = \"normal\", mean = {}, std = 0.1 }}", number(stats.at("mean")));
         o.comment = origin + "; the model sets it to " + number(stats.at("mean")) +
                     ", kopt draws around that so that a kernel must use it";
       } else if (role == "input") {
-        o.init = init_from_stats(t.value("stats", json::object()), dtype);
-        std::string st = stats_comment(t.value("stats", json::object()));
+        o.init = init_from_stats(stats, dtype);
+        std::string st = stats_comment(stats);
         o.comment = origin + (st.empty() ? "" : "; it drew " + st);
       } else {
         o.comment = origin;
@@ -361,7 +361,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
     }
     for (const auto& p : facts.at("parameters")) {
       std::string model_name = p.at("name");
-      auto n = add(model_name, p, "input", "the model's " + p.at("kind").get<std::string>() + " " + model_name);
+      auto n = add(model_name, p, "input", "the model's " + p.at("kind").get<std::string>() + " " + model_name, true);
       if (!n) return Unexpected(n.error());
       parameters.emplace_back(model_name, *n);
     }

@@ -68,16 +68,22 @@ WorkerClient::Reply WorkerClient::request(const json& req, std::chrono::millisec
   return r;
 }
 
-Expected<DeviceInfo> WorkerClient::device_info() {
+Expected<json> WorkerClient::ask(const json& req, std::chrono::milliseconds timeout, const std::string& what) {
   if (auto s = ensure_started(); !s) return Unexpected(s.error());
-  Reply r = request({{"op", "device_info"}}, m_options.start_timeout);
-  if (!r.message) return Unexpected(internal_error("device query failed: " + r.detail));
+  Reply r = request(req, timeout);
+  if (!r.message) return Unexpected(internal_error(what + " failed: " + r.detail));
   if (!r.message->value("ok", false)) {
     Error e = environment_error(r.message->value("error", std::string("unknown error")));
     if (r.message->value("exit_code", 3) == 4) e.kind = ErrorKind::internal;
     return Unexpected(e);
   }
-  return device_info_from_json(r.message->at("device"));
+  return std::move(*r.message);
+}
+
+Expected<DeviceInfo> WorkerClient::device_info() {
+  auto m = ask({{"op", "device_info"}}, m_options.start_timeout, "device query");
+  if (!m) return Unexpected(m.error());
+  return device_info_from_json(m->at("device"));
 }
 
 // Sends a job and reads its result; a worker that fails to start, dies, hangs, refuses
@@ -125,25 +131,19 @@ BenchResult WorkerClient::bench(const BenchJob& job) {
 }
 
 Expected<CeilingsResult> WorkerClient::ceilings(std::chrono::milliseconds timeout) {
-  if (auto s = ensure_started(); !s) return Unexpected(s.error());
-  Reply r = request({{"op", "ceilings"}}, timeout);
-  if (!r.message) return Unexpected(internal_error("measuring ceilings failed: " + r.detail));
-  if (!r.message->value("ok", false))
-    return Unexpected(environment_error(r.message->value("error", std::string("unknown error"))));
+  auto m = ask({{"op", "ceilings"}}, timeout, "measuring ceilings");
+  if (!m) return Unexpected(m.error());
   try {
-    return ceilings_result_from_json(r.message->at("result"));
+    return ceilings_result_from_json(m->at("result"));
   } catch (const std::exception& e) {
     return Unexpected(internal_error(std::string("malformed ceilings result: ") + e.what()));
   }
 }
 
 Expected<std::string> WorkerClient::toolkit() {
-  if (auto s = ensure_started(); !s) return Unexpected(s.error());
-  Reply r = request({{"op", "toolkit"}}, m_options.start_timeout);
-  if (!r.message) return Unexpected(internal_error("asking the worker's toolkit failed: " + r.detail));
-  if (!r.message->value("ok", false))
-    return Unexpected(environment_error(r.message->value("error", std::string("unknown error"))));
-  return r.message->value("toolkit", std::string());
+  auto m = ask({{"op", "toolkit"}}, m_options.start_timeout, "asking the worker's toolkit");
+  if (!m) return Unexpected(m.error());
+  return m->value("toolkit", std::string());
 }
 
 Expected<Build> WorkerClient::compile(const CompileRequest& req, const std::filesystem::path& module_path) {

@@ -39,6 +39,12 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
   auto refuse = [&](const Error& e) {
     reply({{"ok", false}, {"error", e.message}, {"exit_code", exit_code(e.kind)}});
   };
+  // The executor, or nullptr once the refusal (no device) has been sent.
+  auto ready_executor = [&]() -> Executor* {
+    Executor* ex = get_executor();
+    if (!ex) refuse(*executor_error);
+    return ex;
+  };
 
   std::string line;
   while (std::getline(in, line)) {
@@ -58,11 +64,8 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       reply({{"ok", true}});
       return 0;
     } else if (op == "device_info") {
-      Executor* ex = get_executor();
-      if (!ex) {
-        refuse(*executor_error);
-        continue;
-      }
+      Executor* ex = ready_executor();
+      if (!ex) continue;
       auto info = ex->device_info();
       if (!info) refuse(info.error());
       else reply({{"ok", true}, {"device", to_json(*info)}});
@@ -79,10 +82,9 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
         r = run_cpu_reference(job);
       } else if (is_python(job.kind)) {
         r = get_python().run(job);
-      } else if (Executor* ex = get_executor()) {
+      } else if (Executor* ex = ready_executor()) {
         r = ex->run(job);
       } else {
-        refuse(*executor_error);
         continue;
       }
       reply({{"ok", true}, {"result", to_json(r)}});
@@ -100,20 +102,14 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
         reply({{"ok", true}, {"result", to_json(get_python().bench(job))}});
         continue;
       }
-      Executor* ex = get_executor();
-      if (!ex) {
-        refuse(*executor_error);
-        continue;
-      }
+      Executor* ex = ready_executor();
+      if (!ex) continue;
       BenchResult r = ex->bench(job);
       reply({{"ok", true}, {"result", to_json(r)}});
       if (r.fatal) return 3;
     } else if (op == "toolkit" || op == "compile") {
-      Executor* ex = get_executor();
-      if (!ex) {
-        refuse(*executor_error);
-        continue;
-      }
+      Executor* ex = ready_executor();
+      if (!ex) continue;
       if (op == "toolkit") {
         auto t = ex->toolkit();
         if (!t) refuse(t.error());
@@ -131,11 +127,8 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       if (!b) refuse(b.error());
       else reply({{"ok", true}, {"build", to_json(*b)}});
     } else if (op == "ceilings") {
-      Executor* ex = get_executor();
-      if (!ex) {
-        refuse(*executor_error);
-        continue;
-      }
+      Executor* ex = ready_executor();
+      if (!ex) continue;
       reply({{"ok", true}, {"result", to_json(ex->ceilings())}});
     } else {
       refuse(internal_error("unknown op '" + op + "'"));

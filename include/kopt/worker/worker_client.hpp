@@ -55,6 +55,9 @@ class WorkerClient {
     std::string detail;
   };
   Expected<void> ensure_started();
+  // A request whose answer is the reply itself: a dead or hung worker is an internal error
+  // (`what` failed), a refusal the worker's own error.
+  Expected<nlohmann::json> ask(const nlohmann::json& req, std::chrono::milliseconds timeout, const std::string& what);
   template <class Result, class Parse>
   Result call(const nlohmann::json& req, std::chrono::milliseconds timeout, Parse parse);
   Reply request(const nlohmann::json& req, std::chrono::milliseconds timeout);

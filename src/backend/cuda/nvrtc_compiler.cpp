@@ -1,7 +1,6 @@
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 
 #include "kopt/backend/cubin_resources.hpp"
