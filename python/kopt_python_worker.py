@@ -56,6 +56,7 @@ def load_module(path):
         # Any file name (a build cache's too): the source loader does not care for the suffix.
         spec = importlib.util.spec_from_loader(name, importlib.machinery.SourceFileLoader(name, path))
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # torch.compile (dynamo) looks modules up by name
         sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
         try:
             spec.loader.exec_module(mod)

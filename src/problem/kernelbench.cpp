@@ -448,7 +448,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
     r += "# `kopt import kernelbench`. kopt calls reference(**tensors, **dims) with its own inputs and\n";
     r += "# checks kernels against what it writes; `kopt bench --vs-torch` times setup_baseline()'s\n";
     r += "# model on the same inputs, eager and through torch.compile, as KernelBench times it.\n";
-    r += "import importlib.util\nimport os\n\nimport torch\n\n";
+    r += "import importlib.util\nimport os\nimport sys\n\nimport torch\n\n";
     r += "# KernelBench's own correctness check: torch.allclose(output, reference, atol=1e-02, rtol=1e-02).\n";
     r += "atol = 1e-02\nrtol = 1e-02\n\n";
     r += "FORWARD = [  # Model.forward's arguments, in order: kopt tensors, or get_inputs()' constants\n";
@@ -462,7 +462,10 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
         "_spec = importlib.util.spec_from_file_location(\n"
         "    \"kopt_kernelbench_{}\", os.path.join(os.path.dirname(os.path.abspath(__file__)), \"model.py\"))\n",
         h.hex().substr(0, 12));
-    r += "_kb = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_kb)\n_models = {}\n\n\n";
+    // Registered in sys.modules, as importlib's recipe does: torch.compile (dynamo) looks
+    // modules up by name when it traces into them.
+    r += "_kb = importlib.util.module_from_spec(_spec)\nsys.modules[_spec.name] = _kb\n_spec.loader.exec_module(_kb)\n"
+         "_models = {}\n\n\n";
     r += "def _bound(kw):\n"
          "    \"\"\"The model on the outputs' device, its weights those of kw, and forward's arguments.\"\"\"\n"
          "    device = kw[OUTPUTS[0]].device\n"
