@@ -24,6 +24,37 @@ std::vector<char*> to_argv(const std::vector<std::string>& argv) {
   return out;
 }
 
+// The program argv[0] names, found the one way every spawn of kopt finds it: a name with a '/' as
+// given, else the first executable of that name on $PATH (find_program). Resolved before fork,
+// since the child may only call async-signal-safe functions.
+std::optional<fs::path> resolve_program(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  return find_program(argv[0]);
+}
+
+// In the child: exec the resolved program; on failure, report errno through `report_fd` and exit 127.
+[[noreturn]] void exec_or_report(const std::optional<fs::path>& program, std::vector<char*>& args, int report_fd) {
+  int e = ENOENT;
+  if (program) {
+    ::execv(program->c_str(), args.data());
+    e = errno;
+  }
+  (void)!::write(report_fd, &e, sizeof e);
+  ::_exit(127);
+}
+
+// The parent's side of the exec report: 0 when the child's exec succeeded (the pipe closed
+// empty), else the child's errno.
+int read_exec_report(int read_fd) {
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = ::read(read_fd, &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  ::close(read_fd);
+  return got == static_cast<ssize_t>(sizeof exec_errno) ? exec_errno : 0;
+}
+
 int remaining_ms(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
@@ -48,6 +79,7 @@ CommandResult SystemCommandRunner::run(const std::vector<std::string>& argv,
   if (argv.empty() || ::pipe2(out_pipe, O_CLOEXEC) != 0) return result;
   if (::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) return result;
   auto args = to_argv(argv);
+  auto program = resolve_program(argv);
   pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
@@ -55,17 +87,12 @@ CommandResult SystemCommandRunner::run(const std::vector<std::string>& argv,
     ::dup2(devnull, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
-    ::execvp(args[0], args.data());
-    int e = errno;
-    (void)!::write(exec_pipe[1], &e, sizeof e);
-    ::_exit(127);
+    exec_or_report(program, args, exec_pipe[1]);
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
-  int exec_errno = 0;
-  result.started = pid > 0 && ::read(exec_pipe[0], &exec_errno, sizeof exec_errno) == 0;
-  ::close(exec_pipe[0]);
+  result.started = pid > 0 && read_exec_report(exec_pipe[0]) == 0;
 
   auto deadline = Clock::now() + timeout;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
@@ -155,8 +182,14 @@ std::optional<fs::path> find_program(const std::string& name,
 
 Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
                                        const fs::path& stderr_file) {
-  int in_pipe[2], out_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
+  if (argv.empty()) return Unexpected(internal_error("spawn: no program given"));
+  auto program = resolve_program(argv);
+  if (!program)
+    return Unexpected(environment_error("cannot start '" + argv[0] + "': " +
+                                        (argv[0].find('/') == std::string::npos ? "not found on PATH"
+                                                                                : "no executable file there")));
+  int in_pipe[2], out_pipe[2], exec_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0)
     return Unexpected(internal_error("pipe failed: " + std::string(std::strerror(errno))));
   auto args = to_argv(argv);
   std::string err_path = stderr_file.string();
@@ -167,11 +200,18 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
     ::dup2(out_pipe[1], 1);
     int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (err_fd >= 0) ::dup2(err_fd, 2);
-    ::execv(args[0], args.data());
-    ::_exit(127);
+    exec_or_report(program, args, exec_pipe[1]);
   }
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
+  ::close(exec_pipe[1]);
+  if (int e = read_exec_report(exec_pipe[0]); e != 0) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ::close(in_pipe[1]);
+    ::close(out_pipe[0]);
+    return Unexpected(environment_error("cannot start " + program->string() + ": " + std::strerror(e)));
+  }
   ::signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill the orchestrator
   Subprocess p;
   p.m_pid = pid;

@@ -5,10 +5,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/process.hpp"
 #include "kopt_json.hpp"
 #include "opencl_skip.hpp"
 #include "private_cache.hpp"
@@ -104,6 +107,58 @@ TEST_F(PythonPaths, WithoutPythonTheImportSaysWhatToInstall) {
   else ::unsetenv("KOPT_PYTHON");
   EXPECT_EQ(rc, 3) << j.dump(2);
   EXPECT_NE(j.value("error", "").find("python3-torch"), std::string::npos) << j.dump(2);
+}
+
+// Sets an environment variable for the kopt processes a test starts, and puts it back after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : m_name(name) {
+    if (const char* v = std::getenv(name)) m_before = v;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (m_before) ::setenv(m_name.c_str(), m_before->c_str(), 1);
+    else ::unsetenv(m_name.c_str());
+  }
+
+ private:
+  std::string m_name;
+  std::optional<std::string> m_before;
+};
+
+// The Python worker as a new user starts it: no KOPT_PYTHON, the Python found on PATH.
+TEST_F(PythonPaths, TheWorkerStartsWithoutKoptPython) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  ScopedEnv no_python("KOPT_PYTHON", nullptr);
+  int rc = -1;
+  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(), "--dim",
+                            "batch_size=16", "--seeds", "1"},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["kernels"][0]["status"], "passed") << j.dump(2);
+}
+
+// KOPT_PYTHON may be a bare name: it is looked up on PATH like every program kopt starts.
+TEST_F(PythonPaths, TheWorkerStartsFromABareNameOnPath) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  auto python = find_program(python_executable());
+  ASSERT_TRUE(python) << python_executable();
+  // A directory of its own, first on PATH, holding the Python under a name found nowhere else.
+  fs::path bin = m_dir.path() / "bin";
+  fs::create_directories(bin);
+  fs::create_symlink(*python, bin / "kopt-test-python");
+  std::string path = bin.string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "");
+  ScopedEnv on_path("PATH", path.c_str());
+  ScopedEnv bare("KOPT_PYTHON", "kopt-test-python");
+  int rc = -1;
+  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(), "--dim",
+                            "batch_size=16", "--seeds", "1"},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["kernels"][0]["status"], "passed") << j.dump(2);
 }
 
 // A PyTorch reference checks an OpenCL kernel: the Python child computes the reference on

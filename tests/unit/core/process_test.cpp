@@ -7,6 +7,7 @@
 namespace kopt {
 namespace {
 using namespace std::chrono_literals;
+namespace fs = std::filesystem;
 
 TEST(SystemCommandRunner, CapturesOutputAndExitCode) {
   SystemCommandRunner r;
@@ -29,6 +30,36 @@ TEST(SystemCommandRunner, KillsOnTimeout) {
 TEST(SystemCommandRunner, MissingProgramIsNotStarted) {
   SystemCommandRunner r;
   EXPECT_FALSE(r.run({"kopt-definitely-missing-program"}, 5s).started);
+}
+
+// A long-lived child is found on PATH by its bare name, as SystemCommandRunner finds one:
+// the Python worker is started as "python3" by default.
+TEST(Subprocess, StartsABareNameFromPath) {
+  TempDir dir("kopt-spawn");
+  auto child = Subprocess::spawn({"cat"}, dir.path() / "err");
+  ASSERT_TRUE(child) << child.error().message;
+  ASSERT_TRUE(child->write_line("hello"));
+  std::string line;
+  ASSERT_EQ(child->read_line(line, 5s), Subprocess::ReadStatus::line);
+  EXPECT_EQ(line, "hello");
+}
+
+TEST(Subprocess, AMissingProgramIsAnEnvironmentErrorThatNamesIt) {
+  TempDir dir("kopt-spawn");
+  auto child = Subprocess::spawn({"kopt-definitely-missing-program"}, dir.path() / "err");
+  ASSERT_FALSE(child);
+  EXPECT_EQ(child.error().kind, ErrorKind::environment);
+  EXPECT_NE(child.error().message.find("kopt-definitely-missing-program"), std::string::npos);
+  EXPECT_NE(child.error().message.find("PATH"), std::string::npos);
+}
+
+TEST(Subprocess, AFileThatCannotBeExecutedIsAnErrorNotADeadChild) {
+  TempDir dir("kopt-spawn");
+  ASSERT_TRUE(write_text_atomic(dir.path() / "not-a-program", "\x7f garbage"));
+  fs::permissions(dir.path() / "not-a-program", fs::perms::owner_all);
+  auto child = Subprocess::spawn({(dir.path() / "not-a-program").string()}, dir.path() / "err");
+  ASSERT_FALSE(child);
+  EXPECT_EQ(child.error().kind, ErrorKind::environment);
 }
 
 TEST(SystemCommandRunner, ReportsASignal) {
