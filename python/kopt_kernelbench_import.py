@@ -3,7 +3,8 @@
 Usage: python kopt_kernelbench_import.py PROBLEM.py
 
 A KernelBench problem defines Model (an nn.Module), get_inputs() and get_init_inputs().
-This builds the model (seeded), calls get_inputs(), runs forward on the CPU once while
+This builds the model (seeded), calls get_inputs(), runs forward once (on the GPU where
+there is one, else on the CPU; KOPT_IMPORT_DEVICE=cpu forces the CPU) while
 recording the torch functions it calls, and reports:
   globals     the module-level integers, in source order (the problem's sizes)
   forward     Model.forward's argument names, in order
@@ -11,13 +12,16 @@ recording the torch functions it calls, and reports:
   parameters  the model's parameters and buffers (name, shape, dtype, statistics)
   outputs     the results of forward (shape, dtype)
   ops         each recorded call: name, the shapes of its tensor arguments, its result's
-              shape, and the kernel size of a pooling call
+              shape, and what its cost formula needs besides: a pooling call's kernel size,
+              an einsum's equation, a dropout's p and training flag
 kopt turns these into kopt.toml and ref.py (in C++); no decision is taken here.
 """
 import ast
+import contextlib
 import importlib.util
 import inspect
 import json
+import os
 import sys
 
 # View and bookkeeping calls: no arithmetic, not part of any cost.
@@ -31,13 +35,20 @@ _IGNORED = {
 }
 
 
+# Value statistics of a tensor larger than this come from an evenly strided sample of it.
+_STATS_SAMPLE = 1 << 26
+
+
 def fail(message):
     print(json.dumps({"error": message}))
     sys.exit(0)
 
 
 def stats(t):
-    x = t.detach().double().flatten()
+    x = t.detach().flatten()
+    if x.numel() > _STATS_SAMPLE:  # KernelBench's inputs reach billions of elements: a strided sample
+        x = x[::x.numel() // _STATS_SAMPLE]
+    x = x.double()
     if x.numel() == 0:
         return {}
     finite = x[x.isfinite()]
@@ -95,12 +106,24 @@ def main():
         if isinstance(v, int) and not isinstance(v, bool):
             facts["globals"].append({"name": name, "value": v, "line": line})
 
+    # On the GPU where there is one: KernelBench's tensors reach several GB, which a CPU takes
+    # minutes to draw and to run through the model. The facts (shapes, dtypes, statistics,
+    # the calls of forward) are the same on either device.
+    device = "cpu"
+    if os.environ.get("KOPT_IMPORT_DEVICE", "") != "cpu" and torch.cuda.is_available():
+        device = "cuda"
+    facts["device"] = device
+
+    def on_device():  # a torch before 2.0 has no device context; it runs on the CPU anyway
+        return torch.device(device) if device != "cpu" else contextlib.nullcontext()
     torch.manual_seed(0)
     init = list(mod.get_init_inputs())
-    model = mod.Model(*init)
+    with on_device():
+        model = mod.Model(*init)
     facts["init_inputs"] = [repr(v) for v in init]
     torch.manual_seed(1)
-    inputs = list(mod.get_inputs())
+    with on_device():
+        inputs = list(mod.get_inputs())
 
     params = inspect.signature(model.forward).parameters
     names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -147,6 +170,12 @@ def main():
                 ks = kwargs.get("kernel_size", args[1] if len(args) > 1 else None)
                 if ks is not None:
                     call["kernel_size"] = list(ks) if isinstance(ks, (list, tuple)) else [int(ks)]
+            if name == "einsum" and args and isinstance(args[0], str):
+                call["equation"] = args[0]
+            if "dropout" in name:  # F.dropout(input, p, training), torch.dropout(input, p, train)
+                p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+                training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else True))
+                call["p"], call["training"] = float(p), bool(training)
             calls.append(call)
             return result
 

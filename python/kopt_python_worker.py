@@ -8,6 +8,8 @@ with "hold", a spin on the GPU that keeps the host's Python out of the window; t
 events around one call) and returns its device and host seconds.
 
 Ops: hello; run {job}; prepare {id, job}; sample {id, flush_bytes, hold}; release {id}.
+For torch.compile jobs, prepare and sample also report dynamo's counters (graphs compiled,
+graph breaks), so kopt can say that a noisy baseline recompiled while it was timed.
 A job: kind (python_reference | triton | torch_eager | torch_compile), module (a .py file;
 the torch kinds time its setup_baseline() or baseline() where it has one, else reference()),
 entry, tensors [{name, dtype, shape, role, input_path, output_path}], scalars {name: value}.
@@ -143,6 +145,15 @@ class Call:
         else:
             raise ValueError("unknown job kind " + kind)
 
+    def keep_inputs(self):
+        """Copies of the input tensors on their device, to tell after the call whether it
+        modified one; None where the device has no room for them (the inputs are then written
+        back for kopt to hash)."""
+        try:
+            return {t["name"]: self.tensors[t["name"]].clone() for t in self.job["tensors"] if t["role"] == "input"}
+        except RuntimeError:  # out of memory
+            return None
+
     def sync(self):
         if self.dev.startswith("cuda"):
             torch.cuda.synchronize()
@@ -204,6 +215,28 @@ def timed(c, flush_bytes, hold=False):
     return time.perf_counter() - t0, 0.0  # on the CPU the call is the work: nothing apart
 
 
+def dynamo_counts():
+    """torch.compile's own counters: graphs compiled so far and graph breaks; None without dynamo."""
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:  # noqa: BLE001
+        return None
+    return {"graphs": int(counters["stats"].get("unique_graphs", 0)),
+            "graph_breaks": int(sum(counters["graph_break"].values()))}
+
+
+def forget_modules():
+    """Drops the loaded ref.py modules (and the models they keep on the device) between jobs,
+    so that a batch of problems does not pile their weights up on the GPU."""
+    for key, mod in list(_modules.items()):
+        sys.modules.pop(getattr(mod, "__name__", ""), None)
+    _modules.clear()
+    import gc
+    gc.collect()
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def handle(req):
     op = req["op"]
     if op == "hello":
@@ -223,11 +256,15 @@ def handle(req):
                            "Python that has it" % ("numpy" if np is None else "torch"))
     if op == "run":
         c = Call(req["job"])
+        kept = c.keep_inputs() if req.get("compare_inputs") else None
         c.call()
         c.sync()
         seconds = timed(c, 0)[0] if req.get("time") else 0.0
-        c.write_outputs(req.get("inputs_after", True))
-        return {"tolerance": c.tolerance, "device": c.dev, "seconds": seconds}
+        reply = {"tolerance": c.tolerance, "device": c.dev, "seconds": seconds}
+        if kept is not None:
+            reply["inputs_modified"] = [n for n, x in kept.items() if not torch.equal(x, c.tensors[n])]
+        c.write_outputs(inputs_after=kept is None)
+        return reply
     if op == "prepare":
         c = Call(req["job"])
         for _ in range(2):  # the first calls compile (Triton JIT, torch.compile)
@@ -241,12 +278,20 @@ def handle(req):
             c.sync()
         c.host_s = min(host)
         _prepared[req["id"]] = c
-        return {"device": c.dev, "timed": getattr(c, "timed_name", c.job.get("entry"))}
+        reply = {"device": c.dev, "timed": getattr(c, "timed_name", c.job.get("entry"))}
+        if c.job["kind"] == "torch_compile":
+            reply["dynamo"] = dynamo_counts()
+        return reply
     if op == "sample":
-        seconds, host = timed(_prepared[req["id"]], int(req.get("flush_bytes", 0)), bool(req.get("hold", False)))
-        return {"seconds": seconds, "host_seconds": host}
+        c = _prepared[req["id"]]
+        seconds, host = timed(c, int(req.get("flush_bytes", 0)), bool(req.get("hold", False)))
+        reply = {"seconds": seconds, "host_seconds": host}
+        if c.job["kind"] == "torch_compile":
+            reply["dynamo"] = dynamo_counts()
+        return reply
     if op == "release":
         _prepared.clear()
+        forget_modules()
         return {}
     raise ValueError("unknown op " + op)
 

@@ -1,13 +1,20 @@
-// `kopt import kernelbench FILE.py --out DIR`: a KernelBench problem as a kopt problem.
+// `kopt import kernelbench FILE.py --out DIR`: a KernelBench problem as a kopt problem; and
+// `kopt import kernelbench FOLDER --out DIR`: all of a folder, with a summary table.
+#include <fmt/format.h>
+
 #include <iostream>
 
 #include "commands.hpp"
 #include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/engine/kernelbench_batch.hpp"
 
 namespace kopt::cli {
+namespace fs = std::filesystem;
 
-int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOptions& o) {
+namespace {
+
+int import_one_file(const GlobalOptions& g, const ImportCliOptions& o) {
   auto imported = import_kernelbench(o.file, o.out, cache_dir(), o.force);
   if (!imported)
     return report_error(g, "import kernelbench", exit_code(imported.error().kind), imported.error().to_string());
@@ -15,7 +22,7 @@ int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOption
     std::cout << nlohmann::json{{"schema_version", 1},
                                 {"command", "import kernelbench"},
                                 {"problem", imported->name},
-                                {"dir", std::filesystem::absolute(o.out).string()},
+                                {"dir", fs::absolute(o.out).string()},
                                 {"files", {"kopt.toml", "ref.py", "model.py"}},
                                 {"notes", imported->notes}}
                      .dump(2)
@@ -27,6 +34,62 @@ int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOption
   std::cout << "next: add a kernel to " << o.out << "/kopt.toml (a template is at its end), then `kopt check "
             << o.out << "` and `kopt bench " << o.out << " --vs-torch`\n";
   return 0;
+}
+
+int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
+  KernelbenchBatchOptions bo;
+  bo.source = o.file;
+  bo.out = o.out;
+  bo.cache_root = cache_dir();
+  bo.jobs = o.jobs;
+  bo.force = o.force;
+  bo.check = o.check;
+  bo.baselines = o.vs_torch;
+  bo.bench.rule.max_time_s = o.max_time_s;
+  bo.bench.rule.min_time_s = std::min(bo.bench.rule.min_time_s, o.max_time_s / 2);
+  bo.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+  if (o.jobs < 0) return report_error(g, "import kernelbench", 2, "--jobs must be at least 1");
+  if (o.max_time_s <= 0) return report_error(g, "import kernelbench", 2, "--max-time must be positive");
+
+  auto importer = [&](const fs::path& file, const fs::path& dir) -> Expected<std::vector<std::string>> {
+    auto p = import_kernelbench(file, dir, bo.cache_root, true);  // the batch decides what to keep
+    if (!p) return Unexpected(p.error());
+    return p->notes;
+  };
+  TempDir tmp("kopt-worker");
+  std::optional<WorkerClient> worker;
+  std::unique_ptr<Compiler> compiler;
+  SystemCommandRunner runner;
+  KernelbenchEvaluator evaluate = [](KernelbenchEntry&, const fs::path&) {};
+  std::string device;
+  if (o.check || o.vs_torch) {
+    worker.emplace(worker_options(o.device, tmp.path()));
+    compiler = make_compiler(*worker);
+    if (auto d = worker->device_info()) device = d->name;
+    evaluate = worker_evaluator(bo, CheckContext{*compiler, runner, *worker});
+  }
+  auto batch = run_kernelbench_batch(bo, importer, evaluate);
+  if (!batch) return report_error(g, "import kernelbench", exit_code(batch.error().kind), batch.error().to_string());
+  batch->device = device;
+  std::string table = kernelbench_markdown(*batch);
+  if (!o.report.empty())
+    if (auto w = write_text_atomic(o.report, table); !w)
+      return report_error(g, "import kernelbench", 4, w.error().message);
+  if (g.json) std::cout << to_json(*batch).dump(2) << "\n";
+  else std::cout << table << fmt::format("\n{:.1f} s; the state of each problem is in {}\n", batch->wall_s,
+                                         (fs::path(o.out) / "kernelbench.json").string());
+  return batch->exit_code();
+}
+
+}  // namespace
+
+int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOptions& o) {
+  if (fs::is_directory(o.file)) return import_folder(g, o);
+  if (o.check || o.vs_torch || !o.report.empty())
+    return report_error(g, "import kernelbench", 2,
+                        "--check, --vs-torch and --report apply to a folder; for one problem run `kopt check` and "
+                        "`kopt bench --vs-torch` on what the import wrote");
+  return import_one_file(g, o);
 }
 
 }  // namespace kopt::cli

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,8 +32,10 @@ Expected<std::vector<std::byte>> read_binary_file(const fs::path& path) {
 Expected<void> write_file_atomic(const fs::path& path, std::span<const std::byte> data) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  // Unique per process and per call: threads of one process may write the same path.
+  static std::atomic<std::uint64_t> k_writes{0};
   fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(k_writes++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Unexpected(internal_error("cannot write " + tmp.string() + ": " +
@@ -46,6 +49,32 @@ Expected<void> write_file_atomic(const fs::path& path, std::span<const std::byte
     fs::remove(tmp, ec);
     return Unexpected(internal_error("cannot rename into " + path.string()));
   }
+  return {};
+}
+
+Expected<void> copy_file_atomic(const fs::path& from, const fs::path& to) {
+  static std::atomic<std::uint64_t> k_copies{0};
+  std::error_code ec;
+  if (to.has_parent_path()) fs::create_directories(to.parent_path(), ec);
+  fs::path tmp = to;
+  tmp += ".tmp." + std::to_string(::getpid()) + ".c" + std::to_string(k_copies++);
+  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::rename(tmp, to, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return Unexpected(internal_error("cannot copy " + from.string() + " to " + to.string() + ": " + ec.message()));
+  }
+  return {};
+}
+
+Expected<void> move_file_atomic(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  if (to.has_parent_path()) fs::create_directories(to.parent_path(), ec);
+  fs::rename(from, to, ec);
+  if (!ec) return {};
+  if (auto copied = copy_file_atomic(from, to); !copied) return copied;
+  fs::remove(from, ec);
   return {};
 }
 

@@ -3,72 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
+#include <cctype>
+#include <filesystem>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "kopt/core/hash.hpp"
+#include "kopt/problem/kernelbench_cost.hpp"
+#include "kopt/problem/kernelbench_shape_namer.hpp"
 
 namespace kopt {
 using nlohmann::json;
 
 namespace {
-
-// The number of arithmetic operations each element of an operator's basis costs, as the
-// roofline counts them (a transcendental function counts as one).
-enum class Basis { result, first_arg };
-struct OpRule {
-  std::string_view name;
-  int flops_per_element;
-  Basis basis;
-  std::string_view family;
-};
-constexpr OpRule k_element_rules[] = {
-    {"relu", 1, Basis::result, "elementwise"},        {"relu6", 2, Basis::result, "elementwise"},
-    {"leaky_relu", 2, Basis::result, "elementwise"},  {"elu", 3, Basis::result, "elementwise"},
-    {"selu", 4, Basis::result, "elementwise"},        {"celu", 3, Basis::result, "elementwise"},
-    {"gelu", 8, Basis::result, "elementwise"},        {"sigmoid", 3, Basis::result, "elementwise"},
-    {"tanh", 1, Basis::result, "elementwise"},        {"silu", 4, Basis::result, "elementwise"},
-    {"mish", 6, Basis::result, "elementwise"},        {"softplus", 3, Basis::result, "elementwise"},
-    {"softsign", 3, Basis::result, "elementwise"},    {"hardtanh", 2, Basis::result, "elementwise"},
-    {"hardsigmoid", 3, Basis::result, "elementwise"}, {"hardswish", 4, Basis::result, "elementwise"},
-    {"abs", 1, Basis::result, "elementwise"},         {"exp", 1, Basis::result, "elementwise"},
-    {"log", 1, Basis::result, "elementwise"},         {"sqrt", 1, Basis::result, "elementwise"},
-    {"rsqrt", 1, Basis::result, "elementwise"},       {"neg", 1, Basis::result, "elementwise"},
-    {"clamp", 2, Basis::result, "elementwise"},       {"clip", 2, Basis::result, "elementwise"},
-    {"sign", 1, Basis::result, "elementwise"},        {"sin", 1, Basis::result, "elementwise"},
-    {"cos", 1, Basis::result, "elementwise"},         {"erf", 1, Basis::result, "elementwise"},
-    {"reciprocal", 1, Basis::result, "elementwise"},  {"square", 1, Basis::result, "elementwise"},
-    {"add", 1, Basis::result, "elementwise"},         {"radd", 1, Basis::result, "elementwise"},
-    {"sub", 1, Basis::result, "elementwise"},         {"rsub", 1, Basis::result, "elementwise"},
-    {"mul", 1, Basis::result, "elementwise"},         {"rmul", 1, Basis::result, "elementwise"},
-    {"div", 1, Basis::result, "elementwise"},         {"truediv", 1, Basis::result, "elementwise"},
-    {"rtruediv", 1, Basis::result, "elementwise"},    {"pow", 1, Basis::result, "elementwise"},
-    {"maximum", 1, Basis::result, "elementwise"},     {"minimum", 1, Basis::result, "elementwise"},
-    {"where", 1, Basis::result, "elementwise"},       {"sum", 1, Basis::first_arg, "reduction"},
-    {"mean", 1, Basis::first_arg, "reduction"},       {"max", 1, Basis::first_arg, "reduction"},
-    {"min", 1, Basis::first_arg, "reduction"},        {"amax", 1, Basis::first_arg, "reduction"},
-    {"amin", 1, Basis::first_arg, "reduction"},       {"argmax", 1, Basis::first_arg, "reduction"},
-    {"argmin", 1, Basis::first_arg, "reduction"},     {"prod", 1, Basis::first_arg, "reduction"},
-    {"norm", 2, Basis::first_arg, "reduction"},       {"cumsum", 1, Basis::first_arg, "scan"},
-    {"cumprod", 1, Basis::first_arg, "scan"},         {"var", 3, Basis::first_arg, "reduction"},
-    {"std", 3, Basis::first_arg, "reduction"},        {"logsumexp", 4, Basis::first_arg, "reduction"},
-    {"softmax", 5, Basis::first_arg, "softmax"},      {"log_softmax", 5, Basis::first_arg, "softmax"},
-    {"layer_norm", 8, Basis::first_arg, "normalization"}, {"group_norm", 8, Basis::first_arg, "normalization"},
-    {"batch_norm", 8, Basis::first_arg, "normalization"}, {"instance_norm", 8, Basis::first_arg, "normalization"},
-    {"rms_norm", 5, Basis::first_arg, "normalization"},   {"mse_loss", 3, Basis::first_arg, "loss"},
-    {"l1_loss", 3, Basis::first_arg, "loss"},         {"smooth_l1_loss", 4, Basis::first_arg, "loss"},
-    {"huber_loss", 4, Basis::first_arg, "loss"},      {"adaptive_avg_pool1d", 1, Basis::first_arg, "pooling"},
-    {"adaptive_avg_pool2d", 1, Basis::first_arg, "pooling"}, {"adaptive_avg_pool3d", 1, Basis::first_arg, "pooling"},
-};
-constexpr std::string_view k_family_priority[] = {"gemm",    "convolution", "normalization", "softmax", "reduction",
-                                                  "scan",    "pooling",     "loss",          "elementwise"};
-
-struct Shape {
-  std::vector<std::int64_t> dims;
-};
-Shape shape_of(const json& j) { return Shape{j.get<std::vector<std::int64_t>>()}; }
 
 int dtype_bytes(const std::string& d) {
   if (d == "f64" || d == "i64") return 8;
@@ -83,99 +30,6 @@ std::string number(double v) {
   if (s.find_first_of(".e") == std::string::npos && s.find("inf") == std::string::npos) s += ".0";
   return s;
 }
-
-// Names the extents of shapes after the file's size constants (M, K, batch_size, ...).
-class ShapeNamer {
- public:
-  ShapeNamer(const json& globals, const std::set<std::string>& tensor_names) {
-    for (const auto& g : globals) {
-      std::string name = g.at("name");
-      if (tensor_names.count(name) || is_expr_builtin(name)) name += "_dim";
-      m_globals.push_back({name, g.at("value").get<std::int64_t>()});
-    }
-  }
-
-  // One axis of a problem tensor. Several constants with this value: the first one not yet
-  // used by this tensor (so a square A[N, N] is [N, N] and an A[M, K] with M == K is too).
-  std::string axis(const std::string& tensor, std::size_t index, std::int64_t v, std::set<std::string>& in_tensor) {
-    if (v == 1) return "1";
-    std::vector<std::string> candidates;
-    for (const auto& [n, value] : m_globals)
-      if (value == v) candidates.push_back(n);
-    std::string chosen;
-    if (!candidates.empty()) {
-      auto free = std::find_if(candidates.begin(), candidates.end(), [&](const auto& c) { return !in_tensor.count(c); });
-      chosen = free != candidates.end() ? *free : candidates.front();
-      if (candidates.size() > 1 && !m_ambiguous.count(v)) {
-        m_ambiguous.insert(v);
-        std::string all;
-        for (const auto& c : candidates) all += (all.empty() ? "" : ", ") + c;
-        notes.push_back(fmt::format("extent {} matches several size constants ({}); kopt used them in order, so "
-                                    "check which one each axis means before changing one with --dim",
-                                    v, all));
-      }
-    } else if (auto g = m_generated.find(v); g != m_generated.end()) {
-      chosen = g->second;
-    } else {
-      chosen = fmt::format("{}_d{}", tensor, index);
-      m_generated[v] = chosen;
-      notes.push_back(fmt::format("extent {} of {} (axis {}) is no size constant of the file: it became the dim {}",
-                                  v, tensor, index, chosen));
-    }
-    in_tensor.insert(chosen);
-    use(chosen, v);
-    return chosen;
-  }
-
-  // An extent of an intermediate: a dim where one has this value, else the number.
-  std::string value(std::int64_t v) {
-    if (v == 1) return "1";
-    for (const auto& [n, value] : m_used)
-      if (value == v) return n;
-    for (const auto& [n, value] : m_globals)
-      if (value == v) {
-        use(n, v);
-        return n;
-      }
-    return std::to_string(v);
-  }
-
-  // A problem tensor's shape, so that an operator on it names its axes as the tensor does.
-  void remember(const Shape& s, const std::vector<std::string>& axes) { m_known.emplace(s.dims, axes); }
-
-  std::string numel(const Shape& s) {
-    if (auto k = m_known.find(s.dims); k != m_known.end()) return product(k->second);
-    std::vector<std::string> axes;
-    for (auto v : s.dims) axes.push_back(value(v));
-    return product(axes);
-  }
-
-  static std::string product(const std::vector<std::string>& axes) {
-    std::string out;
-    for (const auto& e : axes)
-      if (e != "1") out += (out.empty() ? "" : " * ") + e;
-    return out.empty() ? "1" : out;
-  }
-
-  const std::vector<std::pair<std::string, std::int64_t>>& used() const { return m_used; }
-  std::vector<std::string> notes;
-
- private:
-  static bool is_expr_builtin(const std::string& n) {
-    for (const char* b : {"min", "max", "abs", "ceil_div", "pow", "log2", "sqrt", "sm_count"})
-      if (n == b) return true;
-    return false;
-  }
-  void use(const std::string& n, std::int64_t v) {
-    if (std::none_of(m_used.begin(), m_used.end(), [&](const auto& u) { return u.first == n; }))
-      m_used.emplace_back(n, v);
-  }
-  std::vector<std::pair<std::string, std::int64_t>> m_globals;
-  std::vector<std::pair<std::string, std::int64_t>> m_used;  // in first-use order
-  std::map<std::int64_t, std::string> m_generated;
-  std::map<std::vector<std::int64_t>, std::vector<std::string>> m_known;
-  std::set<std::int64_t> m_ambiguous;
-};
 
 struct TensorOut {
   std::string name;
@@ -223,78 +77,6 @@ std::string unique_name(std::string n, std::set<std::string>& taken) {
 
 std::string python_string(const std::string& s) { return json(s).dump(); }
 
-struct CostOut {
-  std::optional<std::string> flops;
-  std::string family;
-  std::vector<std::string> unknown_ops;
-};
-
-CostOut derive_cost(const json& ops, ShapeNamer& namer) {
-  CostOut c;
-  std::vector<std::string> terms;
-  std::set<std::string_view> families;
-  for (const auto& op : ops) {
-    std::string name = op.at("name");
-    const json& args = op.at("args");
-    Shape result = op.at("result").empty() ? Shape{} : shape_of(op.at("result"));
-    auto arg = [&](std::size_t i) { return shape_of(args.at(i)); };
-    auto tail_numel = [&](const Shape& w) {
-      Shape t{std::vector<std::int64_t>(w.dims.begin() + 1, w.dims.end())};
-      return namer.numel(t);
-    };
-    if (name == "matmul" || name == "mm" || name == "bmm" || name == "linear" || name == "addmm" ||
-        name == "baddbmm" || name == "addbmm" || name == "rmatmul") {
-      std::size_t a = name == "addmm" || name == "baddbmm" || name == "addbmm" ? 1 : 0;
-      if (args.size() > a && !arg(a).dims.empty()) {
-        terms.push_back("2 * " + namer.numel(result) + " * " + namer.value(arg(a).dims.back()));
-        families.insert("gemm");
-        continue;
-      }
-    } else if (name.rfind("conv_transpose", 0) == 0 && args.size() >= 2) {
-      terms.push_back("2 * " + namer.numel(arg(0)) + " * " + tail_numel(arg(1)));
-      families.insert("convolution");
-      continue;
-    } else if (name.rfind("conv", 0) == 0 && args.size() >= 2) {
-      terms.push_back("2 * " + namer.numel(result) + " * " + tail_numel(arg(1)));
-      families.insert("convolution");
-      continue;
-    } else if ((name.find("max_pool") != std::string::npos || name.find("avg_pool") != std::string::npos) &&
-               op.contains("kernel_size") && name.rfind("adaptive", 0) != 0) {
-      std::int64_t window = 1;
-      for (auto k : op.at("kernel_size")) window *= k.get<std::int64_t>();
-      // A single kernel size covers every spatial axis: max_pool1d, avg_pool3d, max_pool2d_with_indices.
-      std::size_t digit = name.find("pool") + 4;
-      int spatial = digit < name.size() && name[digit] >= '1' && name[digit] <= '3' ? name[digit] - '0' : 2;
-      if (op.at("kernel_size").size() == 1) window = static_cast<std::int64_t>(std::pow(window, spatial));
-      terms.push_back(std::to_string(window) + " * " + namer.numel(result));
-      families.insert("pooling");
-      continue;
-    }
-    std::string bare = name.size() > 1 && name.back() == '_' ? name.substr(0, name.size() - 1) : name;
-    auto rule = std::find_if(std::begin(k_element_rules), std::end(k_element_rules),
-                             [&](const OpRule& r) { return r.name == bare; });
-    if (rule == std::end(k_element_rules) || (rule->basis == Basis::first_arg && args.empty())) {
-      if (std::find(c.unknown_ops.begin(), c.unknown_ops.end(), name) == c.unknown_ops.end())
-        c.unknown_ops.push_back(name);
-      continue;
-    }
-    std::string basis = namer.numel(rule->basis == Basis::result ? result : arg(0));
-    terms.push_back(rule->flops_per_element == 1 ? basis : std::to_string(rule->flops_per_element) + " * " + basis);
-    families.insert(rule->family);
-  }
-  for (auto f : k_family_priority)
-    if (families.count(f)) {
-      c.family = f;
-      break;
-    }
-  if (c.unknown_ops.empty() && !terms.empty()) {
-    std::string sum;
-    for (const auto& t : terms) sum += (sum.empty() ? "" : " + ") + t;
-    c.flops = sum;
-  }
-  return c;
-}
-
 }  // namespace
 
 Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std::string& file_name) {
@@ -327,9 +109,9 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
       o.dtype = dtype;
       o.role = role;
       std::set<std::string> in_tensor;
-      Shape s = shape_of(t.at("shape"));
-      if (s.dims.empty()) s.dims.push_back(1);  // a 0-d result (a loss) is one element
-      for (std::size_t i = 0; i < s.dims.size(); ++i) o.shape.push_back(namer.axis(o.name, i, s.dims[i], in_tensor));
+      Extents s = t.at("shape").get<Extents>();
+      if (s.empty()) s.push_back(1);  // a 0-d result (a loss) is one element
+      for (std::size_t i = 0; i < s.size(); ++i) o.shape.push_back(namer.axis(o.name, i, s[i], in_tensor));
       namer.remember(s, o.shape);
       const json stats = t.value("stats", json::object());
       if (weight && !stats.empty() && stats.at("std") == 0 && dtype[0] != 'i' && dtype[0] != 'u') {
@@ -375,7 +157,9 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
     }
     if (outputs.empty()) return Unexpected(bad_input("Model.forward returned no tensor", file_name));
 
-    CostOut cost = derive_cost(facts.at("ops"), namer);
+    auto derived = kernelbench_cost(facts.at("ops"), namer);
+    if (!derived) return Unexpected(derived.error());
+    const KernelbenchCost& cost = *derived;
     // bytes: every tensor once, equal extents counted ("2 * n * 4" rather than "n * 4 + n * 4").
     std::map<int, std::vector<std::pair<std::string, int>>> by_size;
     for (const auto& t : tensors) {

@@ -15,6 +15,12 @@ Expected<std::vector<std::byte>> read_binary_file(const std::filesystem::path& p
 
 // Writes to "<path>.tmp.<pid>" and renames over path, so readers never see a partial file.
 Expected<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data);
+// Copies `from` to `to` through a temporary beside `to` and a rename: never a half file.
+// Streams the bytes, so a file of GBs needs no memory of its size.
+Expected<void> copy_file_atomic(const std::filesystem::path& from, const std::filesystem::path& to);
+// Moves `from` to `to`: a rename where both are on one file system, else copy_file_atomic
+// and the source removed.
+Expected<void> move_file_atomic(const std::filesystem::path& from, const std::filesystem::path& to);
 Expected<void> write_text_atomic(const std::filesystem::path& path, std::string_view text);
 
 // $KOPT_CACHE_DIR, else $XDG_CACHE_HOME/kopt, else $HOME/.cache/kopt, else a temp dir.

@@ -95,14 +95,24 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
 RunResult PythonRunner::run(const RunJob& job) {
   RunResult result;
   TempDir after("kopt-python-run");
-  Reply r = call({{"op", "run"}, {"job", job_json(job, after.path())}}, 600s);
+  bool compare = std::all_of(job.tensors.begin(), job.tensors.end(),
+                             [](const JobTensor& t) { return t.role != Role::input || !t.checksum.empty(); });
+  Reply r = call({{"op", "run"}, {"job", job_json(job, after.path())}, {"compare_inputs", compare}}, 600s);
   if (!r.ok) {
     result.status = job.kind == ModuleKind::python_reference ? RunStatus::reference_failed : RunStatus::launch_failed;
     result.error = r.error;
     return result;
   }
+  // The Python side compares each input with a copy it kept on the device (no file of GBs
+  // written back); where it could not keep one, it wrote the input back and kopt hashes it.
+  const json modified = r.result.value("inputs_modified", json());
   for (const auto& t : job.tensors)
     if (t.role == Role::input) {
+      if (modified.is_array() && !t.checksum.empty()) {
+        bool changed = std::find(modified.begin(), modified.end(), t.name) != modified.end();
+        result.input_checksums[t.name] = changed ? "modified" : t.checksum;
+        continue;
+      }
       auto bytes = read_binary_file(after.path() / (t.name + ".after.bin"));
       if (bytes) result.input_checksums[t.name] = hex64(checksum64(*bytes));
     }
@@ -125,6 +135,12 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
   TempDir after("kopt-python-bench");
   std::vector<SampledVariant> variants;
   variants.reserve(job.variants.size());
+  // torch.compile's graph count after the compile, and the latest a sample reported.
+  std::vector<int> graphs_prepared(job.variants.size(), -1), graphs_now(job.variants.size(), -1);
+  auto graphs = [](const json& reply) {
+    const json d = reply.value("dynamo", json());
+    return d.is_object() ? d.value("graphs", -1) : -1;
+  };
   for (std::size_t i = 0; i < job.variants.size(); ++i) {
     Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}}, 600s);
     if (!r.ok) return fail(job.variants[i].label + ": " + r.error);
@@ -135,6 +151,9 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     if (std::string timed = r.result.value("timed", ""); torch && timed != "baseline" && timed != "setup_baseline")
       label += " (" + timed + "())";
     variants.emplace_back(opt.rule).series.label = label;
+    graphs_prepared[i] = graphs(r.result);
+    if (const json d = r.result.value("dynamo", json()); d.is_object())
+      variants.back().series.graph_breaks = d.value("graph_breaks", -1);
   }
   std::int64_t flush = opt.mode == CacheMode::cold ? (opt.flush_bytes > 0 ? opt.flush_bytes : m_default_flush) : 0;
   result.flush_bytes = flush;
@@ -153,6 +172,7 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
       return std::nullopt;
     }
     host_us[i].push_back(r.result.value("host_seconds", 0.0) * 1e6);
+    graphs_now[i] = graphs(r.result);
     return TakenSample{r.result.value("seconds", 0.0), false};
   };
   for (std::size_t i = 0; i < variants.size(); ++i) {  // time-based warm-up, as the device timers do
@@ -175,6 +195,7 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     variants[i].series.launch_overhead_us = h.empty() ? 0 : h[h.size() / 2];
     variants[i].series.host_in_window = !opt.blocking_kernel;
     variants[i].series.wall_s = elapsed();
+    if (graphs_prepared[i] >= 0 && graphs_now[i] >= 0) variants[i].series.recompiles = graphs_now[i] - graphs_prepared[i];
     result.series.push_back(std::move(variants[i].series));
   }
   return result;

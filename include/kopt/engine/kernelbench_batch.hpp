@@ -1,0 +1,90 @@
+#pragma once
+// `kopt import kernelbench DIR`: every KernelBench file of a folder imported (in parallel
+// Python processes), then, when asked, each problem's reference run once and its PyTorch
+// baselines (eager, torch.compile) timed, one problem after another on one worker. The
+// outcome of each problem is kept in OUT/kernelbench.json, rewritten atomically after each
+// step, so that a batch killed at any moment resumes where it stopped.
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kopt/backend/bench_job.hpp"
+#include "kopt/engine/checker.hpp"
+
+namespace kopt {
+
+// One timed PyTorch baseline of a problem.
+struct BaselineOutcome {
+  std::string status = "not_run";  // ok | run_failed | unavailable | not_run
+  std::string label;               // what the Python worker timed
+  double median_s = 0;
+  double rel_noise = 0;
+  std::size_t n = 0;
+  std::vector<std::string> flags;  // "noisy: ..." and the like, with the reason where known
+  std::string error;
+};
+
+struct KernelbenchEntry {
+  std::string file;     // the KernelBench file's name
+  std::string problem;  // its stem: the problem's name and directory under OUT
+  std::string status = "pending";  // imported | kept (an earlier import) | refused (bad input) | failed
+  std::string error;
+  double import_s = 0;
+  bool flops_known = false;
+  std::vector<std::string> notes;
+  std::string reference = "not_run";  // ok | failed | not_run
+  std::string reference_error;
+  double reference_s = 0;  // the check's wall time: inputs, the reference's run, its outputs
+  double baselines_s = 0;  // the wall time of timing both baselines, torch.compile's compile included
+  BaselineOutcome eager, compiled;
+};
+
+struct KernelbenchBatchOptions {
+  std::filesystem::path source;  // a folder of KernelBench files
+  std::filesystem::path out;     // one problem directory per file under it
+  std::filesystem::path cache_root;
+  int jobs = 0;        // parallel imports; 0: the machine's cores
+  bool force = false;  // import again and evaluate again what an earlier batch did
+  bool check = false;  // run each reference once
+  bool baselines = false;  // time torch eager and torch.compile
+  BenchOptions bench;
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+struct KernelbenchBatch {
+  std::vector<KernelbenchEntry> entries;
+  std::string device;  // where references and baselines ran
+  double wall_s = 0;
+  int exit_code() const;  // 0 all imported (and evaluated), 1 any refused or failed
+};
+
+// The KernelBench files of a folder (*.py), in KernelBench's numeric order (2 before 10).
+std::vector<std::filesystem::path> kernelbench_files(const std::filesystem::path& folder);
+
+// Imports one file into its directory; the default is import_kernelbench. Tests pass fakes.
+using KernelbenchImporter =
+    std::function<Expected<std::vector<std::string>>(const std::filesystem::path& file, const std::filesystem::path& dir)>;
+// Runs the reference and the baselines of one imported problem; the default uses a worker.
+using KernelbenchEvaluator = std::function<void(KernelbenchEntry& entry, const std::filesystem::path& dir)>;
+
+// The whole batch. An environment error (no Python with torch) ends it as an Error; a
+// problem that is refused or fails is an entry with its reason, and the batch goes on.
+Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& options,
+                                                 const KernelbenchImporter& importer,
+                                                 const KernelbenchEvaluator& evaluate);
+
+// The evaluator over a real worker: `kopt check` of the reference (one seed, its outputs in a
+// scratch cache, since KernelBench's outputs reach GBs) and `kopt bench --vs-torch`.
+KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& options, CheckContext ctx);
+
+nlohmann::json to_json(const KernelbenchEntry& e);
+KernelbenchEntry kernelbench_entry_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const KernelbenchBatch& b);
+// The table of docs/kernelbench.md: a row per problem.
+std::string kernelbench_markdown(const KernelbenchBatch& b);
+
+}  // namespace kopt

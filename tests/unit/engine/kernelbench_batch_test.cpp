@@ -1,0 +1,182 @@
+// `kopt import kernelbench FOLDER`: the batch over fake importers and evaluators: order,
+// refusals with their reasons, resumption after a stop, and the table.
+#include "kopt/engine/kernelbench_batch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+
+#include "kopt/core/fs.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+
+// A problem as an import writes it: a python reference, flops only when asked.
+std::string spec(const std::string& name, bool flops) {
+  return "name = \"" + name + "\"\n[dims]\nn = 64\n[[tensors]]\nname = \"x\"\ndtype = \"f32\"\nshape = [\"n\"]\n" +
+         "role = \"input\"\n[[tensors]]\nname = \"out\"\ndtype = \"f32\"\nshape = [\"n\"]\nrole = \"output\"\n" +
+         "[cost]\n" + (flops ? "flops = \"n\"\n" : "") + "bytes = \"8 * n\"\n" +
+         "[reference]\nkind = \"python\"\nsource = \"ref.py\"\n";
+}
+
+class KernelbenchBatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* f : {"10_Big.py", "2_Small.py", "1_First.py", "3_Bool.py", "README.md"})
+      ASSERT_TRUE(write_text_atomic(m_dir.path() / "src" / f, "# a KernelBench file\n"));
+    m_options.source = m_dir.path() / "src";
+    m_options.out = m_dir.path() / "out";
+    m_options.cache_root = m_dir.path() / "cache";
+    m_options.jobs = 2;
+  }
+
+  KernelbenchImporter importer() {
+    return [this](const fs::path& file, const fs::path& dir) -> Expected<std::vector<std::string>> {
+      {
+        std::lock_guard lock(m_mutex);
+        m_imported.insert(file.filename().string());
+      }
+      std::string stem = file.stem().string();
+      if (stem == "3_Bool") return Unexpected(bad_input("the get_inputs() tensor 'mask' is a bool tensor", file.string()));
+      if (auto w = write_text_atomic(dir / "kopt.toml", spec(stem, stem != "2_Small")); !w) return Unexpected(w.error());
+      (void)write_text_atomic(dir / "ref.py", "def reference(**kw):\n    pass\n");
+      return std::vector<std::string>{stem == "2_Small" ? "flops not derived: kopt has no formula for foo" : "ok"};
+    };
+  }
+
+  KernelbenchEvaluator evaluator() {
+    return [this](KernelbenchEntry& e, const fs::path& dir) {
+      m_evaluated.push_back(e.problem);
+      EXPECT_TRUE(fs::exists(dir / "kopt.toml"));
+      e.reference = "ok";
+      e.reference_s = 0.5;
+      e.eager.status = e.compiled.status = "ok";
+      e.eager.median_s = 100e-6;
+      e.compiled.median_s = 80e-6;
+      e.compiled.rel_noise = 0.19;
+      e.compiled.flags = {"noisy: 19.0 % spread between samples"};
+    };
+  }
+
+  TempDir m_dir{"kopt-kb-batch"};
+  KernelbenchBatchOptions m_options;
+  std::mutex m_mutex;
+  std::set<std::string> m_imported;
+  std::vector<std::string> m_evaluated;
+};
+
+TEST(KernelbenchFiles, AreThePythonFilesInKernelbenchsNumericOrder) {
+  TempDir dir("kopt-kb-files");
+  for (const char* f : {"10_B.py", "2_A.py", "1_C.py", "notes.txt", "x.py"}) ASSERT_TRUE(write_text_atomic(dir.path() / f, ""));
+  std::vector<std::string> names;
+  for (const auto& p : kernelbench_files(dir.path())) names.push_back(p.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"x.py", "1_C.py", "2_A.py", "10_B.py"}));
+}
+
+TEST_F(KernelbenchBatchTest, ImportsEveryFileAndSaysWhyOneWasRefused) {
+  m_options.check = m_options.baselines = true;
+  auto batch = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(batch) << batch.error().to_string();
+  ASSERT_EQ(batch->entries.size(), 4u);
+  EXPECT_EQ(batch->entries[0].problem, "1_First");
+  EXPECT_EQ(batch->entries[3].problem, "10_Big");
+  const KernelbenchEntry& refused = batch->entries[2];
+  EXPECT_EQ(refused.status, "refused");
+  EXPECT_NE(refused.error.find("bool tensor"), std::string::npos);
+  EXPECT_EQ(batch->entries[0].status, "imported");
+  EXPECT_TRUE(batch->entries[0].flops_known);
+  EXPECT_FALSE(batch->entries[1].flops_known) << "2_Small has no flops formula";
+  // Only what imported is evaluated, one problem at a time.
+  EXPECT_EQ(m_evaluated, (std::vector<std::string>{"1_First", "2_Small", "10_Big"}));
+  EXPECT_EQ(batch->exit_code(), 1) << "a refused file is a failure of the batch";
+  std::string md = kernelbench_markdown(*batch);
+  EXPECT_NE(md.find("4 files: 3 imported, 1 refused, 0 failed"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2_Small | "), std::string::npos);
+  EXPECT_NE(md.find("unknown"), std::string::npos) << "no flops formula is said, not shown as 0";
+  EXPECT_NE(md.find("refused: "), std::string::npos);
+  EXPECT_NE(md.find("compile noisy: 19.0 %"), std::string::npos) << md;
+  EXPECT_TRUE(fs::exists(m_options.out / "kernelbench.json"));
+}
+
+TEST_F(KernelbenchBatchTest, ASecondRunResumesAndRedoesNothingDone) {
+  m_options.check = m_options.baselines = true;
+  ASSERT_TRUE(run_kernelbench_batch(m_options, importer(), evaluator()));
+  m_imported.clear();
+  m_evaluated.clear();
+  auto again = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(again);
+  // The refused file is tried again (the user may have fixed it); nothing else is.
+  EXPECT_EQ(m_imported, (std::set<std::string>{"3_Bool.py"}));
+  EXPECT_TRUE(m_evaluated.empty()) << (m_evaluated.empty() ? "" : m_evaluated.front());
+  EXPECT_EQ(again->entries[0].reference, "ok") << "the outcome of the first run is kept";
+  EXPECT_EQ(again->entries[3].compiled.median_s, 80e-6);
+}
+
+TEST_F(KernelbenchBatchTest, AStateCutShortByAKillResumesFromTheProblemDirectories) {
+  ASSERT_TRUE(run_kernelbench_batch(m_options, importer(), evaluator()));
+  // The state file lost (killed while writing it is impossible: it is replaced atomically,
+  // but a user may delete it): problems already on disk are kept, not imported again.
+  fs::remove(m_options.out / "kernelbench.json");
+  m_imported.clear();
+  m_options.check = true;
+  auto again = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(m_imported, (std::set<std::string>{"3_Bool.py"}));
+  EXPECT_EQ(again->entries[0].status, "kept");
+  EXPECT_EQ(m_evaluated.size(), 3u) << "never evaluated before, so evaluated now";
+}
+
+TEST_F(KernelbenchBatchTest, ForceImportsAndEvaluatesEverythingAgain) {
+  m_options.check = true;
+  ASSERT_TRUE(run_kernelbench_batch(m_options, importer(), evaluator()));
+  m_imported.clear();
+  m_evaluated.clear();
+  m_options.force = true;
+  ASSERT_TRUE(run_kernelbench_batch(m_options, importer(), evaluator()));
+  EXPECT_EQ(m_imported.size(), 4u);
+  EXPECT_EQ(m_evaluated.size(), 3u);
+}
+
+TEST_F(KernelbenchBatchTest, WithoutTorchTheBatchStopsWithTheEnvironmentError) {
+  std::atomic<int> calls{0};
+  auto no_torch = [&](const fs::path&, const fs::path&) -> Expected<std::vector<std::string>> {
+    ++calls;
+    return Unexpected(environment_error("this Python cannot import torch"));
+  };
+  m_options.jobs = 1;
+  auto batch = run_kernelbench_batch(m_options, no_torch, evaluator());
+  ASSERT_FALSE(batch);
+  EXPECT_EQ(batch.error().kind, ErrorKind::environment);
+  EXPECT_EQ(calls.load(), 1) << "one failure for the environment is enough";
+}
+
+TEST_F(KernelbenchBatchTest, AFolderWithoutKernelbenchFilesIsBadInput) {
+  m_options.source = m_dir.path() / "empty";
+  fs::create_directories(m_options.source);
+  auto batch = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_FALSE(batch);
+  EXPECT_EQ(batch.error().kind, ErrorKind::bad_input);
+}
+
+TEST(KernelbenchEntryJson, RoundTrips) {
+  KernelbenchEntry e;
+  e.file = "23_Softmax.py";
+  e.problem = "23_Softmax";
+  e.status = "imported";
+  e.reference = "ok";
+  e.compiled.status = "ok";
+  e.compiled.median_s = 1e-4;
+  e.compiled.flags = {"noisy"};
+  KernelbenchEntry back = kernelbench_entry_from_json(to_json(e));
+  EXPECT_EQ(back.problem, "23_Softmax");
+  EXPECT_EQ(back.reference, "ok");
+  EXPECT_EQ(back.compiled.median_s, 1e-4);
+  EXPECT_EQ(back.compiled.flags, e.compiled.flags);
+  EXPECT_EQ(back.eager.status, "not_run");
+}
+
+}  // namespace
+}  // namespace kopt
