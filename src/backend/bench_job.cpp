@@ -60,7 +60,8 @@ json to_json(const BenchOptions& o) {
           {"paired", o.paired},
           {"verdict_threshold", o.verdict_threshold},
           {"graph_below_us", o.graph_below_us},
-          {"graph_sample_us", o.graph_sample_us}};
+          {"graph_sample_us", o.graph_sample_us},
+          {"verify_samples", o.verify_samples}};
 }
 
 BenchOptions bench_options_from_json(const json& j) {
@@ -85,7 +86,25 @@ BenchOptions bench_options_from_json(const json& j) {
   o.verdict_threshold = j.value("verdict_threshold", o.verdict_threshold);
   o.graph_below_us = j.value("graph_below_us", o.graph_below_us);
   o.graph_sample_us = j.value("graph_sample_us", o.graph_sample_us);
+  o.verify_samples = j.value("verify_samples", o.verify_samples);
   return o;
+}
+
+json to_json(const SampleVerification& v) {
+  return {{"enabled", v.enabled},           {"poisoned_samples", v.poisoned_samples},
+          {"last_checked", v.last_checked}, {"failed_sample", v.failed_sample},
+          {"failure", v.failure},           {"note", v.note}};
+}
+
+SampleVerification sample_verification_from_json(const json& j) {
+  SampleVerification v;
+  v.enabled = j.value("enabled", false);
+  v.poisoned_samples = j.value("poisoned_samples", std::size_t{0});
+  v.last_checked = j.value("last_checked", false);
+  v.failed_sample = j.value("failed_sample", std::int64_t{-1});
+  v.failure = j.value("failure", std::string{});
+  v.note = j.value("note", std::string{});
+  return v;
 }
 
 json to_json(const SampleSeries& s) {
@@ -97,9 +116,12 @@ json to_json(const SampleSeries& s) {
           {"launch_overhead_us", s.launch_overhead_us},
           {"host_in_window", s.host_in_window},
           {"blocking_timeouts", s.blocking_timeouts},
+          {"recompiles", s.recompiles},
+          {"graph_breaks", s.graph_breaks},
           {"warmup_s", s.warmup_s},
           {"wall_s", s.wall_s},
-          {"stop", stop_reason_name(s.stop)}};
+          {"stop", stop_reason_name(s.stop)},
+          {"verification", to_json(s.verification)}};
 }
 
 SampleSeries sample_series_from_json(const json& j) {
@@ -112,9 +134,12 @@ SampleSeries sample_series_from_json(const json& j) {
   s.launch_overhead_us = j.value("launch_overhead_us", 0.0);
   s.host_in_window = j.value("host_in_window", false);
   s.blocking_timeouts = j.value("blocking_timeouts", 0);
+  s.recompiles = j.value("recompiles", -1);
+  s.graph_breaks = j.value("graph_breaks", -1);
   s.warmup_s = j.value("warmup_s", 0.0);
   s.wall_s = j.value("wall_s", 0.0);
   s.stop = stop_from(j.value("stop", std::string("not_yet")));
+  if (auto v = j.find("verification"); v != j.end() && v->is_object()) s.verification = sample_verification_from_json(*v);
   return s;
 }
 

@@ -45,16 +45,24 @@ void print_bench(const BenchReport& r) {
       continue;
     }
     const Summary& s = v.summary;
-    std::cout << fmt::format("{:<3} {:<34} {:>11} {:>23} {:>6.2f}% {:>6} {:>10.1f} {:>6} {:>11.1f} {:>6}  {}{}\n",
+    // Without a cost formula a rate is unknown, never 0.
+    std::string gbps = r.cost.bytes ? fmt::format("{:.1f}", v.gbps) : "unknown";
+    std::string gflops = r.cost.flops ? fmt::format("{:.1f}", v.gflops) : "unknown";
+    std::cout << fmt::format("{:<3} {:<34} {:>11} {:>23} {:>6.2f}% {:>6} {:>10} {:>6} {:>11} {:>6}  {}{}\n",
                              std::string(1, tag++), name, time_text(s.median),
-                             time_text(s.p10) + " .. " + time_text(s.p90), 100 * s.rel_noise, s.n, v.gbps,
+                             time_text(s.p10) + " .. " + time_text(s.p90), 100 * s.rel_noise, s.n, gbps,
                              v.pct_bandwidth_ceiling > 0 ? fmt::format("{:.1f}%", v.pct_bandwidth_ceiling) : "-",
-                             v.gflops, v.pct_compute_ceiling > 0 ? fmt::format("{:.1f}%", v.pct_compute_ceiling) : "-",
+                             gflops, v.pct_compute_ceiling > 0 ? fmt::format("{:.1f}%", v.pct_compute_ceiling) : "-",
                              stop_reason_name(v.series.stop), v.series.graph ? fmt::format(", graph x{}", v.series.batch) : "");
+    const SampleVerification& check = v.series.verification;
+    std::string verified = !check.enabled ? ""
+                           : fmt::format("; outputs verified after {} poisoned sample(s){}", check.poisoned_samples,
+                                         check.last_checked ? " and the last launch" : "");
     std::cout << fmt::format("    host launch {:.1f} us ({} the timed window); throttled samples {}; "
-                             "blocking-kernel timeouts {}\n",
+                             "blocking-kernel timeouts {}{}\n",
                              v.series.launch_overhead_us, v.series.host_in_window ? "inside" : "outside",
-                             v.throttled_samples, v.series.blocking_timeouts);
+                             v.throttled_samples, v.series.blocking_timeouts, verified);
+    for (const auto& f : v.flags) std::cout << "    flagged: " << flag_text(f) << "\n";
     if (v.status != "ok") std::cout << "    " << v.status << ": " << v.error << "\n";
   }
   if (r.comparison) {
@@ -103,6 +111,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   req.options.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;
   req.options.warmup_s = o.warmup_s;
   req.options.blocking_kernel = o.blocking;
+  req.options.verify_samples = o.verify_samples;
   req.options.rule.max_noise = o.max_noise_pct / 100.0;
   req.options.rule.min_samples = o.min_samples;
   req.options.rule.min_time_s = o.min_time_s;

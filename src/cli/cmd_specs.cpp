@@ -6,6 +6,7 @@
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/ceilings_store.hpp"
+#include "kopt/engine/roofs.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/report/target_markdown.hpp"
 
@@ -79,7 +80,8 @@ int run_target_command(const GlobalOptions& g, const TargetCliOptions& o) {
       return report_error(g, "target", 3, device.error().message + ": name a GPU of the spec table with --gpu ID");
     device_name = device->name;
     spec = find_gpu_spec(device_name);
-    ceilings = load_ceilings(cache_dir(), *device);
+    // The roofs kopt optimize uses for its target (roofs.hpp): stored, else measured now.
+    ceilings = resolve_roofs(cache_dir(), *device, worker_ceilings(worker)).ceilings;
   }
   std::string precision = o.precision.value_or(default_precision(problem));
   auto t = compute_target(problem, precision, spec, device_name, ceilings ? &ceilings->result : nullptr,

@@ -1,7 +1,9 @@
 #include "kopt/engine/bencher.hpp"
 
+#include <algorithm>
+
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/ceilings_store.hpp"
+#include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
 
 namespace kopt {
@@ -27,10 +29,6 @@ int BenchReport::exit_code() const {
 }
 
 namespace {
-
-// Time below this share of the roofline floor is an error: the floor comes from measured
-// ceilings, which a good kernel may beat by a few percent, never by this much.
-constexpr double k_floor_margin = 0.9;
 
 class BenchRun {
  public:
@@ -116,7 +114,10 @@ class BenchRun {
     m_report.clocks_after = result.clocks_after;
     m_report.flush_bytes = result.flush_bytes;
     m_report.flush_method = result.flush_method;
+    m_report.cost = m_p.cost_at_dims();
+    mark_inconsistent(result);
     derive(result);
+    flag_distributions();
     return m_report;
   }
 
@@ -181,36 +182,71 @@ class BenchRun {
     return {};
   }
 
-  void derive(const BenchResult& result) {
-    auto stored = load_ceilings(m_r.cache_root, m_report.device);
-    m_report.ceilings_source = stored ? "measured " + stored->measured_at : "none: run kopt ceilings";
-    double bw = stored ? ceiling_value(stored->result, "dram_copy") : 0;
-    double compute = stored ? best_compute_rate(stored->result) : 0;
+  // A variant whose timed launches left outputs that differ from an untimed launch's (the
+  // worker's verification, output_verifier.hpp) is failed: its times are kept, never a result.
+  void mark_inconsistent(const BenchResult& result) {
+    for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {
+      const SampleVerification& check = result.series[i].verification;
+      BenchVariant& v = m_report.variants[i];
+      if (!check.failed() || v.status != "ok") continue;
+      v.status = "inconsistent";
+      v.error = "timed launches do not compute what an untimed launch computes: " + check.failure +
+                "; its times are not a result";
+    }
+  }
+
+  void flag_distributions() {
+    for (auto& v : m_report.variants) v.flags = distribution_flags(v.series.samples_s);
+  }
+
+  // Rates and % of the roofs per variant; a median below the floor is an error.
+  void judge(const BenchResult& result) {
+    const DeviceRoofs& roofs = m_report.roofs;
     Cost cost = m_p.cost_at_dims();
     double bytes = cost.bytes.value_or(0), flops = cost.flops.value_or(0);
     for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {
       BenchVariant& v = m_report.variants[i];
+      if (v.status == "below_floor") {  // judged again, with roofs measured once more
+        v.status = "ok";
+        v.error.clear();
+      }
       v.series = result.series[i];
       v.summary = summarize(v.series.samples_s);
+      v.throttled_samples = 0;
       for (bool t : v.series.throttled) v.throttled_samples += t;
       double t = v.summary.median;
       if (t <= 0) continue;
       v.gbps = bytes / t / 1e9;
       v.gflops = flops / t / 1e9;
-      if (bw > 0) v.pct_bandwidth_ceiling = 100.0 * bytes / t / bw;
-      if (compute > 0) v.pct_compute_ceiling = 100.0 * flops / t / compute;
+      if (roofs.bandwidth.rate > 0) v.pct_bandwidth_ceiling = 100.0 * bytes / t / roofs.bandwidth.rate;
+      if (roofs.compute.rate > 0) v.pct_compute_ceiling = 100.0 * flops / t / roofs.compute.rate;
       // The DRAM floor holds only when the data come from DRAM: in cold mode.
-      double floor_mem = (bw > 0 && m_r.options.mode == CacheMode::cold) ? bytes / bw : 0;
-      double floor_compute = compute > 0 ? flops / compute : 0;
-      v.floor_s = std::max(floor_mem, floor_compute);
-      if (v.floor_s > 0 && t < k_floor_margin * v.floor_s) {
+      v.floor_s = roofline_floor_s(roofs, bytes, flops, m_r.options.mode == CacheMode::cold);
+      if (v.status == "ok" && is_below_floor(roofs, t, v.floor_s)) {
         v.status = "below_floor";
         v.error = "median " + std::to_string(t * 1e6) + " us is below the roofline floor of " +
-                  std::to_string(v.floor_s * 1e6) +
-                  " us (measured ceilings): an error of the harness or of the kernel (does it do all its work?), "
-                  "not a result";
+                  std::to_string(v.floor_s * 1e6) + " us (roofs: " + roofs.source +
+                  "): an error of the harness or of the kernel (does it do all its work?), not a result";
       }
     }
+  }
+
+  // Rates, % of the roofs and the floor check. The roofs always exist where anything can
+  // give them (roofs.hpp: stored, measured now on first use, or the spec table), so the floor
+  // applies on a fresh cache too.
+  void derive(const BenchResult& result) {
+    m_report.roofs = resolve_roofs(m_r.cache_root, m_report.device, worker_ceilings(m_ctx.worker), m_r.log);
+    judge(result);
+    // A CPU's roofs measured while the host was busy can be low: before a time below their
+    // floor is called an error, they are measured once more and the best of both kept.
+    if (roofs_may_be_low(m_report.roofs, m_report.device) &&
+        std::any_of(m_report.variants.begin(), m_report.variants.end(),
+                    [](const BenchVariant& v) { return v.status == "below_floor"; })) {
+      m_report.roofs = remeasure_roofs(m_r.cache_root, m_report.device, worker_ceilings(m_ctx.worker), m_report.roofs,
+                                       m_r.log);
+      judge(result);
+    }
+    m_report.ceilings_source = m_report.roofs.source;
     if (m_r.compare && result.series.size() == 2)
       m_report.comparison = compare_paired(result.series[0].samples_s, result.series[1].samples_s, m_r.threshold);
   }
@@ -233,6 +269,14 @@ Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& requ
   }
 }
 
+namespace {
+json flags_json(const std::vector<DistributionFlag>& flags) {
+  json out = json::array();
+  for (const auto& f : flags) out.push_back({{"name", f.name}, {"detail", f.detail}});
+  return out;
+}
+}  // namespace
+
 json to_json(const BenchReport& r) {
   json variants = json::array();
   for (const auto& v : r.variants)
@@ -244,11 +288,12 @@ json to_json(const BenchReport& r) {
                         {"arch", v.build.arch},
                         {"summary", to_json(v.summary)},
                         {"throttled_samples", v.throttled_samples},
-                        {"gbps", v.gbps},
-                        {"gflops", v.gflops},
+                        {"gbps", r.cost.bytes ? json(v.gbps) : json(nullptr)},
+                        {"gflops", r.cost.flops ? json(v.gflops) : json(nullptr)},  // null: no flops formula
                         {"pct_bandwidth_ceiling", v.pct_bandwidth_ceiling},
                         {"pct_compute_ceiling", v.pct_compute_ceiling},
                         {"floor_s", v.floor_s},
+                        {"flags", flags_json(v.flags)},
                         {"series", to_json(v.series)}});
   json j{{"schema_version", 1},
          {"command", "bench"},
@@ -261,6 +306,7 @@ json to_json(const BenchReport& r) {
          {"clocks_before", r.clocks_before},
          {"clocks_after", r.clocks_after},
          {"ceilings", r.ceilings_source},
+         {"roofs", to_json(r.roofs)},
          {"variants", variants},
          {"exit_code", r.exit_code()}};
   j["comparison"] = r.comparison ? to_json(*r.comparison) : json(nullptr);

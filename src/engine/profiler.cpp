@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/ceilings_store.hpp"
+#include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
 #include "kopt/tools/ncu.hpp"
 #include "kopt/worker/protocol.hpp"
@@ -50,8 +50,10 @@ class ProfileRun {
     if (!checked) return Unexpected(checked.error());
     if (!checked->device) return Unexpected(environment_error(checked->device_error));
     report.device = *checked->device;
-    auto stored = load_ceilings(m_r.cache_root, report.device);
-    if (stored) m_ceilings = *stored;
+    // The roofs every command uses (roofs.hpp): stored ceilings, else measured now, else the
+    // spec table, which choose_roofs falls back to by itself.
+    DeviceRoofs roofs = resolve_roofs(m_r.cache_root, report.device, worker_ceilings(m_ctx.worker), m_r.log);
+    m_ceilings = roofs.ceilings;
     for (const auto& kc : checked->kernels) report.kernels.push_back(profile_kernel(kc, report.device));
     return report;
   }

@@ -48,7 +48,9 @@ std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const
     jt.role = t.role;
     jt.shape = in.shapes.at(t.name);
     if (t.role != Role::output) jt.input_path = in.files.at(t.name);
+    if (auto c = in.checksums.find(t.name); c != in.checksums.end()) jt.checksum = c->second;
     if (t.role != Role::input) jt.output_path = out_dir / (t.name + ".bin");
+    jt.tolerance = p.tolerance_for(t);
     out.push_back(jt);
   }
   return out;

@@ -155,6 +155,21 @@ Poison poison_for(DType t) {
   return {0, 1};
 }
 
+Poison stale_fill_for(DType t, std::uint32_t random) {
+  switch (t) {
+    case DType::f64: return {0x3ff00000u | (random & 0xfffffu), 4};  // both halves: a double in [1, 2)
+    case DType::f32: return {0x3f800000u | (random & 0x7fffffu), 4};
+    case DType::f16: return {0x3c00u | (random & 0x3ffu), 2};
+    case DType::bf16: return {0x3f80u | (random & 0x7fu), 2};
+    case DType::i64:
+    case DType::i32: return {0x01000000u | (random & 0xffffffu), 4};
+    case DType::i16: return {0x0100u | (random & 0xffu), 2};
+    case DType::i8:
+    case DType::u8: return {0x40u | (random & 0x3fu), 1};
+  }
+  return {0, 1};
+}
+
 bool is_poison(const std::byte* data, std::size_t i, DType t) {
   Poison p = poison_for(t);
   std::size_t size = dtype_size(t);

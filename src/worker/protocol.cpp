@@ -51,7 +51,10 @@ json to_json(const RunJob& job) {
                        {"role", role_name(t.role)},
                        {"input_path", t.input_path.string()},
                        {"output_path", t.output_path.string()},
-                       {"shape", t.shape}});
+                       {"shape", t.shape},
+                       {"checksum", t.checksum},
+                       {"atol", t.tolerance.atol},
+                       {"rtol", t.tolerance.rtol}});
   json args = json::array();
   for (const auto& a : job.args) args.push_back(to_json(a));
   return json{{"label", job.label},
@@ -84,7 +87,8 @@ RunJob run_job_from_json(const json& j) {
     job.tensors.push_back(JobTensor{t.at("name").get<std::string>(), dtype_from(t.at("dtype")),
                                     t.at("bytes").get<std::size_t>(), role_from(t.at("role").get<std::string>()),
                                     t.at("input_path").get<std::string>(), t.at("output_path").get<std::string>(),
-                                    t.value("shape", std::vector<std::int64_t>{})});
+                                    t.value("shape", std::vector<std::int64_t>{}), t.value("checksum", std::string{}),
+                                    Tolerance{t.value("atol", 0.0), t.value("rtol", 0.0)}});
   return job;
 }
 

@@ -175,7 +175,15 @@ Expected<std::string> WorkerCompiler::toolkit() {
 }
 
 RunResult WorkerClient::run(const RunJob& job) {
-  return call<RunResult>({{"op", "run"}, {"job", to_json(job)}}, m_options.job_timeout, run_result_from_json);
+  auto timeout = m_options.job_timeout;
+  // A Python job starts the Python child once (importing torch takes seconds) and moves its
+  // tensors through files: KernelBench's reach GBs. Allow a minute plus 100 MB/s of them.
+  if (is_python(job.kind)) {
+    double bytes = 0;
+    for (const auto& t : job.tensors) bytes += static_cast<double>(t.bytes);
+    timeout += std::chrono::seconds(60) + std::chrono::milliseconds(static_cast<long>(bytes / 100e6 * 1000));
+  }
+  return call<RunResult>({{"op", "run"}, {"job", to_json(job)}}, timeout, run_result_from_json);
 }
 
 }  // namespace kopt

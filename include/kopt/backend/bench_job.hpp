@@ -33,11 +33,26 @@ struct BenchOptions {
   double verdict_threshold = 0.01;
   double graph_below_us = 10.0;      // hot mode: batch launches in a CUDA graph below this
   double graph_sample_us = 200.0;    // target length of one batched sample
+  // Poison the outputs before a random ~10 % of the timed samples and compare them, and the
+  // outputs after the last launch, with those of an untimed launch (output_verifier.hpp).
+  bool verify_samples = true;
 };
 
 struct BenchJob {
   std::vector<RunJob> variants;  // 1, or 2 for an A/B comparison
   BenchOptions options;
+};
+
+// Timed launches checked against the variant's own output of an untimed launch after warm-up
+// (output_verifier.hpp): a kernel that skips its work under timing fails as "inconsistent".
+struct SampleVerification {
+  bool enabled = false;              // verify_samples, and the variant has output tensors
+  std::size_t poisoned_samples = 0;  // timed samples whose outputs were poisoned before, compared after
+  bool last_checked = false;         // the outputs after the last timed launch were compared
+  std::int64_t failed_sample = -1;   // index into samples_s of the first sample that differed; -1: none
+  std::string failure;               // why the variant is inconsistent; empty: consistent
+  std::string note;                  // how it was done where that differs (graph batches, large outputs)
+  bool failed() const { return !failure.empty(); }
 };
 
 struct SampleSeries {
@@ -49,9 +64,14 @@ struct SampleSeries {
   double launch_overhead_us = 0;  // median host time of one cuLaunchKernel call
   bool host_in_window = false;    // no blocking kernel held it out (a solve() library)
   int blocking_timeouts = 0;      // samples where the blocking kernel gave up waiting
+  // torch.compile baselines: graphs compiled while the series was sampled (a recompilation
+  // inside the timing) and graph breaks of the compiled call; -1 where not a compiled call.
+  int recompiles = -1;
+  int graph_breaks = -1;
   double warmup_s = 0;
   double wall_s = 0;
   StopReason stop = StopReason::not_yet;
+  SampleVerification verification;
 };
 
 struct BenchResult {
@@ -91,6 +111,8 @@ Ceiling ceiling_from_times(const std::string& name, const std::string& unit, dou
 
 nlohmann::json to_json(const BenchOptions& o);
 BenchOptions bench_options_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const SampleVerification& v);
+SampleVerification sample_verification_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const SampleSeries& s);
 SampleSeries sample_series_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const BenchResult& r);

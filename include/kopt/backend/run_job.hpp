@@ -24,6 +24,8 @@ struct JobTensor {
   std::filesystem::path input_path;   // inputs and inouts: initial bytes
   std::filesystem::path output_path;  // outputs and inouts: written after the run
   std::vector<std::int64_t> shape;    // for Python, which passes tensors of this shape
+  std::string checksum;               // inputs: checksum64 of the file as written (hex); may be empty
+  Tolerance tolerance;                // outputs: the checker's, for comparing timed launches' outputs
 };
 
 struct RunJob {

@@ -8,6 +8,8 @@
 
 #include "kopt/backend/bench_job.hpp"
 #include "kopt/engine/checker.hpp"
+#include "kopt/engine/roofs.hpp"
+#include "kopt/measure/distribution_flags.hpp"
 
 namespace kopt {
 
@@ -39,11 +41,14 @@ struct BenchVariant {
   std::size_t throttled_samples = 0;
   double gbps = 0;     // from the cost formula `bytes` and the median time
   double gflops = 0;   // from `flops`
-  double pct_bandwidth_ceiling = 0;  // of the measured dram_copy ceiling
-  double pct_compute_ceiling = 0;    // of the fastest measured compute ceiling
-  double floor_s = 0;                // the roofline floor, when ceilings are known
-  std::string status = "ok";         // ok | wrong | compile_failed | run_failed | below_floor | unavailable (a baseline this torch lacks)
+  double pct_bandwidth_ceiling = 0;  // of the memory roof (BenchReport::roofs)
+  double pct_compute_ceiling = 0;    // of the fastest compute roof
+  double floor_s = 0;                // the roofline floor, when a roof is known
+  std::string status = "ok";         // ok | wrong | compile_failed | run_failed | below_floor | inconsistent | unavailable (a baseline this torch lacks)
   std::string error;
+  // Shapes of the series an honest kernel does not produce (distribution_flags.hpp): shown,
+  // recorded, and a reason to refuse the variant as a champion; the status stays ok.
+  std::vector<DistributionFlag> flags;
 };
 
 struct BenchReport {
@@ -56,7 +61,9 @@ struct BenchReport {
   Clocks clocks_before, clocks_after;
   std::int64_t flush_bytes = 0;
   std::string flush_method;
-  std::string ceilings_source;  // "measured <date>" or "none: run kopt ceilings"
+  std::string ceilings_source;  // roofs.source: "measured <date>", "measured now (first use, 4.8 s)", "spec table: ..."
+  DeviceRoofs roofs;            // what %BW, %FLOP and the floor divide by, and where they come from
+  Cost cost;                    // the problem's cost formulas at its dims; no flops: GFLOP/s unknown
   int exit_code() const;
 };
 

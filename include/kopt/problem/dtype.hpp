@@ -33,6 +33,10 @@ struct Poison {
   int width;
 };
 Poison poison_for(DType t);
+// A fill that looks like a written output: finite values in [1, 2) (an integer pattern for
+// integer types), varied by `random`. A kernel that skips its work when its output looks
+// written, rather than poisoned, is caught by it (output_verifier.hpp).
+Poison stale_fill_for(DType t, std::uint32_t random);
 bool is_poison(const std::byte* data, std::size_t i, DType t);
 
 }  // namespace kopt

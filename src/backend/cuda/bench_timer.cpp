@@ -1,13 +1,16 @@
 // CudaExecutor::bench: device events around each launch on a private stream, the L2
 // flushed before each cold sample, host launch latency kept out of the timed window by a
 // blocking kernel (nvbench's technique), CUDA-graph batches for very short kernels in hot
-// mode, A B B A interleaving for comparisons, NVML throttle reasons after every sample.
+// mode, A B B A interleaving for comparisons, NVML throttle reasons after every sample, and
+// timed launches checked against an untimed one (output_verifier.hpp).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <random>
 
 #include "executor_state.hpp"
+#include "kopt/backend/output_verifier.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
 #include "kopt/core/fs.hpp"
 
@@ -102,7 +105,24 @@ class Graph {
 struct Variant : SampledVariant {
   PreparedLaunch launch;
   std::unique_ptr<Graph> graph;
-  Variant(PreparedLaunch l, const StoppingRule& rule) : SampledVariant(rule), launch(std::move(l)) {}
+  OutputVerifier verifier;
+  Variant(PreparedLaunch l, const RunJob& job, const BenchOptions& opt, std::uint64_t seed)
+      : SampledVariant(opt.rule), launch(std::move(l)), verifier(job, opt, seed) {}
+  // Queued on `stream`, so it is done before the sample's start event.
+  CUresult poison_outputs(CUstream stream) const {
+    for (std::size_t i : verifier.outputs())
+      if (CUresult r = launch.poison(stream, i, verifier.fill_for(i)); r != CUDA_SUCCESS) return r;
+    return CUDA_SUCCESS;
+  }
+  // Called after the sample's stop event completed: the outputs are final.
+  ReadTensor reader() const {
+    return [this](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
+      CUresult r = launch.api->memcpy_dtoh(host.data(), launch.buffers[i].get(), host.size());
+      if (r != CUDA_SUCCESS)
+        return driver_failure(*launch.api, RunStatus::fault, ("cuMemcpyDtoH(" + launch.job->tensors[i].name + ")").c_str(), r);
+      return std::nullopt;
+    };
+  }
 };
 
 // The helper kernels, built with NVRTC for the device in the worker.
@@ -127,13 +147,13 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
   const DriverApi& api = *m_state->api;
   const BenchOptions& opt = job.options;
   BenchResult result;
-  auto fail = [&](RunStatus status, const char* call, CUresult r) {
-    RunResult f = driver_failure(api, status, call, r);
+  auto failed = [&](const RunResult& f) {
     result.status = f.status;
     result.error = f.error;
     result.fatal = f.fatal;
     return result;
   };
+  auto fail = [&](RunStatus status, const char* call, CUresult r) { return failed(driver_failure(api, status, call, r)); };
 #define KOPT_CU_BENCH(status, call)                                 \
   do {                                                              \
     CUresult kopt_r_ = (call);                                      \
@@ -151,16 +171,13 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
 
   std::vector<Variant> variants;
   variants.reserve(job.variants.size());
+  std::random_device entropy;  // which samples are verified: nothing the kernel can predict
   for (const RunJob& rj : job.variants) {
     RunResult failure;
     auto p = prepare_launch(api, rj, failure);
-    if (!p) {
-      result.status = failure.status;
-      result.error = failure.error;
-      result.fatal = failure.fatal;
-      return result;
-    }
-    variants.emplace_back(std::move(*p), opt.rule).series.label = rj.label;
+    if (!p) return failed(failure);
+    std::uint64_t seed = (std::uint64_t{entropy()} << 32) ^ entropy();
+    variants.emplace_back(std::move(*p), rj, opt, seed).series.label = rj.label;
   }
 
   Stream stream(&api);
@@ -216,6 +233,12 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
                      std::to_string(opt.rule.max_time_s) + " s";
       return result;
     }
+    // The golden output: one more untimed launch.
+    if (v.verifier.active()) {
+      KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
+      KOPT_CU_BENCH(RunStatus::fault, api.stream_synchronize(stream.get()));
+      if (auto f = v.verifier.take_golden(v.reader())) return failed(*f);
+    }
   }
   // Hot mode: a kernel shorter than graph_below_us is timed in batches inside a CUDA graph.
   if (opt.mode == CacheMode::hot) {
@@ -236,6 +259,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
         KOPT_CU_BENCH(RunStatus::launch_failed, v.graph->capture(v.launch, stream.get(), batch));
         v.series.graph = true;
         v.series.batch = batch;
+        v.verifier.set_batched(batch);
       }
     }
   }
@@ -251,6 +275,11 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
   do {                                                       \
     if (!check(status, #call, (call))) return std::nullopt; \
   } while (0)
+    // Poisoned outside the timed window (before the flush and the start event). A graph batch
+    // is poisoned before it and verified after it: not between its launches.
+    const std::size_t index = v.series.samples_s.size();
+    const bool verify = v.verifier.poison_before(index, seconds_since(wall_start));
+    if (verify) KOPT_CU_SAMPLE(RunStatus::launch_failed, v.poison_outputs(stream.get()));
     if (flush && read_flush) {
       unsigned blocks = static_cast<unsigned>(dev.sm_count) * 4;
       KOPT_CU_SAMPLE(RunStatus::launch_failed,
@@ -276,12 +305,19 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     KOPT_CU_SAMPLE(RunStatus::fault, api.event_elapsed_time(&ms, start.get(), stop.get()));
 #undef KOPT_CU_SAMPLE
     if (hold && flag.timed_out()) ++v.series.blocking_timeouts;
+    if (verify)
+      if (auto f = v.verifier.check_sample(v.reader(), index)) {
+        failure = failed(*f);
+        return std::nullopt;
+      }
     return TakenSample{ms / 1000.0 / v.series.batch, (read_throttle_mask(dev.pci_bus_id) & k_throttle_bits) != 0};
   };
   std::vector<SampledVariant*> rotation;
   for (auto& v : variants) rotation.push_back(&v);
   if (!run_sampling_rounds(rotation, opt, sample, [&] { return seconds_since(wall_start); })) return *failure;
   for (auto& v : variants) {
+    if (auto f = v.verifier.check_last(v.reader(), v.series.samples_s.size())) return failed(*f);
+    v.series.verification = v.verifier.record();
     v.series.wall_s = seconds_since(wall_start);
     result.series.push_back(std::move(v.series));
   }

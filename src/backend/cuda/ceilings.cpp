@@ -1,5 +1,6 @@
 // CudaExecutor::ceilings: what the device really sustains, for the roofline.
-//   dram_copy   device-to-device cuMemcpy of 2 x 512 MiB, bytes read + written per second
+//   dram_copy   bytes read + written per second: the best of dram_memcpy, dram_copy_kernel and
+//               dram_copy_cold, its method naming the winner (copy_ceilings.cpp says why three)
 //   fp32_fma    a kernel of independent FMA chains filling every SM, 2 FLOP per FMA
 //   tensor_*    cuBLAS GEMM 8192^3 (f16, bf16 with f32 accumulation; tf32 from f32 inputs)
 // Each figure keeps the best and the median of its samples.
@@ -7,7 +8,7 @@
 
 #include <algorithm>
 
-#include "executor_state.hpp"
+#include "ceiling_timing.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
@@ -58,38 +59,6 @@ Expected<const CublasApi*> cublas_api() {
       return Unexpected(environment_error("cuBLAS at " + a->lib.path() + " lacks an expected entry point"));
     return a;
   });
-}
-
-// Times `work` (which enqueues on `stream`) `samples` times after `warmup` runs; returns
-// the per-run seconds.
-template <class Work>
-Expected<std::vector<double>> time_runs(const DriverApi& api, CUstream stream, Work work, int warmup, int samples) {
-  Event start(&api), stop(&api);
-  std::vector<double> out;
-  for (int i = 0; i < warmup + samples; ++i) {
-    api.event_record(start.get(), stream);
-    if (CUresult r = work(); r != CUDA_SUCCESS) return Unexpected(environment_error(api.describe(r)));
-    api.event_record(stop.get(), stream);
-    if (CUresult r = api.event_synchronize(stop.get()); r != CUDA_SUCCESS)
-      return Unexpected(environment_error(api.describe(r)));
-    float ms = 0;
-    api.event_elapsed_time(&ms, start.get(), stop.get());
-    if (i >= warmup) out.push_back(ms / 1000.0);
-  }
-  return out;
-}
-
-Ceiling copy_ceiling(const DriverApi& api, CUstream stream) {
-  const std::size_t bytes = std::size_t{512} << 20;
-  CUdeviceptr a = 0, b = 0;
-  if (api.mem_alloc(&a, bytes) != CUDA_SUCCESS || api.mem_alloc(&b, bytes) != CUDA_SUCCESS) {
-    if (a) api.mem_free(a);
-    return Ceiling{"dram_copy", "B/s", 0, 0, "", "cannot allocate 2 x 512 MiB"};
-  }
-  DeviceBuffer src(&api, a), dst(&api, b);
-  api.memset_d32(a, 0x3f800000u, bytes / 4);
-  auto t = time_runs(api, stream, [&] { return api.memcpy_dtod_async(dst.get(), src.get(), bytes, stream); }, 3, 20);
-  return ceiling_from_times("dram_copy", "B/s", 2.0 * bytes, t, "cuMemcpyDtoDAsync of 512 MiB, read + write bytes");
 }
 
 Ceiling fma_ceiling(const DriverApi& api, CUstream stream, const DeviceInfo& dev) {
@@ -155,7 +124,7 @@ CeilingsResult CudaExecutor::ceilings() {
   const DeviceInfo& dev = **info;
   result.clocks_before = read_clocks(dev.pci_bus_id);
   Stream stream(&api);
-  result.ceilings.push_back(copy_ceiling(api, stream.get()));
+  for (Ceiling& c : copy_ceilings(api, stream.get(), dev)) result.ceilings.push_back(std::move(c));
   result.ceilings.push_back(fma_ceiling(api, stream.get(), dev));
   auto blas = cublas_api();
   cublasHandle_t handle = nullptr;

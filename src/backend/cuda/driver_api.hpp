@@ -47,6 +47,8 @@ namespace kopt::cuda {
   X(stream_synchronize, "cuStreamSynchronize", cuStreamSynchronize) \
   X(stream_wait_event, "cuStreamWaitEvent", cuStreamWaitEvent)     \
   X(memset_d32_async, "cuMemsetD32Async", cuMemsetD32Async)        \
+  X(memset_d16_async, "cuMemsetD16Async", cuMemsetD16Async)        \
+  X(memset_d8_async, "cuMemsetD8Async", cuMemsetD8Async)           \
   X(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2", cuMemcpyDtoDAsync_v2) \
   X(mem_host_alloc, "cuMemHostAlloc", cuMemHostAlloc)              \
   X(mem_free_host, "cuMemFreeHost", cuMemFreeHost)                 \

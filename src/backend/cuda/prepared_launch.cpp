@@ -46,6 +46,9 @@ CUresult PreparedLaunch::launch(CUstream stream) const {
       CUresult sync = api->ctx_synchronize();
       return sync != CUDA_SUCCESS ? sync : CUDA_ERROR_LAUNCH_FAILED;
     }
+    // Work the library left running on streams of its own ends before the stop event: the
+    // whole device is synchronized (the host call is inside the timed window anyway).
+    if (CUresult r = api->ctx_synchronize(); r != CUDA_SUCCESS) return r;
     if (stream) {
       if (CUresult r = api->event_record(after->get(), CU_STREAM_LEGACY); r != CUDA_SUCCESS) return r;
       return api->stream_wait_event(stream, after->get(), 0);
@@ -57,6 +60,14 @@ CUresult PreparedLaunch::launch(CUstream stream) const {
                             static_cast<unsigned>(job->block[1]), static_cast<unsigned>(job->block[2]),
                             static_cast<unsigned>(job->shared_mem), stream, const_cast<void**>(params.data()),
                             nullptr);
+}
+
+CUresult PreparedLaunch::poison(CUstream stream, std::size_t index, Poison pz) const {
+  const JobTensor& t = job->tensors[index];
+  CUdeviceptr ptr = buffers[index].get();
+  if (pz.width == 4) return api->memset_d32_async(ptr, pz.pattern, t.bytes / 4, stream);
+  if (pz.width == 2) return api->memset_d16_async(ptr, static_cast<unsigned short>(pz.pattern), t.bytes / 2, stream);
+  return api->memset_d8_async(ptr, static_cast<unsigned char>(pz.pattern), t.bytes, stream);
 }
 
 #define KOPT_CU_PREPARE(status, call)                                          \

@@ -92,6 +92,8 @@ struct PreparedLaunch {
 
   CUresult launch(CUstream stream) const;
   bool is_solve() const { return shim != nullptr; }
+  // Fills buffer `index` (an output) with `fill` (its dtype's poison, or a stale fill), queued on `stream`.
+  CUresult poison(CUstream stream, std::size_t index, Poison fill) const;
 };
 
 // Describes a driver failure: "cuCall: CUDA_ERROR_X: text".

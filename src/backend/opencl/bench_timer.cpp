@@ -1,8 +1,11 @@
 // OpenclExecutor::bench: the queue's profiling counters around each launch (device time,
 // so no host latency is inside), a buffer of twice the device's global-memory cache
-// rewritten before each cold sample, and the shared A B B A schedule.
+// rewritten before each cold sample, the shared A B B A schedule, and timed launches checked
+// against an untimed one (output_verifier.hpp).
 #include <chrono>
+#include <random>
 
+#include "kopt/backend/output_verifier.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
 #include "prepared_kernel.hpp"
 
@@ -15,8 +18,18 @@ double seconds_since(Clock::time_point t) {
 
 struct Variant : SampledVariant {
   PreparedKernel kernel;
-  Variant(PreparedKernel k, const StoppingRule& rule)
-      : SampledVariant(rule), kernel(std::move(k)) {}
+  const RunJob* job;
+  OutputVerifier verifier;
+  Variant(PreparedKernel k, const RunJob& j, const BenchOptions& opt, std::uint64_t seed)
+      : SampledVariant(opt.rule), kernel(std::move(k)), job(&j), verifier(j, opt, seed) {}
+  ReadTensor reader(const Session& s) const {
+    return [this, &s](std::size_t i, std::vector<std::byte>& host) { return kernel.read(s, i, job->tensors[i], host); };
+  }
+  cl_int poison_outputs(const Session& s) const {
+    for (std::size_t i : verifier.outputs())
+      if (cl_int err = kernel.poison(s, i, job->tensors[i], verifier.fill_for(i)); err != CL_SUCCESS) return err;
+    return CL_SUCCESS;
+  }
 };
 
 }  // namespace
@@ -34,11 +47,13 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
   };
   std::vector<Variant> variants;
   variants.reserve(job.variants.size());
+  std::random_device entropy;  // which samples are verified: nothing the kernel can predict
   for (const RunJob& rj : job.variants) {
     RunResult failure;
     auto p = prepare_kernel(s, *m_programs, rj, failure);
     if (!p) return failed(failure);
-    variants.emplace_back(std::move(*p), opt.rule).series.label = rj.label;
+    std::uint64_t seed = (std::uint64_t{entropy()} << 32) ^ entropy();
+    variants.emplace_back(std::move(*p), rj, opt, seed).series.label = rj.label;
   }
   // The flush buffer: rewritten (write-allocate) before each cold sample.
   Buffer flush;
@@ -79,10 +94,27 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
                      std::to_string(opt.rule.max_time_s) + " s";
       return result;
     }
+    // The golden output: one more untimed launch.
+    if (v.verifier.active()) {
+      if (cl_int err = v.kernel.enqueue(s, nullptr); err != CL_SUCCESS)
+        return failed(cl_failure(RunStatus::launch_failed, "clEnqueueNDRangeKernel", err));
+      if (cl_int err = api.finish(s.queue.get()); err != CL_SUCCESS)
+        return failed(cl_failure(RunStatus::fault, "clFinish", err));
+      if (auto f = v.verifier.take_golden(v.reader(s))) return failed(*f);
+    }
   }
 
   std::optional<RunResult> failure;
   auto sample = [&](std::size_t idx, std::uint32_t round) -> std::optional<TakenSample> {
+    Variant& v = variants[idx];
+    // Poisoned outside the timed window: the fill completes before the launch's start counter.
+    const std::size_t index = v.series.samples_s.size();
+    const bool verify = v.verifier.poison_before(index, seconds_since(wall_start));
+    if (verify)
+      if (cl_int err = v.poison_outputs(s); err != CL_SUCCESS) {
+        failure = cl_failure(RunStatus::launch_failed, "clEnqueueFillBuffer(poison)", err);
+        return std::nullopt;
+      }
     if (flush) {
       cl_uint pattern = round;
       if (cl_int err = api.enqueue_fill_buffer(s.queue.get(), flush.get(), &pattern, sizeof pattern,
@@ -93,7 +125,7 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
       }
     }
     cl_event raw = nullptr;
-    if (cl_int err = variants[idx].kernel.enqueue(s, &raw); err != CL_SUCCESS) {
+    if (cl_int err = v.kernel.enqueue(s, &raw); err != CL_SUCCESS) {
       failure = cl_failure(RunStatus::launch_failed, "clEnqueueNDRangeKernel", err);
       return std::nullopt;
     }
@@ -108,6 +140,11 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
           cl_failure(RunStatus::fault, "clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE);
       return std::nullopt;
     }
+    if (verify)
+      if (auto f = v.verifier.check_sample(v.reader(s), index)) {
+        failure = *f;
+        return std::nullopt;
+      }
     return TakenSample{*sec, false};
   };
   std::vector<SampledVariant*> rotation;
@@ -115,6 +152,8 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
   if (!run_sampling_rounds(rotation, opt, sample, [&] { return seconds_since(wall_start); }))
     return failed(*failure);
   for (auto& v : variants) {
+    if (auto f = v.verifier.check_last(v.reader(s), v.series.samples_s.size())) return failed(*f);
+    v.series.verification = v.verifier.record();
     v.series.wall_s = seconds_since(wall_start);
     result.series.push_back(std::move(v.series));
   }

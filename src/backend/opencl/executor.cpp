@@ -33,11 +33,8 @@ RunResult OpenclExecutor::run(const RunJob& job) {
   if (cl_int err = api.wait_for_events(1, &raw); err != CL_SUCCESS)
     return cl_failure(RunStatus::fault, "clWaitForEvents", err);
   if (auto sec = event_seconds(api, raw)) result.kernel_ms = *sec * 1e3;
-  return collect_tensors(job, result, [&](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
-    cl_int err = api.enqueue_read_buffer(s.queue.get(), prepared->buffers[i].get(), CL_TRUE, 0, host.size(),
-                                         host.data(), 0, nullptr, nullptr);
-    if (err != CL_SUCCESS) return cl_failure(RunStatus::fault, "clEnqueueReadBuffer(" + job.tensors[i].name + ")", err);
-    return std::nullopt;
+  return collect_tensors(job, result, [&](std::size_t i, std::vector<std::byte>& host) {
+    return prepared->read(s, i, job.tensors[i], host);
   });
 }
 

@@ -19,6 +19,20 @@ cl_int PreparedKernel::enqueue(const Session& s, cl_event* event) const {
                                         0, nullptr, event);
 }
 
+cl_int PreparedKernel::poison(const Session& s, std::size_t index, const JobTensor& tensor, Poison pz) const {
+  // A kernel that skips an element leaves the fill (a NaN or a sentinel, or stale values) behind.
+  return s.api->enqueue_fill_buffer(s.queue.get(), buffers[index].get(), &pz.pattern, pz.width, 0,
+                                    tensor.bytes / pz.width * pz.width, 0, nullptr, nullptr);
+}
+
+std::optional<RunResult> PreparedKernel::read(const Session& s, std::size_t index, const JobTensor& tensor,
+                                              std::vector<std::byte>& host) const {
+  cl_int err = s.api->enqueue_read_buffer(s.queue.get(), buffers[index].get(), CL_TRUE, 0, host.size(),
+                                          host.data(), 0, nullptr, nullptr);
+  if (err != CL_SUCCESS) return cl_failure(RunStatus::fault, "clEnqueueReadBuffer(" + tensor.name + ")", err);
+  return std::nullopt;
+}
+
 std::optional<double> event_seconds(const OpenclApi& api, cl_event e) {
   cl_ulong start = 0, end = 0;
   if (api.get_event_profiling_info(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) !=
@@ -80,10 +94,7 @@ std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::P
     p.buffers.emplace_back(&api, m);
     by_name[t.name] = m;
     if (t.role == Role::output) {
-      // Poison: a kernel that skips an element leaves a NaN (or a sentinel) behind.
-      Poison pz = poison_for(t.dtype);
-      err = api.enqueue_fill_buffer(s.queue.get(), m, &pz.pattern, pz.width, 0,
-                                    t.bytes / pz.width * pz.width, 0, nullptr, nullptr);
+      err = p.poison(s, p.buffers.size() - 1, t, poison_for(t.dtype));
     } else {
       auto data = read_binary_file(t.input_path);
       if (!data) return fail(RunStatus::launch_failed, data.error().to_string());

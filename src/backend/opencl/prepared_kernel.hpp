@@ -25,6 +25,11 @@ struct PreparedKernel {
   std::size_t local[3] = {1, 1, 1};
   // Enqueues one launch; `event` (optional) receives its event.
   cl_int enqueue(const Session& s, cl_event* event) const;
+  // Enqueues the fill of buffer `index` (an output of `tensor`) with `fill`.
+  cl_int poison(const Session& s, std::size_t index, const JobTensor& tensor, Poison fill) const;
+  // Copies buffer `index` into `host` (blocking); a failure as a RunResult.
+  std::optional<RunResult> read(const Session& s, std::size_t index, const JobTensor& tensor,
+                                std::vector<std::byte>& host) const;
 };
 
 // A failure of `call` as a RunResult: enqueue errors are launch failures; errors while

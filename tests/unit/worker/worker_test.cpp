@@ -41,6 +41,10 @@ TEST(Protocol, RunJobRoundTrips) {
   EXPECT_EQ(std::get<std::int64_t>(back.args[1].value), std::int64_t{1} << 40);
   EXPECT_DOUBLE_EQ(std::get<double>(back.args[2].value), 1e-6);
   EXPECT_EQ(back.tensors[0].role, Role::inout);
+  job.tensors[0].tolerance = {1e-5, 2e-3};  // the checker's, for comparing timed launches
+  back = run_job_from_json(json::parse(to_json(job).dump()));
+  EXPECT_EQ(back.tensors[0].tolerance.atol, 1e-5);
+  EXPECT_EQ(back.tensors[0].tolerance.rtol, 2e-3);
 }
 
 TEST(Protocol, RunResultRoundTripsAndRejectsUnknownStatus) {
@@ -79,6 +83,13 @@ class FakeExecutor final : public Executor {
     BenchResult r;
     r.status = m_status;
     for (const auto& v : job.variants) r.series.push_back(SampleSeries{v.label, {1e-3, 2e-3}, {false, true}});
+    if (!r.series.empty() && job.options.verify_samples) {  // what a timer says of a skipping kernel
+      SampleVerification& check = r.series[0].verification;
+      check.enabled = true;
+      check.poisoned_samples = 1;
+      check.failed_sample = 1;
+      check.failure = "timed sample samples_s[1] (outputs poisoned before it): output 'y': ... left poisoned";
+    }
     return r;
   }
   CeilingsResult ceilings() override {
@@ -143,9 +154,16 @@ TEST(WorkerLoop, BenchAndCeilingsTravelWithTheirRecords) {
   CeilingsResult c = ceilings_result_from_json(replies[1]["result"]);
   ASSERT_EQ(c.ceilings.size(), 1u);
   EXPECT_EQ(c.ceilings[0].best, 3e12);
+  EXPECT_TRUE(b.series[0].verification.failed());
+  EXPECT_EQ(b.series[0].verification.failed_sample, 1);
+  EXPECT_EQ(b.series[0].verification.poisoned_samples, 1u);
+  EXPECT_FALSE(b.series[1].verification.enabled);
   BenchOptions o = bench_options_from_json(to_json(job.options));
   EXPECT_EQ(o.mode, CacheMode::hot);
   EXPECT_EQ(o.rule.max_noise, 0.01);
+  EXPECT_TRUE(o.verify_samples);
+  job.options.verify_samples = false;
+  EXPECT_FALSE(bench_options_from_json(to_json(job.options)).verify_samples);
 }
 
 // A backend that builds with the device's driver (OpenCL) builds in the worker.

@@ -1,0 +1,91 @@
+#pragma once
+// Work skipped under timing is caught. After warm-up, the outputs of one untimed launch are
+// the variant's golden output (the orchestrator has checked this very build against the
+// reference on the same seed-1 inputs before timing). Before a random ~10 % of the timed
+// samples (at least 2 among the first min_samples, drawn from a seed the kernel cannot
+// predict) the timer poisons every output tensor outside the timed window, and after the
+// sample the outputs are read back and compared with the golden output; so are the outputs
+// after the last timed launch. A difference fails the variant as "inconsistent".
+//
+// Only `output` tensors are verified: an `inout` legitimately changes from launch to launch
+// (a reduction that accumulates into it). The cost is bounded: beyond the two early samples,
+// a drawn sample is poisoned only while the time spent verifying stays within 10 % of the
+// wall time, and outputs larger than the readback budget get fewer poisoned samples, down
+// to none (then only the last launch is compared).
+//
+// The backend's timer owns the device calls (poison, read); this decides when, and judges
+// what it read with the checker's own comparison (measure/compare.hpp).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kopt/backend/bench_job.hpp"
+#include "kopt/problem/tensor_data.hpp"
+
+namespace kopt {
+
+// Reads job tensor `index` into `host` (already sized to the tensor's bytes); nullopt on
+// success, else the failure as a RunResult.
+using ReadTensor = std::function<std::optional<RunResult>(std::size_t index, std::vector<std::byte>& host)>;
+
+// Bytes of outputs read back per variant for poisoned samples (the golden and the last
+// comparison come on top).
+inline constexpr std::size_t k_verify_readback_budget = std::size_t{2} << 30;
+inline constexpr double k_verify_rate = 0.1;
+inline constexpr double k_verify_time_share = 0.1;
+
+class OutputVerifier {
+ public:
+  // `seed`: from std::random_device in the timers, fixed in tests.
+  OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed);
+
+  bool active() const { return m_record.enabled; }
+  const std::vector<std::size_t>& outputs() const { return m_outputs; }  // indices into job.tensors
+  // Whether the outputs are poisoned before timed sample `index` (0-based, this variant's
+  // own count) and compared after it. Call once per sample, in order; `wall_elapsed_s` is the
+  // bench's wall time so far, which the time spent verifying must stay within a share of.
+  bool poison_before(std::size_t index, double wall_elapsed_s);
+  // What output `tensor` (an index into job.tensors) is filled with before the sample that
+  // poison_before chose: the dtype's NaN poison, or, on every other poisoned sample (the
+  // second of the two early ones for sure), a stale fill of finite values that looks written,
+  // so a kernel that works only while its output looks unwritten is caught either way.
+  Poison fill_for(std::size_t tensor) const;
+  // In graph mode a sample is a batch of launches: poisoning between them is impossible, so
+  // the outputs are compared after the batch (and poisoned before it); the record says so.
+  void set_batched(int launches_per_sample);
+
+  std::optional<RunResult> take_golden(const ReadTensor& read);
+  // After sample `index`, which poison_before chose.
+  std::optional<RunResult> check_sample(const ReadTensor& read, std::size_t index);
+  // After the last timed launch (`samples` samples taken): compared unless the last sample was.
+  std::optional<RunResult> check_last(const ReadTensor& read, std::size_t samples);
+
+  const SampleVerification& record() const { return m_record; }
+
+ private:
+  std::optional<RunResult> compare(const ReadTensor& read, std::size_t index, const std::string& when,
+                                   bool poisoned);
+
+  const RunJob& m_job;
+  std::vector<std::size_t> m_outputs;
+  std::vector<HostTensor> m_golden;  // one per output, in the order of m_outputs
+  std::vector<std::byte> m_scratch;  // where outputs are read back
+  std::mt19937_64 m_rng;
+  std::set<std::size_t> m_early;  // two sample indices verified for sure
+  std::size_t m_max_poisoned = 0;
+  std::size_t m_chosen = 0;
+  std::size_t m_held_back = 0;  // drawn, but not poisoned: verifying had used its share of the time
+  double m_spent_s = 0;         // reading back and comparing after poisoned samples
+  std::optional<std::size_t> m_last_poisoned;
+  bool m_stale = false;  // this sample's fill is the stale one
+  std::uint32_t m_stale_bits = 0;
+  int m_batch = 1;
+  SampleVerification m_record;
+};
+
+}  // namespace kopt

@@ -1,0 +1,47 @@
+#pragma once
+// Shapes of a timing series that an honest kernel does not produce: two well-separated
+// clusters (bimodal), or a group of samples far faster than the median (fast tail). A kernel
+// that skips its work on some launches (a launch counter in device memory) times as both.
+// Pure functions over the samples (seconds); the rules and their thresholds are documented
+// in docs/problem-spec.md, beside the output poison.
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kopt {
+
+struct DistributionFlag {
+  std::string name;    // "bimodal" | "fast_tail"
+  std::string detail;  // the numbers that tripped the rule
+  bool operator==(const DistributionFlag&) const = default;
+};
+
+// Fewer samples than this are never flagged: too few to tell a shape from chance.
+inline constexpr std::size_t k_min_samples_for_flags = 20;
+
+// bimodal: a gap in the sorted samples, with at least 20 % of them (and 5) on each side, that
+// is wider than the span of the 10 % of samples (and 3) next to it on either side, and more
+// than two timer steps (the smallest non-zero difference between neighbours elsewhere); and
+// the fast cluster's median at most 0.85 x the slow one's. The span test is local: a cluster
+// that is itself wide (a CPU shared with other work) does not hide an empty stretch between
+// two clusters, while a smooth distribution has no gap anywhere near that wide (its widest
+// gap between neighbours is a few times their mean spacing, the span of 10 % of the samples
+// tens of times). Steady noise, slow outliers and the timer's quantization do not trip it; a
+// kernel that does its work on only some of its launches does.
+std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples);
+
+// fast_tail: at least 5 % of the samples (and at least 3) below 0.8 x the median, below
+// Tukey's outer fence Q1 - 3 IQR, and more than two timer steps below the median. Timing
+// noise makes samples slower, almost never 20 % faster than the typical one and far outside
+// the spread of the others; a kernel that skips its work on a few launches does that. (A
+// 50/50 skip has no tail beyond the fence: it is bimodal.)
+std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples);
+
+// Both rules, in that order.
+std::vector<DistributionFlag> distribution_flags(std::span<const double> samples);
+
+// "bimodal (two clusters: ...)": how the console and the run records show a flag.
+std::string flag_text(const DistributionFlag& f);
+
+}  // namespace kopt

@@ -1,0 +1,169 @@
+#include "kopt/backend/output_verifier.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "kopt/measure/compare.hpp"
+
+namespace kopt {
+namespace {
+
+std::string bytes_text(std::size_t b) {
+  if (b >= (std::size_t{1} << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1 << 30));
+  return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20));
+}
+
+std::string index_text(const std::vector<std::int64_t>& index) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < index.size(); ++i) s += (i ? "," : "") + std::to_string(index[i]);
+  return s + "]";
+}
+
+HostTensor host_tensor(const JobTensor& t, std::vector<std::byte> data) {
+  std::vector<std::int64_t> shape = t.shape;
+  if (shape.empty()) shape = {static_cast<std::int64_t>(t.bytes / dtype_size(t.dtype))};
+  return HostTensor{t.name, t.dtype, std::move(shape), std::move(data)};
+}
+
+// What a difference means: elements still holding the poison are work a timed launch skipped.
+std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale) {
+  std::string s = fmt::format("output '{}': {} of {} elements differ from the variant's own output of an untimed "
+                              "launch after warm-up",
+                              c.tensor, c.mismatches, c.numel);
+  if (!c.first_mismatches.empty()) {
+    const Mismatch& m = c.first_mismatches.front();
+    s += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index), m.got, m.expected);
+  }
+  if (poisoned && stale)
+    s += "; the outputs had been filled with finite values that look written: the kernel skipped or cut short its "
+         "work on a timed launch whose output looked done";
+  else if (poisoned && c.unwritten > 0)
+    s += fmt::format("; {} {} left poisoned: the kernel skipped its work on a timed launch",
+                     (c.unwritten == c.numel ? "all " : "") + std::to_string(c.unwritten), c.unwritten == 1 ? "is" : "are");
+  else if (poisoned)
+    s += "; none is left poisoned: a timed launch computed something else than the untimed one";
+  else
+    s += ": a timed launch computed something else than the untimed one";
+  return s;
+}
+
+}  // namespace
+
+OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed)
+    : m_job(job), m_rng(seed) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < job.tensors.size(); ++i)
+    if (job.tensors[i].role == Role::output && job.tensors[i].bytes > 0) {
+      m_outputs.push_back(i);
+      bytes += job.tensors[i].bytes;
+    }
+  m_record.enabled = options.verify_samples && !m_outputs.empty();
+  if (!m_record.enabled) return;
+  m_max_poisoned = k_verify_readback_budget / bytes;
+  if (m_max_poisoned == 0)
+    m_record.note = "outputs of " + bytes_text(bytes) + " exceed the readback budget of " +
+                    bytes_text(k_verify_readback_budget) + ": no timed sample is poisoned, only the last launch is compared";
+  else if (m_max_poisoned < 10)
+    m_record.note = fmt::format("outputs of {}: at most {} poisoned sample(s) within the readback budget of {}",
+                                bytes_text(bytes), m_max_poisoned, bytes_text(k_verify_readback_budget));
+  // Two samples among the first min_samples, which every series reaches, are verified for sure.
+  std::size_t first = std::max<std::size_t>(2, options.rule.min_samples);
+  std::uniform_int_distribution<std::size_t> pick(0, first - 1);
+  while (m_early.size() < 2) m_early.insert(pick(m_rng));
+}
+
+void OutputVerifier::set_batched(int launches_per_sample) {
+  m_batch = launches_per_sample;
+  if (m_batch > 1 && m_record.enabled)
+    m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
+                     fmt::format("graph batches of {} launches: outputs cannot be poisoned between the launches of a "
+                                 "batch, so they are poisoned before a batch and compared after it",
+                                 m_batch);
+}
+
+bool OutputVerifier::poison_before(std::size_t index, double wall_elapsed_s) {
+  bool draw = std::bernoulli_distribution(k_verify_rate)(m_rng);  // drawn every time: the choice stays spread out
+  if (!m_record.enabled || m_record.failed() || m_chosen >= m_max_poisoned) return false;
+  bool early = m_early.count(index) > 0;
+  if (!draw && !early) return false;
+  if (!early && m_spent_s > k_verify_time_share * wall_elapsed_s) {
+    ++m_held_back;
+    return false;
+  }
+  ++m_chosen;
+  // The first poisoned sample gets the NaN poison, the second the stale fill, later ones either.
+  m_stale = m_chosen == 2 || (m_chosen > 2 && std::bernoulli_distribution(0.5)(m_rng));
+  m_stale_bits = static_cast<std::uint32_t>(m_rng());
+  return true;
+}
+
+Poison OutputVerifier::fill_for(std::size_t tensor) const {
+  DType t = m_job.tensors[tensor].dtype;
+  return m_stale ? stale_fill_for(t, m_stale_bits) : poison_for(t);
+}
+
+std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read) {
+  if (!m_record.enabled) return std::nullopt;
+  m_golden.clear();
+  for (std::size_t i : m_outputs) {
+    std::vector<std::byte> host(m_job.tensors[i].bytes);
+    if (auto failure = read(i, host)) return failure;
+    m_golden.push_back(host_tensor(m_job.tensors[i], std::move(host)));
+  }
+  return std::nullopt;
+}
+
+std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, std::size_t index) {
+  auto t0 = std::chrono::steady_clock::now();
+  struct Spent {  // counted however the comparison ends
+    double& total;
+    std::chrono::steady_clock::time_point t0;
+    ~Spent() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } spent{m_spent_s, t0};
+  ++m_record.poisoned_samples;
+  m_last_poisoned = index;
+  std::string fill = m_stale ? "filled with finite stale values" : "poisoned";
+  std::string when = m_batch > 1 ? fmt::format("graph batch samples_s[{}] ({} launches, outputs {} before it)", index,
+                                               m_batch, fill)
+                                 : fmt::format("timed sample samples_s[{}] (outputs {} before it)", index, fill);
+  return compare(read, index, when, true);
+}
+
+std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std::size_t samples) {
+  if (!m_record.enabled || m_record.failed() || samples == 0) return std::nullopt;
+  m_record.last_checked = true;
+  if (m_held_back > 0)
+    m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
+                     fmt::format("{} more drawn sample(s) were not poisoned, to keep verifying within {:.0f} % of the "
+                                 "wall time",
+                                 m_held_back, 100 * k_verify_time_share);
+  if (m_last_poisoned == samples - 1) return std::nullopt;  // that very launch was compared
+  return compare(read, samples - 1, fmt::format("after the last timed launch (samples_s[{}])", samples - 1), false);
+}
+
+std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, std::size_t index, const std::string& when,
+                                                 bool poisoned) {
+  for (std::size_t k = 0; k < m_outputs.size(); ++k) {
+    const JobTensor& t = m_job.tensors[m_outputs[k]];
+    std::vector<std::byte>& host = m_scratch;  // allocated once: outputs may be large
+    host.resize(t.bytes);
+    if (auto failure = read(m_outputs[k], host)) return failure;
+    // The same bytes are the same values: the element-by-element comparison only for a difference.
+    if (std::memcmp(host.data(), m_golden[k].data.data(), host.size()) == 0) continue;
+    // Two outputs within the tolerance of the reference may differ by twice it (an atomic
+    // reduction's order): the checker's comparison, at twice the checker's tolerance.
+    Tolerance tol{2 * t.tolerance.atol, 2 * t.tolerance.rtol};
+    CompareResult c = compare_tensors(host_tensor(t, host), m_golden[k], tol, 1);
+    if (!c.passed) {
+      m_record.failed_sample = static_cast<std::int64_t>(index);
+      m_record.failure = when + ": " + mismatch_text(c, poisoned, poisoned && m_stale);
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace kopt

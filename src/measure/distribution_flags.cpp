@@ -1,0 +1,115 @@
+#include "kopt/measure/distribution_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kopt/measure/statistics.hpp"
+
+namespace kopt {
+namespace {
+
+constexpr double k_min_cluster_share = 0.2;
+constexpr std::size_t k_min_cluster_size = 5;
+constexpr double k_edge_share = 0.1;
+constexpr std::size_t k_min_edge_size = 3;
+constexpr double k_max_mode_ratio = 0.85;
+constexpr double k_fast_below = 0.8;
+constexpr double k_fast_min_share = 0.05;
+constexpr std::size_t k_fast_min_count = 3;
+constexpr double k_fast_fence_iqrs = 3.0;
+
+std::string time_text(double s) {
+  if (s >= 1.0) return fmt::format("{:.3g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} us", s * 1e6);
+}
+
+// The timer's step, as the samples show it: the smallest non-zero difference between two
+// neighbours, the gap at `skip` (x[skip - 1] .. x[skip]) aside.
+double smallest_step(std::span<const double> sorted, std::size_t skip) {
+  double step = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 1; i < sorted.size(); ++i)
+    if (double d = sorted[i] - sorted[i - 1]; d > 0 && i != skip) step = std::min(step, d);
+  return std::isfinite(step) ? step : 0.0;
+}
+
+std::vector<double> sorted_copy(std::span<const double> samples) {
+  std::vector<double> s(samples.begin(), samples.end());
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+}  // namespace
+
+std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples) {
+  const std::size_t n = samples.size();
+  if (n < k_min_samples_for_flags) return std::nullopt;
+  std::vector<double> x = sorted_copy(samples);
+  const auto min_side = std::max(k_min_cluster_size,
+                                 static_cast<std::size_t>(std::ceil(k_min_cluster_share * static_cast<double>(n))));
+  const auto w = std::max(k_min_edge_size, static_cast<std::size_t>(std::ceil(k_edge_share * static_cast<double>(n))));
+  if (2 * min_side > n) return std::nullopt;
+  // The emptiest gap x[k - 1] .. x[k] with enough samples on each side: the widest relative to
+  // the span of the w samples next to it on either side.
+  std::size_t split = 0;
+  double best = -1, gap = 0, span = 0;
+  for (std::size_t k = min_side; k + min_side <= n; ++k) {
+    double g = x[k] - x[k - 1];
+    if (g <= 0) continue;
+    double s = std::max(x[k - 1] - x[k - w], x[k + w - 1] - x[k]);
+    double score = s > 0 ? g / s : std::numeric_limits<double>::infinity();
+    if (score > best) {
+      best = score;
+      split = k;
+      gap = g;
+      span = s;
+    }
+  }
+  if (split == 0 || gap < span || gap <= 2 * smallest_step(x, split)) return std::nullopt;
+  std::span<const double> fast(x.data(), split), slow(x.data() + split, n - split);
+  double fast_median = quantile_sorted(fast, 0.5), slow_median = quantile_sorted(slow, 0.5);
+  if (fast_median > k_max_mode_ratio * slow_median) return std::nullopt;
+  const double share = 100.0 * static_cast<double>(fast.size()) / static_cast<double>(n);
+  return DistributionFlag{
+      "bimodal", fmt::format("two clusters: {:.0f} % of the samples near {} and {:.0f} % near {}, none between {} "
+                             "and {} (a gap wider than the span of the {} samples on either side of it)",
+                             share, time_text(fast_median), 100.0 - share, time_text(slow_median),
+                             time_text(x[split - 1]), time_text(x[split]), w)};
+}
+
+std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples) {
+  const std::size_t n = samples.size();
+  if (n < k_min_samples_for_flags) return std::nullopt;
+  std::vector<double> x = sorted_copy(samples);
+  // Below 0.8 x the median; beyond Tukey's outer fence (Q1 - 3 IQR), so that a noisy device
+  // (a CPU shared with other work) whose typical sample is slowed does not trip it; and more
+  // than two timer steps below the median: a kernel a few steps long times one step faster
+  // without being far faster.
+  const double median = quantile_sorted(x, 0.5), q1 = quantile_sorted(x, 0.25);
+  const double fence = q1 - k_fast_fence_iqrs * (quantile_sorted(x, 0.75) - q1);
+  const double limit = std::min({k_fast_below * median, fence, median - 2 * smallest_step(x, 0)});
+  const auto fast = static_cast<std::size_t>(std::lower_bound(x.begin(), x.end(), limit) - x.begin());
+  const auto need = std::max(k_fast_min_count,
+                             static_cast<std::size_t>(std::ceil(k_fast_min_share * static_cast<double>(n))));
+  if (median <= 0 || fast < need) return std::nullopt;
+  return DistributionFlag{
+      "fast_tail", fmt::format("{} of {} samples ({:.0f} %) are below {}: under {} x the median {} and beyond "
+                               "Q1 - 3 IQR ({}); fastest {}",
+                               fast, n, 100.0 * static_cast<double>(fast) / static_cast<double>(n),
+                               time_text(limit), k_fast_below, time_text(median), time_text(fence),
+                               time_text(x.front()))};
+}
+
+std::vector<DistributionFlag> distribution_flags(std::span<const double> samples) {
+  std::vector<DistributionFlag> out;
+  if (auto f = bimodal_flag(samples)) out.push_back(std::move(*f));
+  if (auto f = fast_tail_flag(samples)) out.push_back(std::move(*f));
+  return out;
+}
+
+std::string flag_text(const DistributionFlag& f) { return f.name + " (" + f.detail + ")"; }
+
+}  // namespace kopt

@@ -1,0 +1,251 @@
+// The verification of timed launches (output_verifier.hpp) against a fake device: which
+// samples are poisoned, what the readback budget allows, and the reasons it gives.
+#include "kopt/backend/output_verifier.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+namespace kopt {
+namespace {
+
+RunJob job_with(std::vector<JobTensor> tensors) {
+  RunJob job;
+  job.label = "k";
+  job.tensors = std::move(tensors);
+  return job;
+}
+
+JobTensor tensor(const char* name, Role role, std::size_t numel, DType dtype = DType::f32) {
+  JobTensor t;
+  t.name = name;
+  t.role = role;
+  t.dtype = dtype;
+  t.bytes = numel * dtype_size(dtype);
+  t.shape = {static_cast<std::int64_t>(numel)};
+  return t;
+}
+
+// Device memory of a fake device: one byte vector per job tensor.
+struct FakeDevice {
+  std::vector<std::vector<std::byte>> buffers;
+  int reads = 0;
+  explicit FakeDevice(const RunJob& job) {
+    for (const auto& t : job.tensors) buffers.emplace_back(t.bytes);
+  }
+  void fill(std::size_t i, float v) {
+    for (std::size_t e = 0; e < buffers[i].size() / 4; ++e) std::memcpy(buffers[i].data() + 4 * e, &v, 4);
+  }
+  void poison(std::size_t i) {
+    for (std::size_t e = 0; e < buffers[i].size() / 4; ++e) std::memcpy(buffers[i].data() + 4 * e, "\x00\x00\xc0\x7f", 4);
+  }
+  ReadTensor reader() {
+    return [this](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
+      ++reads;
+      host = buffers[i];
+      return std::nullopt;
+    };
+  }
+};
+
+TEST(OutputVerifier, PoisonsAboutATenthOfTheSamplesAtLeastTwoEarlyAndSpreadOut) {
+  RunJob job = job_with({tensor("x", Role::input, 16), tensor("y", Role::output, 16)});
+  BenchOptions opt;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    OutputVerifier v(job, opt, seed);
+    ASSERT_TRUE(v.active());
+    EXPECT_EQ(v.outputs(), (std::vector<std::size_t>{1}));
+    std::size_t early = 0, first_half = 0, second_half = 0;
+    for (std::size_t i = 0; i < 2000; ++i)
+      if (v.poison_before(i, 1e9)) {
+        early += i < opt.rule.min_samples;
+        (i < 1000 ? first_half : second_half) += 1;
+      }
+    EXPECT_GE(early, 2u) << "seed " << seed;
+    EXPECT_GT(first_half, 60u) << "seed " << seed;
+    EXPECT_GT(second_half, 60u) << "seed " << seed;
+    EXPECT_LT(first_half + second_half, 300u) << "seed " << seed;
+  }
+  // Another seed, another choice: the kernel cannot know which launch is checked.
+  OutputVerifier a(job, opt, 1), b(job, opt, 2);
+  std::vector<bool> ca, cb;
+  for (std::size_t i = 0; i < 200; ++i) {
+    ca.push_back(a.poison_before(i, 1e9));
+    cb.push_back(b.poison_before(i, 1e9));
+  }
+  EXPECT_NE(ca, cb);
+}
+
+TEST(OutputVerifier, OnlyOutputsAreVerifiedAndTheOptionTurnsItOff) {
+  RunJob inout = job_with({tensor("x", Role::input, 16), tensor("total", Role::inout, 1)});
+  EXPECT_FALSE(OutputVerifier(inout, BenchOptions{}, 1).active());  // accumulates from launch to launch
+  RunJob job = job_with({tensor("y", Role::output, 16)});
+  BenchOptions off;
+  off.verify_samples = false;
+  OutputVerifier v(job, off, 1);
+  EXPECT_FALSE(v.active());
+  for (std::size_t i = 0; i < 100; ++i) EXPECT_FALSE(v.poison_before(i, 1e9));
+  EXPECT_FALSE(v.record().enabled);
+}
+
+TEST(OutputVerifier, LargeOutputsGetFewerPoisonedSamplesDownToOnlyTheLast) {
+  BenchOptions opt;
+  RunJob big = job_with({tensor("y", Role::output, (std::size_t{3} << 30) / 8)});  // 1.5 GiB of f32
+  OutputVerifier one(big, opt, 1);
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < 1000; ++i) n += one.poison_before(i, 1e9);
+  EXPECT_EQ(n, 1u);
+  EXPECT_NE(one.record().note.find("at most 1 poisoned sample"), std::string::npos) << one.record().note;
+  RunJob huge = job_with({tensor("y", Role::output, std::size_t{3} << 30)});  // 12 GiB
+  OutputVerifier last_only(huge, opt, 1);
+  for (std::size_t i = 0; i < 1000; ++i) EXPECT_FALSE(last_only.poison_before(i, 1e9));
+  EXPECT_NE(last_only.record().note.find("only the last launch is compared"), std::string::npos);
+}
+
+// Beyond the two early samples, verifying may take 10 % of the wall time, no more.
+TEST(OutputVerifier, VerifyingKeepsToItsShareOfTheWallTime) {
+  RunJob job = job_with({tensor("y", Role::output, 4)});
+  FakeDevice dev(job);
+  OutputVerifier v(job, BenchOptions{}, 4);
+  ASSERT_FALSE(v.take_golden(dev.reader()));
+  ReadTensor slow = [&](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return dev.reader()(i, host);
+  };
+  std::size_t early = 0, later = 0;
+  for (std::size_t i = 0; i < 2000; ++i)
+    if (v.poison_before(i, 0.1)) {  // 20 ms of a 100 ms bench: over the share after the first
+      ASSERT_FALSE(v.check_sample(slow, i));
+      (i < 10 ? early : later) += 1;
+    }
+  EXPECT_GE(early, 2u);  // the two early ones, whatever the time (and a draw before any time was spent)
+  EXPECT_EQ(later, 0u);
+  ASSERT_FALSE(v.check_last(dev.reader(), 2000));
+  EXPECT_NE(v.record().note.find("within 10 % of the wall time"), std::string::npos) << v.record().note;
+}
+
+TEST(OutputVerifier, AnOutputLeftPoisonedFailsWithTheSampleTheCountAndTheFirstElement) {
+  RunJob job = job_with({tensor("x", Role::input, 8), tensor("y", Role::output, 8)});
+  FakeDevice dev(job);
+  OutputVerifier v(job, BenchOptions{}, 5);
+  dev.fill(1, 1.5f);
+  ASSERT_FALSE(v.take_golden(dev.reader()));
+  // An honest timed sample: poisoned before, recomputed.
+  dev.poison(1);
+  dev.fill(1, 1.5f);
+  ASSERT_FALSE(v.check_sample(dev.reader(), 2));
+  EXPECT_FALSE(v.record().failed());
+  // A timed launch that skipped its work leaves the poison.
+  dev.poison(1);
+  ASSERT_FALSE(v.check_sample(dev.reader(), 7));
+  const SampleVerification& r = v.record();
+  ASSERT_TRUE(r.failed());
+  EXPECT_EQ(r.failed_sample, 7);
+  EXPECT_EQ(r.poisoned_samples, 2u);
+  EXPECT_NE(r.failure.find("timed sample samples_s[7]"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("output 'y': 8 of 8 elements differ"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("first at [0]: got nan, expected 1.5"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("all 8 are left poisoned: the kernel skipped its work on a timed launch"),
+            std::string::npos)
+      << r.failure;
+  // Failed once is enough: nothing more is poisoned or compared.
+  for (std::size_t i = 8; i < 100; ++i) EXPECT_FALSE(v.poison_before(i, 1e9));
+  int reads = dev.reads;
+  ASSERT_FALSE(v.check_last(dev.reader(), 100));
+  EXPECT_EQ(dev.reads, reads);
+}
+
+TEST(OutputVerifier, TheLastLaunchIsComparedUnlessItWasAPoisonedSample) {
+  RunJob job = job_with({tensor("y", Role::output, 4)});
+  FakeDevice dev(job);
+  dev.fill(0, 2.0f);
+  OutputVerifier v(job, BenchOptions{}, 9);
+  ASSERT_FALSE(v.take_golden(dev.reader()));
+  ASSERT_FALSE(v.check_sample(dev.reader(), 41));
+  int reads = dev.reads;
+  ASSERT_FALSE(v.check_last(dev.reader(), 42));  // samples_s[41] was that very launch
+  EXPECT_EQ(dev.reads, reads);
+  EXPECT_TRUE(v.record().last_checked);
+
+  OutputVerifier w(job, BenchOptions{}, 9);
+  ASSERT_FALSE(w.take_golden(dev.reader()));
+  dev.fill(0, 2.5f);  // the last launch computed something else, nothing poisoned
+  ASSERT_FALSE(w.check_last(dev.reader(), 30));
+  ASSERT_TRUE(w.record().failed());
+  EXPECT_EQ(w.record().failed_sample, 29);
+  EXPECT_NE(w.record().failure.find("after the last timed launch (samples_s[29])"), std::string::npos);
+  EXPECT_NE(w.record().failure.find("computed something else"), std::string::npos) << w.record().failure;
+}
+
+TEST(OutputVerifier, DifferencesWithinTwiceTheToleranceAreConsistent) {
+  JobTensor y = tensor("y", Role::output, 4);
+  y.tolerance = {0.0, 1e-3};
+  RunJob job = job_with({y});
+  FakeDevice dev(job);
+  dev.fill(0, 1.0f);
+  OutputVerifier v(job, BenchOptions{}, 3);
+  ASSERT_FALSE(v.take_golden(dev.reader()));
+  dev.fill(0, 1.0015f);  // another order of atomic adds: within 2 x rtol of the golden
+  ASSERT_FALSE(v.check_sample(dev.reader(), 0));
+  EXPECT_FALSE(v.record().failed()) << v.record().failure;
+  dev.fill(0, 1.01f);
+  ASSERT_FALSE(v.check_sample(dev.reader(), 1));
+  EXPECT_TRUE(v.record().failed());
+}
+
+TEST(OutputVerifier, AReadFailureIsTheTimersFailure) {
+  RunJob job = job_with({tensor("y", Role::output, 4)});
+  OutputVerifier v(job, BenchOptions{}, 3);
+  ReadTensor broken = [](std::size_t, std::vector<std::byte>&) -> std::optional<RunResult> {
+    RunResult r;
+    r.status = RunStatus::fault;
+    r.error = "cuMemcpyDtoH(y): CUDA_ERROR_ILLEGAL_ADDRESS";
+    return r;
+  };
+  auto f = v.take_golden(broken);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->status, RunStatus::fault);
+}
+
+}  // namespace
+}  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// The first poisoned sample gets the NaN poison, the second a stale fill of finite values that
+// looks written; a kernel that skips its work when its output looks done leaves that behind.
+TEST(OutputVerifier, TheSecondPoisonedSampleIsFilledWithStaleValuesThatLookWritten) {
+  RunJob job = job_with({tensor("x", Role::input, 8), tensor("y", Role::output, 8)});
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    FakeDevice dev(job);
+    OutputVerifier v(job, BenchOptions{}, seed);
+    dev.fill(1, 1.5f);
+    ASSERT_FALSE(v.take_golden(dev.reader()));
+    std::vector<Poison> fills;
+    std::size_t second = 0;
+    for (std::size_t i = 0; fills.size() < 2; ++i)
+      if (v.poison_before(i, 1e9)) {
+        fills.push_back(v.fill_for(1));
+        second = i;
+      }
+    EXPECT_EQ(fills[0].pattern, poison_for(DType::f32).pattern) << "seed " << seed;
+    float stale;
+    std::memcpy(&stale, &fills[1].pattern, 4);
+    EXPECT_EQ(fills[1].width, 4);
+    EXPECT_TRUE(stale >= 1.0f && stale < 2.0f) << stale << " seed " << seed;
+    // The kernel saw a number in its output and did nothing.
+    dev.fill(1, stale);
+    ASSERT_FALSE(v.check_sample(dev.reader(), second));
+    ASSERT_TRUE(v.record().failed()) << "seed " << seed;
+    const std::string& why = v.record().failure;
+    EXPECT_NE(why.find("(outputs filled with finite stale values before it)"), std::string::npos) << why;
+    EXPECT_NE(why.find("output looked done"), std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace kopt

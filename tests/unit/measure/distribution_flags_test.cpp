@@ -1,0 +1,123 @@
+// The distribution flags on synthetic series with a known shape, and on series recorded on
+// an H100 (tests/fixtures/timing), which are honest and must not be flagged.
+#include "kopt/measure/distribution_flags.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "kopt/core/fs.hpp"
+#include "kopt_binary.hpp"
+
+namespace kopt {
+namespace {
+
+bool has(const std::vector<DistributionFlag>& flags, const char* name) {
+  for (const auto& f : flags)
+    if (f.name == name) return true;
+  return false;
+}
+
+// A kernel of `center` seconds with Gaussian noise of `rel` and a few slow outliers, as
+// timing noise looks: mostly symmetric and small, with rare interruptions on the slow side.
+std::vector<double> honest(std::size_t n, double center, double rel, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, rel);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> s;
+  for (std::size_t i = 0; i < n; ++i) {
+    double t = center * (1.0 + noise(rng));
+    if (u(rng) < 0.03) t *= 1.5 + u(rng);  // 3 % interrupted: 1.5x to 2.5x slower
+    s.push_back(t);
+  }
+  return s;
+}
+
+TEST(DistributionFlags, AnHonestNoisySeriesIsNotFlagged) {
+  for (std::uint32_t seed = 1; seed <= 50; ++seed) {
+    for (double rel : {0.002, 0.02, 0.05}) {
+      auto s = honest(200, 100e-6, rel, seed);
+      auto flags = distribution_flags(s);
+      EXPECT_TRUE(flags.empty()) << "seed " << seed << " noise " << rel << ": " << flag_text(flags.front());
+    }
+  }
+}
+
+TEST(DistributionFlags, AFiftyFiftyTwoLevelSeriesIsBimodal) {
+  // A kernel that skips its work on every other launch: 40 us when it skips, 100 us when not.
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  std::vector<double> s;
+  for (int i = 0; i < 100; ++i) s.push_back((i % 2 ? 100e-6 : 40e-6) * (1.0 + noise(rng)));
+  auto flags = distribution_flags(s);
+  ASSERT_TRUE(has(flags, "bimodal"));
+  EXPECT_FALSE(has(flags, "fast_tail"));  // half of the samples are no tail: the IQR spans both levels
+  const std::string detail = flags.front().detail;
+  EXPECT_NE(detail.find("50 % of the samples near 40"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("and 50 % near 99"), std::string::npos) << detail;
+  EXPECT_EQ(flag_text(flags.front()).rfind("bimodal (two clusters: ", 0), 0u);
+}
+
+TEST(DistributionFlags, ATenPercentFastTailIsFlagged) {
+  auto s = honest(90, 100e-6, 0.01, 3);
+  for (int i = 0; i < 10; ++i) s.push_back(45e-6);
+  auto flags = distribution_flags(s);
+  ASSERT_TRUE(has(flags, "fast_tail")) << (flags.empty() ? "" : flag_text(flags.front()));
+  EXPECT_FALSE(has(flags, "bimodal"));  // 10 % is a tail, not a cluster
+  auto f = fast_tail_flag(s);
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->detail.find("10 of 100 samples (10 %) are below "), std::string::npos) << f->detail;
+  EXPECT_NE(f->detail.find("under 0.8 x the median 99"), std::string::npos) << f->detail;
+  EXPECT_NE(f->detail.find("fastest 45 us"), std::string::npos) << f->detail;
+}
+
+TEST(DistributionFlags, TheTimersStepAndSlowOutliersAreNotModes) {
+  // A 3 us kernel on a timer with 0.5 us steps: two levels, one step apart.
+  std::vector<double> steps;
+  for (int i = 0; i < 60; ++i) steps.push_back(i % 3 ? 3.0e-6 : 3.5e-6);
+  EXPECT_TRUE(distribution_flags(steps).empty());
+  // Three levels of a 0.5 us timer step: neighbours one step apart are not two modes.
+  std::vector<double> levels;
+  for (int i = 0; i < 100; ++i) levels.push_back(i % 5 < 2 ? 2.0e-6 : i % 5 < 4 ? 2.5e-6 : 3.0e-6);
+  EXPECT_TRUE(distribution_flags(levels).empty()) << flag_text(distribution_flags(levels).front());
+  // 15 % slow samples, far away: slow outliers, not a fast mode.
+  std::vector<double> slow;
+  for (int i = 0; i < 85; ++i) slow.push_back(100e-6 * (1 + 0.001 * (i % 7)));
+  for (int i = 0; i < 15; ++i) slow.push_back(300e-6);
+  EXPECT_TRUE(distribution_flags(slow).empty());
+}
+
+// A CPU shared with other work: most samples slowed, some not. Wide, but one spread.
+TEST(DistributionFlags, ADeviceSharedWithOtherWorkIsNotAFastTail) {
+  std::mt19937 rng(11);
+  std::gamma_distribution<double> slowdown(2.0, 0.15);
+  std::vector<double> s;
+  for (int i = 0; i < 300; ++i) s.push_back(1.5e-3 * (1.0 + slowdown(rng)));
+  auto flags = distribution_flags(s);
+  EXPECT_TRUE(flags.empty()) << flag_text(flags.front());
+}
+
+TEST(DistributionFlags, FewSamplesAreNeverFlagged) {
+  std::vector<double> s;
+  for (int i = 0; i < 19; ++i) s.push_back(i % 2 ? 100e-6 : 10e-6);
+  EXPECT_TRUE(distribution_flags(s).empty());
+  s.push_back(10e-6);
+  EXPECT_FALSE(distribution_flags(s).empty());
+}
+
+TEST(DistributionFlags, SeriesRecordedOnAnH100AreNotFlagged) {
+  for (const char* file : {"vs-faster.json", "vs-same.json"}) {
+    auto text = read_text_file(test::source_dir() / "tests/fixtures/timing" / file);
+    ASSERT_TRUE(text) << file;
+    auto j = nlohmann::json::parse(*text);
+    for (const char* side : {"a", "b"}) {
+      auto s = j[side]["samples_s"].get<std::vector<double>>();
+      auto flags = distribution_flags(s);
+      EXPECT_TRUE(flags.empty()) << file << " " << side << ": " << flag_text(flags.front());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kopt
