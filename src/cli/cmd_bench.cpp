@@ -63,6 +63,7 @@ void print_bench(const BenchReport& r) {
                              v.series.launch_overhead_us, v.series.host_in_window ? "inside" : "outside",
                              v.throttled_samples, v.series.blocking_timeouts, verified);
     for (const auto& f : v.flags) std::cout << "    flagged: " << flag_text(f) << "\n";
+    for (const auto& r : v.reviews) std::cout << "    review: " << r << "\n";
     if (v.status != "ok") std::cout << "    " << v.status << ": " << v.error << "\n";
   }
   if (r.comparison) {

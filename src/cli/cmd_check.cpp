@@ -32,6 +32,21 @@ std::string compiler_messages(const std::string& log) {
   return out;
 }
 
+void print_sanitizer(const std::vector<SanitizerOutcome>& outcomes) {
+  for (const auto& o : outcomes) {
+    if (o.status != "findings") {
+      std::cout << fmt::format("    {:<10} {}{}\n", o.tool, o.status == "clean" ? "clean" : "UNVERIFIABLE: " + o.reason,
+                               o.findings.empty() ? "" : fmt::format(" ({} warnings)", o.findings.size()));
+      continue;
+    }
+    std::cout << fmt::format("    {:<10} FINDINGS ({})\n", o.tool, o.reason);
+    for (const auto& f : o.findings)
+      std::cout << fmt::format("      {}{}{}{}\n        {}\n", f.kind, f.location.empty() ? "" : " at " + f.location,
+                               f.kernel.empty() ? "" : " in " + f.kernel,
+                               f.count > 1 ? fmt::format(" ({} reports)", f.count) : "", f.detail);
+  }
+}
+
 void print_human(const CheckReport& r) {
   std::cout << fmt::format("kopt check {}  ({})\n", r.problem, r.problem_dir);
   if (r.device)
@@ -71,12 +86,18 @@ void print_human(const CheckReport& r) {
       for (const auto& name : s.modified_inputs)
         std::cout << fmt::format("    seed {} input tensor '{}' was modified by the kernel\n", s.seed, name);
     }
+    print_sanitizer(k.sanitizer);
   }
   int passed = 0, failed = 0, not_run = 0;
   for (const auto& k : r.kernels) {
-    if (k.status == KernelStatus::passed) ++passed;
+    if (sanitizer_verdict(k.sanitizer) == "findings") ++failed;
+    else if (k.status == KernelStatus::passed) ++passed;
     else if (k.status == KernelStatus::not_run) ++not_run;
     else ++failed;
+  }
+  if (r.kernels.empty() && r.device) {
+    std::cout << "no kernels yet: the reference ran on every seed; add a [[kernels]] table to kopt.toml to check one\n";
+    return;
   }
   std::cout << fmt::format("\n{} passed, {} failed", passed, failed);
   if (not_run) std::cout << fmt::format(", {} not run (no device)", not_run);
@@ -86,7 +107,9 @@ void print_human(const CheckReport& r) {
 }  // namespace
 
 int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
-  auto sel = load_selection(o.sel);
+  ProblemSelection selection = o.sel;
+  selection.allow_no_kernels = true;  // a fresh import: its reference runs, before any kernel
+  auto sel = load_selection(selection);
   if (!sel) return report_error(g, "check", exit_code(sel.error().kind), sel.error().to_string());
 
   TempDir tmp("kopt-worker");
@@ -105,11 +128,27 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   co.cache_root = cache_dir();
   if (g.verbose) co.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
+  std::vector<std::string> tools;
+  if (!o.sanitize.empty()) {
+    auto parsed = parse_sanitizer_tools(o.sanitize);
+    if (!parsed) return report_error(g, "check", 2, parsed.error().to_string());
+    tools = *parsed;
+  }
   auto report = run_check(sel->problem, co, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "check", exit_code(report.error().kind), report.error().to_string());
+  if (!tools.empty() && report->device) {
+    SanitizeRequest sr = sanitize_request(runner, tools, o.sel.device);
+    sr.timeout_s = o.sanitize_timeout_s;
+    sr.log = co.log;
+    for (auto& k : report->kernels)
+      if (k.status == KernelStatus::passed || k.status == KernelStatus::mismatch)
+        k.sanitizer = sanitize_kernel(sel->problem, k, report->device->is_opencl(), sr, runner);
+  }
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_human(*report);
-  if (report->exit_code() == 3) std::cerr << "kopt check: no CUDA device, so no kernel was run (exit 3)\n";
+  if (report->exit_code() == 3)
+    std::cerr << (report->device ? "kopt check: a sanitizer could not check a kernel: unverifiable, not passed (exit 3)\n"
+                                 : "kopt check: no CUDA device, so no kernel was run (exit 3)\n");
   return report->exit_code();
 }
 

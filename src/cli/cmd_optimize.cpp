@@ -51,7 +51,7 @@ struct LoopMachine {
   std::unique_ptr<Lab> lab;
   GitRepo git;
   LoopMachine(const Problem& problem, const MethodCatalog& catalog, const ProblemSelection& sel, double max_time_s,
-              const std::filesystem::path& run_dir)
+              const std::filesystem::path& run_dir, bool sanitize)
       : worker(worker_options(sel.device, tmp.path())), compiler(make_compiler(worker)), git(runner, run_dir) {
     GpuLabOptions lo;
     lo.bench.rule.max_time_s = max_time_s;
@@ -67,6 +67,7 @@ struct LoopMachine {
       lo.ncu = ncu.path;
       lo.ncu_version = ncu.version;
     }
+    if (sanitize) lo.sanitize = sanitize_request(runner, {"memcheck", "racecheck"}, sel.device);
     lab = make_gpu_lab(problem, catalog, lo, CheckContext{*compiler, runner, worker});
   }
 };
@@ -114,7 +115,7 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   opt.run_dir = std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                                          : std::filesystem::path(o.run));
   if (!g.json || g.verbose) opt.log = stderr_log();
-  LoopMachine m(problem, *catalog, o.sel, o.max_time_s, opt.run_dir);
+  LoopMachine m(problem, *catalog, o.sel, o.max_time_s, opt.run_dir, o.sanitize);
   std::optional<ExperienceDb> experience;
   if (o.use_experience) experience = open_experience(o.experience_db);
   if (experience) opt.experience = &*experience;
@@ -154,7 +155,7 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
   if (!g.json) opt.log = stderr_log();
   if ((o.step == "open" || o.step == "close") && !backend_device_present())
     return report_error(g, cmd, 3, "no device here: kopt iter " + o.step + " measures and profiles");
-  LoopMachine m(problem, *catalog, sel, o.max_time_s, run);
+  LoopMachine m(problem, *catalog, sel, o.max_time_s, run, o.sanitize);
   std::optional<ExperienceDb> experience;
   if (o.step == "open" || o.step == "close") experience = open_experience("");
   if (experience) opt.experience = &*experience;

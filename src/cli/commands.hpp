@@ -11,6 +11,7 @@
 #include "kopt/backend/build.hpp"
 #include "kopt/backend/device_info.hpp"
 #include "kopt/core/error.hpp"
+#include "kopt/engine/sanitize.hpp"
 #include "kopt/problem/problem.hpp"
 #include "kopt/worker/worker_client.hpp"
 
@@ -50,6 +51,8 @@ struct CheckCliOptions {
   int seeds = 3;
   std::uint64_t first_seed = 1;
   double timeout_s = 10.0;
+  std::string sanitize;  // --sanitize memcheck,racecheck,...: "" runs none
+  double sanitize_timeout_s = 600.0;
 };
 int run_check_command(const GlobalOptions& g, const CheckCliOptions& o);
 
@@ -67,6 +70,7 @@ struct BenchCliOptions {
   bool check_first = true;
   bool blocking = true;
   bool vs_torch = false;
+  bool verify_samples = true;
 };
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o);
 
@@ -134,6 +138,7 @@ struct OptimizeCliOptions {
   bool use_experience = true;
   std::string proposer;
   double proposer_timeout_s = 600;
+  bool sanitize = true;  // memcheck and racecheck on a new champion (--no-sanitize)
 };
 int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o);
 
@@ -148,6 +153,7 @@ struct IterStepCliOptions {
   std::optional<std::string> arch;
   int device = 0;
   double max_time_s = 1.5;
+  bool sanitize = true;  // close: memcheck and racecheck on a new champion (--no-sanitize)
 };
 int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o);
 
@@ -194,9 +200,17 @@ struct TargetCliOptions {
 int run_target_command(const GlobalOptions& g, const TargetCliOptions& o);
 
 struct ImportCliOptions {
-  std::string file;  // a KernelBench problem (.py)
-  std::string out;   // the problem directory to write
+  std::string file;  // a KernelBench problem (.py), or a folder of them
+  std::string out;   // the problem directory to write (a folder: one directory per problem under it)
   bool force = false;
+  // A folder only: parallel imports, then each reference run once (--check) and its PyTorch
+  // baselines timed (--vs-torch) for --max-time each; the table also written to --report.
+  int jobs = 0;
+  bool check = false;
+  bool vs_torch = false;
+  double max_time_s = 1.0;
+  std::string report;
+  int device = 0;
 };
 int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOptions& o);
 int run_probe_kernel_command(int device);
@@ -223,6 +237,10 @@ std::filesystem::path self_executable();
 // A worker on `device` (of the active backend unless one is named), its stderr logged in `log_dir`.
 WorkerOptions worker_options(int device, const std::filesystem::path& log_dir,
                              std::optional<Backend> backend = std::nullopt);
+
+// What running kernels under compute-sanitizer needs: the tool (or why there is none) and
+// this kopt to run the worker's one-shot mode under it.
+SanitizeRequest sanitize_request(CommandRunner& runner, std::vector<std::string> tools, int device);
 
 // Prints an error (human or JSON) to the right stream and returns its exit code.
 int report_error(const GlobalOptions& g, const std::string& command, int code, const std::string& message);

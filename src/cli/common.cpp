@@ -9,6 +9,7 @@
 #include "kopt/backend/opencl/opencl.hpp"
 #include "kopt/backend/python/triton_compiler.hpp"
 #include "kopt/problem/loader.hpp"
+#include "kopt/tools/tool_probe.hpp"
 
 namespace kopt::cli {
 
@@ -16,6 +17,17 @@ std::filesystem::path self_executable() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::path("kopt") : p;
+}
+
+SanitizeRequest sanitize_request(CommandRunner& runner, std::vector<std::string> tools, int device) {
+  SanitizeRequest r;
+  r.tools = std::move(tools);
+  r.device = device;
+  r.kopt_executable = self_executable();
+  ToolInfo t = probe_tool(runner, "compute-sanitizer");
+  if (t.found) r.sanitizer = t.path;
+  else r.missing_reason = "compute-sanitizer not found on PATH or in the CUDA toolkit's bin (it ships with the toolkit)";
+  return r;
 }
 
 namespace {

@@ -45,6 +45,10 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--first-seed", check.first_seed, "first seed (then +1 each)");
   check_cmd->add_option("--timeout", check.timeout_s, "seconds one kernel run may take (watchdog)")
       ->check(CLI::PositiveNumber);
+  check_cmd->add_option("--sanitize", check.sanitize,
+                        "also run each kernel under compute-sanitizer: memcheck,racecheck,synccheck,initcheck or all");
+  check_cmd->add_option("--sanitize-timeout", check.sanitize_timeout_s, "seconds one sanitizer run may take")
+      ->check(CLI::PositiveNumber);
   check_cmd->add_flag("--json", g.json, "JSON output");
   check_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 
@@ -69,6 +73,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--vs-torch", bench.vs_torch,
                       "also time the PyTorch reference (ref.py), eager and through torch.compile");
   bench_cmd->add_flag("!--no-blocking-kernel", bench.blocking, "do not hold the stream while queueing a sample");
+  bench_cmd->add_flag("!--no-verify-samples", bench.verify_samples,
+                      "do not poison outputs before random timed samples and compare them with an untimed launch's");
   bench_cmd->add_flag("--json", g.json, "JSON output (raw samples and provenance)");
   bench_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 
@@ -142,6 +148,8 @@ int main(int argc, char** argv) {
                       "a command that writes each iteration's branches (analysis JSON on stdin; see docs/optimize.md)");
   opt_cmd->add_option("--proposer-timeout", optz.proposer_timeout_s, "seconds the proposer may take per iteration")
       ->check(CLI::PositiveNumber);
+  opt_cmd->add_flag("!--no-sanitize", optz.sanitize,
+                    "accept a new champion without running it under compute-sanitizer (memcheck, racecheck)");
   opt_cmd->add_flag("--json", g.json, "print run.json at the end");
   opt_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 
@@ -186,6 +194,9 @@ int main(int argc, char** argv) {
       c->add_option("--device", s.device, "device ordinal (CUDA, or OpenCL with --backend opencl: GPUs first)");
       c->add_option("--max-time", s.max_time_s, "time cap of each measurement (s)")->check(CLI::PositiveNumber);
     }
+    if (s.step == "close")
+      c->add_flag("!--no-sanitize", s.sanitize,
+                  "accept a new champion without running it under compute-sanitizer (memcheck, racecheck)");
     c->add_flag("--json", g.json, "print run.json");
     step_cmds[i] = c;
   }
@@ -261,9 +272,19 @@ int main(int argc, char** argv) {
   import_cmd->require_subcommand(1);
   auto* import_kb_cmd = import_cmd->add_subcommand(
       "kernelbench", "a KernelBench problem (Model, get_inputs, get_init_inputs) -> kopt.toml, ref.py, model.py");
-  import_kb_cmd->add_option("file", import_opts.file, "the KernelBench problem (.py)")->required();
-  import_kb_cmd->add_option("--out", import_opts.out, "the problem directory to write")->required();
-  import_kb_cmd->add_flag("--force", import_opts.force, "replace the imported files of an earlier import");
+  import_kb_cmd->add_option("file", import_opts.file, "the KernelBench problem (.py), or a folder of them")->required();
+  import_kb_cmd->add_option("--out", import_opts.out,
+                            "the problem directory to write (for a folder: one directory per problem under it)")
+      ->required();
+  import_kb_cmd->add_flag("--force", import_opts.force,
+                          "replace the imported files of an earlier import (a folder: import and evaluate all again)");
+  import_kb_cmd->add_option("--jobs", import_opts.jobs, "a folder: imports at a time (default: the machine's cores)");
+  import_kb_cmd->add_flag("--check", import_opts.check, "a folder: run each problem's reference once");
+  import_kb_cmd->add_flag("--vs-torch", import_opts.vs_torch,
+                          "a folder: time each problem's PyTorch baselines, eager and torch.compile");
+  import_kb_cmd->add_option("--max-time", import_opts.max_time_s, "a folder: seconds of timing per baseline (default 1)");
+  import_kb_cmd->add_option("--report", import_opts.report, "a folder: also write the summary table to this markdown file");
+  import_kb_cmd->add_option("--device", import_opts.device, "GPU ordinal for --check and --vs-torch");
   import_kb_cmd->add_flag("--json", g.json, "JSON output");
 
   int worker_device = 0;

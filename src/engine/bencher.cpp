@@ -1,10 +1,13 @@
 #include "kopt/engine/bencher.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
+#include "kopt/measure/review.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -118,6 +121,7 @@ class BenchRun {
     mark_inconsistent(result);
     derive(result);
     flag_distributions();
+    review_speedups();
     return m_report;
   }
 
@@ -192,6 +196,19 @@ class BenchRun {
       v.status = "inconsistent";
       v.error = "timed launches do not compute what an untimed launch computes: " + check.failure +
                 "; its times are not a result";
+    }
+  }
+
+  // A kernel over 10x faster than torch eager is flagged for review, as KernelBench does: it
+  // may be real (a fusion eager lacks), or work skipped in a way no other check saw.
+  void review_speedups() {
+    const BenchVariant* eager = nullptr;
+    for (const auto& v : m_report.variants)
+      if (v.kernel == "torch eager" && v.status == "ok" && v.summary.median > 0) eager = &v;
+    if (!eager) return;
+    for (auto& v : m_report.variants) {
+      if (&v == eager || v.kernel.rfind("torch", 0) == 0 || v.status != "ok") continue;
+      if (auto note = review_speedup_over_eager(v.summary.median, eager->summary.median)) v.reviews.push_back(*note);
     }
   }
 
@@ -294,6 +311,7 @@ json to_json(const BenchReport& r) {
                         {"pct_compute_ceiling", v.pct_compute_ceiling},
                         {"floor_s", v.floor_s},
                         {"flags", flags_json(v.flags)},
+                        {"reviews", v.reviews},
                         {"series", to_json(v.series)}});
   json j{{"schema_version", 1},
          {"command", "bench"},

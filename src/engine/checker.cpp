@@ -6,6 +6,7 @@
 #include "kopt/backend/cpu_reference.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/engine/sanitize.hpp"
 #include "kopt/engine/variant_jobs.hpp"
 #include "kopt/problem/tensor_data.hpp"
 #include "kopt/worker/protocol.hpp"
@@ -26,13 +27,17 @@ std::string_view kernel_status_name(KernelStatus s) {
 }
 
 int CheckReport::exit_code() const {
-  bool any_failed = false, any_ran = false;
+  if (kernels.empty()) return device ? 0 : 3;  // a fresh import: its reference ran, or nothing could
+  bool any_failed = false, any_ran = false, unverifiable = false;
   for (const auto& k : kernels) {
-    any_failed = any_failed || (k.status != KernelStatus::passed && k.status != KernelStatus::not_run);
+    std::string sanitized = sanitizer_verdict(k.sanitizer);
+    any_failed = any_failed || (k.status != KernelStatus::passed && k.status != KernelStatus::not_run) ||
+                 sanitized == "findings";
     any_ran = any_ran || k.status != KernelStatus::not_run;
+    unverifiable = unverifiable || sanitized == "unverifiable";
   }
   if (any_failed) return 1;
-  return any_ran ? 0 : 3;
+  return any_ran && !unverifiable ? 0 : 3;
 }
 
 namespace {
@@ -264,11 +269,8 @@ class CheckRun {
       if (r.input_checksums[name] != sum)
         return Unexpected(bad_input("the reference modified input tensor '" + name + "'",
                                     m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference"));
-    for (const auto& [name, file] : in.reference) {
-      auto bytes = read_binary_file(scratch / (name + ".bin"));
-      if (!bytes) return Unexpected(bytes.error());
-      if (auto w = write_file_atomic(file, *bytes); !w) return Unexpected(w.error());
-    }
+    for (const auto& [name, file] : in.reference)
+      if (auto w = move_file_atomic(scratch / (name + ".bin"), file); !w) return Unexpected(w.error());
     if (r.reference_atol >= 0 || r.reference_rtol >= 0) {
       nlohmann::json tol{{"atol", std::max(r.reference_atol, 0.0)}, {"rtol", std::max(r.reference_rtol, 0.0)}};
       (void)write_text_atomic(ref_dir / "tolerance.json", tol.dump());
@@ -410,6 +412,11 @@ json to_json(const CheckReport& r) {
                        {"build", to_json(k.build)},
                        {"resources", k.resources},
                        {"seeds", seeds}});
+    if (!k.sanitizer.empty()) {
+      json outcomes = json::array();
+      for (const auto& o : k.sanitizer) outcomes.push_back(to_json(o));
+      kernels.back()["sanitizer"] = {{"verdict", sanitizer_verdict(k.sanitizer)}, {"tools", outcomes}};
+    }
   }
   json j{{"schema_version", 1},
          {"command", "check"},

@@ -5,7 +5,7 @@
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
-#include "kopt/engine/ceilings_store.hpp"
+#include "kopt/engine/roofs.hpp"
 #include "kopt/engine/profiler.hpp"
 #include "kopt/engine/sass_report.hpp"
 #include "kopt/engine/variant_jobs.hpp"
@@ -91,6 +91,9 @@ class GpuLab final : public Lab {
     // Only one source can replace the kernel's: the branch's (the champion is the problem's).
     auto rep = run_bench(problem_for(a.source.empty() ? b : a), r, m_ctx);
     if (!rep) return Unexpected(rep.error());
+    // A variant whose timed launches skipped work has times that compare nothing.
+    for (const auto& v : rep->variants)
+      if (v.status == "inconsistent") return Unexpected(bad_input(v.kernel + " " + v.status + ": " + v.error));
     if (!rep->comparison) return Unexpected(internal_error("no comparison: " + rep->variants.at(0).error));
     return *rep->comparison;
   }
@@ -132,6 +135,25 @@ class GpuLab final : public Lab {
     return out;
   }
 
+  std::vector<SanitizerOutcome> sanitize(const Variant& v) override {
+    if (m_o.sanitize.tools.empty()) return {};
+    const Problem& p = problem_for(v);
+    CheckOptions co;
+    co.kernels = {v.kernel};
+    co.sets = sets_of(v.point);
+    co.seeds = 1;
+    co.arch = m_o.arch;
+    co.cache_root = m_o.cache_root;
+    auto checked = run_check(p, co, m_ctx);
+    if (!checked || checked->kernels.empty()) {
+      SanitizerOutcome o;
+      o.tool = "memcheck";
+      o.reason = "the candidate could not be built or checked again: " + (checked ? std::string("no kernel") : checked.error().message);
+      return {o};
+    }
+    return sanitize_kernel(p, checked->kernels[0], device() && device()->is_opencl(), m_o.sanitize, m_ctx.runner);
+  }
+
   std::optional<double> target_time() override {
     auto t = target();
     if (!t || t->target_s <= 0) return std::nullopt;
@@ -160,11 +182,11 @@ class GpuLab final : public Lab {
   std::optional<Target> target() {
     if (!device()) return std::nullopt;
     auto spec = find_gpu_spec(device()->name);
-    std::optional<StoredCeilings> stored = load_ceilings(m_o.cache_root, *device());
-    // A device without a spec entry (a CPU under OpenCL, a GPU kopt does not list) gets its
-    // ceilings measured: without roofs there is no target and no stop rule.
-    if (!stored && !spec)
-      if (auto ensured = ensure_ceilings(m_o.cache_root, m_ctx.worker)) stored = ensured->first;
+    // The roofs every command uses (roofs.hpp): stored ceilings, else measured now (a device
+    // without a spec entry, a CPU under OpenCL, has no other roofs, and without roofs there is
+    // no target and no stop rule), else the spec table, which compute_target reads itself.
+    DeviceRoofs roofs = resolve_roofs(m_o.cache_root, *device(), worker_ceilings(m_ctx.worker));
+    const std::optional<StoredCeilings>& stored = roofs.ceilings;
     auto t = compute_target(m_p, default_precision(m_p), spec, device()->name,
                             stored ? &stored->result : nullptr, stored ? stored->measured_at : "");
     if (!t) return std::nullopt;
@@ -192,7 +214,9 @@ class GpuLab final : public Lab {
   std::string arch() { return m_o.arch.value_or(device() ? device()->arch() : "sm_90"); }
 
   static Measured measured(const BenchVariant& bv, const BenchReport& b) {
-    return Measured{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b.clocks_after)};
+    Measured m{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b.clocks_after)};
+    for (const auto& f : bv.flags) m.flags.push_back(flag_text(f));
+    return m;
   }
 
   BenchRequest request(std::vector<BenchVariantSpec> variants, bool compare) {

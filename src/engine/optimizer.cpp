@@ -9,6 +9,7 @@
 #include "kopt/analysis/method_selection.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/engine/sanitize.hpp"
 #include "kopt/engine/search/search_space.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 
@@ -119,18 +120,20 @@ class Optimizer {
   // --- measurements, each recorded the moment it completes ---------------------------------
   static EvaluationRecord record(const std::string& key, const std::string& kernel, const ParamPoint& point,
                                  const Measured& m) {
-    return EvaluationRecord{key, kernel, point, m.status, m.median_s, m.noise, m.samples, m.error, utc_timestamp(), m.clocks};
+    return EvaluationRecord{key,     kernel,  point,           m.status, m.median_s, m.noise,
+                            m.samples, m.error, utc_timestamp(), m.clocks, m.flags};
   }
 
   std::pair<std::string, Measured> measure(const Variant& v) {
     auto key = m_lab.evaluation_key(v);
     if (!key) return {"", Measured{"compile_failed", 0, 0, 0, key.error().message}};
     if (const EvaluationRecord* e = m_state.find_evaluation(*key))
-      return {*key, Measured{e->status, e->median_s, e->noise, e->samples, e->error}};
+      return {*key, Measured{e->status, e->median_s, e->noise, e->samples, e->error, e->clocks, e->flags}};
     Measured m = m_lab.measure(v);
     m_state.evaluations[*key] = record(*key, v.kernel, v.point, m);
     (void)save();
     m_o.log(fmt::format("  {:<40} {}", v.label(), m.ok() ? human_time(m.median_s) : m.status + ": " + m.error));
+    for (const auto& f : m.flags) m_o.log("    flagged: " + f);
     return {*key, m};
   }
 
@@ -141,7 +144,7 @@ class Optimizer {
     (void)write_text_atomic(dir / name, m_lab.source_text(v));
     (void)write_text_atomic(dir / "params.json", json{{"kernel", v.kernel}, {"params", v.point}}.dump(2));
     (void)write_text_atomic(dir / "bench.json", json{{"status", m.status}, {"median_s", m.median_s}, {"noise", m.noise},
-                                                     {"samples", m.samples}, {"error", m.error}}
+                                                     {"samples", m.samples}, {"error", m.error}, {"flags", m.flags}}
                                                     .dump(2));
   }
 
@@ -169,6 +172,7 @@ class Optimizer {
     r.evaluation = key;
     r.median_s = m.median_s;
     r.noise = m.noise;
+    r.flags = m.flags;  // the baseline is where the run starts, flagged or not: the flags stay on record
     r.outcome = "baseline";
     write_variant_files(version_dir(0), v, m);
     if (auto ref = m_lab.measure_reference()) m_state.reference = record("reference", "reference", {}, *ref);
@@ -384,6 +388,19 @@ class Optimizer {
     return out;
   }
 
+  // A new champion runs under compute-sanitizer first: a finding rejects it; a tool that could
+  // not check is recorded, and the champion stands.
+  bool sanitized(VersionRecord& rec, const Variant& v) {
+    std::vector<SanitizerOutcome> outcomes = m_lab.sanitize(v);
+    if (outcomes.empty()) return true;
+    std::string verdict = sanitizer_verdict(outcomes);
+    rec.sanitizer = verdict + ": " + sanitizer_summary(outcomes);
+    m_o.log("    compute-sanitizer: " + rec.sanitizer);
+    if (verdict != "findings") return true;
+    rec.note = "compute-sanitizer found errors in a candidate faster than the champion: " + sanitizer_summary(outcomes);
+    return false;
+  }
+
   Expected<void> record_failure(int i, Opened& o, const std::string& why) {
     o.rec.kernel = o.champ.kernel;
     o.rec.point = o.champ.point;
@@ -403,9 +420,16 @@ class Optimizer {
     rec.evaluation = key;
     rec.median_s = wm.median_s;
     rec.noise = wm.noise;
+    rec.flags = wm.flags;
     bool accepted = false;
     if (wv == o.champ) {
       rec.note = "the best branch is the champion itself";
+    } else if (!wm.flags.empty()) {
+      // A series of two clusters or a far-fast tail is what a kernel that skips work on some
+      // launches produces: such a time is not accepted as a champion's.
+      rec.note = "flagged: " + wm.flags.front() +
+                 (wm.flags.size() > 1 ? " (and " + std::to_string(wm.flags.size() - 1) + " more flag(s))" : "") +
+                 ": a flagged timing is not accepted as the champion; look at its samples (kopt bench --json)";
     } else {
       auto cmp = m_lab.compare(wv, o.champ);
       if (cmp) {
@@ -414,6 +438,7 @@ class Optimizer {
         accepted = cmp->verdict == Verdict::faster;
         if (!accepted)
           rec.note = fmt::format("not faster than the champion outside the noise (ratio {:.4f}, {})", cmp->ratio, rec.verdict);
+        else accepted = sanitized(rec, wv);
       } else {
         rec.note = "comparison failed: " + cmp.error().message;
       }

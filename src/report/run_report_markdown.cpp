@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kopt/measure/review.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/report/run_report.hpp"
 
@@ -72,6 +73,24 @@ std::string report_markdown(const RunReport& r) {
                        time_or_dash(v.median_s), vs, pct ? fmt::format("{:.0f} %", *pct) : "—",
                        v.bottleneck.empty() ? "—" : v.bottleneck, hyp.empty() ? "—" : hyp, methods_cell(v));
   }
+  // What the honesty checks said of each version: compute-sanitizer on a would-be champion,
+  // the distribution flags of its timing, and why it was turned down.
+  std::string checks;
+  for (const auto& view : r.versions) {
+    const VersionRecord& v = view.record;
+    if (v.sanitizer.empty() && v.flags.empty()) continue;
+    checks += fmt::format("- v{}:", v.index);
+    if (!v.sanitizer.empty()) checks += " compute-sanitizer " + v.sanitizer + ".";
+    for (const auto& f : v.flags) checks += " Flagged: " + f + ".";
+    if (v.outcome != "accepted" && !v.note.empty()) checks += " " + v.note;
+    checks += "\n";
+  }
+  // KernelBench's review rule: the best version against the torch eager baseline.
+  for (const auto& b : s.baselines)
+    if (b.kernel == "torch eager" && r.best && b.status == "ok")
+      if (auto note = review_speedup_over_eager(r.best->median_s, b.median_s))
+        checks += fmt::format("- v{} is {}\n", r.best->index, *note);
+  if (!checks.empty()) out += "\n## Honesty checks\n\n" + checks;
   // Methods by class, with the evidence behind each verdict.
   std::map<std::string, std::vector<std::string>> by_class;
   for (const auto& view : r.versions) {

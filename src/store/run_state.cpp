@@ -9,11 +9,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EvaluationRecord, key, kernel, point, status, median_s, noise, samples,
-                                                error, recorded_at, clocks)
+                                                error, recorded_at, clocks, flags)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration, kernel, point, evaluation, median_s,
                                                 noise, bottleneck, evidence, hypothesis, methods, method_outcomes,
-                                                attribution_ms, attribution_pct, outcome, verdict, ratio, note, git_commit, masked,
-                                                mask_reason)
+                                                attribution_ms, attribution_pct, outcome, verdict, ratio, note, flags, sanitizer, git_commit,
+                                                masked, mask_reason)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchRecord, id, kernel, source, point, methods, ablates)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(OpenIteration, index, draft, budget, suggestions, branches)

@@ -34,6 +34,23 @@ TEST_F(SolveAbi, ALibraryPassesItsCheckAndIsTimedWithTheHostCallInside) {
   EXPECT_GT(b["variants"][0]["summary"]["median"].get<double>(), 0);
 }
 
+// A solve() that returns while its kernel still runs on a stream of its own is timed with that
+// work inside the window (kopt synchronizes the device before the stop event), and checked on
+// finished outputs: it is no faster than the same library that waits.
+TEST_F(SolveAbi, WorkLeftRunningOnAnotherStreamIsInsideTheWindow) {
+  KOPT_SKIP_WITHOUT_GPU();
+  int rc = -1;
+  std::string dir = (test::source_dir() / "tests/fixtures/problems/solve_streams").string();
+  auto c = test::kopt_json({"--backend", "cuda", "check", dir}, rc);
+  ASSERT_EQ(rc, 0) << c.dump(2);
+  auto b = test::kopt_json({"--backend", "cuda", "bench", dir, "--max-time", "1"}, rc);
+  ASSERT_EQ(rc, 0) << b.dump(2);
+  ASSERT_EQ(b["variants"].size(), 2u) << b.dump(2);
+  double synced = b["variants"][0]["summary"]["median"], unsynced = b["variants"][1]["summary"]["median"];
+  EXPECT_EQ(b["variants"][1]["kernel"], "unsynced");
+  EXPECT_GT(unsynced, 0.8 * synced) << "synced " << synced << " s, unsynced " << unsynced << " s";
+}
+
 TEST_F(SolveAbi, ASolveThatFaultsIsAFailedCandidate) {
   KOPT_SKIP_WITHOUT_GPU();
   KOPT_SKIP_WITHOUT_TORCH();

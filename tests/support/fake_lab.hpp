@@ -91,7 +91,11 @@ class FakeLab : public Lab {
     if (++measure_calls == crash_after) throw std::runtime_error("killed");
     ++measured[*evaluation_key(v)];
     if (fail_tuned && v.kernel == "tuned") return Measured{"compile_failed", 0, 0, 0, "ptxas: too many resources"};
-    return Measured{"ok", time_us(v) * 1e-6, 0.002, 20, ""};
+    Measured m{"ok", time_us(v) * 1e-6, 0.002, 20, ""};
+    if (!v.source.empty())  // an agent's branch may say its timing is flagged: "// flag=bimodal"
+      if (auto text = read_text_file(v.source); text && text->find("flag=bimodal") != std::string::npos)
+        m.flags = {"bimodal (two clusters: 50 % of the samples near 12 us and 50 % near 30 us)"};
+    return m;
   }
   Expected<Comparison> compare(const Variant& a, const Variant& b) override {
     Comparison c;
@@ -130,6 +134,29 @@ class FakeLab : public Lab {
   }
   std::optional<Measured> measure_reference() override { return Measured{"ok", 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"}; }
   std::string source_text(const Variant& v) override { return "// " + v.kernel + "\n"; }
+  // An agent's branch may say what compute-sanitizer finds in it: "// race" (a racecheck
+  // hazard) or "// nosanitizer" (the tool is missing); others are clean. Off unless sanitizing.
+  bool sanitizing = false;
+  std::vector<std::string> sanitized;  // labels of the variants run under the tools
+  std::vector<SanitizerOutcome> sanitize(const Variant& v) override {
+    if (!sanitizing) return {};
+    sanitized.push_back(v.label());
+    std::optional<std::string> text;
+    if (!v.source.empty())
+      if (auto t = read_text_file(v.source)) text = *t;
+    std::vector<SanitizerOutcome> out(2);
+    out[0].tool = "memcheck";
+    out[1].tool = "racecheck";
+    for (auto& o : out) o.status = "clean";
+    if (text && text->find("nosanitizer") != std::string::npos)
+      for (auto& o : out) o = SanitizerOutcome{o.tool, "unverifiable", {}, "compute-sanitizer not found", ""};
+    if (text && text->find("race") != std::string::npos) {
+      out[1].status = "findings";
+      out[1].findings.push_back(SanitizerFinding{"racecheck", "Race reported between Write access at k+0x90 in tuned.cu:7",
+                                                 "k", "tuned.cu:7", "and Read access at k+0xd0 in tuned.cu:9 [992 hazards]", 1});
+    }
+    return out;
+  }
   nlohmann::json environment() override { return {{"device", "Fake GPU"}}; }
 };
 

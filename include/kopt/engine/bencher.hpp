@@ -49,6 +49,9 @@ struct BenchVariant {
   // Shapes of the series an honest kernel does not produce (distribution_flags.hpp): shown,
   // recorded, and a reason to refuse the variant as a champion; the status stays ok.
   std::vector<DistributionFlag> flags;
+  // What a person should look at before believing the number, that neither fails nor flags
+  // the variant: a speedup over torch eager above 10x (KernelBench's rule for review).
+  std::vector<std::string> reviews;
 };
 
 struct BenchReport {

@@ -15,6 +15,7 @@
 #include "kopt/core/process.hpp"
 #include "kopt/measure/compare.hpp"
 #include "kopt/problem/launch.hpp"
+#include "kopt/tools/sanitizer.hpp"
 #include "kopt/worker/worker_client.hpp"
 
 namespace kopt {
@@ -52,6 +53,8 @@ struct KernelCheck {
   KernelStatus status = KernelStatus::not_run;
   std::string error;
   std::vector<SeedCheck> seeds;
+  // compute-sanitizer's outcomes (kopt check --sanitize; engine/sanitize.hpp); empty: not run.
+  std::vector<SanitizerOutcome> sanitizer;
 };
 
 struct CheckReport {
@@ -67,7 +70,8 @@ struct CheckReport {
   std::vector<KernelCheck> kernels;
   int worker_starts = 0;
 
-  // 0 all passed; 1 a candidate failed; 3 nothing could run (no device).
+  // 0 all passed; 1 a candidate failed (a sanitizer finding included); 3 nothing could run
+  // (no device), or a sanitizer asked for could not check a kernel that otherwise passed.
   int exit_code() const;
 };
 

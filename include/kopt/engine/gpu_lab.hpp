@@ -6,6 +6,7 @@
 
 #include "kopt/engine/bencher.hpp"
 #include "kopt/engine/lab.hpp"
+#include "kopt/engine/sanitize.hpp"
 
 namespace kopt {
 
@@ -19,6 +20,8 @@ struct GpuLabOptions {
   std::filesystem::path kopt_executable;
   std::filesystem::path ncu;     // empty: no profiles
   std::string ncu_version;
+  // Run on a candidate about to become champion (tools empty: --no-sanitize).
+  SanitizeRequest sanitize;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

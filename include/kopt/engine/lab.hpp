@@ -13,6 +13,7 @@
 #include "kopt/analysis/method_catalog.hpp"
 #include "kopt/measure/compare.hpp"
 #include "kopt/problem/param_space.hpp"
+#include "kopt/tools/sanitizer.hpp"
 
 namespace kopt {
 
@@ -25,12 +26,15 @@ struct Variant {
 };
 
 struct Measured {
-  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor | error
+  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor | inconsistent | error
   double median_s = 0;
   double noise = 0;
   std::size_t samples = 0;
   std::string error;
   std::string clocks;  // after the measurement
+  // Distribution flags of the samples ("bimodal (...)", distribution_flags.hpp): the status
+  // stays ok, but a flagged variant is never accepted as a champion.
+  std::vector<std::string> flags;
   bool ok() const { return status == "ok"; }
 };
 
@@ -64,6 +68,9 @@ class Lab {
   // none for other references.
   virtual std::vector<std::pair<std::string, Measured>> measure_baselines() { return {}; }
   virtual std::string source_text(const Variant& v) = 0;
+  // compute-sanitizer's memcheck and racecheck over a candidate about to become champion
+  // (engine/sanitize.hpp); empty when the lab does not sanitize (turned off, or a fake).
+  virtual std::vector<SanitizerOutcome> sanitize(const Variant&) { return {}; }
   // What the run ran on (device, clocks, driver, toolkit, tools): env.json.
   virtual nlohmann::json environment() = 0;
 };

@@ -24,13 +24,14 @@ struct EvaluationRecord {
   std::string key;  // content hash: source, params, arch, toolkit, dims, timing mode
   std::string kernel;
   ParamPoint point;
-  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor
+  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor | inconsistent
   double median_s = 0;
   double noise = 0;  // relative
   std::size_t samples = 0;
   std::string error;
   std::string recorded_at;
   std::string clocks;  // GPU clocks and throttle reasons after the measurement
+  std::vector<std::string> flags;  // distribution flags of the samples: "bimodal (two clusters: ...)"
 };
 
 // One record per iteration (v0 is the baseline, vN iteration N): what was tried, what it
@@ -54,6 +55,10 @@ struct VersionRecord {
   std::string verdict;                 // the interleaved comparison with the champion: faster, same, ...
   double ratio = 0;                    // winner / champion time
   std::string note;                    // why rejected or failed
+  std::vector<std::string> flags;      // the distribution flags of this version's timing (never accepted with any)
+  // compute-sanitizer on a candidate about to become champion: "clean: memcheck, racecheck",
+  // "findings: ..." (then rejected), "unverifiable: ..." (accepted, and said), or "" (not run).
+  std::string sanitizer;
   std::string git_commit;
   bool masked = false;
   std::string mask_reason;

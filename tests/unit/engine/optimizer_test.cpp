@@ -260,6 +260,72 @@ TEST_F(AgentMode, OpenBranchCloseFinalize) {
   EXPECT_EQ(done->status, "finished");
 }
 
+// A branch whose samples form two clusters (what a kernel that skips its work on every other
+// launch gives) is faster on paper, and refused as champion with the flag on record.
+TEST_F(AgentMode, AFlaggedBranchIsNotAcceptedAsChampion) {
+  FakeLab lab;
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
+  auto flagged = branch_file("flagged.cu", "__global__ void tuned(float* x, float* y) {} // time=20 flag=bimodal\n");
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}), flagged));
+  auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  const VersionRecord& v1 = closed->versions.at(1);
+  EXPECT_EQ(v1.outcome, "rejected");
+  ASSERT_EQ(v1.flags.size(), 1u);
+  EXPECT_EQ(v1.flags[0].rfind("bimodal (", 0), 0u);
+  EXPECT_NE(v1.note.find("flagged: bimodal"), std::string::npos) << v1.note;
+  EXPECT_NE(v1.note.find("not accepted as the champion"), std::string::npos) << v1.note;
+  EXPECT_EQ(closed->champion()->index, 0);  // the baseline is still the champion
+  // The flags stay with the evaluation: a resumed run sees them without measuring again.
+  auto s = load_run_state(m_dir.path() / "run");
+  ASSERT_TRUE(s);
+  bool recorded = false;
+  for (const auto& [key, e] : s->evaluations) recorded = recorded || !e.flags.empty();
+  EXPECT_TRUE(recorded);
+}
+
+// A branch that is faster but has a shared-memory race is turned down once compute-sanitizer
+// has looked at it, with the finding on record; a clean one is accepted with "clean" on record,
+// and one the tool could not check is accepted and says unverifiable.
+TEST_F(AgentMode, ARacyBranchIsNotAcceptedAsChampion) {
+  FakeLab lab;
+  lab.sanitizing = true;
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
+  auto racy = branch_file("racy.cu", "__global__ void tuned(float* x, float* y) {} // time=20 race\n");
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}), racy));
+  auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  const VersionRecord v1 = closed->versions.at(1);  // a copy: `closed` is replaced below
+  EXPECT_EQ(v1.outcome, "rejected");
+  EXPECT_EQ(v1.sanitizer.rfind("findings: ", 0), 0u) << v1.sanitizer;
+  EXPECT_NE(v1.note.find("racecheck: Race reported between"), std::string::npos) << v1.note;
+  EXPECT_NE(v1.note.find("tuned.cu:7"), std::string::npos) << v1.note;
+  EXPECT_EQ(closed->champion()->index, 0);
+  ASSERT_EQ(lab.sanitized.size(), 1u);
+
+  OptimizeOptions again = options();
+  again.resume = true;  // the run exists now, as for kopt iter
+  auto reopened = iter_open(m_problem, m_catalog, again, lab, nullptr);
+  ASSERT_TRUE(reopened) << reopened.error().to_string();
+  auto clean = branch_file("clean.cu", "__global__ void tuned(float* x, float* y) {} // time=25\n");
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, again, lab, branch({"warp_shuffle_reduction"}), clean));
+  closed = iter_close(m_problem, m_catalog, again, lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  EXPECT_EQ(closed->versions.at(2).outcome, "accepted");
+  EXPECT_EQ(closed->versions.at(2).sanitizer, "clean: memcheck: clean; racecheck: clean");
+
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, again, lab, nullptr));
+  auto unchecked = branch_file("unchecked.cu", "__global__ void tuned(float* x, float* y) {} // time=20 nosanitizer\n");
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, again, lab, branch({"warp_shuffle_reduction"}), unchecked));
+  closed = iter_close(m_problem, m_catalog, again, lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  EXPECT_EQ(closed->versions.at(3).outcome, "accepted");
+  EXPECT_EQ(closed->versions.at(3).sanitizer.rfind("unverifiable: ", 0), 0u) << closed->versions.at(3).sanitizer;
+  auto s = load_run_state(m_dir.path() / "run");  // on record
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->versions.at(1).sanitizer, v1.sanitizer);
+}
+
 TEST_F(AgentMode, BadBranchesAreRefusedAndNothingIsLost) {
   FakeLab lab;
   ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
