@@ -1,5 +1,6 @@
 #include "kopt/core/fs.hpp"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -87,6 +88,23 @@ fs::path cache_dir() {
   if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v) return fs::path(v) / "kopt";
   if (const char* v = std::getenv("HOME"); v && *v) return fs::path(v) / ".cache" / "kopt";
   return fs::temp_directory_path() / "kopt-cache";
+}
+
+fs::path scratch_root(std::uintmax_t data_bytes) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  if (tmpdir && *tmpdir) return fs::temp_directory_path();
+  struct statvfs st {};
+  if (::statvfs("/dev/shm", &st) != 0 || ::access("/dev/shm", W_OK) != 0) return fs::temp_directory_path();
+  std::uintmax_t available = static_cast<std::uintmax_t>(st.f_bavail) * st.f_frsize;
+  std::uintmax_t margin = std::uintmax_t{2} << 30;  // left for everything else that uses the RAM
+  return data_bytes + margin <= available / 2 ? fs::path("/dev/shm") : fs::temp_directory_path();
+}
+
+TempDir::TempDir(const std::string& prefix, std::uintmax_t data_bytes) {
+  std::string templ = (scratch_root(data_bytes) / (prefix + "-XXXXXX")).string();
+  if (::mkdtemp(templ.data()) == nullptr)
+    throw std::runtime_error("mkdtemp failed: " + std::string(std::strerror(errno)));
+  m_path = templ;
 }
 
 TempDir::TempDir(const std::string& prefix) {

@@ -8,6 +8,7 @@
 #include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
 #include "kopt/measure/review.hpp"
+#include "kopt/problem/tensor_data.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -272,7 +273,7 @@ class BenchRun {
   const BenchRequest& m_r;
   CheckContext m_ctx;
   BenchReport m_report;
-  TempDir m_tmp{"kopt-bench"};
+  TempDir m_tmp{"kopt-bench", 2 * problem_tensor_bytes(m_p)};  // seed 1's inputs and each variant's outputs
 };
 
 }  // namespace

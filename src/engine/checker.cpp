@@ -358,7 +358,8 @@ class CheckRun {
   std::string m_ref_key;
   std::vector<SeedData> m_inputs;
   std::optional<Tolerance> m_ref_tolerance;
-  TempDir m_tmp{"kopt-check"};
+  // Each seed's inputs and every kernel's outputs: in RAM where there is room (scratch_root).
+  TempDir m_tmp{"kopt-check", problem_tensor_bytes(m_p) * static_cast<std::uintmax_t>(m_o.seeds + 1)};
 };
 
 json to_json(const CompareResult& c) {

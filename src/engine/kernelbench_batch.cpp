@@ -13,6 +13,7 @@
 #include "kopt/engine/baseline_notes.hpp"
 #include "kopt/engine/bencher.hpp"
 #include "kopt/problem/loader.hpp"
+#include "kopt/problem/tensor_data.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -234,7 +235,8 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o, CheckCon
     problem->kernels.clear();  // the reference and the baselines, not kernels someone added
     if (o.check) {
       auto t0 = Clock::now();
-      TempDir scratch("kopt-kernelbench");  // KernelBench's reference outputs reach GBs: not kept
+      // KernelBench's reference outputs reach GBs: not kept, and in RAM where there is room.
+      TempDir scratch("kopt-kernelbench", problem_tensor_bytes(*problem));
       CheckOptions co;
       co.seeds = 1;
       co.cache_root = scratch.path();

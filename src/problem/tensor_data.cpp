@@ -111,6 +111,14 @@ HostTensor poisoned_tensor(const TensorSpec& spec, const std::vector<std::int64_
   return t;
 }
 
+std::uintmax_t problem_tensor_bytes(const Problem& p) {
+  std::uintmax_t bytes = 0;
+  Scope dims = p.dim_scope();
+  for (const auto& t : p.tensors)
+    if (auto shape = tensor_shape(t, dims)) bytes += shape_numel(*shape) * dtype_size(t.dtype);
+  return bytes;
+}
+
 std::vector<std::int64_t> unflatten(std::size_t flat, const std::vector<std::int64_t>& shape) {
   std::vector<std::int64_t> idx(shape.size(), 0);
   for (std::size_t d = shape.size(); d-- > 0;) {

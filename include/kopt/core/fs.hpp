@@ -26,10 +26,18 @@ Expected<void> write_text_atomic(const std::filesystem::path& path, std::string_
 // $KOPT_CACHE_DIR, else $XDG_CACHE_HOME/kopt, else $HOME/.cache/kopt, else a temp dir.
 std::filesystem::path cache_dir();
 
-// A fresh private directory under the system temp dir, removed by the destructor.
+// Where `data_bytes` of tensor files (inputs, outputs, reference outputs passed between kopt
+// and its workers) are best written: a RAM file system (/dev/shm) when it has room for them
+// with a margin and $TMPDIR names no place of its own, else the system temp dir. Files of
+// GBs are written and read several times per problem; a disk makes that the slow part.
+std::filesystem::path scratch_root(std::uintmax_t data_bytes);
+
+// A fresh private directory under the system temp dir (or scratch_root(data_bytes) when the
+// size of the data it will hold is given), removed by the destructor.
 class TempDir {
  public:
   explicit TempDir(const std::string& prefix = "kopt");
+  TempDir(const std::string& prefix, std::uintmax_t data_bytes);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

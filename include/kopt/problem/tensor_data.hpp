@@ -22,6 +22,8 @@ struct HostTensor {
 
 Expected<std::vector<std::int64_t>> tensor_shape(const TensorSpec& spec, const Scope& dims);
 std::size_t shape_numel(const std::vector<std::int64_t>& shape);
+// The bytes of all the problem's tensors at its dims (0 for a tensor whose shape fails).
+std::uintmax_t problem_tensor_bytes(const Problem& p);
 
 // Fills a tensor from its init spec. Elements are a pure function of (seed, tensor name,
 // index), so a tensor's bytes do not depend on the other tensors or on generation order.
