@@ -262,8 +262,8 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
          "        state = dict(entry[0].named_parameters())\n"
          "        state.update(dict(entry[0].named_buffers()))\n"
          "        with torch.no_grad():\n"
-         "            for name, tensor in PARAMETERS.items():\n"
-         "                state[name].copy_(kw[tensor])\n"
+         "            for name, tensor in PARAMETERS.items():  # a 0-dim buffer is a kopt tensor of shape [1]\n"
+         "                state[name].copy_(kw[tensor].reshape(state[name].shape))\n"
          "        entry[1] = source\n"
          "    return entry[0], [kw[v] if k == \"tensor\" else v for k, v in FORWARD]\n\n\n";
     r += "def setup_baseline(**kw):\n    return _bound(kw)\n\n\n";

@@ -39,8 +39,8 @@ def _bound(kw):
         state = dict(entry[0].named_parameters())
         state.update(dict(entry[0].named_buffers()))
         with torch.no_grad():
-            for name, tensor in PARAMETERS.items():
-                state[name].copy_(kw[tensor])
+            for name, tensor in PARAMETERS.items():  # a 0-dim buffer is a kopt tensor of shape [1]
+                state[name].copy_(kw[tensor].reshape(state[name].shape))
         entry[1] = source
     return entry[0], [kw[v] if k == "tensor" else v for k, v in FORWARD]
 
