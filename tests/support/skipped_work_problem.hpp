@@ -1,19 +1,51 @@
 #pragma once
-// A tiny problem whose kernel `skipping` does its work on every other launch only: the
-// launch count lives in device memory (one counter per block / work-group, in the inout
-// tensor `launches`, so that no input is modified), and the first launch, the one kopt check
-// sees, is honest. `honest` is the same kernel without the skip. CUDA and OpenCL sources, a
-// C++ reference. `skip_if_written` works only while its output looks unwritten; three more
-// kernels carry the hacks that kopt check catches by itself. Written into a test's temp dir (tests/opencl, tests/gpu: skipped_work_test).
+// A tiny problem, y = 2 x, with one kernel per hack of docs/honesty.md, each in CUDA and
+// OpenCL (a C++ reference). Every kernel counts its launches per block in device memory (the
+// inout tensor `launches`, so that no input is modified); the first launch, the one kopt
+// check sees, is honest wherever the hack depends on the count.
+//   honest            no hack
+//   skipping          does its work on every other launch only
+//   skip_if_written   works only while its output looks unwritten (a NaN at its block's start)
+//   modifies_input    overwrites x after reading it
+//   writes_half       leaves the second half of y unwritten
+//   low_precision     rounds y to bf16 (8 bits of mantissa) under an f32 tolerance
+// Written into a test's temp dir (tests/opencl, tests/gpu: skipped_work_test).
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 namespace kopt::test {
 
+struct HackKernel {
+  const char* name;
+  const char* cuda;    // the body after the launch count; i is the element
+  const char* opencl;
+};
+
+inline const HackKernel k_hack_kernels[] = {
+    {"honest", "  if (i < n) y[i] = 2.0f * x[i];", "  if (i < n) y[i] = 2.0f * x[i];"},
+    {"skipping",
+     "  __shared__ int skip;  // launches counted so far, this one included: 1, 2, 3, ...\n  if (threadIdx.x == 0) skip = !(launches[blockIdx.x] & 1);\n"
+     "  __syncthreads();\n  if (skip) return;\n  if (i < n) y[i] = 2.0f * x[i];",
+     "  __local int skip;\n  if (get_local_id(0) == 0) skip = !(launches[get_group_id(0)] & 1);\n"
+     "  barrier(CLK_LOCAL_MEM_FENCE);\n  if (skip) return;\n  if (i < n) y[i] = 2.0f * x[i];"},
+    {"skip_if_written",
+     "  float first = y[blockIdx.x * blockDim.x];\n  __syncthreads();\n"
+     "  if (first == first) return;  // a number there: the output looks done\n  if (i < n) y[i] = 2.0f * x[i];",
+     "  float first = y[get_group_id(0) * get_local_size(0)];\n  barrier(CLK_GLOBAL_MEM_FENCE);\n"
+     "  if (first == first) return;\n  if (i < n) y[i] = 2.0f * x[i];"},
+    {"modifies_input", "  if (i < n) { y[i] = 2.0f * x[i]; const_cast<float*>(x)[i] = 0.0f; }",
+     "  if (i < n) { y[i] = 2.0f * x[i]; ((__global float*)x)[i] = 0.0f; }"},
+    {"writes_half", "  if (i < n / 2) y[i] = 2.0f * x[i];", "  if (i < n / 2) y[i] = 2.0f * x[i];"},
+    {"low_precision", "  if (i < n) y[i] = __uint_as_float(__float_as_uint(2.0f * x[i]) & 0xffff0000u);",
+     "  if (i < n) y[i] = as_float(as_uint(2.0f * x[i]) & 0xffff0000u);"},
+};
+
 inline void write_skipped_work_problem(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "kopt.toml") << R"(name = "skipped_work"
-description = "y = 2 x; the kernel `skipping` does it on every other launch only"
+  std::ofstream toml(dir / "kopt.toml");
+  toml << R"(name = "skipped_work"
+description = "y = 2 x, with one kernel per hack of docs/honesty.md"
 
 [dims]
 n = 1048576
@@ -50,59 +82,22 @@ kind = "cpp"
 source = "ref.cpp"
 entry = "scale_ref"
 args = ["x", "y", "launches", { expr = "n", dtype = "i64" }]
-
-[[kernels]]
-name = "honest"
-source = ["honest.cu", "honest.cl"]
-entry = "scale"
-args = ["x", "y", "launches", "n"]
-grid = ["n / 256"]
-block = [256]
-
-[[kernels]]
-name = "skipping"
-source = ["skipping.cu", "skipping.cl"]
-entry = "scale"
-args = ["x", "y", "launches", "n"]
-grid = ["n / 256"]
-block = [256]
-
-# Works only while its output looks unwritten (a NaN at the start of its block): every launch
-# kopt check makes, and the timed launches whose outputs were poisoned with NaN.
-[[kernels]]
-name = "skip_if_written"
-source = ["skip_if_written.cu", "skip_if_written.cl"]
-entry = "scale"
-args = ["x", "y", "launches", "n"]
-grid = ["n / 256"]
-block = [256]
-
-# What kopt check itself catches: an input overwritten, half the output left unwritten, the
-# arithmetic done in bf16 under an f32 tolerance (docs/honesty.md).
-[[kernels]]
-name = "modifies_input"
-source = ["modifies_input.cu", "modifies_input.cl"]
-entry = "scale"
-args = ["x", "y", "launches", "n"]
-grid = ["n / 256"]
-block = [256]
-
-[[kernels]]
-name = "writes_half"
-source = ["writes_half.cu", "writes_half.cl"]
-entry = "scale"
-args = ["x", "y", "launches", "n"]
-grid = ["n / 256"]
-block = [256]
-
-[[kernels]]
-name = "low_precision"
-source = ["low_precision.cu", "low_precision.cl"]
-entry = "scale"
-args = ["x", "y", "launches", "n"]
-grid = ["n / 256"]
-block = [256]
 )";
+  for (const HackKernel& k : k_hack_kernels) {
+    std::string name = k.name;
+    toml << "\n[[kernels]]\nname = \"" << name << "\"\nsource = [\"" << name << ".cu\", \"" << name
+         << ".cl\"]\nentry = \"scale\"\nargs = [\"x\", \"y\", \"launches\", \"n\"]\ngrid = [\"n / 256\"]\nblock = [256]\n";
+    std::ofstream(dir / (name + ".cu"))
+        << "extern \"C\" __global__ void scale(const float* x, float* y, int* launches, int n) {\n"
+        << "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        << "  if (threadIdx.x == 0) launches[blockIdx.x] += 1;\n  __syncthreads();\n"
+        << k.cuda << "\n}\n";
+    std::ofstream(dir / (name + ".cl"))
+        << "__kernel void scale(__global const float* x, __global float* y, __global int* launches, int n) {\n"
+        << "  int i = get_global_id(0);\n"
+        << "  if (get_local_id(0) == 0) launches[get_group_id(0)] += 1;\n  barrier(CLK_GLOBAL_MEM_FENCE);\n"
+        << k.opencl << "\n}\n";
+  }
   std::ofstream(dir / "ref.cpp") << R"(#include <cstdint>
 extern "C" int scale_ref(void** args) {
   const float* x = static_cast<const float*>(args[0]);
@@ -112,98 +107,6 @@ extern "C" int scale_ref(void** args) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = 2.0f * x[i];
   for (std::int64_t g = 0; g < n / 256; ++g) launches[g] += 1;
   return 0;
-}
-)";
-  std::ofstream(dir / "honest.cl") << R"(__kernel void scale(__global const float* x, __global float* y, __global int* launches, int n) {
-  if (get_local_id(0) == 0) launches[get_group_id(0)] += 1;
-  int i = get_global_id(0);
-  if (i < n) y[i] = 2.0f * x[i];
-}
-)";
-  std::ofstream(dir / "skipping.cl") << R"(__kernel void scale(__global const float* x, __global float* y, __global int* launches, int n) {
-  __local int skip;
-  if (get_local_id(0) == 0) {
-    int count = launches[get_group_id(0)];
-    launches[get_group_id(0)] = count + 1;
-    skip = count & 1;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (skip) return;
-  int i = get_global_id(0);
-  if (i < n) y[i] = 2.0f * x[i];
-}
-)";
-  std::ofstream(dir / "skip_if_written.cl") << R"(__kernel void scale(__global const float* x, __global float* y, __global int* launches, int n) {
-  if (get_local_id(0) == 0) launches[get_group_id(0)] += 1;
-  float first = y[get_group_id(0) * get_local_size(0)];
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  if (first == first) return;  /* a number there: the output looks done */
-  int i = get_global_id(0);
-  if (i < n) y[i] = 2.0f * x[i];
-}
-)";
-  std::ofstream(dir / "skip_if_written.cu") << R"(extern "C" __global__ void scale(const float* x, float* y, int* launches, int n) {
-  if (threadIdx.x == 0) launches[blockIdx.x] += 1;
-  float first = y[blockIdx.x * blockDim.x];
-  __syncthreads();
-  if (first == first) return;  // a number there: the output looks done
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = 2.0f * x[i];
-}
-)";
-  std::ofstream(dir / "modifies_input.cl") << R"(__kernel void scale(__global const float* x, __global float* y, __global int* launches, int n) {
-  if (get_local_id(0) == 0) launches[get_group_id(0)] += 1;
-  int i = get_global_id(0);
-  if (i < n) { y[i] = 2.0f * x[i]; ((__global float*)x)[i] = 0.0f; }
-}
-)";
-  std::ofstream(dir / "modifies_input.cu") << R"(extern "C" __global__ void scale(const float* x, float* y, int* launches, int n) {
-  if (threadIdx.x == 0) launches[blockIdx.x] += 1;
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) { y[i] = 2.0f * x[i]; const_cast<float*>(x)[i] = 0.0f; }
-}
-)";
-  std::ofstream(dir / "writes_half.cl") << R"(__kernel void scale(__global const float* x, __global float* y, __global int* launches, int n) {
-  if (get_local_id(0) == 0) launches[get_group_id(0)] += 1;
-  int i = get_global_id(0);
-  if (i < n / 2) y[i] = 2.0f * x[i];
-}
-)";
-  std::ofstream(dir / "writes_half.cu") << R"(extern "C" __global__ void scale(const float* x, float* y, int* launches, int n) {
-  if (threadIdx.x == 0) launches[blockIdx.x] += 1;
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n / 2) y[i] = 2.0f * x[i];
-}
-)";
-  std::ofstream(dir / "low_precision.cl") << R"(__kernel void scale(__global const float* x, __global float* y, __global int* launches, int n) {
-  if (get_local_id(0) == 0) launches[get_group_id(0)] += 1;
-  int i = get_global_id(0);
-  if (i < n) y[i] = as_float(as_uint(2.0f * x[i]) & 0xffff0000u);  /* bf16: 8 bits of mantissa */
-}
-)";
-  std::ofstream(dir / "low_precision.cu") << R"(extern "C" __global__ void scale(const float* x, float* y, int* launches, int n) {
-  if (threadIdx.x == 0) launches[blockIdx.x] += 1;
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = __uint_as_float(__float_as_uint(2.0f * x[i]) & 0xffff0000u);  // bf16: 8 bits of mantissa
-}
-)";
-  std::ofstream(dir / "honest.cu") << R"(extern "C" __global__ void scale(const float* x, float* y, int* launches, int n) {
-  if (threadIdx.x == 0) launches[blockIdx.x] += 1;
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = 2.0f * x[i];
-}
-)";
-  std::ofstream(dir / "skipping.cu") << R"(extern "C" __global__ void scale(const float* x, float* y, int* launches, int n) {
-  __shared__ int skip;
-  if (threadIdx.x == 0) {
-    int count = launches[blockIdx.x];
-    launches[blockIdx.x] = count + 1;
-    skip = count & 1;
-  }
-  __syncthreads();
-  if (skip) return;
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = 2.0f * x[i];
 }
 )";
 }
