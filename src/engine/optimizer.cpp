@@ -11,6 +11,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/sanitize.hpp"
 #include "kopt/engine/search/search_space.hpp"
+#include "kopt/measure/review.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 
 namespace kopt {
@@ -209,6 +210,12 @@ class Optimizer {
       finish("cannot profile the champion: " + expl.error().message);
       return std::optional<Opened>{};
     }
+    // The champion's time as kopt measured it against ncu's for the same build.
+    if (expl->time_source.rfind("ncu", 0) == 0)
+      if (auto note = review_against_ncu(o.champ_time, expl->time_s)) {
+        o.rec.cross_check = *note;
+        m_o.log("    review: " + *note);
+      }
     if (expl->gaps.near_peak) {
       finish("near_peak: Δc, Δm and Δl all below 0.15");
       return std::optional<Opened>{};

@@ -78,8 +78,9 @@ std::string report_markdown(const RunReport& r) {
   std::string checks;
   for (const auto& view : r.versions) {
     const VersionRecord& v = view.record;
-    if (v.sanitizer.empty() && v.flags.empty()) continue;
+    if (v.sanitizer.empty() && v.flags.empty() && v.cross_check.empty()) continue;
     checks += fmt::format("- v{}:", v.index);
+    if (!v.cross_check.empty()) checks += " The champion it started from: " + v.cross_check + ".";
     if (!v.sanitizer.empty()) checks += " compute-sanitizer " + v.sanitizer + ".";
     for (const auto& f : v.flags) checks += " Flagged: " + f + ".";
     if (v.outcome != "accepted" && !v.note.empty()) checks += " " + v.note;

@@ -12,7 +12,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EvaluationRecord, key, kernel, p
                                                 error, recorded_at, clocks, flags)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration, kernel, point, evaluation, median_s,
                                                 noise, bottleneck, evidence, hypothesis, methods, method_outcomes,
-                                                attribution_ms, attribution_pct, outcome, verdict, ratio, note, flags, sanitizer, git_commit,
+                                                attribution_ms, attribution_pct, outcome, verdict, ratio, note, flags, sanitizer, cross_check, git_commit,
                                                 masked, mask_reason)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchRecord, id, kernel, source, point, methods, ablates)

@@ -59,6 +59,9 @@ struct VersionRecord {
   // compute-sanitizer on a candidate about to become champion: "clean: memcheck, racecheck",
   // "findings: ..." (then rejected), "unverifiable: ..." (accepted, and said), or "" (not run).
   std::string sanitizer;
+  // The champion's median against ncu's duration when the iteration profiled it: empty when
+  // they agree (measure/review.hpp), else what differs.
+  std::string cross_check;
   std::string git_commit;
   bool masked = false;
   std::string mask_reason;

@@ -284,6 +284,23 @@ TEST_F(AgentMode, AFlaggedBranchIsNotAcceptedAsChampion) {
   EXPECT_TRUE(recorded);
 }
 
+// The champion's median against ncu's duration of the same build: a disagreement is on record
+// with the version the iteration made, and in report.md; an agreement leaves nothing.
+TEST_F(Optimize, TheChampionsTimeIsCrossCheckedAgainstNcu) {
+  FakeLab lab;
+  lab.ncu_time_factor = 2.0;
+  auto s = run(lab, options());
+  ASSERT_TRUE(s) << s.error().to_string();
+  ASSERT_GE(s->versions.size(), 2u);
+  const std::string& note = s->versions[1].cross_check;
+  EXPECT_NE(note.find("kopt's median 100.0 us and ncu's gpu__time_duration 200.0 us"), std::string::npos) << note;
+  FakeLab agreeing;
+  agreeing.ncu_time_factor = 1.05;
+  auto quiet = run(agreeing, options("run-agreeing"));
+  ASSERT_TRUE(quiet) << quiet.error().to_string();
+  for (const auto& v : quiet->versions) EXPECT_EQ(v.cross_check, "") << v.index;
+}
+
 // A branch that is faster but has a shared-memory race is turned down once compute-sanitizer
 // has looked at it, with the finding on record; a clean one is accepted with "clean" on record,
 // and one the tool could not check is accepted and says unverifiable.

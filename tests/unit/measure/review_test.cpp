@@ -17,5 +17,16 @@ TEST(SpeedupReview, AboveTenTimesEagerIsReviewedAndBelowIsNot) {
   EXPECT_FALSE(review_speedup_over_eager(10e-6, 0));
 }
 
+TEST(NcuCrossCheck, ADisagreementPastAQuarterIsReported) {
+  EXPECT_FALSE(review_against_ncu(100e-6, 110e-6));  // 10 %: clocks, a launch's spread
+  EXPECT_FALSE(review_against_ncu(100e-6, 80e-6));   // 25 % of the smaller: not past it
+  auto slow_ncu = review_against_ncu(50e-6, 100e-6);  // kopt's median half of ncu's: work skipped under timing?
+  ASSERT_TRUE(slow_ncu);
+  EXPECT_NE(slow_ncu->find("kopt's median 50.0 us and ncu's gpu__time_duration 100.0 us"), std::string::npos) << *slow_ncu;
+  EXPECT_NE(slow_ncu->find("differ by 100 %"), std::string::npos) << *slow_ncu;
+  EXPECT_TRUE(review_against_ncu(100e-6, 50e-6));
+  EXPECT_FALSE(review_against_ncu(0, 50e-6));
+}
+
 }  // namespace
 }  // namespace kopt
