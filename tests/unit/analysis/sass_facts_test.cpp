@@ -52,6 +52,13 @@ TEST(SassFacts, CountsByClassAndWidth) {
   EXPECT_FALSE(gemm.classes.count("local_load"));
 }
 
+// A fast tanh is the special function unit's MUFU.TANH: the method is in the machine code and
+// must not be called implementation_failed because the signature lacked the form.
+TEST(MethodVerdicts, TheHardwareTanhIsAFastMathIntrinsic) {
+  EXPECT_EQ(verdict("fast_math_intrinsics", recorded("gelu_tanh_approx")), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("fast_math_intrinsics", recorded("vector_add_naive")), SassVerdictKind::missing);
+}
+
 TEST(MethodVerdicts, OnRecordedKernels) {
   EXPECT_EQ(verdict("vectorized_global_loads", recorded("vector_add_vectorized")), SassVerdictKind::verified);
   EXPECT_EQ(verdict("vectorized_global_loads", recorded("vector_add_naive")), SassVerdictKind::missing);

@@ -44,7 +44,7 @@ TEST(SassParser, EveryRecordedExampleDumpParses) {
     EXPECT_EQ(last->opcode, "BRA") << e.path();
     EXPECT_TRUE(std::any_of(f.instructions.begin(), f.instructions.end(), [](const auto& in) { return in.opcode == "EXIT"; }));
   }
-  EXPECT_EQ(files, 14);  // 13 example kernels, and one cuobjdump layout
+  EXPECT_EQ(files, 15);  // 13 example kernels, a fast-tanh GELU, and one cuobjdump layout
 }
 
 TEST(SassParser, SplitsPredicateOpcodeModifiersAndOperands) {
