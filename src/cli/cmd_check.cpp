@@ -57,7 +57,8 @@ void print_human(const CheckReport& r) {
                              r.arch, r.toolkit);
   if (!r.seeds.empty()) {
     std::string seeds;
-    for (auto s : r.seeds) seeds += (seeds.empty() ? "" : " ") + std::to_string(s);
+    for (auto s : r.seeds)
+      seeds += (seeds.empty() ? "" : " ") + std::to_string(s) + (r.secret_seed == s ? " (secret, drawn now)" : "");
     std::cout << "seeds: " << seeds << "\n";
   }
   std::cout << "\n";
@@ -124,6 +125,7 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   co.sets = sel->sets;
   co.seeds = o.seeds;
   co.first_seed = o.first_seed;
+  co.secret_seed = o.secret_seed;
   co.arch = o.sel.arch;
   co.cache_root = cache_dir();
   if (g.verbose) co.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };

@@ -51,6 +51,7 @@ struct CheckCliOptions {
   int seeds = 3;
   std::uint64_t first_seed = 1;
   double timeout_s = 10.0;
+  bool secret_seed = true;  // the last seed drawn at run time (--no-secret-seed: first_seed + seeds - 1)
   std::string sanitize;  // --sanitize memcheck,racecheck,...: "" runs none
   double sanitize_timeout_s = 600.0;
 };

@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--first-seed", check.first_seed, "first seed (then +1 each)");
   check_cmd->add_option("--timeout", check.timeout_s, "seconds one kernel run may take (watchdog)")
       ->check(CLI::PositiveNumber);
+  check_cmd->add_flag("!--no-secret-seed", check.secret_seed,
+                      "the last seed is first-seed + seeds - 1 rather than one drawn at run time");
   check_cmd->add_option("--sanitize", check.sanitize,
                         "also run each kernel under compute-sanitizer: memcheck,racecheck,synccheck,initcheck or all");
   check_cmd->add_option("--sanitize-timeout", check.sanitize_timeout_s, "seconds one sanitizer run may take")

@@ -1,6 +1,7 @@
 #include "kopt/engine/checker.hpp"
 
 #include <algorithm>
+#include <random>
 #include <set>
 
 #include "kopt/backend/cpu_reference.hpp"
@@ -92,7 +93,10 @@ class CheckRun {
     if (!device) return m_report;
     m_report.reference_cached = true;
     for (std::int64_t i = 0; i < m_o.seeds; ++i) {
-      auto s = prepare_seed(m_o.first_seed + static_cast<std::uint64_t>(i));
+      bool secret = m_o.secret_seed && m_o.seeds >= 2 && i == m_o.seeds - 1;
+      std::uint64_t seed = secret ? draw_secret_seed() : m_o.first_seed + static_cast<std::uint64_t>(i);
+      if (secret) m_report.secret_seed = seed;
+      auto s = prepare_seed(seed, secret);
       if (!s) return Unexpected(s.error());
       m_report.seeds.push_back(s->seed);
       m_inputs.push_back(std::move(*s));
@@ -240,14 +244,23 @@ class CheckRun {
     return job;
   }
 
-  Expected<SeedData> prepare_seed(std::uint64_t seed) {
+  // A seed nobody can know before the run: from std::random_device, above 2^62 so that it is
+  // never one of the ordinary small seeds.
+  static std::uint64_t draw_secret_seed() {
+    std::random_device entropy;
+    return ((std::uint64_t{entropy()} << 32) ^ entropy()) | (std::uint64_t{1} << 62);
+  }
+
+  Expected<SeedData> prepare_seed(std::uint64_t seed, bool secret = false) {
     fs::path dir = m_tmp.path() / ("seed" + std::to_string(seed));
     auto written = write_seed_inputs(m_p, seed, dir);
     if (!written) return Unexpected(written.error());
     SeedData in;
     static_cast<SeedInputs&>(in) = std::move(*written);
-    fs::path ref_dir = m_o.cache_root / "references" / reference_key(seed);
-    bool cached = true;
+    // A secret seed's reference is computed for this run only: caching it would fill the
+    // cache with references nobody asks for again.
+    fs::path ref_dir = secret ? dir / "reference-secret" : m_o.cache_root / "references" / reference_key(seed);
+    bool cached = !secret;
     for (const auto& t : m_p.tensors)
       if (t.role != Role::input) {
         in.reference[t.name] = ref_dir / (t.name + ".bin");
@@ -258,7 +271,7 @@ class CheckRun {
       m_o.log("seed " + std::to_string(seed) + ": reference outputs from the cache");
       return in;
     }
-    m_report.reference_cached = false;
+    if (!secret) m_report.reference_cached = false;
     fs::path scratch = dir / "reference";
     RunResult r = m_ctx.worker.run(run_job_for_reference(in, scratch));
     if (!r.ok())
@@ -276,7 +289,7 @@ class CheckRun {
       (void)write_text_atomic(ref_dir / "tolerance.json", tol.dump());
       load_reference_tolerance(ref_dir);
     }
-    m_o.log("seed " + std::to_string(seed) + ": reference computed and cached");
+    m_o.log("seed " + std::to_string(seed) + (secret ? " (secret): reference computed" : ": reference computed and cached"));
     return in;
   }
 
@@ -427,6 +440,7 @@ json to_json(const CheckReport& r) {
          {"toolkit", r.toolkit},
          {"reference", {{"kind", r.reference_kind}, {"cached", r.reference_cached}}},
          {"seeds", r.seeds},
+         {"secret_seed", r.secret_seed ? json(*r.secret_seed) : json(nullptr)},
          {"kernels", kernels},
          {"worker_starts", r.worker_starts},
          {"device", r.device ? to_json(*r.device) : json(nullptr)},

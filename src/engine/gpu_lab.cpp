@@ -1,5 +1,7 @@
 #include "kopt/engine/gpu_lab.hpp"
 
+#include <fmt/format.h>
+
 #include "kopt/analysis/target.hpp"
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/core/clock.hpp"
@@ -133,6 +135,26 @@ class GpuLab final : public Lab {
     if (!rep || rep->kernels.empty()) return out;
     for (const auto& verdict : rep->kernels[0].verdicts) out[verdict.method] = verdict.verdict;
     return out;
+  }
+
+  std::optional<std::string> recheck(const Variant& v) override {
+    CheckOptions co;
+    co.kernels = {v.kernel};
+    co.sets = sets_of(v.point);
+    co.seeds = 2;
+    co.secret_seed = true;
+    co.arch = m_o.arch;
+    co.cache_root = m_o.cache_root;
+    auto checked = run_check(problem_for(v), co, m_ctx);
+    if (!checked) return "the check on a secret seed could not run: " + checked.error().message;
+    if (checked->kernels.empty()) return std::nullopt;
+    const KernelCheck& k = checked->kernels[0];
+    if (k.status == KernelStatus::passed) return std::nullopt;
+    for (const auto& s : k.seeds)
+      if (!s.passed)
+        return fmt::format("wrong on {} {} ({}{})", checked->secret_seed == s.seed ? "the secret seed" : "seed",
+                           s.seed, run_status_name(s.status), s.error.empty() ? "" : ": " + s.error);
+    return std::string(kernel_status_name(k.status)) + ": " + k.error;
   }
 
   std::vector<SanitizerOutcome> sanitize(const Variant& v) override {

@@ -395,9 +395,15 @@ class Optimizer {
     return out;
   }
 
-  // A new champion runs under compute-sanitizer first: a finding rejects it; a tool that could
-  // not check is recorded, and the champion stands.
-  bool sanitized(VersionRecord& rec, const Variant& v) {
+  // A new champion is checked again with a secret seed beside seed 1 (a measurement checks
+  // seed 1 only), then runs under compute-sanitizer: a wrong output or a finding rejects it; a
+  // tool that could not check is recorded, and the champion stands.
+  bool passes_champion_checks(VersionRecord& rec, const Variant& v) {
+    if (auto wrong = m_lab.recheck(v)) {
+      rec.note = "checked again before it became champion, it was " + *wrong;
+      m_o.log("    " + rec.note);
+      return false;
+    }
     std::vector<SanitizerOutcome> outcomes = m_lab.sanitize(v);
     if (outcomes.empty()) return true;
     std::string verdict = sanitizer_verdict(outcomes);
@@ -445,7 +451,7 @@ class Optimizer {
         accepted = cmp->verdict == Verdict::faster;
         if (!accepted)
           rec.note = fmt::format("not faster than the champion outside the noise (ratio {:.4f}, {})", cmp->ratio, rec.verdict);
-        else accepted = sanitized(rec, wv);
+        else accepted = passes_champion_checks(rec, wv);
       } else {
         rec.note = "comparison failed: " + cmp.error().message;
       }

@@ -55,6 +55,32 @@ TEST_P(OpenclExample, EveryPortedKernelPassesAgainstTheCpuReference) {
 INSTANTIATE_TEST_SUITE_P(Examples, OpenclExample,
                          ::testing::Values("vector_add", "softmax", "transpose", "reduction"));
 
+// The last seed of kopt check is drawn at run time (a kernel cannot carry answers for it), its
+// reference computed afresh and never cached; --no-secret-seed gives the predictable seeds.
+TEST_F(OpenclBackend, TheLastSeedIsSecretAndNeverCached) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto first = kopt({"check", example("vector_add"), "--seeds", "2"}, rc);
+  ASSERT_EQ(rc, 0) << first.dump(2);
+  ASSERT_EQ(first["seeds"].size(), 2u);
+  EXPECT_EQ(first["seeds"][0], 1u);
+  std::uint64_t secret = first["secret_seed"];
+  EXPECT_EQ(first["seeds"][1], secret);
+  EXPECT_GE(secret, std::uint64_t{1} << 62);
+  for (const auto& k : first["kernels"]) EXPECT_EQ(k["seeds"][1]["seed"], secret);
+  auto second = kopt({"check", example("vector_add"), "--seeds", "2"}, rc);
+  ASSERT_EQ(rc, 0) << second.dump(2);
+  EXPECT_NE(second["secret_seed"], secret);                      // drawn again
+  EXPECT_TRUE(second["reference"]["cached"].get<bool>());        // seed 1 came from the cache
+  std::size_t cached = 0;  // seed 1's reference only: the secret ones are not kept
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(m_dir.path() / "cache" / "references")) ++cached;
+  EXPECT_EQ(cached, 1u);
+  auto plain = kopt({"check", example("vector_add"), "--seeds", "2", "--no-secret-seed"}, rc);
+  ASSERT_EQ(rc, 0) << plain.dump(2);
+  EXPECT_EQ(plain["seeds"], nlohmann::json::array({1, 2}));
+  EXPECT_TRUE(plain["secret_seed"].is_null());
+}
+
 TEST_F(OpenclBackend, BenchTimesWithTheSharedScheduleAndAFlush) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;

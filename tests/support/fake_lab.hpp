@@ -142,6 +142,13 @@ class FakeLab : public Lab {
   // An agent's branch may say what compute-sanitizer finds in it: "// race" (a racecheck
   // hazard) or "// nosanitizer" (the tool is missing); others are clean. Off unless sanitizing.
   bool sanitizing = false;
+  // An agent's branch that says "// seed1only" carries answers for seed 1: wrong on a secret seed.
+  std::optional<std::string> recheck(const Variant& v) override {
+    if (v.source.empty()) return std::nullopt;
+    auto text = read_text_file(v.source);
+    if (text && text->find("seed1only") != std::string::npos) return std::string("wrong on the secret seed 4611686018427387905");
+    return std::nullopt;
+  }
   std::vector<std::string> sanitized;  // labels of the variants run under the tools
   std::vector<SanitizerOutcome> sanitize(const Variant& v) override {
     if (!sanitizing) return {};

@@ -25,6 +25,10 @@ struct CheckOptions {
   std::map<std::string, std::int64_t> sets;  // --set NAME=VALUE
   int seeds = 3;
   std::uint64_t first_seed = 1;
+  // With 2 seeds or more, the last is drawn at run time (std::random_device) instead of
+  // first_seed + seeds - 1, and its reference computed afresh, never cached: a kernel cannot
+  // carry answers for inputs nobody could know (GPU MODE's secret seeds). kopt check's default.
+  bool secret_seed = false;
   std::optional<std::string> arch;  // --arch; else the device's; else sm_90 without a device
   std::filesystem::path cache_root;
   std::function<void(const std::string&)> log = [](const std::string&) {};
@@ -65,8 +69,9 @@ struct CheckReport {
   std::string arch;
   std::string toolkit;
   std::string reference_kind;
-  bool reference_cached = false;  // every seed's reference came from the cache
+  bool reference_cached = false;  // every seed's reference came from the cache (the secret one never does)
   std::vector<std::uint64_t> seeds;
+  std::optional<std::uint64_t> secret_seed;  // the last of `seeds`, drawn at run time
   std::vector<KernelCheck> kernels;
   int worker_starts = 0;
 

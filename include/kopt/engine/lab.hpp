@@ -68,6 +68,10 @@ class Lab {
   // none for other references.
   virtual std::vector<std::pair<std::string, Measured>> measure_baselines() { return {}; }
   virtual std::string source_text(const Variant& v) = 0;
+  // A candidate about to become champion checked again on a secret seed (drawn at run time,
+  // engine/checker.hpp) beside seed 1: nullopt when it passes, else why not. Measurements
+  // check seed 1 only, which a kernel could carry answers for.
+  virtual std::optional<std::string> recheck(const Variant&) { return std::nullopt; }
   // compute-sanitizer's memcheck and racecheck over a candidate about to become champion
   // (engine/sanitize.hpp); empty when the lab does not sanitize (turned off, or a fake).
   virtual std::vector<SanitizerOutcome> sanitize(const Variant&) { return {}; }

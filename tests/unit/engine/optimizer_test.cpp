@@ -343,6 +343,21 @@ TEST_F(AgentMode, ARacyBranchIsNotAcceptedAsChampion) {
   EXPECT_EQ(s->versions.at(1).sanitizer, v1.sanitizer);
 }
 
+// A branch right on seed 1 only (what every measurement checks) is faster on paper; checked
+// again on a secret seed before it becomes champion, it is turned down.
+TEST_F(AgentMode, ABranchRightOnSeedOneOnlyIsNotAcceptedAsChampion) {
+  FakeLab lab;
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
+  auto cheat = branch_file("cheat.cu", "__global__ void tuned(float* x, float* y) {} // time=10 seed1only\n");
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}), cheat));
+  auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  const VersionRecord& v1 = closed->versions.at(1);
+  EXPECT_EQ(v1.outcome, "rejected");
+  EXPECT_NE(v1.note.find("wrong on the secret seed"), std::string::npos) << v1.note;
+  EXPECT_EQ(closed->champion()->index, 0);
+}
+
 TEST_F(AgentMode, BadBranchesAreRefusedAndNothingIsLost) {
   FakeLab lab;
   ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
