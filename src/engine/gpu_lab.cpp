@@ -137,7 +137,8 @@ class GpuLab final : public Lab {
     return out;
   }
 
-  std::optional<std::string> recheck(const Variant& v) override {
+  ChampionCheck check_champion(const Variant& v) override {
+    const Problem& p = problem_for(v);
     CheckOptions co;
     co.kernels = {v.kernel};
     co.sets = sets_of(v.point);
@@ -145,35 +146,28 @@ class GpuLab final : public Lab {
     co.secret_seed = true;
     co.arch = m_o.arch;
     co.cache_root = m_o.cache_root;
-    auto checked = run_check(problem_for(v), co, m_ctx);
-    if (!checked) return "the check on a secret seed could not run: " + checked.error().message;
-    if (checked->kernels.empty()) return std::nullopt;
-    const KernelCheck& k = checked->kernels[0];
-    if (k.status == KernelStatus::passed) return std::nullopt;
-    for (const auto& s : k.seeds)
-      if (!s.passed)
-        return fmt::format("wrong on {} {} ({}{})", checked->secret_seed == s.seed ? "the secret seed" : "seed",
-                           s.seed, run_status_name(s.status), s.error.empty() ? "" : ": " + s.error);
-    return std::string(kernel_status_name(k.status)) + ": " + k.error;
-  }
-
-  std::vector<SanitizerOutcome> sanitize(const Variant& v) override {
-    if (m_o.sanitize.tools.empty()) return {};
-    const Problem& p = problem_for(v);
-    CheckOptions co;
-    co.kernels = {v.kernel};
-    co.sets = sets_of(v.point);
-    co.seeds = 1;
-    co.arch = m_o.arch;
-    co.cache_root = m_o.cache_root;
+    ChampionCheck out;
     auto checked = run_check(p, co, m_ctx);
-    if (!checked || checked->kernels.empty()) {
-      SanitizerOutcome o;
-      o.tool = "memcheck";
-      o.reason = "the candidate could not be built or checked again: " + (checked ? std::string("no kernel") : checked.error().message);
-      return {o};
+    if (!checked) {
+      out.wrong = "the check on a secret seed could not run: " + checked.error().message;
+      return out;
     }
-    return sanitize_kernel(p, checked->kernels[0], device() && device()->is_opencl(), m_o.sanitize, m_ctx.runner);
+    if (checked->kernels.empty()) return out;
+    const KernelCheck& k = checked->kernels[0];
+    if (k.status != KernelStatus::passed) {
+      out.wrong = std::string(kernel_status_name(k.status)) + ": " + k.error;
+      for (const auto& s : k.seeds)
+        if (!s.passed) {
+          out.wrong = fmt::format("wrong on {} {} ({}{})", checked->secret_seed == s.seed ? "the secret seed" : "seed",
+                                  s.seed, run_status_name(s.status), s.error.empty() ? "" : ": " + s.error);
+          break;
+        }
+      return out;
+    }
+    // The build the check just ran, under the tools.
+    if (!m_o.sanitize.tools.empty())
+      out.sanitizer = sanitize_kernel(p, k, device() && device()->is_opencl(), m_o.sanitize, m_ctx.runner);
+    return out;
   }
 
   std::optional<double> target_time() override {

@@ -399,12 +399,13 @@ class Optimizer {
   // seed 1 only), then runs under compute-sanitizer: a wrong output or a finding rejects it; a
   // tool that could not check is recorded, and the champion stands.
   bool passes_champion_checks(VersionRecord& rec, const Variant& v) {
-    if (auto wrong = m_lab.recheck(v)) {
-      rec.note = "checked again before it became champion, it was " + *wrong;
+    ChampionCheck checked = m_lab.check_champion(v);
+    if (checked.wrong) {
+      rec.note = "checked again before it became champion, it was " + *checked.wrong;
       m_o.log("    " + rec.note);
       return false;
     }
-    std::vector<SanitizerOutcome> outcomes = m_lab.sanitize(v);
+    const std::vector<SanitizerOutcome>& outcomes = checked.sanitizer;
     if (outcomes.empty()) return true;
     std::string verdict = sanitizer_verdict(outcomes);
     rec.sanitizer = verdict + ": " + sanitizer_summary(outcomes);

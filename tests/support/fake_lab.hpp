@@ -139,33 +139,35 @@ class FakeLab : public Lab {
   }
   std::optional<Measured> measure_reference() override { return Measured{"ok", 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"}; }
   std::string source_text(const Variant& v) override { return "// " + v.kernel + "\n"; }
-  // An agent's branch may say what compute-sanitizer finds in it: "// race" (a racecheck
-  // hazard) or "// nosanitizer" (the tool is missing); others are clean. Off unless sanitizing.
+  // An agent's branch may say what the champion check finds in it: "// seed1only" (answers
+  // carried for seed 1: wrong on a secret seed), "// race" (a racecheck hazard) or
+  // "// nosanitizer" (the tool is missing); others are right and clean. The tools run only
+  // while `sanitizing`.
   bool sanitizing = false;
-  // An agent's branch that says "// seed1only" carries answers for seed 1: wrong on a secret seed.
-  std::optional<std::string> recheck(const Variant& v) override {
-    if (v.source.empty()) return std::nullopt;
-    auto text = read_text_file(v.source);
-    if (text && text->find("seed1only") != std::string::npos) return std::string("wrong on the secret seed 4611686018427387905");
-    return std::nullopt;
-  }
   std::vector<std::string> sanitized;  // labels of the variants run under the tools
-  std::vector<SanitizerOutcome> sanitize(const Variant& v) override {
-    if (!sanitizing) return {};
-    sanitized.push_back(v.label());
+  ChampionCheck check_champion(const Variant& v) override {
     std::optional<std::string> text;
     if (!v.source.empty())
       if (auto t = read_text_file(v.source)) text = *t;
-    std::vector<SanitizerOutcome> out(2);
-    out[0].tool = "memcheck";
-    out[1].tool = "racecheck";
-    for (auto& o : out) o.status = "clean";
+    ChampionCheck out;
+    if (text && text->find("seed1only") != std::string::npos) {
+      out.wrong = "wrong on the secret seed 4611686018427387905";
+      return out;
+    }
+    if (!sanitizing) return out;
+    sanitized.push_back(v.label());
+    out.sanitizer.resize(2);
+    out.sanitizer[0].tool = "memcheck";
+    out.sanitizer[1].tool = "racecheck";
+    for (auto& o : out.sanitizer) o.status = "clean";
     if (text && text->find("nosanitizer") != std::string::npos)
-      for (auto& o : out) o = SanitizerOutcome{o.tool, "unverifiable", {}, "compute-sanitizer not found", ""};
+      for (auto& o : out.sanitizer) o = SanitizerOutcome{o.tool, "unverifiable", {}, "compute-sanitizer not found", ""};
     if (text && text->find("race") != std::string::npos) {
-      out[1].status = "findings";
-      out[1].findings.push_back(SanitizerFinding{"racecheck", "Race reported between Write access at k+0x90 in tuned.cu:7",
-                                                 "k", "tuned.cu:7", "and Read access at k+0xd0 in tuned.cu:9 [992 hazards]", 1});
+      out.sanitizer[1].status = "findings";
+      out.sanitizer[1].findings.push_back(SanitizerFinding{"racecheck",
+                                                           "Race reported between Write access at k+0x90 in tuned.cu:7",
+                                                           "k", "tuned.cu:7",
+                                                           "and Read access at k+0xd0 in tuned.cu:9 [992 hazards]", 1});
     }
     return out;
   }

@@ -38,6 +38,12 @@ struct Measured {
   bool ok() const { return status == "ok"; }
 };
 
+// What Lab::check_champion found.
+struct ChampionCheck {
+  std::optional<std::string> wrong;         // why the candidate is wrong on a seed; nullopt: right
+  std::vector<SanitizerOutcome> sanitizer;  // empty: not sanitized (turned off, or it was wrong)
+};
+
 // What a run is aiming at, recorded when it starts: target.json and target.md.
 struct TargetRecord {
   nlohmann::json json;  // kopt target --json
@@ -68,13 +74,11 @@ class Lab {
   // none for other references.
   virtual std::vector<std::pair<std::string, Measured>> measure_baselines() { return {}; }
   virtual std::string source_text(const Variant& v) = 0;
-  // A candidate about to become champion checked again on a secret seed (drawn at run time,
-  // engine/checker.hpp) beside seed 1: nullopt when it passes, else why not. Measurements
-  // check seed 1 only, which a kernel could carry answers for.
-  virtual std::optional<std::string> recheck(const Variant&) { return std::nullopt; }
-  // compute-sanitizer's memcheck and racecheck over a candidate about to become champion
-  // (engine/sanitize.hpp); empty when the lab does not sanitize (turned off, or a fake).
-  virtual std::vector<SanitizerOutcome> sanitize(const Variant&) { return {}; }
+  // A candidate about to become champion, checked once more: on seed 1 and a secret seed
+  // (drawn at run time, engine/checker.hpp; measurements check seed 1 only, which a kernel
+  // could carry answers for), then, when it is right, under compute-sanitizer's memcheck and
+  // racecheck (engine/sanitize.hpp). The default checks nothing (a fake).
+  virtual ChampionCheck check_champion(const Variant&) { return {}; }
   // What the run ran on (device, clocks, driver, toolkit, tools): env.json.
   virtual nlohmann::json environment() = 0;
 };
