@@ -1,10 +1,10 @@
 #include "kopt/engine/checker.hpp"
 
 #include <algorithm>
-#include <random>
 #include <set>
 
 #include "kopt/backend/cpu_reference.hpp"
+#include "kopt/core/entropy.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/engine/sanitize.hpp"
@@ -244,12 +244,9 @@ class CheckRun {
     return job;
   }
 
-  // A seed nobody can know before the run: from std::random_device, above 2^62 so that it is
-  // never one of the ordinary small seeds.
-  static std::uint64_t draw_secret_seed() {
-    std::random_device entropy;
-    return ((std::uint64_t{entropy()} << 32) ^ entropy()) | (std::uint64_t{1} << 62);
-  }
+  // A seed nobody can know before the run, above 2^62 so that it is never one of the ordinary
+  // small seeds.
+  static std::uint64_t draw_secret_seed() { return unpredictable_u64() | (std::uint64_t{1} << 62); }
 
   Expected<SeedData> prepare_seed(std::uint64_t seed, bool secret = false) {
     fs::path dir = m_tmp.path() / ("seed" + std::to_string(seed));

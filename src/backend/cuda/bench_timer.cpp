@@ -7,10 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <random>
 
 #include "executor_state.hpp"
 #include "kopt/backend/output_verifier.hpp"
+#include "kopt/core/entropy.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
 #include "kopt/core/fs.hpp"
 
@@ -171,13 +171,12 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
 
   std::vector<Variant> variants;
   variants.reserve(job.variants.size());
-  std::random_device entropy;  // which samples are verified: nothing the kernel can predict
   for (const RunJob& rj : job.variants) {
     RunResult failure;
     auto p = prepare_launch(api, rj, failure);
     if (!p) return failed(failure);
-    std::uint64_t seed = (std::uint64_t{entropy()} << 32) ^ entropy();
-    variants.emplace_back(std::move(*p), rj, opt, seed).series.label = rj.label;
+    // Which samples are verified: nothing the kernel can predict.
+    variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64()).series.label = rj.label;
   }
 
   Stream stream(&api);

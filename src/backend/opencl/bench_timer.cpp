@@ -3,9 +3,9 @@
 // rewritten before each cold sample, the shared A B B A schedule, and timed launches checked
 // against an untimed one (output_verifier.hpp).
 #include <chrono>
-#include <random>
 
 #include "kopt/backend/output_verifier.hpp"
+#include "kopt/core/entropy.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
 #include "prepared_kernel.hpp"
 
@@ -47,13 +47,12 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
   };
   std::vector<Variant> variants;
   variants.reserve(job.variants.size());
-  std::random_device entropy;  // which samples are verified: nothing the kernel can predict
   for (const RunJob& rj : job.variants) {
     RunResult failure;
     auto p = prepare_kernel(s, *m_programs, rj, failure);
     if (!p) return failed(failure);
-    std::uint64_t seed = (std::uint64_t{entropy()} << 32) ^ entropy();
-    variants.emplace_back(std::move(*p), rj, opt, seed).series.label = rj.label;
+    // Which samples are verified: nothing the kernel can predict.
+    variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64()).series.label = rj.label;
   }
   // The flush buffer: rewritten (write-allocate) before each cold sample.
   Buffer flush;
