@@ -15,8 +15,6 @@ std::optional<std::string> report_text(const std::string& line) {
   return line.substr(k_prefix.size());
 }
 
-bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
-
 // "at kernel(float*)+0x90 in /tmp/x/kernel.cu:27" (2022 and later) or
 // "at 0x90 in /tmp/x/kernel.cu:27:kernel" (older): the kernel and the file:line.
 void read_location(const std::string& text, SanitizerFinding& f) {
@@ -108,23 +106,18 @@ SanitizerOutcome parse_sanitizer_output(const std::string& tool, const CommandRe
     o.reason = "compute-sanitizer could not be started: " + trim(run.err);
     return o;
   }
-  for (const std::string* text : {&run.out, &run.err}) {  // the report's own lines, kept as the tool printed them
-    std::istringstream lines(*text);
-    for (std::string line; std::getline(lines, line) && o.output.size() < 16384;)
-      if (report_text(line)) o.output += line + "\n";
-  }
   std::vector<SanitizerFinding> findings, api_errors;
   SanitizerFinding* open = nullptr;
   bool summary = false, clean_summary = false;
+  std::optional<std::string> refused;  // the line that says the tool could not check
   std::istringstream in(run.out + "\n" + run.err);
   for (std::string line; std::getline(in, line);) {
     auto text = report_text(line);
     if (!text) continue;
-    if (auto why = refusal(*text)) {
-      o.reason = "compute-sanitizer could not check: " + trim(*why);
-      return o;
-    }
-    bool continuation = starts_with(*text, "  ");  // "=========     at ..." belongs to the report above
+    if (o.output.size() < 16384) o.output += line + "\n";  // the report's own lines, as the tool printed them
+    if (refused) continue;
+    if ((refused = refusal(*text))) continue;
+    bool continuation = text->starts_with("  ");  // "=========     at ..." belongs to the report above
     std::string body = trim(*text);
     if (body.empty() || body == "COMPUTE-SANITIZER") {
       open = nullptr;
@@ -133,15 +126,15 @@ SanitizerOutcome parse_sanitizer_output(const std::string& tool, const CommandRe
     if (continuation) {
       if (!open) continue;
       read_location(body, *open);
-      if (starts_with(body, "Host Frame") || starts_with(body, "Device Frame") || starts_with(body, "Saved host") ||
-          starts_with(body, "Saved device"))
+      if (body.starts_with("Host Frame") || body.starts_with("Device Frame") || body.starts_with("Saved host") ||
+          body.starts_with("Saved device"))
         continue;
       if (open->detail.size() < 600) open->detail += (open->detail.empty() ? "" : "; ") + body;
       continue;
     }
     open = nullptr;
-    if (starts_with(body, "ERROR SUMMARY:") || starts_with(body, "RACECHECK SUMMARY:") ||
-        starts_with(body, "LEAK SUMMARY:")) {
+    if (body.starts_with("ERROR SUMMARY:") || body.starts_with("RACECHECK SUMMARY:") ||
+        body.starts_with("LEAK SUMMARY:")) {
       summary = true;
       o.reason = body;
       if (body.find(": 0 error") != std::string::npos || body.find(": 0 hazard") != std::string::npos) clean_summary = true;
@@ -149,22 +142,26 @@ SanitizerOutcome parse_sanitizer_output(const std::string& tool, const CommandRe
     }
     SanitizerFinding f;
     f.tool = tool;
-    if (starts_with(body, "Program hit")) {  // an API call failed, usually because of a finding above
+    if (body.starts_with("Program hit")) {  // an API call failed, usually because of a finding above
       f.kind = body;
       api_errors.push_back(std::move(f));
       continue;
     }
     std::string kind = body;
     for (std::string_view p : {"Error: ", "Warning: "})
-      if (starts_with(kind, p)) kind = (p == "Warning: " ? "warning: " : "") + kind.substr(p.size());
+      if (kind.starts_with(p)) kind = (p == "Warning: " ? "warning: " : "") + kind.substr(p.size());
     f.kind = kind;
     read_location(kind, f);
     findings.push_back(std::move(f));
     open = &findings.back();
   }
+  if (refused) {
+    o.reason = "compute-sanitizer could not check: " + trim(*refused);
+    return o;
+  }
   // A racecheck warning is a hazard that may be benign (two writes of the same value): kept,
   // shown, but not a failure on its own.
-  bool errors = std::any_of(findings.begin(), findings.end(), [](auto& f) { return !starts_with(f.kind, "warning: "); });
+  bool errors = std::any_of(findings.begin(), findings.end(), [](auto& f) { return !f.kind.starts_with("warning: "); });
   if (findings.empty() && !api_errors.empty()) {
     findings = std::move(api_errors);
     errors = true;
