@@ -1,9 +1,12 @@
 #include "kopt/backend/build_cache.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/core/parallel.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -69,6 +72,26 @@ Expected<Build> BuildCache::build(const CompileRequest& req) {
   b->key = *k;
   if (auto w = write_text_atomic(record, to_json(*b).dump(2)); !w) return Unexpected(w.error());
   return b;
+}
+
+std::vector<Expected<Build>> BuildCache::build_all(const std::vector<CompileRequest>& requests, unsigned jobs) {
+  // One build per distinct key: the others copy its result (same key, same binary).
+  std::vector<std::optional<Expected<std::string>>> keys(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) keys[i] = key(requests[i]);
+  std::map<std::string, std::size_t> first;
+  std::vector<std::size_t> distinct;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (!*keys[i] || first.emplace(**keys[i], i).second) distinct.push_back(i);
+  std::vector<std::optional<Expected<Build>>> built(requests.size());
+  parallel_for(distinct.size(), m_compiler.concurrent() ? jobs : 1u,
+               [&](std::size_t d) { built[distinct[d]] = build(requests[distinct[d]]); });
+  std::vector<Expected<Build>> out;
+  out.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (built[i]) out.push_back(*built[i]);
+    else out.push_back(*built[first.at(**keys[i])]);
+  }
+  return out;
 }
 
 }  // namespace kopt

@@ -62,6 +62,9 @@ class Compiler {
   // Compiles into `cubin_path`. Compile errors are a Build with ok == false.
   virtual Expected<Build> compile(const CompileRequest& request,
                                   const std::filesystem::path& cubin_path) = 0;
+  // Whether compile() may run on several threads at once (NVRTC may; a worker that builds
+  // one request at a time may not).
+  virtual bool concurrent() const { return false; }
 };
 
 // Parses "ptxas info : Used 32 registers, 8 bytes smem, 0 bytes spill stores..." lines of a

@@ -4,6 +4,7 @@
 // variant is never compiled twice.
 #include <filesystem>
 #include <mutex>
+#include <vector>
 
 #include "kopt/backend/build.hpp"
 
@@ -16,6 +17,9 @@ class BuildCache {
   // The cache key of a request; an Error if the compiler is unavailable.
   Expected<std::string> key(const CompileRequest& request);
   Expected<Build> build(const CompileRequest& request);
+  // Every request, on up to `jobs` threads where the compiler allows it (else one at a
+  // time), in the order given. Two requests with one key are built once.
+  std::vector<Expected<Build>> build_all(const std::vector<CompileRequest>& requests, unsigned jobs);
   const std::filesystem::path& dir() const { return m_dir; }
 
  private:

@@ -10,6 +10,8 @@ class NvrtcCompiler final : public Compiler {
   Expected<std::string> toolkit() override;
   Expected<Build> compile(const CompileRequest& request,
                           const std::filesystem::path& cubin_path) override;
+  // NVRTC compiles separate programs on separate threads; nvcc runs as a process each.
+  bool concurrent() const override { return true; }
 };
 
 // nvcc -shared on the source plus a generated shim; a Build with the log when it fails.

@@ -11,6 +11,7 @@ class TritonCompiler : public Compiler {
  public:
   Expected<std::string> toolkit() override;
   Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path) override;
+  bool concurrent() const override { return true; }  // a file copy
 };
 
 }  // namespace kopt
