@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/roofs.hpp"
@@ -13,6 +14,10 @@
 namespace kopt {
 namespace fs = std::filesystem;
 using nlohmann::json;
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
 
 BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare, const BenchOptions& options,
                            double threshold, const std::optional<std::string>& arch, const fs::path& cache_root) {
@@ -64,26 +69,37 @@ class BenchRun {
     BuildCache cache(m_ctx.compiler, m_r.cache_root / "builds");
 
     std::vector<ResolvedLaunch> launches;
+    std::vector<CompileRequest> requests;
     for (const auto& [k, point] : points) {
       auto launch = resolve_launch(m_p, *k, point, device->limits);
       if (!launch) return Unexpected(launch.error());
       BenchVariant v;
       v.kernel = k->name;
       v.point = point;
-      auto b = cache.build(compile_request(m_p, *k, point, arch));
-      if (!b) return Unexpected(b.error());
-      v.build = *b;
-      if (!b->ok) {
-        v.status = "compile_failed";
-        v.error = b->log;
-      }
+      requests.push_back(compile_request(m_p, *k, point, arch));
       launches.push_back(*launch);
       m_report.variants.push_back(std::move(v));
     }
+    auto phase = Clock::now();
+    auto builds = cache.build_all(requests, m_r.jobs);
+    m_report.build_s = seconds_since(phase);
+    for (std::size_t i = 0; i < builds.size(); ++i) {
+      if (!builds[i]) return Unexpected(builds[i].error());
+      BenchVariant& v = m_report.variants[i];
+      v.build = *builds[i];
+      if (!v.build.ok) {
+        v.status = "compile_failed";
+        v.error = v.build.log;
+      }
+    }
+    phase = Clock::now();
     if (m_r.check_first)
       if (auto e = check_variants(); !e) return Unexpected(e.error());
-    for (const auto& v : m_report.variants)
-      if (v.status != "ok") return m_report;  // nothing wrong is ever timed
+    m_report.check_s = seconds_since(phase);
+    std::vector<std::size_t> timed;  // nothing wrong is ever timed
+    for (std::size_t i = 0; i < m_report.variants.size(); ++i)
+      if (m_report.variants[i].status == "ok") timed.push_back(i);
+    if (timed.size() < m_report.variants.size() && (!m_r.time_the_rest || timed.empty())) return m_report;
 
     auto inputs = write_seed_inputs(m_p, 1, m_tmp.path() / "inputs");
     if (!inputs) return Unexpected(inputs.error());
@@ -91,7 +107,7 @@ class BenchRun {
     job.options = m_r.options;
     job.options.paired = m_r.compare;
     job.options.verdict_threshold = m_r.threshold;
-    for (std::size_t i = 0; i < m_report.variants.size(); ++i) {
+    for (std::size_t i : timed) {
       const auto& v = m_report.variants[i];
       job.variants.push_back(kernel_job(v.kernel + " [" + point_to_string(v.point) + "]", v.build, launches[i],
                                         job_tensors(m_p, *inputs, m_tmp.path() / ("out" + std::to_string(i)))));
@@ -101,7 +117,17 @@ class BenchRun {
     // With --vs-torch and no kernel (a fresh import), only the PyTorch baselines are timed.
     BenchResult result;
     if (job.variants.empty()) result.clocks_before = result.clocks_after = m_report.device.clocks;  // at device_info
-    else result = m_ctx.worker.bench(job);
+    else {
+      phase = Clock::now();
+      result = m_ctx.worker.bench(job);
+      m_report.measure_s = seconds_since(phase);
+    }
+    if (result.ok() && timed.size() < m_report.variants.size()) {  // one series per variant, untimed ones empty
+      std::vector<SampleSeries> aligned(m_report.variants.size());
+      for (std::size_t t = 0; t < timed.size() && t < result.series.size(); ++t)
+        aligned[timed[t]] = std::move(result.series[t]);
+      result.series = std::move(aligned);
+    }
     if (result.ok() && m_r.vs_torch) {
       auto torch = time_torch(*inputs);
       if (!torch) return Unexpected(torch.error());
@@ -165,19 +191,27 @@ class BenchRun {
     return all;
   }
 
-  // A kernel that is wrong is not timed: one seed, against the (cached) reference.
+  // A kernel that is wrong is not timed: one seed, against the (cached) reference, every
+  // variant in one check (one set of inputs and references, builds already cached).
   Expected<void> check_variants() {
+    CheckOptions co;
+    std::vector<BenchVariant*> checked;
     for (auto& v : m_report.variants) {
       if (v.status != "ok") continue;
-      CheckOptions co;
-      co.kernels = {v.kernel};
-      co.sets = std::map<std::string, std::int64_t>(v.point.begin(), v.point.end());
-      co.seeds = 1;
-      co.arch = m_r.arch;
-      co.cache_root = m_r.cache_root;
-      auto report = run_check(m_p, co, m_ctx);
-      if (!report) return Unexpected(report.error());
-      const KernelCheck& kc = report->kernels.front();
+      co.points.push_back({v.kernel, std::map<std::string, std::int64_t>(v.point.begin(), v.point.end())});
+      checked.push_back(&v);
+    }
+    if (checked.empty()) return {};
+    co.seeds = 1;
+    co.jobs = m_r.jobs;
+    co.arch = m_r.arch;
+    co.cache_root = m_r.cache_root;
+    auto report = run_check(m_p, co, m_ctx);
+    if (!report) return Unexpected(report.error());
+    for (std::size_t i = 0; i < checked.size() && i < report->kernels.size(); ++i) {
+      const KernelCheck& kc = report->kernels[i];
+      BenchVariant& v = *checked[i];
+      v.check_s = kc.check_s;
       if (kc.status != KernelStatus::passed) {
         v.status = "wrong";
         v.error = "kopt check " + std::string(kernel_status_name(kc.status)) +
@@ -280,8 +314,11 @@ class BenchRun {
 
 Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request, CheckContext ctx) {
   try {
+    auto t0 = Clock::now();
     BenchRun run(problem, request, ctx);
-    return run.run();
+    auto report = run.run();
+    if (report) report->wall_s = seconds_since(t0);
+    return report;
   } catch (const std::exception& e) {
     return Unexpected(internal_error(std::string("bench: ") + e.what()));
   }
@@ -327,6 +364,7 @@ json to_json(const BenchReport& r) {
          {"ceilings", r.ceilings_source},
          {"roofs", to_json(r.roofs)},
          {"variants", variants},
+         {"times", {{"build_s", r.build_s}, {"check_s", r.check_s}, {"measure_s", r.measure_s}, {"wall_s", r.wall_s}}},
          {"exit_code", r.exit_code()}};
   j["comparison"] = r.comparison ? to_json(*r.comparison) : json(nullptr);
   return j;

@@ -1,6 +1,7 @@
 #include "kopt/engine/checker.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "kopt/backend/cpu_reference.hpp"
@@ -46,6 +47,8 @@ namespace {
 // A seed's inputs plus where the reference's outputs for it live.
 struct SeedData : SeedInputs {
   std::map<std::string, fs::path> reference;  // outputs and inouts of the reference
+  // The reference's tensors as read once for every kernel checked against them.
+  mutable std::map<std::string, HostTensor> loaded;
 };
 
 HostTensor load_tensor(const fs::path& file, const TensorSpec& spec, const std::vector<std::int64_t>& shape) {
@@ -76,8 +79,13 @@ class CheckRun {
     if (!toolkit) return Unexpected(toolkit.error());
     m_report.toolkit = *toolkit;
     BuildCache cache(m_ctx.compiler, m_o.cache_root / "builds");
-    for (auto& kc : m_report.kernels) {
-      auto b = cache.build(compile_request(m_p, *m_p.find_kernel(kc.kernel), kc.point, m_report.arch));
+    std::vector<CompileRequest> requests;
+    for (const auto& kc : m_report.kernels)
+      requests.push_back(compile_request(m_p, *m_p.find_kernel(kc.kernel), kc.point, m_report.arch));
+    auto builds = cache.build_all(requests, m_o.jobs);
+    for (std::size_t i = 0; i < m_report.kernels.size(); ++i) {
+      KernelCheck& kc = m_report.kernels[i];
+      auto& b = builds[i];
       if (!b) return Unexpected(b.error());
       kc.build = *b;
       kc.resources = b->resources;
@@ -109,6 +117,7 @@ class CheckRun {
 
  private:
   Expected<void> select_kernels() {
+    if (!m_o.points.empty()) return select_points();
     std::vector<const KernelSpec*> chosen;
     if (m_o.kernels.empty()) {
       for (const auto& k : m_p.kernels) chosen.push_back(&k);
@@ -125,19 +134,33 @@ class CheckRun {
       }
     }
     if (auto used = check_assignments_used(m_p, chosen, m_o.sets, "--set"); !used) return used;
-    for (const KernelSpec* k : chosen) {
-      KernelCheck kc;
-      kc.kernel = k->name;
-      kc.source = (m_p.dir / k->source).string();
-      m_report.kernels.push_back(kc);
+    for (const KernelSpec* k : chosen) add_kernel(*k, m_o.sets);
+    return {};
+  }
+
+  Expected<void> select_points() {
+    for (const auto& p : m_o.points) {
+      const KernelSpec* k = m_p.find_kernel(p.kernel);
+      if (!k) return Unexpected(bad_input("no kernel named '" + p.kernel + "'", m_p.spec_path.string()));
+      if (auto used = check_assignments_used(m_p, {k}, p.sets, "--set"); !used) return used;
+      add_kernel(*k, p.sets);
     }
     return {};
   }
 
+  void add_kernel(const KernelSpec& k, const std::map<std::string, std::int64_t>& sets) {
+    KernelCheck kc;
+    kc.kernel = k.name;
+    kc.source = (m_p.dir / k.source).string();
+    m_report.kernels.push_back(kc);
+    m_sets.push_back(sets);
+  }
+
   Expected<void> resolve_all() {
-    for (auto& kc : m_report.kernels) {
+    for (std::size_t i = 0; i < m_report.kernels.size(); ++i) {
+      KernelCheck& kc = m_report.kernels[i];
       const KernelSpec& k = *m_p.find_kernel(kc.kernel);
-      auto point = resolve_point(m_p, k, m_o.sets);
+      auto point = resolve_point(m_p, k, m_sets[i]);
       if (!point) return Unexpected(point.error());
       kc.point = *point;
       auto launch = resolve_launch(m_p, k, kc.point, m_limits);
@@ -308,6 +331,12 @@ class CheckRun {
   }
 
   void check_kernel(KernelCheck& kc) {
+    auto t0 = std::chrono::steady_clock::now();
+    run_seeds(kc);
+    kc.check_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  void run_seeds(KernelCheck& kc) {
     bool all_passed = true;
     for (const auto& in : m_inputs) {
       SeedCheck sc;
@@ -337,8 +366,10 @@ class CheckRun {
         if (t.role == Role::input) continue;
         const auto& shape = in.shapes.at(t.name);
         HostTensor got = load_tensor(out_dir / (t.name + ".bin"), t, shape);
-        HostTensor want = load_tensor(in.reference.at(t.name), t, shape);
-        CompareResult c = compare_tensors(got, want, tolerance_for(t));
+        auto want = in.loaded.find(t.name);
+        if (want == in.loaded.end())
+          want = in.loaded.emplace(t.name, load_tensor(in.reference.at(t.name), t, shape)).first;
+        CompareResult c = compare_tensors(got, want->second, tolerance_for(t));
         sc.passed = sc.passed && c.passed;
         sc.outputs.push_back(std::move(c));
       }
@@ -367,6 +398,7 @@ class CheckRun {
   std::string m_ref_entry;
   std::string m_ref_key;
   std::vector<SeedData> m_inputs;
+  std::vector<std::map<std::string, std::int64_t>> m_sets;  // each KernelCheck's --set values
   std::optional<Tolerance> m_ref_tolerance;
   // Each seed's inputs and every kernel's outputs: in RAM where there is room (scratch_root).
   TempDir m_tmp{"kopt-check", problem_tensor_bytes(m_p) * static_cast<std::uintmax_t>(m_o.seeds + 1)};

@@ -35,6 +35,12 @@ Summary summarize(std::span<const double> samples) {
   for (double v : sorted) ss += (v - s.mean) * (v - s.mean);
   s.stdev = s.n > 1 ? std::sqrt(ss / static_cast<double>(s.n - 1)) : 0.0;
   s.rel_noise = s.mean > 0 ? s.stdev / s.mean : 0.0;
+  // Ranks n/2 -+ 1.96 sqrt(n)/2 (1-based, normal approximation of the binomial), clamped.
+  const double n = static_cast<double>(s.n), half = 1.96 * std::sqrt(n) / 2;
+  const auto lo = static_cast<std::size_t>(std::max(1.0, std::floor(n / 2 - half)));
+  const auto hi = static_cast<std::size_t>(std::min(n, std::ceil(1 + n / 2 + half)));
+  s.median_low = sorted[lo - 1];
+  s.median_high = sorted[hi - 1];
   return s;
 }
 
@@ -130,7 +136,7 @@ nlohmann::json to_json(const Summary& s) {
   return {{"n", s.n},         {"median", s.median}, {"mean", s.mean}, {"min", s.min},
           {"max", s.max},     {"p10", s.p10},       {"p90", s.p90},   {"q1", s.q1},
           {"q3", s.q3},       {"iqr", s.iqr},       {"stdev", s.stdev}, {"rel_noise", s.rel_noise},
-          {"total", s.total}};
+          {"total", s.total}, {"median_low", s.median_low}, {"median_high", s.median_high}};
 }
 
 nlohmann::json to_json(const Comparison& c) {

@@ -24,6 +24,10 @@ struct BenchRequest {
   BenchOptions options;
   double threshold = 0.01;  // for the verdict
   bool check_first = true;  // a wrong kernel is not timed
+  // Variants that fail to build or are wrong are reported and the others timed; false: any
+  // failure leaves every variant untimed (what a comparison needs: both or none).
+  bool time_the_rest = false;
+  unsigned jobs = 1;  // builds on up to this many threads
   // Also time the PyTorch reference (ref.py) eagerly and through torch.compile, in the
   // Python worker, with the same options and schedule: rows "torch eager", "torch.compile".
   bool vs_torch = false;
@@ -44,6 +48,7 @@ struct BenchVariant {
   double pct_bandwidth_ceiling = 0;  // of the memory roof (BenchReport::roofs)
   double pct_compute_ceiling = 0;    // of the fastest compute roof
   double floor_s = 0;                // the roofline floor, when a roof is known
+  double check_s = 0;                // kopt check's run of it (check_first), not its build
   std::string status = "ok";         // ok | wrong | compile_failed | run_failed | below_floor | inconsistent | unavailable (a baseline this torch lacks)
   std::string error;
   // Shapes of the series an honest kernel does not produce (distribution_flags.hpp): shown,
@@ -67,6 +72,8 @@ struct BenchReport {
   std::string ceilings_source;  // roofs.source: "measured <date>", "measured now (first use, 4.8 s)", "spec table: ..."
   DeviceRoofs roofs;            // what %BW, %FLOP and the floor divide by, and where they come from
   Cost cost;                    // the problem's cost formulas at its dims; no flops: GFLOP/s unknown
+  // Where this run's wall time went: builds (in parallel), the check, the timing job, in all.
+  double build_s = 0, check_s = 0, measure_s = 0, wall_s = 0;
   int exit_code() const;
 };
 

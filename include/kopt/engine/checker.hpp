@@ -20,9 +20,19 @@
 
 namespace kopt {
 
+// One kernel at one point of its params.
+struct CheckPoint {
+  std::string kernel;
+  std::map<std::string, std::int64_t> sets;
+};
+
 struct CheckOptions {
   std::vector<std::string> kernels;  // empty: every kernel of the problem
   std::map<std::string, std::int64_t> sets;  // --set NAME=VALUE
+  // Checks these instead of `kernels` at `sets` when not empty: one KernelCheck each, in this
+  // order, over one set of seeds and references (a tuner's batch of candidates).
+  std::vector<CheckPoint> points;
+  unsigned jobs = 1;  // builds on up to this many threads (BuildCache::build_all)
   int seeds = 3;
   std::uint64_t first_seed = 1;
   // With 2 seeds or more, the last is drawn at run time (std::random_device) instead of
@@ -59,6 +69,7 @@ struct KernelCheck {
   std::vector<SeedCheck> seeds;
   // compute-sanitizer's outcomes (kopt check --sanitize; engine/sanitize.hpp); empty: not run.
   std::vector<SanitizerOutcome> sanitizer;
+  double check_s = 0;  // running it over every seed and comparing its outputs (not the build)
 };
 
 struct CheckReport {

@@ -18,6 +18,9 @@ struct Summary {
   double stdev = 0;      // sample standard deviation (n - 1)
   double rel_noise = 0;  // stdev / mean: the spread of one sample, as nvbench reports "noise"
   double total = 0;      // sum of the samples
+  // A distribution-free 95 % confidence interval of the median: the order statistics the
+  // binomial(n, 1/2) puts around it (the whole range below 6 samples).
+  double median_low = 0, median_high = 0;
 };
 
 // Linear interpolation between closest ranks (the "type 7" quantile of R and NumPy).

@@ -150,3 +150,21 @@ TEST(Compare, IntervalUsesOrderStatistics) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST(Summary, MedianIntervalIsTheOrderStatisticsAroundTheMedian) {
+  std::vector<double> x;
+  for (int i = 15; i >= 1; --i) x.push_back(i);  // 1..15, unsorted
+  Summary s = summarize(x);
+  EXPECT_DOUBLE_EQ(s.median, 8);
+  EXPECT_DOUBLE_EQ(s.median_low, 3);   // ranks 3 and 13 of 15 (95 %)
+  EXPECT_DOUBLE_EQ(s.median_high, 13);
+  Summary one = summarize(std::vector<double>{4.0});
+  EXPECT_DOUBLE_EQ(one.median_low, 4);
+  EXPECT_DOUBLE_EQ(one.median_high, 4);
+}
+
+}  // namespace
+}  // namespace kopt
