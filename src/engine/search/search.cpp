@@ -15,36 +15,82 @@ constexpr double k_inf = std::numeric_limits<double>::infinity();
 // Evaluates points for every strategy: cache, budget, progress, hidden constraints.
 class Evaluator {
  public:
-  Evaluator(const SearchSpace& space, const Objective& objective, const SearchOptions& options, SearchResult& result)
+  Evaluator(const SearchSpace& space, const BatchObjective& objective, const SearchOptions& options, SearchResult& result)
       : m_space(space), m_objective(objective), m_options(options), m_result(result),
         m_start(std::chrono::steady_clock::now()) {}
 
   // The point's cost (infinite when it failed, is infeasible or learned to fail); nullopt
   // once the budget is spent.
-  std::optional<double> cost(const PointIndex& index) {
-    if (auto it = m_cost.find(index); it != m_cost.end()) return it->second;
-    if (stopped()) return std::nullopt;
+  std::optional<double> cost(const PointIndex& index) { return costs({index}).at(0); }
+
+  // Each point's cost, the unseen ones evaluated together in one batch (as many as the
+  // evaluation budget allows; the rest nullopt, as is every point once the budget is spent).
+  std::vector<std::optional<double>> costs(const std::vector<PointIndex>& indices) {
+    std::vector<std::optional<double>> out(indices.size());
+    std::vector<std::size_t> todo;
+    std::vector<ParamPoint> points;
+    std::set<PointIndex> queued;
+    const bool stop = stopped();
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      if (auto it = m_cost.find(indices[i]); it != m_cost.end()) {
+        out[i] = it->second;
+        continue;
+      }
+      if (stop) continue;
+      if (!admissible(indices[i])) {
+        out[i] = k_inf;
+        continue;
+      }
+      if (queued.count(indices[i])) continue;  // filled in below
+      if (m_result.history.size() + todo.size() >= m_options.budget.max_evaluations) continue;
+      queued.insert(indices[i]);
+      todo.push_back(i);
+      points.push_back(m_space.point(indices[i]));
+    }
+    if (todo.empty()) return out;
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<Evaluation> evals = m_objective(points);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t j = 0; j < todo.size(); ++j) {
+      Evaluation e = j < evals.size() ? std::move(evals[j]) : Evaluation{};
+      if (j >= evals.size()) e.failure = "the objective returned no evaluation";
+      e.point = points[j];
+      if (e.wall_s <= 0) e.wall_s = wall / double(todo.size());
+      m_result.history.push_back(e);
+      learn(e);
+      if (e.ok && (!m_result.best || e.cost < m_result.best->cost)) m_result.best = e;
+      m_cost[indices[todo[j]]] = e.ok ? e.cost : k_inf;
+    }
+    for (std::size_t i = 0; i < indices.size(); ++i)
+      if (!out[i])
+        if (auto it = m_cost.find(indices[i]); it != m_cost.end()) out[i] = it->second;
+    report();
+    return out;
+  }
+
+  // Not seen yet, feasible and not learned to fail: worth an evaluation. An inadmissible
+  // point is seen from now on, at an infinite cost.
+  bool admissible(const PointIndex& index) {
+    if (m_cost.contains(index)) return false;
     ParamPoint point = m_space.point(index);
     if (!m_space.feasible(point)) {
       ++m_result.skipped_infeasible;
-      return m_cost[index] = k_inf;
+      m_cost[index] = k_inf;
+      return false;
     }
     if (forbidden(point)) {
       ++m_result.skipped_learned;
-      return m_cost[index] = k_inf;
+      m_cost[index] = k_inf;
+      return false;
     }
-    auto t0 = std::chrono::steady_clock::now();
-    Evaluation e = m_objective(point);
-    e.point = point;
-    e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m_result.history.push_back(e);
-    learn(e);
-    if (e.ok && (!m_result.best || e.cost < m_result.best->cost)) m_result.best = e;
-    report();
-    return m_cost[index] = e.ok ? e.cost : k_inf;
+    return true;
   }
 
   bool seen(const PointIndex& index) const { return m_cost.contains(index); }
+  // Evaluations left in the budget.
+  std::size_t remaining() const {
+    return m_options.budget.max_evaluations - std::min(m_options.budget.max_evaluations, m_result.history.size());
+  }
   std::size_t seen_count() const { return m_cost.size(); }
 
   bool stopped() {
@@ -119,7 +165,7 @@ class Evaluator {
     std::map<std::string, std::set<std::int64_t>> others;
   };
   const SearchSpace& m_space;
-  const Objective& m_objective;
+  const BatchObjective& m_objective;
   const SearchOptions& m_options;
   SearchResult& m_result;
   std::chrono::steady_clock::time_point m_start;
@@ -150,35 +196,61 @@ class Strategies {
   }
 
  private:
+  std::size_t batch() const { return std::max<std::size_t>(1, m_o.batch); }
+
+  // Every point in order, `batch` admissible ones at a time; the next batch is announced
+  // (prefetch) before this one is evaluated.
   void exhaustive() {
     PointIndex idx(m_space.params.size(), 0);
-    while (true) {
-      if (!m_ev.cost(idx)) return;
-      std::size_t i = idx.size();
-      while (i > 0) {
-        --i;
-        if (++idx[i] < m_space.params[i].second.size()) break;
-        idx[i] = 0;
-        if (i == 0) {
-          m_r.stop_reason = "space exhausted";
-          return;
-        }
+    bool more = !idx.empty();
+    auto collect = [&] {
+      std::vector<PointIndex> chunk;
+      while (more && chunk.size() < batch()) {
+        if (m_ev.admissible(idx)) chunk.push_back(idx);
+        more = next_index(idx);
       }
-      if (idx.empty()) {
-        m_r.stop_reason = "space exhausted";
-        return;
-      }
+      return chunk;
+    };
+    std::vector<PointIndex> chunk = collect();
+    while (!chunk.empty()) {
+      std::vector<PointIndex> next = collect();
+      announce(next);
+      if (!evaluate_all(chunk)) return;
+      chunk = std::move(next);
     }
+    m_r.stop_reason = "space exhausted";
+  }
+
+  void announce(const std::vector<PointIndex>& next) {
+    if (next.empty() || !m_o.prefetch || m_ev.remaining() <= batch()) return;
+    std::vector<ParamPoint> points;
+    for (const auto& i : next) points.push_back(m_space.point(i));
+    m_o.prefetch(points);
+  }
+
+  // False once the budget ended the search.
+  bool evaluate_all(const std::vector<PointIndex>& chunk) {
+    auto c = m_ev.costs(chunk);
+    return std::none_of(c.begin(), c.end(), [](const auto& x) { return !x; });
+  }
+
+  // The next index in odometer order; false after the last.
+  bool next_index(PointIndex& idx) const {
+    for (std::size_t i = idx.size(); i > 0; --i) {
+      if (++idx[i - 1] < m_space.params[i - 1].second.size()) return true;
+      idx[i - 1] = 0;
+    }
+    return false;
   }
 
   PointIndex random_index() { return m_space.random_index(m_rng); }
 
-  // A point not seen yet, or empty when the space looks exhausted.
-  PointIndex fresh_index() {
-    if (m_ev.seen_count() >= m_space.size()) return {};
+  // A point not seen yet (nor in `also_seen`), or empty when the space looks exhausted.
+  PointIndex fresh_index(const std::set<PointIndex>& also_seen = {}) {
+    if (m_ev.seen_count() + also_seen.size() >= m_space.size()) return {};
     for (int tries = 0; tries < 1000; ++tries) {
       PointIndex idx = random_index();
-      if (!m_ev.seen(idx)) return idx;
+      if (!m_ev.seen(idx) && !also_seen.count(idx)) return idx;
     }
     return {};
   }
@@ -190,10 +262,28 @@ class Strategies {
   }
 
   void random() {
-    while (true) {
-      PointIndex idx = fresh_index();
-      if (exhausted(idx) || !m_ev.cost(idx)) return;
+    std::set<PointIndex> drawn;
+    auto collect = [&] {
+      std::vector<PointIndex> chunk;
+      while (chunk.size() < batch()) {
+        PointIndex idx = fresh_index(drawn);
+        if (idx.empty()) break;
+        if (!m_ev.admissible(idx)) continue;  // seen from now on
+        drawn.insert(idx);
+        chunk.push_back(idx);
+      }
+      return chunk;
+    };
+    // `drawn`: points drawn and not evaluated yet (this batch and the next).
+    std::vector<PointIndex> chunk = collect();
+    while (!chunk.empty()) {
+      std::vector<PointIndex> next = collect();
+      announce(next);
+      if (!evaluate_all(chunk)) return;
+      for (const auto& i : chunk) drawn.erase(i);
+      chunk = std::move(next);
     }
+    exhausted({});
   }
 
   // Multi-start hill climbing: move to the best neighbour while it improves, then restart.
@@ -206,12 +296,13 @@ class Strategies {
       while (std::isfinite(*c)) {
         PointIndex best_n;
         double best_c = *c;
-        for (const auto& n : m_space.neighbours(cur)) {
-          auto nc = m_ev.cost(n);
-          if (!nc) return;
-          if (*nc < best_c) {
-            best_c = *nc;
-            best_n = n;
+        auto ns = m_space.neighbours(cur);
+        auto ncs = m_ev.costs(ns);  // the neighbours as one batch
+        for (std::size_t i = 0; i < ns.size(); ++i) {
+          if (!ncs[i]) return;
+          if (*ncs[i] < best_c) {
+            best_c = *ncs[i];
+            best_n = ns[i];
           }
         }
         if (best_n.empty()) break;  // a local optimum: restart elsewhere
@@ -264,12 +355,18 @@ class Strategies {
   void genetic() {
     const std::size_t pop_size = 12;
     std::vector<std::pair<PointIndex, double>> pop;
+    std::vector<PointIndex> first;
+    std::set<PointIndex> drawn;
     for (std::size_t i = 0; i < pop_size; ++i) {
-      PointIndex idx = fresh_index();
+      PointIndex idx = fresh_index(drawn);
       if (idx.empty()) break;
-      auto c = m_ev.cost(idx);
-      if (!c) return;
-      pop.emplace_back(idx, *c);
+      drawn.insert(idx);
+      first.push_back(idx);
+    }
+    auto first_costs = m_ev.costs(first);
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      if (!first_costs[i]) return;
+      pop.emplace_back(first[i], *first_costs[i]);
     }
     if (exhausted(pop.empty() ? PointIndex{} : pop[0].first)) return;
     std::uniform_real_distribution<double> u(0, 1);
@@ -282,7 +379,8 @@ class Strategies {
         auto& b = pop[std::uniform_int_distribution<std::size_t>(0, pop.size() - 1)(m_rng)];
         return a.second <= b.second ? a.first : b.first;
       };
-      while (next.size() < pop.size()) {
+      std::vector<PointIndex> children;
+      while (next.size() + children.size() < pop.size()) {
         const PointIndex &a = pick(), &b = pick();
         PointIndex child(a.size());
         for (std::size_t i = 0; i < a.size(); ++i) {
@@ -293,11 +391,16 @@ class Strategies {
             else if (child[i] + 1 < n) ++child[i];
           }
         }
-        bool was_seen = m_ev.seen(child);
-        auto c = m_ev.cost(child);
-        if (!c) return;
-        idle = was_seen ? idle + 1 : 0;
-        next.emplace_back(child, *c);
+        children.push_back(std::move(child));
+      }
+      // A generation is one batch; a child seen before costs nothing and counts as idle.
+      std::vector<bool> was_seen;
+      for (const auto& c : children) was_seen.push_back(m_ev.seen(c));
+      auto costs = m_ev.costs(children);
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        if (!costs[i]) return;
+        idle = was_seen[i] ? idle + 1 : 0;
+        next.emplace_back(children[i], *costs[i]);
       }
       pop = std::move(next);
       if (m_ev.seen_count() >= m_space.size()) {
@@ -336,6 +439,19 @@ std::optional<SearchStrategy> parse_search_strategy(std::string_view name) {
 }
 
 SearchResult run_search(const SearchSpace& space, const Objective& objective, const SearchOptions& options) {
+  BatchObjective each = [&](const std::vector<ParamPoint>& points) {
+    std::vector<Evaluation> out;
+    for (const auto& p : points) {
+      auto t0 = std::chrono::steady_clock::now();
+      out.push_back(objective(p));
+      out.back().wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return out;
+  };
+  return run_search(space, each, options);
+}
+
+SearchResult run_search(const SearchSpace& space, const BatchObjective& objective, const SearchOptions& options) {
   SearchResult r;
   r.strategy = options.strategy;
   Evaluator ev(space, objective, options, r);
@@ -346,8 +462,10 @@ SearchResult run_search(const SearchSpace& space, const Objective& objective, co
 
 nlohmann::json to_json(const SearchResult& r) {
   auto eval = [](const Evaluation& e) {
-    return nlohmann::json{{"point", e.point}, {"ok", e.ok}, {"cost", e.ok ? nlohmann::json(e.cost) : nlohmann::json(nullptr)},
-                          {"failure", e.failure}, {"wall_s", e.wall_s}};
+    nlohmann::json j{{"point", e.point}, {"ok", e.ok}, {"cost", e.ok ? nlohmann::json(e.cost) : nlohmann::json(nullptr)},
+                     {"failure", e.failure}, {"wall_s", e.wall_s}, {"build_s", e.build_s}};
+    if (e.ok && e.cost_high > 0) j["cost_interval"] = {e.cost_low, e.cost_high};
+    return j;
   };
   nlohmann::json history = nlohmann::json::array();
   for (const auto& e : r.history) history.push_back(eval(e));

@@ -27,9 +27,14 @@ struct Evaluation {
   bool ok = false;
   double cost = 0;
   std::string failure;  // "compile_failed: ...", "wrong", ...
-  double wall_s = 0;    // how long the evaluation took
+  double wall_s = 0;    // how long the evaluation took (its share of its batch's)
+  double cost_low = 0, cost_high = 0;  // an interval around cost where the objective knows one (0: none)
+  double build_s = 0;   // its own compile (0 when cached), on one of the pool's threads
 };
 using Objective = std::function<Evaluation(const ParamPoint&)>;
+// Several points at once (built in parallel, checked and timed side by side): one Evaluation
+// per point, in order.
+using BatchObjective = std::function<std::vector<Evaluation>(const std::vector<ParamPoint>&)>;
 
 struct SearchBudget {
   std::size_t max_evaluations = 100;
@@ -65,9 +70,18 @@ struct SearchOptions {
   SearchBudget budget;
   std::uint64_t seed = 1;
   std::vector<ParamPoint> start;  // evaluated first (e.g. the default point)
+  // Points handed to the objective together, where the strategy has that many to evaluate:
+  // exhaustive and random draw this many, local search a point's neighbours, the genetic
+  // algorithm a generation; annealing goes one point at a time. The budgets are checked
+  // between batches (a batch never goes past the evaluation budget).
+  std::size_t batch = 1;
+  // Told the batch that comes after the one being evaluated, where the strategy knows it
+  // (exhaustive, random), so that it can be built while this one runs on the device.
+  std::function<void(const std::vector<ParamPoint>&)> prefetch;
   std::function<void(const SearchProgress&)> progress = [](const SearchProgress&) {};
 };
 
+SearchResult run_search(const SearchSpace& space, const BatchObjective& objective, const SearchOptions& options);
 SearchResult run_search(const SearchSpace& space, const Objective& objective, const SearchOptions& options);
 
 nlohmann::json to_json(const SearchResult& r);
