@@ -1,19 +1,35 @@
 // `kopt tune PROBLEM --strategy S --budget N`: search a kernel's parameter space.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "commands.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/parallel.hpp"
 #include "kopt/engine/tuner.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 
 namespace kopt::cli {
 namespace {
 
+void print_times(const TuneReport& r) {
+  const auto &sc = r.stages.screening, &cf = r.stages.confirmation;
+  std::cout << fmt::format(
+      "\ntime: {:.1f} s wall, {:.0f} configs/min ({} build threads, batches of {})\n"
+      "  screening     {:6.1f} s: build {:.1f}, check {:.1f}, measure {:.1f}, other {:.1f}\n"
+      "  confirmation  {:6.1f} s: check {:.1f}, measure {:.1f}, other {:.1f}\n"
+      "  comparison    {:6.1f} s (champion against the default)\n",
+      r.wall_s, r.configs_per_min(), r.jobs, r.batch, sc.total(), sc.build_s, sc.check_s, sc.measure_s, sc.other_s,
+      cf.total(), cf.check_s, cf.measure_s, cf.other_s + cf.build_s, r.compare_s);
+}
+
 void print_tune(const TuneReport& r) {
-  const SearchResult& s = r.search;
-  std::cout << fmt::format("kopt tune {} / {} · {} · {} over {} points: {} evaluations, stopped by {}\n", r.problem,
+  const SearchResult& s = r.stages.search;
+  std::cout << fmt::format("kopt tune {} / {} · {} · {} over {} points: {} screened, stopped by {}\n", r.problem,
                            r.kernel, r.device.name, search_strategy_name(s.strategy), r.space_size, s.history.size(),
                            s.stop_reason);
   if (s.skipped_infeasible || s.skipped_learned)
@@ -22,25 +38,65 @@ void print_tune(const TuneReport& r) {
   for (const auto& h : s.learned)
     std::cout << fmt::format("learned: {}={} fails ({} times; e.g. {})\n", h.param, h.value, h.failures,
                              h.example_failure.substr(0, 120));
-  std::vector<const Evaluation*> ok;
   std::size_t failed = 0;
-  for (const auto& e : s.history) {
-    if (e.ok) ok.push_back(&e);
-    else ++failed;
+  for (const auto& e : s.history) failed += !e.ok;
+  std::cout << "\nconfirmed (full measurement; the screening median beside it ranks only):\n";
+  std::vector<const Confirmed*> confirmed;
+  for (const auto& c : r.stages.confirmed) confirmed.push_back(&c);
+  std::stable_sort(confirmed.begin(), confirmed.end(), [](auto* a, auto* b) {
+    return a->ok != b->ok ? a->ok : a->summary.median < b->summary.median;
+  });
+  for (const Confirmed* c : confirmed) {
+    std::string note = c->point == r.default_point ? "  (default)" : "";
+    if (r.stages.champion && c->point == r.stages.champion->point) note += "  champion";
+    if (c->ok)
+      std::cout << fmt::format("  {:>10} ±{:.1f}%  screened {:>10}  {}{}\n", human_time(c->summary.median),
+                               100 * c->summary.rel_noise, human_time(c->screened_s), point_to_string(c->point), note);
+    else
+      std::cout << fmt::format("  {:>10}  {}: {}\n", "failed", point_to_string(c->point), c->failure.substr(0, 160));
   }
-  std::sort(ok.begin(), ok.end(), [](auto* a, auto* b) { return a->cost < b->cost; });
-  std::cout << "\nfastest points:\n";
-  for (std::size_t i = 0; i < ok.size() && i < 5; ++i)
-    std::cout << fmt::format("  {:>10}  {}{}\n", human_time(ok[i]->cost), point_to_string(ok[i]->point),
-                             ok[i]->point == r.default_point ? "  (default)" : "");
-  if (failed) std::cout << fmt::format("  ({} points failed)\n", failed);
+  if (failed) std::cout << fmt::format("  ({} of {} points failed: compile, run or check)\n", failed, s.history.size());
   if (r.final_comparison && r.final_comparison->comparison) {
     const Comparison& c = *r.final_comparison->comparison;
-    std::cout << fmt::format("\nbest / default time ratio {:.4f}, {:.0f}% CI [{:.4f}, {:.4f}] over {} interleaved pairs: "
-                             "the best point is {}\n",
+    std::cout << fmt::format("\nchampion / default time ratio {:.4f}, {:.0f}% CI [{:.4f}, {:.4f}] over {} interleaved "
+                             "pairs: the champion is {}\n",
                              c.ratio, 100 * c.confidence, c.ci_low, c.ci_high, c.pairs, verdict_name(c.verdict));
-  } else if (s.best && s.best->point == r.default_point) {
-    std::cout << "\nthe default point is the fastest found\n";
+  } else if (r.stages.champion && r.stages.champion->point == r.default_point) {
+    std::cout << "\nthe default point is the fastest confirmed\n";
+  }
+  print_times(r);
+}
+
+// One line on a terminal, rewritten in place; a line per batch into a file or a pipe.
+void print_progress(const SearchProgress& p) {
+  static const bool tty = ::isatty(STDERR_FILENO) != 0;
+  double per_min = p.elapsed_s > 0 ? 60.0 * double(p.evaluations) / p.elapsed_s : 0.0;
+  std::string line = fmt::format("kopt tune: {}/{} screened · {:.0f} configs/min · best {}{}", p.evaluations, p.budget,
+                                 per_min,
+                                 p.best ? human_time(p.best->cost) + " (screening, " + point_to_string(p.best->point) + ")"
+                                        : "none yet",
+                                 p.time_left_s > 0 ? fmt::format(" · {:.0f} s left", p.time_left_s) : "");
+  if (tty) std::cerr << "\r\033[K" << line << std::flush;
+  else std::cerr << line << "\n";
+}
+
+// --confirm: auto, all, or N.
+std::optional<ConfirmRule> parse_confirm(const std::string& text) {
+  ConfirmRule rule;
+  if (text == "auto") return rule;
+  if (text == "all") {
+    rule.max = 0;
+    return rule;
+  }
+  try {
+    std::size_t used = 0;
+    long n = std::stol(text, &used);
+    if (used != text.size() || n < 1) return std::nullopt;
+    rule.max = static_cast<std::size_t>(n);
+    rule.top = std::min(rule.top, rule.max);
+    return rule;
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
 }
 
@@ -73,15 +129,15 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   req.bench.rule.max_time_s = o.max_time_s;
   req.bench.rule.min_time_s = std::min(0.2, o.max_time_s);
   req.bench.rule.max_noise = 0.01;
+  req.screen = screen_options(req.bench, o.screen_samples);
+  auto confirm = parse_confirm(o.confirm);
+  if (!confirm) return report_error(g, "tune", 2, "--confirm " + o.confirm + ": expected auto, all or a number >= 1");
+  req.confirm = *confirm;
+  req.jobs = o.jobs > 0 ? o.jobs : hardware_jobs();
+  req.search.batch = o.batch;
   req.arch = o.sel.arch;
   req.cache_root = cache_dir();
-  bool tty = !g.json;
-  req.search.progress = [tty](const SearchProgress& p) {
-    if (!tty) return;
-    std::cerr << fmt::format("kopt tune: [{}/{}] best {}{}\n", p.evaluations, p.budget,
-                             p.best ? human_time(p.best->cost) + " (" + point_to_string(p.best->point) + ")" : "none yet",
-                             p.time_left_s > 0 ? fmt::format(" · {:.0f} s left", p.time_left_s) : "");
-  };
+  if (!g.json) req.search.progress = print_progress;
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt:" << line << "\n"; };
 
   TempDir tmp("kopt-worker");
@@ -90,8 +146,12 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   SystemCommandRunner runner;
   auto report = run_tune(problem, req, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
-  if (g.json) std::cout << to_json(*report).dump(2) << "\n";
-  else print_tune(*report);
+  if (g.json) {
+    std::cout << to_json(*report).dump(2) << "\n";
+  } else {
+    if (::isatty(STDERR_FILENO)) std::cerr << "\n";  // ends the progress line
+    print_tune(*report);
+  }
   return report->exit_code();
 }
 

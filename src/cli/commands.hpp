@@ -122,6 +122,10 @@ struct TuneCliOptions {
   double time_budget_s = 0;
   std::uint64_t seed = 1;
   double max_time_s = 2.0;
+  unsigned jobs = 0;               // 0: the machine's cores
+  std::size_t batch = 32;          // candidates screened together
+  std::size_t screen_samples = 15;
+  std::string confirm = "auto";    // auto (the rule), all, or a number: at most that many
 };
 int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o);
 

@@ -128,7 +128,14 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--time-budget", tune.time_budget_s, "seconds the search may take (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--seed", tune.seed, "random seed of the strategy");
-  tune_cmd->add_option("--max-time", tune.max_time_s, "time cap of each point's bench (s)")->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--max-time", tune.max_time_s, "time cap of each full measurement (s)")->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--jobs", tune.jobs, "builds in parallel (default: the machine's cores)")->check(CLI::Range(1, 1024));
+  tune_cmd->add_option("--batch", tune.batch, "candidates built, checked and screened together")->check(CLI::Range(1, 4096));
+  tune_cmd->add_option("--screen-samples", tune.screen_samples, "timed samples of each candidate's screening")
+      ->check(CLI::Range(3, 100000));
+  tune_cmd->add_option("--confirm", tune.confirm,
+                       "candidates re-measured in full: auto (top 3 and those whose screening overlaps the "
+                       "leader's, at most 8), all, or N (top N and overlaps, at most N)");
   tune_cmd->add_flag("--json", g.json, "JSON output (every evaluation)");
   tune_cmd->add_flag("-v,--verbose", g.verbose, "log each evaluation to stderr");
 

@@ -1,21 +1,154 @@
 #include "kopt/engine/tuner.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <future>
+
+#include "kopt/backend/build_cache.hpp"
+#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/problem/tensor_data.hpp"
+
 namespace kopt {
 using nlohmann::json;
 
-int TuneReport::exit_code() const { return search.best ? 0 : 1; }
+int TuneReport::exit_code() const { return stages.champion ? 0 : 1; }
+
+double TuneReport::configs_per_min() const {
+  return wall_s > 0 ? 60.0 * double(stages.search.history.size()) / wall_s : 0.0;
+}
+
+BenchOptions screen_options(const BenchOptions& full, std::size_t samples) {
+  BenchOptions o = full;
+  o.warmup_s = 0;  // the timer still launches twice before the first sample
+  o.rule.min_samples = std::max<std::size_t>(samples, 1);
+  o.rule.max_samples = o.rule.min_samples;
+  o.rule.min_time_s = 0;
+  o.rule.max_noise = 0;  // never stops early on noise: every candidate gets the same budget
+  o.rule.plateau_window = o.rule.max_samples + 1;
+  return o;
+}
+
+std::size_t batch_for_memory(std::size_t wanted, std::uintmax_t tensor_bytes, std::int64_t device_memory_bytes) {
+  if (wanted <= 1 || tensor_bytes == 0 || device_memory_bytes <= 0) return std::max<std::size_t>(wanted, 1);
+  std::uintmax_t fits = static_cast<std::uintmax_t>(device_memory_bytes) / 4 / tensor_bytes;
+  return std::clamp<std::size_t>(static_cast<std::size_t>(std::min<std::uintmax_t>(fits, wanted)), 1, wanted);
+}
 
 namespace {
 
-BenchRequest bench_request(const TuneRequest& r, std::vector<BenchVariantSpec> variants, bool compare) {
-  return kopt::bench_request(std::move(variants), compare, r.bench, r.threshold, r.arch, r.cache_root);
-}
-
 std::map<std::string, std::int64_t> as_sets(const ParamPoint& p) { return {p.begin(), p.end()}; }
+
+// The stages' lab on the device: kopt bench over a batch of one kernel's points.
+class BenchTuneLab final : public TuneLab {
+ public:
+  BenchTuneLab(const Problem& p, const KernelSpec& k, const TuneRequest& r, CheckContext ctx, std::string arch)
+      : m_p(p), m_k(k), m_r(r), m_ctx(ctx), m_arch(std::move(arch)) {}
+
+  ~BenchTuneLab() override { wait_for_prefetch(); }
+
+  // Builds the next batch on the pool while this one is checked and timed; its screen()
+  // waits for that build first (then finds every build in the cache).
+  void prefetch(const std::vector<ParamPoint>& points) override {
+    if (!m_ctx.compiler.concurrent()) return;  // a worker's compiler: one request at a time
+    wait_for_prefetch();
+    std::vector<CompileRequest> requests;
+    for (const auto& p : points) requests.push_back(compile_request(m_p, m_k, p, m_arch));
+    m_prefetch = std::async(std::launch::async, [this, requests = std::move(requests)] {
+      BuildCache cache(m_ctx.compiler, m_r.cache_root / "builds");
+      (void)cache.build_all(requests, m_r.jobs);
+    });
+  }
+
+  std::vector<Evaluation> screen(const std::vector<ParamPoint>& points, StageTimes& times) override {
+    std::vector<Evaluation> out(points.size());
+    auto w0 = std::chrono::steady_clock::now();
+    wait_for_prefetch();  // its builds, for the part that did not overlap the last batch
+    times.build_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    auto b = bench(points, m_r.screen, times);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      Evaluation& e = out[i];
+      e.point = points[i];
+      if (!b) {
+        e.failure = b.error().message;
+        continue;
+      }
+      const BenchVariant& v = b->variants.at(i);
+      e.ok = v.status == "ok";
+      e.cost = v.summary.median;
+      e.cost_low = v.summary.median_low;
+      e.cost_high = v.summary.median_high;
+      e.build_s = v.build.from_cache ? 0 : v.build.compile_ms / 1000;
+      e.wall_s = b->wall_s / double(points.size());
+      if (!e.ok) e.failure = v.status + (v.error.empty() ? "" : ": " + first_line(v.error));
+      m_r.log((e.ok ? "  " : "  FAILED ") + point_to_string(e.point) + (e.ok ? "" : ": " + e.failure));
+    }
+    return out;
+  }
+
+  std::vector<Confirmed> confirm(const std::vector<ParamPoint>& points, StageTimes& times) override {
+    std::vector<Confirmed> out(points.size());
+    m_r.log("confirming " + std::to_string(points.size()) + " candidate(s) with the full measurement");
+    // Side by side in groups of k_group (a comparison of many in one job drifts less, one of
+    // hundreds would hold all their buffers at once).
+    constexpr std::size_t k_group = 8;
+    for (std::size_t first = 0; first < points.size(); first += k_group) {
+      std::vector<ParamPoint> group(points.begin() + first, points.begin() + std::min(points.size(), first + k_group));
+      auto b = bench(group, m_r.bench, times);
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        Confirmed& c = out[first + i];
+        c.point = group[i];
+        if (!b) {
+          c.failure = b.error().message;
+          continue;
+        }
+        const BenchVariant& v = b->variants.at(i);
+        c.ok = v.status == "ok";
+        c.summary = v.summary;
+        if (!c.ok) c.failure = v.status + (v.error.empty() ? "" : ": " + first_line(v.error));
+      }
+    }
+    return out;
+  }
+
+ private:
+  static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+  void wait_for_prefetch() {
+    if (m_prefetch.valid()) m_prefetch.get();
+  }
+
+  Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options, StageTimes& times) {
+    std::vector<BenchVariantSpec> specs;
+    for (const auto& p : points) specs.push_back({m_k.name, as_sets(p)});
+    // The time cap is the timing job's wall time and its candidates take turns: n of them
+    // get n caps, so each gets what it would get alone.
+    BenchOptions scaled = options;
+    scaled.rule.max_time_s *= double(std::max<std::size_t>(points.size(), 1));
+    BenchRequest req = bench_request(std::move(specs), false, scaled, m_r.threshold, m_r.arch, m_r.cache_root);
+    req.time_the_rest = true;  // a failed candidate costs no one else its measurement
+    req.jobs = m_r.jobs;
+    req.log = m_r.log;
+    auto b = run_bench(m_p, req, m_ctx);
+    if (b) {
+      StageTimes t{b->build_s, b->check_s, b->measure_s, 0};
+      t.other_s = std::max(0.0, b->wall_s - t.total());
+      times += t;
+    }
+    return b;
+  }
+
+  const Problem& m_p;
+  const KernelSpec& m_k;
+  const TuneRequest& m_r;
+  CheckContext m_ctx;
+  std::string m_arch;  // what the prefetched builds are for: what run_bench builds for
+  std::future<void> m_prefetch;
+};
 
 }  // namespace
 
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx) {
+  auto t0 = std::chrono::steady_clock::now();
   const KernelSpec* k = problem.find_kernel(request.kernel);
   if (!k) return Unexpected(bad_input("no kernel named '" + request.kernel + "'", problem.spec_path.string()));
   if (k->params.empty())
@@ -30,44 +163,59 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
   auto device = ctx.worker.device_info();
   if (!device) return Unexpected(device.error());
   report.device = *device;
+  report.jobs = std::max(1u, request.jobs);
 
   SearchSpace space = SearchSpace::from_kernel(*k, problem.dim_scope());
   for (auto& [name, values] : space.params)  // --set holds a param at one value
     if (auto it = request.fixed.find(name); it != request.fixed.end()) values = {it->second};
   report.space_size = space.size();
 
-  Objective objective = [&](const ParamPoint& point) {
-    Evaluation e;
-    e.point = point;
-    auto b = run_bench(problem, bench_request(request, {{k->name, as_sets(point)}}, false), ctx);
-    if (!b) {
-      e.failure = b.error().message;
-      return e;
-    }
-    const BenchVariant& v = b->variants.at(0);
-    e.ok = v.status == "ok";
-    e.cost = v.summary.median;
-    if (!e.ok) e.failure = v.status + (v.error.empty() ? "" : ": " + v.error);
-    request.log((e.ok ? "  " : "  FAILED ") + point_to_string(point) + (e.ok ? "" : ": " + e.failure));
-    return e;
-  };
   SearchOptions so = request.search;
   so.start.insert(so.start.begin(), *def);
-  report.search = run_search(space, objective, so);
+  so.batch = report.batch = batch_for_memory(so.batch, problem_tensor_bytes(problem), device->memory_bytes);
+  BenchTuneLab lab(problem, *k, request, ctx, request.arch.value_or(device->arch()));
+  report.stages = run_two_stage(space, lab, so, request.confirm);
 
-  if (report.search.best && report.search.best->point != *def) {
+  auto c0 = std::chrono::steady_clock::now();
+  const auto& champion = report.stages.champion;
+  if (champion && champion->point != *def) {
     auto cmp = run_bench(problem,
-                         bench_request(request, {{k->name, as_sets(report.search.best->point)}, {k->name, as_sets(*def)}}, true),
+                         bench_request({{k->name, as_sets(champion->point)}, {k->name, as_sets(*def)}}, true,
+                                       request.bench, request.threshold, request.arch, request.cache_root),
                          ctx);
     if (cmp) report.final_comparison = *cmp;
   }
+  auto now = std::chrono::steady_clock::now();
+  report.compare_s = std::chrono::duration<double>(now - c0).count();
+  report.wall_s = std::chrono::duration<double>(now - t0).count();
   return report;
 }
 
 json to_json(const TuneReport& r) {
-  json j{{"schema_version", 1},        {"command", "tune"},           {"problem", r.problem},
-         {"kernel", r.kernel},         {"device", r.device.name},     {"space_size", r.space_size},
-         {"default_point", r.default_point}, {"search", to_json(r.search)}};
+  const TwoStageResult& s = r.stages;
+  json confirmed = json::array();
+  for (const auto& c : s.confirmed) confirmed.push_back(to_json(c));
+  json j{{"schema_version", 2},
+         {"command", "tune"},
+         {"problem", r.problem},
+         {"kernel", r.kernel},
+         {"device", r.device.name},
+         {"space_size", r.space_size},
+         {"default_point", r.default_point},
+         {"jobs", r.jobs},
+         {"batch", r.batch},
+         {"search", to_json(s.search)},
+         {"confirmed", confirmed},
+         {"champion", s.champion ? to_json(*s.champion) : json(nullptr)},
+         {"times",
+          {{"screening", to_json(s.screening)},
+           {"confirmation", to_json(s.confirmation)},
+           {"final_comparison_s", r.compare_s},
+           // the search's own work between batches, then kopt's start (device, space) and exit
+           {"search_s", std::max(0.0, s.wall_s - s.screening.total() - s.confirmation.total())},
+           {"setup_s", std::max(0.0, r.wall_s - s.wall_s - r.compare_s)},
+           {"wall_s", r.wall_s}}},
+         {"configs_per_min", r.configs_per_min()}};
   j["final_comparison"] = r.final_comparison && r.final_comparison->comparison
                               ? to_json(*r.final_comparison)["comparison"]
                               : json(nullptr);

@@ -1,14 +1,16 @@
 #pragma once
-// `kopt tune`: search one kernel's parameter space with a strategy and a budget. Each
-// point is built, checked and timed (`kopt bench` with a short time cap); points that do
-// not compile, fault or are wrong are failures the search learns from. The best point is
-// then compared with the default one, interleaved, for a verdict outside the noise.
+// `kopt tune`: search one kernel's parameter space with a strategy and a budget, screening
+// candidates in batches and confirming the promising ones with the full measurement
+// (tune_stages.hpp). Candidates that do not compile, fault or are wrong are failures the
+// search learns from. The champion (always confirmed) is then compared with the default
+// point, interleaved, for a verdict outside the noise.
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "kopt/engine/bencher.hpp"
 #include "kopt/engine/search/search.hpp"
+#include "kopt/engine/tune_stages.hpp"
 
 namespace kopt {
 
@@ -16,21 +18,37 @@ struct TuneRequest {
   std::string kernel;
   std::map<std::string, std::int64_t> fixed;  // --set: params held at these values
   SearchOptions search;
-  BenchOptions bench;       // per evaluation
+  BenchOptions bench;   // the full measurement: confirmation and the final comparison
+  BenchOptions screen;  // the screening measurement (screen_options())
+  ConfirmRule confirm;
+  unsigned jobs = 1;    // builds on up to this many threads
   double threshold = 0.01;  // for the final verdict
   std::optional<std::string> arch;
   std::filesystem::path cache_root;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
+// The screening measurement: `full`'s cache mode, flush and verification, a fixed number of
+// samples, no time-based warm-up (two launches), capped by full's time cap.
+BenchOptions screen_options(const BenchOptions& full, std::size_t samples);
+
+// How many candidates one batch holds: `wanted`, fewer where each candidate's tensors
+// (they are allocated per candidate in the timing job) would take more than a quarter of the
+// device's memory; at least 1.
+std::size_t batch_for_memory(std::size_t wanted, std::uintmax_t tensor_bytes, std::int64_t device_memory_bytes);
+
 struct TuneReport {
   std::string problem, kernel;
   DeviceInfo device;
   std::uint64_t space_size = 0;
   ParamPoint default_point;
-  SearchResult search;
-  std::optional<BenchReport> final_comparison;  // best vs default, interleaved
-  int exit_code() const;  // 0 with a best point, 1 when every point failed
+  TwoStageResult stages;
+  std::size_t batch = 1;
+  unsigned jobs = 1;
+  std::optional<BenchReport> final_comparison;  // champion vs default, interleaved
+  double compare_s = 0, wall_s = 0;
+  double configs_per_min() const;
+  int exit_code() const;  // 0 with a champion, 1 when every point failed
 };
 
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx);
