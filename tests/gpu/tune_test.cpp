@@ -22,7 +22,13 @@ TEST(Tune, ExhaustiveSearchOfTheSoftmaxSpace) {
   EXPECT_EQ(j["search"]["stop_reason"], "space exhausted");
   EXPECT_EQ(j["search"]["evaluations"], 24);  // every point of 4 x 3 x 2, each once
   ASSERT_TRUE(j["search"]["best"].is_object());
-  EXPECT_GT(j["search"]["best"]["cost"].get<double>(), 0);
+  EXPECT_GT(j["search"]["best"]["cost"].get<double>(), 0);  // a screening median: ranks only
+  // The champion is confirmed: measured in full, and among the confirmed candidates.
+  ASSERT_TRUE(j["champion"].is_object()) << j.dump(2);
+  EXPECT_TRUE(j["champion"]["ok"].get<bool>());
+  EXPECT_GT(j["champion"]["summary"]["median"].get<double>(), 0);
+  EXPECT_GE(j["confirmed"].size(), 1u);
+  EXPECT_GT(j["configs_per_min"].get<double>(), 0);
 }
 
 }  // namespace
