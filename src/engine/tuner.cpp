@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <memory>
 
 #include "kopt/backend/build_cache.hpp"
+#include "kopt/backend/build_queue.hpp"
+#include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
@@ -41,29 +44,23 @@ std::map<std::string, std::int64_t> as_sets(const ParamPoint& p) { return {p.beg
 // The stages' lab on the device: kopt bench over a batch of one kernel's points.
 class BenchTuneLab final : public TuneLab {
  public:
-  BenchTuneLab(const Problem& p, const KernelSpec& k, const TuneRequest& r, CheckContext ctx, std::string arch)
-      : m_p(p), m_k(k), m_r(r), m_ctx(ctx), m_arch(std::move(arch)) {}
+  BenchTuneLab(const Problem& p, const KernelSpec& k, const TuneRequest& r, CheckContext ctx, const DeviceInfo& device)
+      : m_p(p), m_k(k), m_r(r), m_ctx(ctx), m_device(device), m_arch(r.arch.value_or(device.arch())) {
+    if (m_ctx.compiler.concurrent())
+      m_queue = std::make_unique<BuildQueue>(m_ctx.compiler, m_r.cache_root / "builds", m_r.jobs);
+  }
 
-  ~BenchTuneLab() override { wait_for_prefetch(); }
-
-  // Builds the next batch on the pool while this one is checked and timed; its screen()
-  // waits for that build first (then finds every build in the cache).
+  // Builds announced batches on a pool while earlier ones are checked and timed on the device
+  // (the search announces a few batches ahead); screen() waits for its own builds only.
   void prefetch(const std::vector<ParamPoint>& points) override {
-    if (!m_ctx.compiler.concurrent()) return;  // a worker's compiler: one request at a time
-    wait_for_prefetch();
-    std::vector<CompileRequest> requests;
-    for (const auto& p : points) requests.push_back(compile_request(m_p, m_k, p, m_arch));
-    m_prefetch = std::async(std::launch::async, [this, requests = std::move(requests)] {
-      BuildCache cache(m_ctx.compiler, m_r.cache_root / "builds");
-      (void)cache.build_all(requests, m_r.jobs);
-    });
+    if (!m_queue) return;  // a worker's compiler: one request at a time, in the batch itself
+    m_queue->add(requests_for(points));
   }
 
   std::vector<Evaluation> screen(const std::vector<ParamPoint>& points, StageTimes& times) override {
     std::vector<Evaluation> out(points.size());
-    auto w0 = std::chrono::steady_clock::now();
-    wait_for_prefetch();  // its builds, for the part that did not overlap the last batch
-    times.build_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    if (m_first) first_batch(points, times);
+    if (m_queue) times.build_s += m_queue->wait(requests_for(points));  // what did not overlap the device's work
     auto b = bench(points, m_r.screen, times);
     for (std::size_t i = 0; i < points.size(); ++i) {
       Evaluation& e = out[i];
@@ -113,8 +110,28 @@ class BenchTuneLab final : public TuneLab {
  private:
   static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-  void wait_for_prefetch() {
-    if (m_prefetch.valid()) m_prefetch.get();
+  // On a fresh cache the roofs are measured on first use, by the worker, on the device: while
+  // the first batch builds on the pool (the device has nothing else to do then).
+  void first_batch(const std::vector<ParamPoint>& points, StageTimes& times) {
+    m_first = false;
+    if (!m_ctx.compiler.concurrent()) return;  // its builds would need the worker too
+    auto t0 = std::chrono::steady_clock::now();
+    auto roofs = std::async(std::launch::async, [this] {
+      (void)resolve_roofs(m_r.cache_root, m_device, worker_ceilings(m_ctx.worker), m_r.log);
+    });
+    BuildCache cache(m_ctx.compiler, m_r.cache_root / "builds");
+    (void)cache.build_all(requests_for(points), m_r.jobs);
+    auto built = std::chrono::steady_clock::now();
+    roofs.get();
+    auto now = std::chrono::steady_clock::now();
+    times.build_s += std::chrono::duration<double>(built - t0).count();
+    times.other_s += std::chrono::duration<double>(now - built).count();  // the roofs, past the builds
+  }
+
+  std::vector<CompileRequest> requests_for(const std::vector<ParamPoint>& points) const {
+    std::vector<CompileRequest> out;
+    for (const auto& p : points) out.push_back(compile_request(m_p, m_k, p, m_arch));
+    return out;
   }
 
   Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options, StageTimes& times) {
@@ -141,8 +158,10 @@ class BenchTuneLab final : public TuneLab {
   const KernelSpec& m_k;
   const TuneRequest& m_r;
   CheckContext m_ctx;
+  DeviceInfo m_device;
   std::string m_arch;  // what the prefetched builds are for: what run_bench builds for
-  std::future<void> m_prefetch;
+  bool m_first = true;                 // no batch screened yet
+  std::unique_ptr<BuildQueue> m_queue;  // announced batches' builds; none for a worker's compiler
 };
 
 }  // namespace
@@ -173,7 +192,7 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
   SearchOptions so = request.search;
   so.start.insert(so.start.begin(), *def);
   so.batch = report.batch = batch_for_memory(so.batch, problem_tensor_bytes(problem), device->memory_bytes);
-  BenchTuneLab lab(problem, *k, request, ctx, request.arch.value_or(device->arch()));
+  BenchTuneLab lab(problem, *k, request, ctx, *device);
   report.stages = run_two_stage(space, lab, so, request.confirm);
 
   auto c0 = std::chrono::steady_clock::now();

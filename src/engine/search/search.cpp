@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 
 namespace kopt {
 namespace {
@@ -180,8 +183,19 @@ class Strategies {
       : m_space(space), m_ev(ev), m_o(o), m_r(r), m_rng(o.seed) {}
 
   void run() {
+    // Exhaustive and random search take the start points into their first batch; the others
+    // evaluate them first, one at a time.
+    const bool batched = batch() > 1 && (m_o.strategy == SearchStrategy::exhaustive ||
+                                         m_o.strategy == SearchStrategy::random);
     for (const auto& p : m_o.start)
-      if (auto idx = m_space.index_of(p); !idx.empty() && !m_ev.cost(idx)) return;
+      if (auto idx = m_space.index_of(p); !idx.empty()) {
+        if (!batched) {
+          if (!m_ev.cost(idx)) return;
+        } else if (!m_first.count(idx) && m_ev.admissible(idx)) {
+          m_first.insert(idx);
+          m_first_order.push_back(idx);
+        }
+      }
     if (m_space.size() == 0) {
       m_r.stop_reason = "space exhausted";
       return;
@@ -198,34 +212,57 @@ class Strategies {
  private:
   std::size_t batch() const { return std::max<std::size_t>(1, m_o.batch); }
 
+  // The start points, once, at the head of the first batch.
+  std::vector<PointIndex> take_first() { return std::exchange(m_first_order, {}); }
+
   // Every point in order, `batch` admissible ones at a time; the next batch is announced
   // (prefetch) before this one is evaluated.
   void exhaustive() {
     PointIndex idx(m_space.params.size(), 0);
     bool more = !idx.empty();
     auto collect = [&] {
-      std::vector<PointIndex> chunk;
+      std::vector<PointIndex> chunk = take_first();
       while (more && chunk.size() < batch()) {
-        if (m_ev.admissible(idx)) chunk.push_back(idx);
+        if (!m_first.count(idx) && m_ev.admissible(idx)) chunk.push_back(idx);
         more = next_index(idx);
       }
       return chunk;
     };
-    std::vector<PointIndex> chunk = collect();
-    while (!chunk.empty()) {
-      std::vector<PointIndex> next = collect();
-      announce(next);
-      if (!evaluate_all(chunk)) return;
-      chunk = std::move(next);
-    }
-    m_r.stop_reason = "space exhausted";
+    if (run_batches(collect)) m_r.stop_reason = "space exhausted";
   }
 
-  void announce(const std::vector<PointIndex>& next) {
-    if (next.empty() || !m_o.prefetch || m_ev.remaining() <= batch()) return;
-    std::vector<ParamPoint> points;
-    for (const auto& i : next) points.push_back(m_space.point(i));
-    m_o.prefetch(points);
+  static constexpr std::size_t k_lookahead = 4;  // batches announced ahead of the one evaluated
+
+  // Evaluates the batches `collect` gives, in order, announcing (prefetch) up to k_lookahead
+  // batches ahead, none past the evaluation budget; `evaluated` is told each batch done.
+  // False when the budget ended the search.
+  template <class Collect>
+  bool run_batches(Collect collect, const std::function<void(const std::vector<PointIndex>&)>& evaluated = {}) {
+    std::deque<std::vector<PointIndex>> ahead;
+    std::size_t queued = 0;  // points in `ahead`
+    auto fill = [&] {
+      while (ahead.size() <= k_lookahead) {
+        std::vector<PointIndex> c = collect();
+        if (c.empty()) return;
+        if (!ahead.empty() && m_o.prefetch && queued < m_ev.remaining()) {
+          std::vector<ParamPoint> points;
+          for (const auto& i : c) points.push_back(m_space.point(i));
+          m_o.prefetch(points);
+        }
+        queued += c.size();
+        ahead.push_back(std::move(c));
+      }
+    };
+    fill();
+    while (!ahead.empty()) {
+      std::vector<PointIndex> chunk = std::move(ahead.front());
+      ahead.pop_front();
+      queued -= chunk.size();
+      fill();
+      if (!evaluate_all(chunk)) return false;
+      if (evaluated) evaluated(chunk);
+    }
+    return true;
   }
 
   // False once the budget ended the search.
@@ -263,8 +300,9 @@ class Strategies {
 
   void random() {
     std::set<PointIndex> drawn;
+    for (const auto& i : m_first) drawn.insert(i);
     auto collect = [&] {
-      std::vector<PointIndex> chunk;
+      std::vector<PointIndex> chunk = take_first();
       while (chunk.size() < batch()) {
         PointIndex idx = fresh_index(drawn);
         if (idx.empty()) break;
@@ -274,16 +312,11 @@ class Strategies {
       }
       return chunk;
     };
-    // `drawn`: points drawn and not evaluated yet (this batch and the next).
-    std::vector<PointIndex> chunk = collect();
-    while (!chunk.empty()) {
-      std::vector<PointIndex> next = collect();
-      announce(next);
-      if (!evaluate_all(chunk)) return;
-      for (const auto& i : chunk) drawn.erase(i);
-      chunk = std::move(next);
-    }
-    exhausted({});
+    // `drawn`: points drawn and not evaluated yet (this batch and those ahead).
+    if (run_batches(collect, [&](const std::vector<PointIndex>& done) {
+          for (const auto& i : done) drawn.erase(i);
+        }))
+      exhausted({});
   }
 
   // Multi-start hill climbing: move to the best neighbour while it improves, then restart.
@@ -416,6 +449,8 @@ class Strategies {
   const SearchOptions& m_o;
   SearchResult& m_r;
   std::mt19937_64 m_rng;
+  std::set<PointIndex> m_first;           // start points that go into the first batch
+  std::vector<PointIndex> m_first_order;  // the same, in the order given, until taken
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
-// BuildCache::build_all: a pool of threads where the compiler allows it, one build per key.
+// BuildCache::build_all: a pool of threads where the compiler allows it, one build per key;
+// BuildQueue: builds ahead of need, in order, and waits for the ones asked for only.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -6,6 +7,7 @@
 #include <thread>
 
 #include "kopt/backend/build_cache.hpp"
+#include "kopt/backend/build_queue.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt {
@@ -86,6 +88,35 @@ TEST(BuildAll, ACompilerThatIsNotConcurrentBuildsOneAtATime) {
   EXPECT_EQ(compiler.compiles(), 5);
   EXPECT_EQ(compiler.peak(), 1);
   for (const auto& b : builds) EXPECT_TRUE(b);
+}
+
+TEST(BuildQueue, BuildsInTheBackgroundAndWaitsOnlyForWhatIsAsked) {
+  TempDir dir("kopt-build-queue");
+  SlowCompiler compiler(true);
+  auto reqs = requests(12, 1);
+  {
+    BuildQueue queue(compiler, dir.path(), 2);
+    queue.add(reqs);
+    queue.add({reqs[0], reqs[1]});  // queued once
+    std::vector<CompileRequest> first(reqs.begin(), reqs.begin() + 2);
+    queue.wait(first);  // the first two, taken first: well before all twelve
+    EXPECT_LT(compiler.compiles(), 12);
+    BuildCache cache(compiler, dir.path());
+    for (const auto& r : first) EXPECT_TRUE(cache.build(r)->from_cache);
+    queue.wait(reqs);
+    EXPECT_EQ(compiler.compiles(), 12);
+    EXPECT_LE(compiler.peak(), 2);
+    CompileRequest never;
+    never.source_text = "never queued";
+    EXPECT_LT(queue.wait({never}), 1.0);  // nothing to wait for
+  }
+  // Destroyed with work queued: what was queued is dropped, nothing hangs.
+  SlowCompiler other(true);
+  {
+    BuildQueue queue(other, dir.path() / "other", 1);
+    queue.add(requests(20, 1));
+  }
+  EXPECT_LT(other.compiles(), 20);
 }
 
 }  // namespace

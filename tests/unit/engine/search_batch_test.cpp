@@ -72,8 +72,8 @@ TEST(SearchBatches, ABatchNeverGoesPastTheEvaluationBudget) {
   o.start = {point({5, 5})};
   SearchResult r = run_search(grid(2, 8), f.objective(), o);
   EXPECT_EQ(r.history.size(), 25u);
-  EXPECT_EQ(r.history[0].point, point({5, 5}));  // the start point first, alone
-  EXPECT_EQ(f.batches, (std::vector<std::size_t>{1, 10, 10, 4}));
+  EXPECT_EQ(r.history[0].point, point({5, 5}));  // the start point first, at the head of the first batch
+  EXPECT_EQ(f.batches, (std::vector<std::size_t>{10, 10, 5}));
   EXPECT_EQ(r.stop_reason, "evaluation budget");
   std::set<ParamPoint> distinct;
   for (const auto& e : r.history) distinct.insert(e.point);
