@@ -65,18 +65,13 @@ class BenchTuneLab final : public TuneLab {
     for (std::size_t i = 0; i < points.size(); ++i) {
       Evaluation& e = out[i];
       e.point = points[i];
-      if (!b) {
-        e.failure = b.error().message;
-        continue;
-      }
-      const BenchVariant& v = b->variants.at(i);
-      e.ok = v.status == "ok";
-      e.cost = v.summary.median;
-      e.cost_low = v.summary.median_low;
-      e.cost_high = v.summary.median_high;
-      e.build_s = v.build.from_cache ? 0 : v.build.compile_ms / 1000;
+      const BenchVariant* v = outcome(b, i, e.ok, e.failure);
+      if (!v) continue;
+      e.cost = v->summary.median;
+      e.cost_low = v->summary.median_low;
+      e.cost_high = v->summary.median_high;
+      e.build_s = v->build.from_cache ? 0 : v->build.compile_ms / 1000;
       e.wall_s = b->wall_s / double(points.size());
-      if (!e.ok) e.failure = v.status + (v.error.empty() ? "" : ": " + first_line(v.error));
       m_r.log((e.ok ? "  " : "  FAILED ") + point_to_string(e.point) + (e.ok ? "" : ": " + e.failure));
     }
     return out;
@@ -94,21 +89,25 @@ class BenchTuneLab final : public TuneLab {
       for (std::size_t i = 0; i < group.size(); ++i) {
         Confirmed& c = out[first + i];
         c.point = group[i];
-        if (!b) {
-          c.failure = b.error().message;
-          continue;
-        }
-        const BenchVariant& v = b->variants.at(i);
-        c.ok = v.status == "ok";
-        c.summary = v.summary;
-        if (!c.ok) c.failure = v.status + (v.error.empty() ? "" : ": " + first_line(v.error));
+        if (const BenchVariant* v = outcome(b, i, c.ok, c.failure)) c.summary = v->summary;
       }
     }
     return out;
   }
 
  private:
-  static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+  // Variant i of a bench run: ok, or why not (the run's own error when it failed as a whole).
+  static const BenchVariant* outcome(const Expected<BenchReport>& b, std::size_t i, bool& ok, std::string& failure) {
+    ok = false;
+    if (!b) {
+      failure = b.error().message;
+      return nullptr;
+    }
+    const BenchVariant& v = b->variants.at(i);
+    ok = v.status == "ok";
+    if (!ok) failure = v.status + (v.error.empty() ? "" : ": " + v.error.substr(0, v.error.find('\n')));
+    return &v;
+  }
 
   // On a fresh cache the roofs are measured on first use, by the worker, on the device: while
   // the first batch builds on the pool (the device has nothing else to do then).

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include "kopt/core/fs.hpp"
 #include "kopt_json.hpp"
@@ -204,6 +205,39 @@ TEST_F(OpenclBackend, OneAgentDrivenIterationWithAnOpenclBranch) {
   ASSERT_EQ(rc, 0) << closed.dump(2);
   ASSERT_EQ(closed["versions"].size(), 2u);
   EXPECT_NE(closed["versions"][1]["outcome"], "failed") << closed["versions"][1].dump(2);
+}
+
+// kopt tune on the OpenCL device: batches screened, the promising ones confirmed, the
+// champion a confirmed measurement, the JSON exactly the documented fields.
+TEST_F(OpenclBackend, TuneScreensInBatchesAndConfirmsTheChampion) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = kopt({"tune", example("softmax"), "--strategy", "exhaustive", "--budget", "6", "--batch", "3",
+                 "--screen-samples", "5", "--max-time", "0.3"},
+                rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["search"]["evaluations"], 6);
+  EXPECT_EQ(j["search"]["history"][0]["point"], j["default_point"]);  // the start point first
+  ASSERT_TRUE(j["champion"].is_object()) << j.dump(2);
+  EXPECT_TRUE(j["champion"]["ok"].get<bool>());
+  EXPECT_GT(j["champion"]["summary"]["median"].get<double>(), 0);
+  ASSERT_GE(j["confirmed"].size(), 1u);
+  bool champion_confirmed = false;
+  for (const auto& c : j["confirmed"]) champion_confirmed |= c["point"] == j["champion"]["point"];
+  EXPECT_TRUE(champion_confirmed);
+  for (const auto& e : j["search"]["history"]) {
+    if (e["ok"].get<bool>()) {
+      EXPECT_EQ(e["cost_interval"].size(), 2u) << e.dump();
+    }
+  }
+  EXPECT_GT(j["times"]["screening"]["measure_s"].get<double>(), 0);
+  EXPECT_GT(j["configs_per_min"].get<double>(), 0);
+  auto docs = nlohmann::json::parse(*read_text_file(test::source_dir() / "docs/json/commands.json"));
+  std::set<std::string> documented, printed;
+  for (auto it = docs["tune"]["fields"].begin(); it != docs["tune"]["fields"].end(); ++it) documented.insert(it.key());
+  for (auto it = j.begin(); it != j.end(); ++it) printed.insert(it.key());
+  EXPECT_EQ(printed, documented);
 }
 
 }  // namespace
