@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "commands.hpp"
@@ -32,6 +33,18 @@ void print_tune(const TuneReport& r) {
   std::cout << fmt::format("kopt tune {} / {} · {} · {} over {} points: {} screened, stopped by {}\n", r.problem,
                            r.kernel, r.device.name, search_strategy_name(s.strategy), r.space_size, s.history.size(),
                            s.stop_reason);
+  if (r.devices.size() > 1) {
+    std::vector<std::size_t> per(r.devices.size(), 0);
+    for (const auto& e : s.history)
+      if (e.device >= 0 && static_cast<std::size_t>(e.device) < per.size()) ++per[static_cast<std::size_t>(e.device)];
+    std::cout << "devices:";
+    for (std::size_t d = 0; d < r.devices.size(); ++d)
+      std::cout << fmt::format("{} {}{} ({} screened{})", d ? "," : "", r.devices[d].ordinal,
+                               r.devices[d].pci_bus_id.empty() ? "" : " " + r.devices[d].pci_bus_id, per[d],
+                               d == 0 ? ", confirms" : "");
+    std::cout << "\n";
+  }
+  for (const auto& n : r.device_notes) std::cout << "note: " << n << "\n";
   if (s.skipped_infeasible || s.skipped_learned)
     std::cout << fmt::format("skipped: {} violating the constraints, {} by learned constraints\n", s.skipped_infeasible,
                              s.skipped_learned);
@@ -140,11 +153,17 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   if (!g.json) req.search.progress = print_progress;
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt:" << line << "\n"; };
 
+  auto ordinals = select_devices(o.gpus, o.sel.device);
+  if (!ordinals) return report_error(g, "tune", exit_code(ordinals.error().kind), ordinals.error().to_string());
+  req.allow_mixed = o.allow_mixed;
   TempDir tmp("kopt-worker");
-  WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  auto compiler = make_compiler(worker);
+  std::vector<std::unique_ptr<WorkerClient>> workers;
+  for (int d : *ordinals) workers.push_back(std::make_unique<WorkerClient>(worker_options(d, tmp.path())));
+  auto compiler = make_compiler(*workers.front());
   SystemCommandRunner runner;
-  auto report = run_tune(problem, req, CheckContext{*compiler, runner, worker});
+  std::vector<CheckContext> devices;
+  for (auto& w : workers) devices.push_back(CheckContext{*compiler, runner, *w});
+  auto report = run_tune(problem, req, devices);
   if (!report) return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
   if (g.json) {
     std::cout << to_json(*report).dump(2) << "\n";

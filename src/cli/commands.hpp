@@ -126,6 +126,8 @@ struct TuneCliOptions {
   std::size_t batch = 32;          // candidates screened together
   std::size_t screen_samples = 15;
   std::string confirm = "auto";    // auto (the rule), all, or a number: at most that many
+  std::string gpus;                // --gpus all|N,M,...: screening split over these devices
+  bool allow_mixed = false;
 };
 int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o);
 
@@ -230,6 +232,9 @@ std::string_view backend_name(Backend b);
 KernelLanguage backend_language(Backend b);
 // Whether the active backend sees a device (an environment Error that says why not).
 Expected<void> backend_device_present();
+// --gpus: "" (the --device alone), "all", or "N,M,...": ordinals of the active backend's
+// devices; a device that does not exist or one named twice is bad input.
+Expected<std::vector<int>> select_devices(const std::string& gpus, int default_device);
 // The active backend's compiler for `device`.
 std::unique_ptr<Compiler> make_compiler(WorkerClient& worker);
 

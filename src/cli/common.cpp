@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -75,6 +76,48 @@ Expected<void> backend_device_present() {
   }
   if (auto p = cuda::probe_driver(); !p) return Unexpected(p.error());
   return {};
+}
+
+Expected<std::vector<int>> select_devices(const std::string& gpus, int default_device) {
+  if (gpus.empty()) return std::vector<int>{default_device};
+  int count = 0;
+  if (active_backend() == Backend::opencl) {
+    auto d = opencl::list_opencl_devices();
+    if (!d) return Unexpected(d.error());
+    count = static_cast<int>(d->size());
+  } else {
+    auto p = cuda::probe_driver();
+    if (!p) return Unexpected(p.error());
+    count = p->device_count;
+  }
+  std::string have = "this machine has " + std::to_string(count) + " device(s)" +
+                     (count > 0 ? " (0-" + std::to_string(count - 1) + ")" : "");
+  std::vector<int> out;
+  if (gpus == "all") {
+    for (int i = 0; i < count; ++i) out.push_back(i);
+    if (out.empty()) return Unexpected(environment_error("--gpus all: " + have));
+    return out;
+  }
+  std::size_t at = 0;
+  while (at <= gpus.size()) {
+    std::size_t comma = gpus.find(',', at);
+    std::string item = gpus.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    int n = -1;
+    try {
+      std::size_t used = 0;
+      n = std::stoi(item, &used);
+      if (used != item.size()) n = -1;
+    } catch (const std::exception&) {
+    }
+    if (n < 0) return Unexpected(bad_input("--gpus " + gpus + ": '" + item + "' is not a device ordinal (all, or N,M,...)"));
+    if (n >= count) return Unexpected(bad_input("--gpus " + gpus + ": no device " + std::to_string(n) + "; " + have));
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      return Unexpected(bad_input("--gpus " + gpus + ": device " + std::to_string(n) + " named twice"));
+    out.push_back(n);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
 }
 
 std::unique_ptr<Compiler> make_compiler(WorkerClient& worker) {

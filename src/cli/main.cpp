@@ -133,6 +133,10 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--batch", tune.batch, "candidates built, checked and screened together")->check(CLI::Range(1, 4096));
   tune_cmd->add_option("--screen-samples", tune.screen_samples, "timed samples of each candidate's screening")
       ->check(CLI::Range(3, 100000));
+  tune_cmd->add_option("--gpus", tune.gpus,
+                       "all, or N,M,...: one worker per device; screening batches are split over them, "
+                       "confirmation and the final comparison run on the first");
+  tune_cmd->add_flag("--allow-mixed", tune.allow_mixed, "with --gpus: devices of different models in one run");
   tune_cmd->add_option("--confirm", tune.confirm,
                        "candidates re-measured in full: auto (top 3 and those whose screening overlaps the "
                        "leader's, at most 8), all, or N (top N and overlaps, at most N)");

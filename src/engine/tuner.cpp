@@ -4,9 +4,11 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/backend/build_queue.hpp"
+#include "kopt/core/parallel.hpp"
 #include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
 #include "kopt/problem/tensor_data.hpp"
@@ -44,8 +46,12 @@ std::map<std::string, std::int64_t> as_sets(const ParamPoint& p) { return {p.beg
 // The stages' lab on the device: kopt bench over a batch of one kernel's points.
 class BenchTuneLab final : public TuneLab {
  public:
-  BenchTuneLab(const Problem& p, const KernelSpec& k, const TuneRequest& r, CheckContext ctx, const DeviceInfo& device)
-      : m_p(p), m_k(k), m_r(r), m_ctx(ctx), m_device(device), m_arch(r.arch.value_or(device.arch())) {
+  // One context per device: screening batches are split over them; confirmation runs on the
+  // first, so that every comparison is made on one device.
+  BenchTuneLab(const Problem& p, const KernelSpec& k, const TuneRequest& r, const std::vector<CheckContext>& ctxs,
+               const DeviceInfo& device)
+      : m_p(p), m_k(k), m_r(r), m_ctxs(ctxs), m_ctx(ctxs.front()), m_device(device),
+        m_arch(r.arch.value_or(device.arch())) {
     if (m_ctx.compiler.concurrent())
       m_queue = std::make_unique<BuildQueue>(m_ctx.compiler, m_r.cache_root / "builds", m_r.jobs);
   }
@@ -61,18 +67,37 @@ class BenchTuneLab final : public TuneLab {
     std::vector<Evaluation> out(points.size());
     if (m_first) first_batch(points, times);
     if (m_queue) times.build_s += m_queue->wait(requests_for(points));  // what did not overlap the device's work
-    auto b = bench(points, m_r.screen, times);
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      Evaluation& e = out[i];
-      e.point = points[i];
-      const BenchVariant* v = outcome(b, i, e.ok, e.failure);
-      if (!v) continue;
-      e.cost = v->summary.median;
-      e.cost_low = v->summary.median_low;
-      e.cost_high = v->summary.median_high;
-      e.build_s = v->build.from_cache ? 0 : v->build.compile_ms / 1000;
-      e.wall_s = b->wall_s / double(points.size());
-      m_r.log((e.ok ? "  " : "  FAILED ") + point_to_string(e.point) + (e.ok ? "" : ": " + e.failure));
+    // One slice per device, screened at once; each phase's time is the longest slice's.
+    auto ranges = split_ranges(points.size(), m_ctxs.size());
+    std::vector<StageTimes> slice_times(ranges.size());
+    std::vector<std::optional<Expected<BenchReport>>> reports(ranges.size());
+    parallel_for(ranges.size(), static_cast<unsigned>(ranges.size()), [&](std::size_t d) {
+      std::vector<ParamPoint> slice(points.begin() + ranges[d].first, points.begin() + ranges[d].second);
+      reports[d] = bench(slice, m_r.screen, slice_times[d], m_ctxs[d]);
+    });
+    StageTimes longest;
+    for (const auto& t : slice_times) {
+      longest.build_s = std::max(longest.build_s, t.build_s);
+      longest.check_s = std::max(longest.check_s, t.check_s);
+      longest.measure_s = std::max(longest.measure_s, t.measure_s);
+      longest.other_s = std::max(longest.other_s, t.other_s);
+    }
+    times += longest;
+    for (std::size_t d = 0; d < ranges.size(); ++d) {
+      const Expected<BenchReport>& b = *reports[d];
+      for (std::size_t i = ranges[d].first; i < ranges[d].second; ++i) {
+        Evaluation& e = out[i];
+        e.point = points[i];
+        e.device = static_cast<int>(d);
+        const BenchVariant* v = outcome(b, i - ranges[d].first, e.ok, e.failure);
+        if (!v) continue;
+        e.cost = v->summary.median;
+        e.cost_low = v->summary.median_low;
+        e.cost_high = v->summary.median_high;
+        e.build_s = v->build.from_cache ? 0 : v->build.compile_ms / 1000;
+        e.wall_s = b->wall_s / double(ranges[d].second - ranges[d].first);
+        m_r.log((e.ok ? "  " : "  FAILED ") + point_to_string(e.point) + (e.ok ? "" : ": " + e.failure));
+      }
     }
     return out;
   }
@@ -134,6 +159,11 @@ class BenchTuneLab final : public TuneLab {
   }
 
   Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options, StageTimes& times) {
+    return bench(points, options, times, m_ctx);
+  }
+
+  Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options, StageTimes& times,
+                              CheckContext ctx) {
     std::vector<BenchVariantSpec> specs;
     for (const auto& p : points) specs.push_back({m_k.name, as_sets(p)});
     // The time cap is the timing job's wall time and its candidates take turns: n of them
@@ -144,7 +174,7 @@ class BenchTuneLab final : public TuneLab {
     req.time_the_rest = true;  // a failed candidate costs no one else its measurement
     req.jobs = m_r.jobs;
     req.log = m_r.log;
-    auto b = run_bench(m_p, req, m_ctx);
+    auto b = run_bench(m_p, req, ctx);
     if (b) {
       StageTimes t{b->build_s, b->check_s, b->measure_s, 0};
       t.other_s = std::max(0.0, b->wall_s - t.total());
@@ -156,7 +186,8 @@ class BenchTuneLab final : public TuneLab {
   const Problem& m_p;
   const KernelSpec& m_k;
   const TuneRequest& m_r;
-  CheckContext m_ctx;
+  std::vector<CheckContext> m_ctxs;
+  CheckContext m_ctx;  // the first device's: confirmation, roofs, the compiler
   DeviceInfo m_device;
   std::string m_arch;  // what the prefetched builds are for: what run_bench builds for
   bool m_first = true;                 // no batch screened yet
@@ -165,8 +196,47 @@ class BenchTuneLab final : public TuneLab {
 
 }  // namespace
 
+namespace {
+
+// The devices of a run: one model unless asked otherwise, and what differs between them.
+Expected<std::vector<DeviceInfo>> run_devices(const std::vector<CheckContext>& ctxs, bool allow_mixed,
+                                              std::vector<std::string>& notes) {
+  std::vector<DeviceInfo> devices;
+  for (const auto& c : ctxs) {
+    auto d = c.worker.device_info();
+    if (!d) return Unexpected(d.error());
+    devices.push_back(*d);
+  }
+  const DeviceInfo& first = devices.front();
+  for (std::size_t i = 1; i < devices.size(); ++i) {
+    const DeviceInfo& d = devices[i];
+    std::string which = "device " + std::to_string(d.ordinal) + " (" + d.name + ")";
+    if (d.name != first.name && !allow_mixed)
+      return Unexpected(bad_input("--gpus: " + which + " is not the model of device " + std::to_string(first.ordinal) +
+                                  " (" + first.name + "); a run compares candidates measured on one model "
+                                  "(--allow-mixed to tune on both anyway)"));
+    if (d.name != first.name) notes.push_back(which + " is another model than device " + std::to_string(first.ordinal));
+    if (d.clocks.max_sm_mhz != first.clocks.max_sm_mhz)
+      notes.push_back(which + ": max SM clock " + std::to_string(d.clocks.max_sm_mhz) + " MHz against " +
+                      std::to_string(first.clocks.max_sm_mhz) + " MHz on device " + std::to_string(first.ordinal));
+  }
+  for (const auto& d : devices)
+    if (!d.clocks.throttle_reasons.empty() && d.clocks.throttle_reasons != "none")
+      notes.push_back("device " + std::to_string(d.ordinal) + " reported throttling at the start: " +
+                      d.clocks.throttle_reasons);
+  return devices;
+}
+
+}  // namespace
+
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx) {
+  return run_tune(problem, request, std::vector<CheckContext>{ctx});
+}
+
+Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request,
+                              const std::vector<CheckContext>& ctxs) {
   auto t0 = std::chrono::steady_clock::now();
+  if (ctxs.empty()) return Unexpected(internal_error("tune: no device to run on"));
   const KernelSpec* k = problem.find_kernel(request.kernel);
   if (!k) return Unexpected(bad_input("no kernel named '" + request.kernel + "'", problem.spec_path.string()));
   if (k->params.empty())
@@ -178,9 +248,10 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
   report.problem = problem.name;
   report.kernel = k->name;
   report.default_point = *def;
-  auto device = ctx.worker.device_info();
-  if (!device) return Unexpected(device.error());
-  report.device = *device;
+  auto devices = run_devices(ctxs, request.allow_mixed, report.device_notes);
+  if (!devices) return Unexpected(devices.error());
+  report.devices = *devices;
+  report.device = devices->front();
   report.jobs = std::max(1u, request.jobs);
 
   SearchSpace space = SearchSpace::from_kernel(*k, problem.dim_scope());
@@ -190,8 +261,10 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
 
   SearchOptions so = request.search;
   so.start.insert(so.start.begin(), *def);
-  so.batch = report.batch = batch_for_memory(so.batch, problem_tensor_bytes(problem), device->memory_bytes);
-  BenchTuneLab lab(problem, *k, request, ctx, *device);
+  // A batch is split over the devices: each holds its slice's tensors.
+  std::int64_t memory = report.device.memory_bytes * static_cast<std::int64_t>(ctxs.size());
+  so.batch = report.batch = batch_for_memory(so.batch, problem_tensor_bytes(problem), memory);
+  BenchTuneLab lab(problem, *k, request, ctxs, report.device);
   report.stages = run_two_stage(space, lab, so, request.confirm);
 
   auto c0 = std::chrono::steady_clock::now();
@@ -200,7 +273,7 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
     auto cmp = run_bench(problem,
                          bench_request({{k->name, as_sets(champion->point)}, {k->name, as_sets(*def)}}, true,
                                        request.bench, request.threshold, request.arch, request.cache_root),
-                         ctx);
+                         ctxs.front());
     if (cmp) report.final_comparison = *cmp;
   }
   auto now = std::chrono::steady_clock::now();
@@ -208,6 +281,15 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
   report.wall_s = std::chrono::duration<double>(now - t0).count();
   return report;
 }
+
+namespace {
+json gpus_json(const std::vector<DeviceInfo>& devices) {
+  json out = json::array();
+  for (const auto& d : devices)
+    out.push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"pci_bus_id", d.pci_bus_id}, {"clocks", d.clocks}});
+  return out;
+}
+}  // namespace
 
 json to_json(const TuneReport& r) {
   const TwoStageResult& s = r.stages;
@@ -218,6 +300,8 @@ json to_json(const TuneReport& r) {
          {"problem", r.problem},
          {"kernel", r.kernel},
          {"device", r.device.name},
+         {"gpus", gpus_json(r.devices)},
+         {"gpu_notes", r.device_notes},
          {"space_size", r.space_size},
          {"default_point", r.default_point},
          {"jobs", r.jobs},

@@ -240,5 +240,36 @@ TEST_F(OpenclBackend, TuneScreensInBatchesAndConfirmsTheChampion) {
   EXPECT_EQ(printed, documented);
 }
 
+// --gpus on two OpenCL devices (PoCL gives two with POCL_DEVICES="pthread pthread"): the
+// screening is split over both, every evaluation says which one, the champion is confirmed
+// on the first; a device that does not exist is bad input.
+TEST_F(OpenclBackend, TuneOverTwoDevicesSplitsTheScreening) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  const char* before = std::getenv("POCL_DEVICES");
+  std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("POCL_DEVICES", "pthread pthread", 1);
+  int rc = -1;
+  auto env = kopt({"env"}, rc);
+  if (env["opencl"]["devices"].size() < 2) {
+    saved ? ::setenv("POCL_DEVICES", saved->c_str(), 1) : ::unsetenv("POCL_DEVICES");
+    GTEST_SKIP() << "fewer than two OpenCL devices here, even with POCL_DEVICES";
+  }
+  auto j = kopt({"tune", example("softmax"), "--gpus", "all", "--strategy", "exhaustive", "--budget", "8",
+                 "--batch", "4", "--screen-samples", "5", "--max-time", "0.3"},
+                rc);
+  auto bad = kopt({"tune", example("softmax"), "--gpus", "0,7"}, rc);
+  int bad_rc = rc;
+  saved ? ::setenv("POCL_DEVICES", saved->c_str(), 1) : ::unsetenv("POCL_DEVICES");
+  ASSERT_TRUE(j.contains("gpus")) << j.dump(2);
+  ASSERT_EQ(j["gpus"].size(), 2u);
+  std::set<int> used;
+  for (const auto& e : j["search"]["history"]) used.insert(e["gpu"].get<int>());
+  EXPECT_EQ(used, (std::set<int>{0, 1}));
+  ASSERT_TRUE(j["champion"].is_object()) << j.dump(2);
+  EXPECT_TRUE(j["champion"]["ok"].get<bool>());
+  EXPECT_EQ(bad_rc, 2);
+  EXPECT_NE(bad["error"].get<std::string>().find("no device 7"), std::string::npos) << bad.dump(2);
+}
+
 }  // namespace
 }  // namespace kopt

@@ -6,12 +6,17 @@
 #include <atomic>
 #include <cstddef>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace kopt {
 
 // The machine's cores, at least 1 (what --jobs defaults to).
 unsigned hardware_jobs();
+
+// [0, n) cut into `parts` contiguous ranges [begin, end) whose sizes differ by at most one,
+// the larger first; empty ranges are left out (fewer items than parts).
+std::vector<std::pair<std::size_t, std::size_t>> split_ranges(std::size_t n, std::size_t parts);
 
 template <class Fn>
 void parallel_for(std::size_t n, unsigned jobs, Fn&& fn) {

@@ -22,6 +22,7 @@ struct TuneRequest {
   BenchOptions screen;  // the screening measurement (screen_options())
   ConfirmRule confirm;
   unsigned jobs = 1;    // builds on up to this many threads
+  bool allow_mixed = false;  // several devices of different models (--allow-mixed)
   double threshold = 0.01;  // for the final verdict
   std::optional<std::string> arch;
   std::filesystem::path cache_root;
@@ -39,7 +40,9 @@ std::size_t batch_for_memory(std::size_t wanted, std::uintmax_t tensor_bytes, st
 
 struct TuneReport {
   std::string problem, kernel;
-  DeviceInfo device;
+  DeviceInfo device;                 // the first device's: confirmation and the final comparison run there
+  std::vector<DeviceInfo> devices;   // every device the screening ran on (--gpus)
+  std::vector<std::string> device_notes;  // what differs between them (clocks, throttling, models)
   std::uint64_t space_size = 0;
   ParamPoint default_point;
   TwoStageResult stages;
@@ -52,6 +55,12 @@ struct TuneReport {
 };
 
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx);
+// Several devices (tune --gpus), one context each (the same compiler and runner, a worker per
+// device): screening batches are split over them, evaluations tagged with their device;
+// confirmation and the final comparison run on the first, so each comparison is on one device.
+// Devices of different models are refused (bad input) unless request.allow_mixed.
+Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request,
+                              const std::vector<CheckContext>& devices);
 
 nlohmann::json to_json(const TuneReport& r);
 

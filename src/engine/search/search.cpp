@@ -500,6 +500,7 @@ nlohmann::json to_json(const SearchResult& r) {
     nlohmann::json j{{"point", e.point}, {"ok", e.ok}, {"cost", e.ok ? nlohmann::json(e.cost) : nlohmann::json(nullptr)},
                      {"failure", e.failure}, {"wall_s", e.wall_s}, {"build_s", e.build_s}};
     if (e.ok && e.cost_high > 0) j["cost_interval"] = {e.cost_low, e.cost_high};
+    if (e.device >= 0) j["gpu"] = e.device;
     return j;
   };
   nlohmann::json history = nlohmann::json::array();

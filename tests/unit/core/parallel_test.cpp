@@ -40,5 +40,13 @@ TEST(ParallelFor, OneJobRunsInOrderOnTheCallingThread) {
 
 TEST(ParallelFor, HardwareJobsIsAtLeastOne) { EXPECT_GE(hardware_jobs(), 1u); }
 
+TEST(SplitRanges, EvenContiguousRangesLargerFirst) {
+  using R = std::vector<std::pair<std::size_t, std::size_t>>;
+  EXPECT_EQ(split_ranges(10, 3), (R{{0, 4}, {4, 7}, {7, 10}}));
+  EXPECT_EQ(split_ranges(2, 4), (R{{0, 1}, {1, 2}}));  // fewer items than parts
+  EXPECT_EQ(split_ranges(5, 1), (R{{0, 5}}));
+  EXPECT_TRUE(split_ranges(0, 2).empty());
+}
+
 }  // namespace
 }  // namespace kopt

@@ -30,6 +30,7 @@ struct Evaluation {
   double wall_s = 0;    // how long the evaluation took (its share of its batch's)
   double cost_low = 0, cost_high = 0;  // an interval around cost where the objective knows one (0: none)
   double build_s = 0;   // its own compile (0 when cached), on one of the pool's threads
+  int device = -1;      // which of the run's devices measured it (tune --gpus); -1: not said
 };
 using Objective = std::function<Evaluation(const ParamPoint&)>;
 // Several points at once (built in parallel, checked and timed side by side): one Evaluation
