@@ -93,7 +93,8 @@ BenchOptions bench_options_from_json(const json& j) {
 json to_json(const SampleVerification& v) {
   return {{"enabled", v.enabled},           {"poisoned_samples", v.poisoned_samples},
           {"last_checked", v.last_checked}, {"failed_sample", v.failed_sample},
-          {"failure", v.failure},           {"note", v.note}};
+          {"failure", v.failure},           {"note", v.note},
+          {"reference_checked", v.reference_checked}, {"check_failure", v.check_failure}};
 }
 
 SampleVerification sample_verification_from_json(const json& j) {
@@ -104,6 +105,8 @@ SampleVerification sample_verification_from_json(const json& j) {
   v.failed_sample = j.value("failed_sample", std::int64_t{-1});
   v.failure = j.value("failure", std::string{});
   v.note = j.value("note", std::string{});
+  v.reference_checked = j.value("reference_checked", false);
+  v.check_failure = j.value("check_failure", std::string{});
   return v;
 }
 

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
 #include "kopt/measure/compare.hpp"
 
 namespace kopt {
@@ -112,6 +114,40 @@ std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read) {
     std::vector<std::byte> host(m_job.tensors[i].bytes);
     if (auto failure = read(i, host)) return failure;
     m_golden.push_back(host_tensor(m_job.tensors[i], std::move(host)));
+  }
+  return check_reference(read);
+}
+
+std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read) {
+  bool asked = false;
+  for (std::size_t i : m_outputs) asked = asked || !m_job.tensors[i].expected_path.empty();
+  if (!asked) return std::nullopt;
+  m_record.reference_checked = true;
+  for (std::size_t k = 0; k < m_outputs.size() && m_record.check_failure.empty(); ++k) {
+    const JobTensor& t = m_job.tensors[m_outputs[k]];
+    if (t.expected_path.empty()) continue;
+    auto bytes = read_binary_file(t.expected_path);
+    if (!bytes || bytes->size() != t.bytes) {
+      m_record.check_failure = "the reference's output " + t.expected_path.string() + " is missing or of another size";
+      break;
+    }
+    CompareResult c = compare_tensors(m_golden[k], host_tensor(t, std::move(*bytes)), t.tolerance, 1);
+    if (c.passed) continue;
+    m_record.check_failure = fmt::format("output {}: {} of {} elements differ from the reference", t.name,
+                                         c.mismatches, c.numel);
+    if (!c.first_mismatches.empty()) {
+      const auto& m = c.first_mismatches.front();
+      m_record.check_failure += fmt::format(" (first at {}: {} against {})", index_text(m.index), m.got, m.expected);
+    }
+    if (c.unwritten > 0) m_record.check_failure += fmt::format("; {} never written", c.unwritten);
+  }
+  // Inputs are read-only: one the kernel wrote is a failure, as in kopt check.
+  for (std::size_t i = 0; i < m_job.tensors.size() && m_record.check_failure.empty(); ++i) {
+    const JobTensor& t = m_job.tensors[i];
+    if (t.role != Role::input || t.checksum.empty()) continue;
+    std::vector<std::byte> host(t.bytes);
+    if (auto failure = read(i, host)) return failure;
+    if (hex64(checksum64(host)) != t.checksum) m_record.check_failure = "the kernel modified input tensor '" + t.name + "'";
   }
   return std::nullopt;
 }

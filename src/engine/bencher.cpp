@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/roofs.hpp"
@@ -93,8 +94,14 @@ class BenchRun {
       }
     }
     phase = Clock::now();
-    if (m_r.check_first)
+    std::optional<CheckReport> reference;  // for the check inside the timing job
+    if (m_r.check_first && check_in_timing_possible()) {
+      auto r = reference_outputs();
+      if (!r) return Unexpected(r.error());
+      reference = std::move(*r);
+    } else if (m_r.check_first) {
       if (auto e = check_variants(); !e) return Unexpected(e.error());
+    }
     m_report.check_s = seconds_since(phase);
     std::vector<std::size_t> timed;  // nothing wrong is ever timed
     for (std::size_t i = 0; i < m_report.variants.size(); ++i)
@@ -103,30 +110,20 @@ class BenchRun {
 
     auto inputs = write_seed_inputs(m_p, 1, m_tmp.path() / "inputs");
     if (!inputs) return Unexpected(inputs.error());
-    BenchJob job;
-    job.options = m_r.options;
-    job.options.paired = m_r.compare;
-    job.options.verdict_threshold = m_r.threshold;
-    for (std::size_t i : timed) {
-      const auto& v = m_report.variants[i];
-      job.variants.push_back(kernel_job(v.kernel + " [" + point_to_string(v.point) + "]", v.build, launches[i],
-                                        job_tensors(m_p, *inputs, m_tmp.path() / ("out" + std::to_string(i)))));
-    }
-    m_r.log("timing " + std::to_string(job.variants.size()) + " variant(s), " +
-            std::string(cache_mode_name(m_r.options.mode)) + " cache");
-    // With --vs-torch and no kernel (a fresh import), only the PyTorch baselines are timed.
-    BenchResult result;
-    if (job.variants.empty()) result.clocks_before = result.clocks_after = m_report.device.clocks;  // at device_info
-    else {
+    BenchResult result = time_variants(timed, launches, *inputs, reference);
+    // A candidate that faults or hangs ends the whole timing job. With the check inside the
+    // job, the separate check (one job per variant) finds which, and the rest is timed again.
+    if (!result.ok() && reference && timed.size() > 1) {
+      m_r.log("the timing job failed (" + std::string(run_status_name(result.status)) +
+              "): checking each variant on its own");
       phase = Clock::now();
-      result = m_ctx.worker.bench(job);
-      m_report.measure_s = seconds_since(phase);
-    }
-    if (result.ok() && timed.size() < m_report.variants.size()) {  // one series per variant, untimed ones empty
-      std::vector<SampleSeries> aligned(m_report.variants.size());
-      for (std::size_t t = 0; t < timed.size() && t < result.series.size(); ++t)
-        aligned[timed[t]] = std::move(result.series[t]);
-      result.series = std::move(aligned);
+      if (auto e = check_variants(); !e) return Unexpected(e.error());
+      m_report.check_s += seconds_since(phase);
+      timed.clear();
+      for (std::size_t i = 0; i < m_report.variants.size(); ++i)
+        if (m_report.variants[i].status == "ok") timed.push_back(i);
+      if (!timed.empty()) result = time_variants(timed, launches, *inputs, reference);
+      if (!result.ok() && timed.size() > 1) result = time_one_by_one(timed, launches, *inputs, reference);
     }
     if (result.ok() && m_r.vs_torch) {
       auto torch = time_torch(*inputs);
@@ -189,6 +186,108 @@ class BenchRun {
       m_report.variants.push_back(std::move(v));
     }
     return all;
+  }
+
+  // One timing job over the variants `timed` (indices into the report): one series per
+  // variant of the report, empty for those not timed; with `reference`, the job checks each
+  // variant against it first and the wrong ones are marked.
+  BenchResult time_variants(const std::vector<std::size_t>& timed, const std::vector<ResolvedLaunch>& launches,
+                            const SeedInputs& inputs, const std::optional<CheckReport>& reference) {
+    BenchJob job;
+    job.options = m_r.options;
+    job.options.paired = m_r.compare;
+    job.options.verdict_threshold = m_r.threshold;
+    for (std::size_t i : timed) {
+      const auto& v = m_report.variants[i];
+      job.variants.push_back(kernel_job(v.kernel + " [" + point_to_string(v.point) + "]", v.build, launches[i],
+                                        job_tensors(m_p, inputs, m_tmp.path() / ("out" + std::to_string(i)))));
+      if (reference)
+        for (auto& t : job.variants.back().tensors)
+          if (auto f = reference->reference_files.find(t.name); f != reference->reference_files.end()) {
+            t.expected_path = f->second;
+            t.tolerance = reference->reference_tolerances.at(t.name);
+          }
+    }
+    m_r.log("timing " + std::to_string(job.variants.size()) + " variant(s), " +
+            std::string(cache_mode_name(m_r.options.mode)) + " cache");
+    // With --vs-torch and no kernel (a fresh import), only the PyTorch baselines are timed.
+    BenchResult result;
+    if (job.variants.empty()) result.clocks_before = result.clocks_after = m_report.device.clocks;  // at device_info
+    else {
+      auto t0 = Clock::now();
+      result = m_ctx.worker.bench(job);
+      m_report.measure_s += seconds_since(t0);
+    }
+    if (result.ok() && timed.size() < m_report.variants.size()) {  // one series per variant, untimed ones empty
+      std::vector<SampleSeries> aligned(m_report.variants.size());
+      for (std::size_t t = 0; t < timed.size() && t < result.series.size(); ++t)
+        aligned[timed[t]] = std::move(result.series[t]);
+      result.series = std::move(aligned);
+    }
+    if (result.ok()) mark_wrong(result);
+    return result;
+  }
+
+  // Each variant in a job of its own: the one whose job fails is that variant's failure alone.
+  BenchResult time_one_by_one(const std::vector<std::size_t>& timed, const std::vector<ResolvedLaunch>& launches,
+                              const SeedInputs& inputs, const std::optional<CheckReport>& reference) {
+    BenchResult merged;
+    merged.series.resize(m_report.variants.size());
+    for (std::size_t i : timed) {
+      BenchResult r = time_variants({i}, launches, inputs, reference);
+      if (!r.ok()) {
+        m_report.variants[i].status = "run_failed";
+        m_report.variants[i].error = std::string(run_status_name(r.status)) + ": " + r.error;
+        continue;
+      }
+      merged.series[i] = std::move(r.series[i]);
+      merged.clocks_before = r.clocks_before;
+      merged.clocks_after = r.clocks_after;
+      merged.flush_bytes = r.flush_bytes;
+      merged.flush_method = r.flush_method;
+    }
+    return merged;
+  }
+
+  // The check inside the timing job holds where the timer verifies outputs (not a Python
+  // variant, not a C++ library), outputs are outputs (an inout changes from launch to launch)
+  // and samples are verified (the golden output is taken).
+  bool check_in_timing_possible() const {
+    if (!m_r.check_in_timing || m_r.compare || !m_r.options.verify_samples) return false;
+    bool outputs = false;
+    for (const auto& t : m_p.tensors) {
+      if (t.role == Role::inout) return false;
+      outputs = outputs || t.role == Role::output;
+    }
+    for (const auto& v : m_report.variants)
+      if (v.status == "ok" && (is_python(v.build.module_kind) || v.build.module_kind == ModuleKind::cpu_library))
+        return false;
+    return outputs;
+  }
+
+  // Seed 1's reference outputs (computed once, then from the cache) and their tolerances.
+  Expected<CheckReport> reference_outputs() {
+    CheckOptions co;
+    co.reference_only = true;
+    co.seeds = 1;
+    co.arch = m_r.arch;
+    co.cache_root = m_r.cache_root;
+    auto report = run_check(m_p, co, m_ctx);
+    if (!report) return Unexpected(report.error());
+    if (report->reference_files.empty()) return Unexpected(environment_error("the reference produced no outputs"));
+    return report;
+  }
+
+  // Variants whose golden output differed from the reference's (or that wrote an input) in
+  // the timing job were never timed: wrong, as the separate check would have said.
+  void mark_wrong(const BenchResult& result) {
+    for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {
+      const std::string& failure = result.series[i].verification.check_failure;
+      BenchVariant& v = m_report.variants[i];
+      if (failure.empty() || v.status != "ok") continue;
+      v.status = "wrong";
+      v.error = "kopt check (in the timing job, seed 1): " + failure + "; not timed";
+    }
   }
 
   // A kernel that is wrong is not timed: one seed, against the (cached) reference, every

@@ -109,6 +109,13 @@ class CheckRun {
       m_report.seeds.push_back(s->seed);
       m_inputs.push_back(std::move(*s));
     }
+    if (m_o.reference_only && !m_inputs.empty()) {
+      for (const auto& t : m_p.tensors)
+        if (t.role != Role::input) {
+          m_report.reference_files[t.name] = m_inputs.back().reference.at(t.name);
+          m_report.reference_tolerances[t.name] = tolerance_for(t);
+        }
+    }
     for (auto& kc : m_report.kernels)
       if (kc.status != KernelStatus::compile_failed) check_kernel(kc);
     m_report.worker_starts = m_ctx.worker.starts();
@@ -117,6 +124,7 @@ class CheckRun {
 
  private:
   Expected<void> select_kernels() {
+    if (m_o.reference_only) return {};
     if (!m_o.points.empty()) return select_points();
     std::vector<const KernelSpec*> chosen;
     if (m_o.kernels.empty()) {

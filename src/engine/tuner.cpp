@@ -171,7 +171,8 @@ class BenchTuneLab final : public TuneLab {
     BenchOptions scaled = options;
     scaled.rule.max_time_s *= double(std::max<std::size_t>(points.size(), 1));
     BenchRequest req = bench_request(std::move(specs), false, scaled, m_r.threshold, m_r.arch, m_r.cache_root);
-    req.time_the_rest = true;  // a failed candidate costs no one else its measurement
+    req.time_the_rest = true;    // a failed candidate costs no one else its measurement
+    req.check_in_timing = true;  // one job checks and times a batch where it can
     req.jobs = m_r.jobs;
     req.log = m_r.log;
     auto b = run_bench(m_p, req, ctx);

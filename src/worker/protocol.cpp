@@ -54,7 +54,8 @@ json to_json(const RunJob& job) {
                        {"shape", t.shape},
                        {"checksum", t.checksum},
                        {"atol", t.tolerance.atol},
-                       {"rtol", t.tolerance.rtol}});
+                       {"rtol", t.tolerance.rtol},
+                       {"expected_path", t.expected_path.string()}});
   json args = json::array();
   for (const auto& a : job.args) args.push_back(to_json(a));
   return json{{"label", job.label},
@@ -88,7 +89,8 @@ RunJob run_job_from_json(const json& j) {
                                     t.at("bytes").get<std::size_t>(), role_from(t.at("role").get<std::string>()),
                                     t.at("input_path").get<std::string>(), t.at("output_path").get<std::string>(),
                                     t.value("shape", std::vector<std::int64_t>{}), t.value("checksum", std::string{}),
-                                    Tolerance{t.value("atol", 0.0), t.value("rtol", 0.0)}});
+                                    Tolerance{t.value("atol", 0.0), t.value("rtol", 0.0)},
+                                    t.value("expected_path", std::string{})});
   return job;
 }
 

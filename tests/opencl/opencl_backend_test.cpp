@@ -271,5 +271,37 @@ TEST_F(OpenclBackend, TuneOverTwoDevicesSplitsTheScreening) {
   EXPECT_NE(bad["error"].get<std::string>().find("no device 7"), std::string::npos) << bad.dump(2);
 }
 
+// A batch is checked inside its timing job: a wrong point is wrong with the reference's words,
+// a point whose kernel kills the worker fails alone (the batch is checked point by point,
+// then timed again), and the good points are timed all the same.
+TEST_F(OpenclBackend, TuneChecksInsideTheTimingJobAndIsolatesACrash) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  const std::string problem = (test::source_dir() / "tests/fixtures/problems/tune_faults").string();
+  int rc = -1;
+  auto j = kopt({"tune", problem, "--strategy", "exhaustive", "--budget", "8", "--batch", "8", "--screen-samples",
+                 "5", "--max-time", "0.3"},
+                rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  for (const auto& e : j["search"]["history"]) {
+    int mode = e["point"]["MODE"].get<int>();
+    std::string failure = e["failure"].get<std::string>();
+    bool expected = mode == 0 || mode == 3 ? e["ok"].get<bool>()
+                    : mode == 1           ? failure.starts_with("wrong")
+                                          : failure.find("crash") != std::string::npos;
+    EXPECT_TRUE(expected) << e.dump();
+  }
+  ASSERT_TRUE(j["champion"].is_object());
+  int champion_mode = j["champion"]["point"]["MODE"].get<int>();
+  EXPECT_TRUE(champion_mode == 0 || champion_mode == 3);
+  // Without a crash in the batch, the wrong point is caught inside the timing job itself.
+  auto k = kopt({"tune", problem, "--strategy", "exhaustive", "--budget", "2", "--batch", "2", "--screen-samples", "5",
+                 "--max-time", "0.3"},
+                rc);
+  ASSERT_EQ(k["search"]["history"].size(), 2u) << k.dump(2);
+  std::string wrong = k["search"]["history"][1]["failure"].get<std::string>();
+  EXPECT_NE(wrong.find("in the timing job"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("differ from the reference"), std::string::npos) << wrong;
+}
+
 }  // namespace
 }  // namespace kopt

@@ -52,6 +52,10 @@ struct SampleVerification {
   std::int64_t failed_sample = -1;   // index into samples_s of the first sample that differed; -1: none
   std::string failure;               // why the variant is inconsistent; empty: consistent
   std::string note;                  // how it was done where that differs (graph batches, large outputs)
+  // The check inside the timing job (JobTensor::expected_path): the golden output against the
+  // reference, the inputs against their checksums. A variant that fails it is not timed.
+  bool reference_checked = false;
+  std::string check_failure;
   bool failed() const { return !failure.empty(); }
 };
 

@@ -59,6 +59,9 @@ class OutputVerifier {
   // the outputs are compared after the batch (and poisoned before it); the record says so.
   void set_batched(int launches_per_sample);
 
+  // The golden output; where the job's outputs name the reference's (expected_path), it is
+  // checked against them and the inputs against their checksums: a failure is the record's
+  // check_failure (the variant is not timed), not the timer's.
   std::optional<RunResult> take_golden(const ReadTensor& read);
   // After sample `index`, which poison_before chose.
   std::optional<RunResult> check_sample(const ReadTensor& read, std::size_t index);
@@ -70,6 +73,7 @@ class OutputVerifier {
  private:
   std::optional<RunResult> compare(const ReadTensor& read, std::size_t index, const std::string& when,
                                    bool poisoned);
+  std::optional<RunResult> check_reference(const ReadTensor& read);
 
   const RunJob& m_job;
   std::vector<std::size_t> m_outputs;

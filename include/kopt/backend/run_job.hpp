@@ -26,6 +26,9 @@ struct JobTensor {
   std::vector<std::int64_t> shape;    // for Python, which passes tensors of this shape
   std::string checksum;               // inputs: checksum64 of the file as written (hex); may be empty
   Tolerance tolerance;                // outputs: the checker's, for comparing timed launches' outputs
+  // Outputs, in a timing job that also checks (tune's screening): the reference's bytes for
+  // these inputs. The golden output is compared with them, the inputs with their checksums.
+  std::filesystem::path expected_path;
 };
 
 struct RunJob {

@@ -28,6 +28,10 @@ struct BenchRequest {
   // failure leaves every variant untimed (what a comparison needs: both or none).
   bool time_the_rest = false;
   unsigned jobs = 1;  // builds on up to this many threads
+  // With check_first: check inside the timing job where it can be (kernels of the CUDA or
+  // OpenCL timers, outputs only, no inout, verified samples on): each variant's golden output
+  // against the reference's, no separate check run per variant. Elsewhere the separate check.
+  bool check_in_timing = false;
   // Also time the PyTorch reference (ref.py) eagerly and through torch.compile, in the
   // Python worker, with the same options and schedule: rows "torch eager", "torch.compile".
   bool vs_torch = false;

@@ -33,6 +33,9 @@ struct CheckOptions {
   // order, over one set of seeds and references (a tuner's batch of candidates).
   std::vector<CheckPoint> points;
   unsigned jobs = 1;  // builds on up to this many threads (BuildCache::build_all)
+  // No kernel at all: the reference's outputs for the seeds, computed or from the cache
+  // (CheckReport::reference_files), for a timing job that checks its candidates itself.
+  bool reference_only = false;
   int seeds = 3;
   std::uint64_t first_seed = 1;
   // With 2 seeds or more, the last is drawn at run time (std::random_device) instead of
@@ -85,6 +88,10 @@ struct CheckReport {
   std::optional<std::uint64_t> secret_seed;  // the last of `seeds`, drawn at run time
   std::vector<KernelCheck> kernels;
   int worker_starts = 0;
+  // reference_only: the last seed's reference outputs (in the cache) and the tolerance each
+  // is compared with (ref.py's where it gives one).
+  std::map<std::string, std::filesystem::path> reference_files;
+  std::map<std::string, Tolerance> reference_tolerances;
 
   // 0 all passed; 1 a candidate failed (a sanitizer finding included); 3 nothing could run
   // (no device), or a sanitizer asked for could not check a kernel that otherwise passed.

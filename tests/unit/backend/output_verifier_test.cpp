@@ -9,6 +9,9 @@
 #include <cstring>
 #include <thread>
 
+#include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
+
 namespace kopt {
 namespace {
 
@@ -244,6 +247,66 @@ TEST(OutputVerifier, TheSecondPoisonedSampleIsFilledWithStaleValuesThatLookWritt
     const std::string& why = v.record().failure;
     EXPECT_NE(why.find("(outputs filled with finite stale values before it)"), std::string::npos) << why;
     EXPECT_NE(why.find("output looked done"), std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// The check inside a timing job: the golden output against the reference's file, the inputs
+// against their checksums; a failure is the record's, never the timer's.
+TEST(OutputVerifier, TheGoldenOutputIsCheckedAgainstTheReferenceWhenTheJobNamesIt) {
+  TempDir dir("kopt-verifier-reference");
+  std::vector<std::byte> expected(8 * 4);
+  for (std::size_t e = 0; e < 8; ++e) {
+    float v = 1.5f;
+    std::memcpy(expected.data() + 4 * e, &v, 4);
+  }
+  ASSERT_TRUE(write_file_atomic(dir.path() / "y.bin", expected));
+  JobTensor x = tensor("x", Role::input, 8), y = tensor("y", Role::output, 8);
+  y.expected_path = dir.path() / "y.bin";
+  y.tolerance = Tolerance{1e-6, 0};
+  RunJob job = job_with({x, y});
+  {  // right
+    FakeDevice dev(job);
+    dev.fill(1, 1.5f);
+    OutputVerifier v(job, BenchOptions{}, 5);
+    ASSERT_FALSE(v.take_golden(dev.reader()));
+    EXPECT_TRUE(v.record().reference_checked);
+    EXPECT_EQ(v.record().check_failure, "");
+  }
+  {  // wrong
+    FakeDevice dev(job);
+    dev.fill(1, 2.5f);
+    OutputVerifier v(job, BenchOptions{}, 5);
+    ASSERT_FALSE(v.take_golden(dev.reader()));
+    EXPECT_NE(v.record().check_failure.find("output y: 8 of 8 elements differ from the reference (first at [0]: 2.5 "
+                                            "against 1.5)"),
+              std::string::npos)
+        << v.record().check_failure;
+    EXPECT_FALSE(v.record().failed());  // not inconsistent: wrong, and never timed
+  }
+  {  // an input written by the kernel
+    JobTensor xs = x;
+    std::vector<std::byte> zeros(8 * 4);
+    xs.checksum = hex64(checksum64(zeros));
+    RunJob with_sum = job_with({xs, y});
+    FakeDevice dev(with_sum);
+    dev.fill(1, 1.5f);
+    dev.fill(0, 9.0f);
+    OutputVerifier v(with_sum, BenchOptions{}, 5);
+    ASSERT_FALSE(v.take_golden(dev.reader()));
+    EXPECT_EQ(v.record().check_failure, "the kernel modified input tensor 'x'");
+  }
+  {  // no expected_path: no check
+    RunJob plain = job_with({tensor("x", Role::input, 8), tensor("y", Role::output, 8)});
+    FakeDevice dev(plain);
+    OutputVerifier v(plain, BenchOptions{}, 5);
+    ASSERT_FALSE(v.take_golden(dev.reader()));
+    EXPECT_FALSE(v.record().reference_checked);
   }
 }
 
