@@ -94,7 +94,7 @@ class BenchTuneLab final : public TuneLab {
         e.cost = v->summary.median;
         e.cost_low = v->summary.median_low;
         e.cost_high = v->summary.median_high;
-        e.build_s = v->build.from_cache ? 0 : v->build.compile_ms / 1000;
+        e.build_s = v->build.compile_ms / 1000;  // its compile's, in this run or (cached) an earlier one
         e.wall_s = b->wall_s / double(ranges[d].second - ranges[d].first);
         m_r.log((e.ok ? "  " : "  FAILED ") + point_to_string(e.point) + (e.ok ? "" : ": " + e.failure));
       }

@@ -29,7 +29,7 @@ struct Evaluation {
   std::string failure;  // "compile_failed: ...", "wrong", ...
   double wall_s = 0;    // how long the evaluation took (its share of its batch's)
   double cost_low = 0, cost_high = 0;  // an interval around cost where the objective knows one (0: none)
-  double build_s = 0;   // its own compile (0 when cached), on one of the pool's threads
+  double build_s = 0;   // its compile's time, on one of the pool's threads (in an earlier run when cached)
   int device = -1;      // which of the run's devices measured it (tune --gpus); -1: not said
 };
 using Objective = std::function<Evaluation(const ParamPoint&)>;
