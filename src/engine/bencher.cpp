@@ -1,5 +1,7 @@
 #include "kopt/engine/bencher.hpp"
 
+#include "bench_checks.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -95,12 +97,12 @@ class BenchRun {
     }
     phase = Clock::now();
     std::optional<CheckReport> reference;  // for the check inside the timing job
-    if (m_r.check_first && check_in_timing_possible()) {
-      auto r = reference_outputs();
+    if (m_r.check_first && check_in_timing_possible(m_p, m_r, m_report.variants)) {
+      auto r = seed_reference(m_p, m_r, m_ctx);
       if (!r) return Unexpected(r.error());
       reference = std::move(*r);
     } else if (m_r.check_first) {
-      if (auto e = check_variants(); !e) return Unexpected(e.error());
+      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e) return Unexpected(e.error());
     }
     m_report.check_s = seconds_since(phase);
     std::vector<std::size_t> timed;  // nothing wrong is ever timed
@@ -117,7 +119,7 @@ class BenchRun {
       m_r.log("the timing job failed (" + std::string(run_status_name(result.status)) +
               "): checking each variant on its own");
       phase = Clock::now();
-      if (auto e = check_variants(); !e) return Unexpected(e.error());
+      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e) return Unexpected(e.error());
       m_report.check_s += seconds_since(phase);
       timed.clear();
       for (std::size_t i = 0; i < m_report.variants.size(); ++i)
@@ -201,12 +203,7 @@ class BenchRun {
       const auto& v = m_report.variants[i];
       job.variants.push_back(kernel_job(v.kernel + " [" + point_to_string(v.point) + "]", v.build, launches[i],
                                         job_tensors(m_p, inputs, m_tmp.path() / ("out" + std::to_string(i)))));
-      if (reference)
-        for (auto& t : job.variants.back().tensors)
-          if (auto f = reference->reference_files.find(t.name); f != reference->reference_files.end()) {
-            t.expected_path = f->second;
-            t.tolerance = reference->reference_tolerances.at(t.name);
-          }
+      if (reference) expect_reference(job.variants.back(), *reference);
     }
     m_r.log("timing " + std::to_string(job.variants.size()) + " variant(s), " +
             std::string(cache_mode_name(m_r.options.mode)) + " cache");
@@ -224,7 +221,7 @@ class BenchRun {
         aligned[timed[t]] = std::move(result.series[t]);
       result.series = std::move(aligned);
     }
-    if (result.ok()) mark_wrong(result);
+    if (result.ok()) mark_wrong(m_report.variants, result);
     return result;
   }
 
@@ -247,77 +244,6 @@ class BenchRun {
       merged.flush_method = r.flush_method;
     }
     return merged;
-  }
-
-  // The check inside the timing job holds where the timer verifies outputs (not a Python
-  // variant, not a C++ library), outputs are outputs (an inout changes from launch to launch)
-  // and samples are verified (the golden output is taken).
-  bool check_in_timing_possible() const {
-    if (!m_r.check_in_timing || m_r.compare || !m_r.options.verify_samples) return false;
-    bool outputs = false;
-    for (const auto& t : m_p.tensors) {
-      if (t.role == Role::inout) return false;
-      outputs = outputs || t.role == Role::output;
-    }
-    for (const auto& v : m_report.variants)
-      if (v.status == "ok" && (is_python(v.build.module_kind) || v.build.module_kind == ModuleKind::cpu_library))
-        return false;
-    return outputs;
-  }
-
-  // Seed 1's reference outputs (computed once, then from the cache) and their tolerances.
-  Expected<CheckReport> reference_outputs() {
-    CheckOptions co;
-    co.reference_only = true;
-    co.seeds = 1;
-    co.arch = m_r.arch;
-    co.cache_root = m_r.cache_root;
-    auto report = run_check(m_p, co, m_ctx);
-    if (!report) return Unexpected(report.error());
-    if (report->reference_files.empty()) return Unexpected(environment_error("the reference produced no outputs"));
-    return report;
-  }
-
-  // Variants whose golden output differed from the reference's (or that wrote an input) in
-  // the timing job were never timed: wrong, as the separate check would have said.
-  void mark_wrong(const BenchResult& result) {
-    for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {
-      const std::string& failure = result.series[i].verification.check_failure;
-      BenchVariant& v = m_report.variants[i];
-      if (failure.empty() || v.status != "ok") continue;
-      v.status = "wrong";
-      v.error = "kopt check (in the timing job, seed 1): " + failure + "; not timed";
-    }
-  }
-
-  // A kernel that is wrong is not timed: one seed, against the (cached) reference, every
-  // variant in one check (one set of inputs and references, builds already cached).
-  Expected<void> check_variants() {
-    CheckOptions co;
-    std::vector<BenchVariant*> checked;
-    for (auto& v : m_report.variants) {
-      if (v.status != "ok") continue;
-      co.points.push_back({v.kernel, std::map<std::string, std::int64_t>(v.point.begin(), v.point.end())});
-      checked.push_back(&v);
-    }
-    if (checked.empty()) return {};
-    co.seeds = 1;
-    co.jobs = m_r.jobs;
-    co.arch = m_r.arch;
-    co.cache_root = m_r.cache_root;
-    auto report = run_check(m_p, co, m_ctx);
-    if (!report) return Unexpected(report.error());
-    for (std::size_t i = 0; i < checked.size() && i < report->kernels.size(); ++i) {
-      const KernelCheck& kc = report->kernels[i];
-      BenchVariant& v = *checked[i];
-      v.check_s = kc.check_s;
-      if (kc.status != KernelStatus::passed) {
-        v.status = "wrong";
-        v.error = "kopt check " + std::string(kernel_status_name(kc.status)) +
-                  (kc.error.empty() ? "" : ": " + kc.error) + "; not timed";
-      }
-    }
-    return {};
   }
 
   // A variant whose timed launches left outputs that differ from an untimed launch's (the

@@ -1,0 +1,77 @@
+#include "bench_checks.hpp"
+
+namespace kopt {
+
+bool check_in_timing_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants) {
+  if (!r.check_in_timing || r.compare || !r.options.verify_samples) return false;
+  bool outputs = false;
+  for (const auto& t : p.tensors) {
+    if (t.role == Role::inout) return false;
+    outputs = outputs || t.role == Role::output;
+  }
+  for (const auto& v : variants)
+    if (v.status == "ok" && (is_python(v.build.module_kind) || v.build.module_kind == ModuleKind::cpu_library))
+      return false;
+  return outputs;
+}
+
+Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, CheckContext ctx) {
+  CheckOptions co;
+  co.reference_only = true;
+  co.seeds = 1;
+  co.arch = r.arch;
+  co.cache_root = r.cache_root;
+  auto report = run_check(p, co, ctx);
+  if (!report) return Unexpected(report.error());
+  if (report->reference_files.empty()) return Unexpected(environment_error("the reference produced no outputs"));
+  return report;
+}
+
+void expect_reference(RunJob& job, const CheckReport& reference) {
+  for (auto& t : job.tensors)
+    if (auto f = reference.reference_files.find(t.name); f != reference.reference_files.end()) {
+      t.expected_path = f->second;
+      t.tolerance = reference.reference_tolerances.at(t.name);
+    }
+}
+
+void mark_wrong(std::vector<BenchVariant>& variants, const BenchResult& result) {
+  for (std::size_t i = 0; i < variants.size() && i < result.series.size(); ++i) {
+    const std::string& failure = result.series[i].verification.check_failure;
+    BenchVariant& v = variants[i];
+    if (failure.empty() || v.status != "ok") continue;
+    v.status = "wrong";
+    v.error = "kopt check (in the timing job, seed 1): " + failure + "; not timed";
+  }
+}
+
+Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckContext ctx,
+                              std::vector<BenchVariant>& variants) {
+  CheckOptions co;
+  std::vector<BenchVariant*> checked;
+  for (auto& v : variants) {
+    if (v.status != "ok") continue;
+    co.points.push_back({v.kernel, std::map<std::string, std::int64_t>(v.point.begin(), v.point.end())});
+    checked.push_back(&v);
+  }
+  if (checked.empty()) return {};
+  co.seeds = 1;
+  co.jobs = r.jobs;
+  co.arch = r.arch;
+  co.cache_root = r.cache_root;
+  auto report = run_check(p, co, ctx);
+  if (!report) return Unexpected(report.error());
+  for (std::size_t i = 0; i < checked.size() && i < report->kernels.size(); ++i) {
+    const KernelCheck& kc = report->kernels[i];
+    BenchVariant& v = *checked[i];
+    v.check_s = kc.check_s;
+    if (kc.status != KernelStatus::passed) {
+      v.status = "wrong";
+      v.error = "kopt check " + std::string(kernel_status_name(kc.status)) + (kc.error.empty() ? "" : ": " + kc.error) +
+                "; not timed";
+    }
+  }
+  return {};
+}
+
+}  // namespace kopt

@@ -1,0 +1,32 @@
+#pragma once
+// How kopt bench keeps wrong kernels untimed (bencher.cpp): a check of every variant before
+// the timing job, or, where it holds, the check inside the timing job itself (each variant's
+// golden output against seed 1's reference outputs, output_verifier.hpp).
+#include <vector>
+
+#include "kopt/engine/bencher.hpp"
+
+namespace kopt {
+
+// Whether the check can be made inside the timing job: asked for (check_in_timing), not a
+// comparison, verified samples on (the golden output is taken), outputs only (an inout changes
+// from launch to launch), and every variant timed by the CUDA or OpenCL timer (not a Python
+// variant, not a C++ library).
+bool check_in_timing_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants);
+
+// Seed 1's reference outputs (computed once, then from the cache) and their tolerances.
+Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, CheckContext ctx);
+
+// Points the job's outputs at the reference's files, at the checker's tolerance.
+void expect_reference(RunJob& job, const CheckReport& reference);
+
+// Variants whose golden output differed from the reference's (or that wrote an input) in the
+// timing job were never timed: wrong, as the separate check would have said.
+void mark_wrong(std::vector<BenchVariant>& variants, const BenchResult& result);
+
+// The separate check: one seed against the (cached) reference, every ok variant in one
+// kopt check (one set of inputs and references, builds already cached); wrong ones marked.
+Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckContext ctx,
+                              std::vector<BenchVariant>& variants);
+
+}  // namespace kopt
