@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -36,7 +37,9 @@ Expected<CpuReferenceBuild> build_cpu_reference(CommandRunner& runner, const fs:
     return b;
   }
   fs::create_directories(dir);
-  fs::path tmp = dir / ("reference.so.tmp." + std::to_string(::getpid()));
+  // Unique per process and per call: two threads (tune --gpus) may build the same reference.
+  static std::atomic<std::uint64_t> k_builds{0};
+  fs::path tmp = dir / ("reference.so.tmp." + std::to_string(::getpid()) + "." + std::to_string(k_builds++));
   std::vector<std::string> argv = {cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-o", tmp.string(), source.string()};
   argv.insert(argv.end(), cxx_flags.begin(), cxx_flags.end());
   CommandResult r = runner.run(argv, 300s);

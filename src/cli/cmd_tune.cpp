@@ -159,10 +159,13 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   TempDir tmp("kopt-worker");
   std::vector<std::unique_ptr<WorkerClient>> workers;
   for (int d : *ordinals) workers.push_back(std::make_unique<WorkerClient>(worker_options(d, tmp.path())));
-  auto compiler = make_compiler(*workers.front());
+  // A compiler per device: an OpenCL build happens in that device's worker, which serves one
+  // request at a time (the screening runs the devices' slices at once).
+  std::vector<std::unique_ptr<Compiler>> compilers;
+  for (auto& w : workers) compilers.push_back(make_compiler(*w));
   SystemCommandRunner runner;
   std::vector<CheckContext> devices;
-  for (auto& w : workers) devices.push_back(CheckContext{*compiler, runner, *w});
+  for (std::size_t d = 0; d < workers.size(); ++d) devices.push_back(CheckContext{*compilers[d], runner, *workers[d]});
   auto report = run_tune(problem, req, devices);
   if (!report) return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
   if (g.json) {

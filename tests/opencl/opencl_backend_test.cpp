@@ -255,7 +255,7 @@ TEST_F(OpenclBackend, TuneOverTwoDevicesSplitsTheScreening) {
     GTEST_SKIP() << "fewer than two OpenCL devices here, even with POCL_DEVICES";
   }
   auto j = kopt({"tune", example("softmax"), "--gpus", "all", "--strategy", "exhaustive", "--budget", "8",
-                 "--batch", "4", "--screen-samples", "5", "--max-time", "0.3"},
+                 "--batch", "4", "--screen-samples", "5", "--max-time", "2"},
                 rc);
   auto bad = kopt({"tune", example("softmax"), "--gpus", "0,7"}, rc);
   int bad_rc = rc;

@@ -55,8 +55,9 @@ struct TuneReport {
 };
 
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx);
-// Several devices (tune --gpus), one context each (the same compiler and runner, a worker per
-// device): screening batches are split over them, evaluations tagged with their device;
+// Several devices (tune --gpus), one context each (a worker per device, and a compiler each
+// where builds happen in the worker): screening batches are split over them, evaluations
+// tagged with their device;
 // confirmation and the final comparison run on the first, so each comparison is on one device.
 // Devices of different models are refused (bad input) unless request.allow_mixed.
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request,
