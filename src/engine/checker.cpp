@@ -281,10 +281,7 @@ class CheckRun {
 
   Expected<SeedData> prepare_seed(std::uint64_t seed, bool secret = false) {
     fs::path dir = m_tmp.path() / ("seed" + std::to_string(seed));
-    auto written = write_seed_inputs(m_p, seed, dir);
-    if (!written) return Unexpected(written.error());
     SeedData in;
-    static_cast<SeedInputs&>(in) = std::move(*written);
     // A secret seed's reference is computed for this run only: caching it would fill the
     // cache with references nobody asks for again.
     fs::path ref_dir = secret ? dir / "reference-secret" : m_o.cache_root / "references" / reference_key(seed);
@@ -294,6 +291,13 @@ class CheckRun {
         in.reference[t.name] = ref_dir / (t.name + ".bin");
         cached = cached && fs::is_regular_file(in.reference[t.name]);
       }
+    // Only the reference's outputs asked for, and cached: no inputs to draw and write.
+    if (!(cached && m_o.reference_only)) {
+      auto written = write_seed_inputs(m_p, seed, dir);
+      if (!written) return Unexpected(written.error());
+      static_cast<SeedInputs&>(in) = std::move(*written);
+    }
+    in.seed = seed;
     if (cached) {
       load_reference_tolerance(ref_dir);
       m_o.log("seed " + std::to_string(seed) + ": reference outputs from the cache");
