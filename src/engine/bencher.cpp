@@ -105,9 +105,7 @@ class BenchRun {
       if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e) return Unexpected(e.error());
     }
     m_report.check_s = seconds_since(phase);
-    std::vector<std::size_t> timed;  // nothing wrong is ever timed
-    for (std::size_t i = 0; i < m_report.variants.size(); ++i)
-      if (m_report.variants[i].status == "ok") timed.push_back(i);
+    std::vector<std::size_t> timed = ok_variants();  // nothing wrong is ever timed
     if (timed.size() < m_report.variants.size() && (!m_r.time_the_rest || timed.empty())) return m_report;
 
     auto inputs = write_seed_inputs(m_p, 1, m_tmp.path() / "inputs");
@@ -121,9 +119,7 @@ class BenchRun {
       phase = Clock::now();
       if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e) return Unexpected(e.error());
       m_report.check_s += seconds_since(phase);
-      timed.clear();
-      for (std::size_t i = 0; i < m_report.variants.size(); ++i)
-        if (m_report.variants[i].status == "ok") timed.push_back(i);
+      timed = ok_variants();
       if (!timed.empty()) result = time_variants(timed, launches, *inputs, reference);
       if (!result.ok() && timed.size() > 1) result = time_one_by_one(timed, launches, *inputs, reference);
     }
@@ -133,10 +129,7 @@ class BenchRun {
       for (auto& s : torch->series) result.series.push_back(std::move(s));
     }
     if (!result.ok()) {
-      for (auto& v : m_report.variants) {
-        v.status = "run_failed";
-        v.error = std::string(run_status_name(result.status)) + ": " + result.error;
-      }
+      for (auto& v : m_report.variants) fail_run(v, result);
       return m_report;
     }
     m_report.clocks_before = result.clocks_before;
@@ -225,6 +218,18 @@ class BenchRun {
     return result;
   }
 
+  std::vector<std::size_t> ok_variants() const {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < m_report.variants.size(); ++i)
+      if (m_report.variants[i].status == "ok") out.push_back(i);
+    return out;
+  }
+
+  static void fail_run(BenchVariant& v, const BenchResult& r) {
+    v.status = "run_failed";
+    v.error = std::string(run_status_name(r.status)) + ": " + r.error;
+  }
+
   // Each variant in a job of its own: the one whose job fails is that variant's failure alone.
   BenchResult time_one_by_one(const std::vector<std::size_t>& timed, const std::vector<ResolvedLaunch>& launches,
                               const SeedInputs& inputs, const std::optional<CheckReport>& reference) {
@@ -233,8 +238,7 @@ class BenchRun {
     for (std::size_t i : timed) {
       BenchResult r = time_variants({i}, launches, inputs, reference);
       if (!r.ok()) {
-        m_report.variants[i].status = "run_failed";
-        m_report.variants[i].error = std::string(run_status_name(r.status)) + ": " + r.error;
+        fail_run(m_report.variants[i], r);
         continue;
       }
       merged.series[i] = std::move(r.series[i]);
