@@ -31,7 +31,7 @@ void print_times(const TuneReport& r) {
 void print_tune(const TuneReport& r) {
   const SearchResult& s = r.stages.search;
   std::cout << fmt::format("kopt tune {} / {} · {} · {} over {} points: {} screened, stopped by {}\n", r.problem,
-                           r.kernel, r.device.name, search_strategy_name(s.strategy), r.space_size, s.history.size(),
+                           r.kernel, r.device().name, search_strategy_name(s.strategy), r.space_size, s.history.size(),
                            s.stop_reason);
   if (r.devices.size() > 1) {
     std::vector<std::size_t> per(r.devices.size(), 0);

@@ -195,10 +195,6 @@ class BenchTuneLab final : public TuneLab {
   std::unique_ptr<BuildQueue> m_queue;  // announced batches' builds; none for a worker's compiler
 };
 
-}  // namespace
-
-namespace {
-
 // The devices of a run: one model unless asked otherwise, and what differs between them.
 Expected<std::vector<DeviceInfo>> run_devices(const std::vector<CheckContext>& ctxs, bool allow_mixed,
                                               std::vector<std::string>& notes) {
@@ -252,7 +248,6 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
   auto devices = run_devices(ctxs, request.allow_mixed, report.device_notes);
   if (!devices) return Unexpected(devices.error());
   report.devices = *devices;
-  report.device = devices->front();
   report.jobs = std::max(1u, request.jobs);
 
   SearchSpace space = SearchSpace::from_kernel(*k, problem.dim_scope());
@@ -263,9 +258,9 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
   SearchOptions so = request.search;
   so.start.insert(so.start.begin(), *def);
   // A batch is split over the devices: each holds its slice's tensors.
-  std::int64_t memory = report.device.memory_bytes * static_cast<std::int64_t>(ctxs.size());
+  std::int64_t memory = report.device().memory_bytes * static_cast<std::int64_t>(ctxs.size());
   so.batch = report.batch = batch_for_memory(so.batch, problem_tensor_bytes(problem), memory);
-  BenchTuneLab lab(problem, *k, request, ctxs, report.device);
+  BenchTuneLab lab(problem, *k, request, ctxs, report.device());
   report.stages = run_two_stage(space, lab, so, request.confirm);
 
   auto c0 = std::chrono::steady_clock::now();
@@ -300,7 +295,7 @@ json to_json(const TuneReport& r) {
          {"command", "tune"},
          {"problem", r.problem},
          {"kernel", r.kernel},
-         {"device", r.device.name},
+         {"device", r.device().name},
          {"gpus", gpus_json(r.devices)},
          {"gpu_notes", r.device_notes},
          {"space_size", r.space_size},

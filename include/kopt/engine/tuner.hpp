@@ -40,8 +40,9 @@ std::size_t batch_for_memory(std::size_t wanted, std::uintmax_t tensor_bytes, st
 
 struct TuneReport {
   std::string problem, kernel;
-  DeviceInfo device;                 // the first device's: confirmation and the final comparison run there
-  std::vector<DeviceInfo> devices;   // every device the screening ran on (--gpus)
+  std::vector<DeviceInfo> devices;   // every device the screening ran on (--gpus); never empty
+  // The first: confirmation and the final comparison run there.
+  const DeviceInfo& device() const { return devices.front(); }
   std::vector<std::string> device_notes;  // what differs between them (clocks, throttling, models)
   std::uint64_t space_size = 0;
   ParamPoint default_point;
