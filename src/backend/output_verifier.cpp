@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
@@ -28,6 +32,36 @@ HostTensor host_tensor(const JobTensor& t, std::vector<std::byte> data) {
   std::vector<std::int64_t> shape = t.shape;
   if (shape.empty()) shape = {static_cast<std::int64_t>(t.bytes / dtype_size(t.dtype))};
   return HostTensor{t.name, t.dtype, std::move(shape), std::move(data)};
+}
+
+// The reference's output named by t.expected_path, of t's size; null when it is missing or of
+// another size. Every candidate of a batch is compared with the same file: it is read once
+// per worker (keyed by path, size and modification time; up to 1 GiB kept, the oldest dropped).
+std::shared_ptr<const HostTensor> reference_tensor(const JobTensor& t) {
+  namespace fs = std::filesystem;
+  constexpr std::uintmax_t k_kept_bytes = std::uintmax_t{1} << 30;
+  static std::mutex mutex;
+  static std::deque<std::pair<std::string, std::shared_ptr<const HostTensor>>> kept;
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(t.expected_path, ec);
+  if (ec || size != t.bytes) return nullptr;
+  const auto mtime = fs::last_write_time(t.expected_path, ec).time_since_epoch().count();
+  const std::string key = t.expected_path.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
+  std::lock_guard lock(mutex);
+  for (const auto& [k, tensor] : kept)
+    if (k == key) return tensor;
+  auto bytes = read_binary_file(t.expected_path);
+  if (!bytes || bytes->size() != t.bytes) return nullptr;
+  auto tensor = std::make_shared<const HostTensor>(host_tensor(t, std::move(*bytes)));
+  if (size > k_kept_bytes) return tensor;
+  std::uintmax_t total = size;
+  for (const auto& [k, kt] : kept) total += kt->data.size();
+  while (!kept.empty() && total > k_kept_bytes) {
+    total -= kept.front().second->data.size();
+    kept.pop_front();
+  }
+  kept.emplace_back(key, tensor);
+  return tensor;
 }
 
 // What a difference means: elements still holding the poison are work a timed launch skipped.
@@ -126,12 +160,12 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read)
   for (std::size_t k = 0; k < m_outputs.size() && m_record.check_failure.empty(); ++k) {
     const JobTensor& t = m_job.tensors[m_outputs[k]];
     if (t.expected_path.empty()) continue;
-    auto bytes = read_binary_file(t.expected_path);
-    if (!bytes || bytes->size() != t.bytes) {
+    auto expected = reference_tensor(t);
+    if (!expected) {
       m_record.check_failure = "the reference's output " + t.expected_path.string() + " is missing or of another size";
       break;
     }
-    CompareResult c = compare_tensors(m_golden[k], host_tensor(t, std::move(*bytes)), t.tolerance, 1);
+    CompareResult c = compare_tensors(m_golden[k], *expected, t.tolerance, 1);
     if (c.passed) continue;
     m_record.check_failure = fmt::format("output {}: {} of {} elements differ from the reference", t.name,
                                          c.mismatches, c.numel);
