@@ -65,7 +65,10 @@ class OutputVerifier {
   std::optional<RunResult> take_golden(const ReadTensor& read);
   // After sample `index`, which poison_before chose.
   std::optional<RunResult> check_sample(const ReadTensor& read, std::size_t index);
-  // After the last timed launch (`samples` samples taken): compared unless the last sample was.
+  // The check inside the timing job failed (take_golden): the variant is not to be timed.
+  bool wrong() const { return !m_record.check_failure.empty(); }
+  // After the last timed launch (`samples` samples taken): compared unless the last sample was
+  // (nothing when none was taken, as for a wrong variant).
   std::optional<RunResult> check_last(const ReadTensor& read, std::size_t samples);
 
   const SampleVerification& record() const { return m_record; }
