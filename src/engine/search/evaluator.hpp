@@ -47,7 +47,7 @@ class Evaluator {
         continue;
       }
       if (queued.count(indices[i])) continue;  // filled in below
-      if (m_result.history.size() + todo.size() >= m_options.budget.max_evaluations) continue;
+      if (todo.size() >= remaining()) continue;
       queued.insert(indices[i]);
       todo.push_back(i);
       points.push_back(m_space.point(indices[i]));
