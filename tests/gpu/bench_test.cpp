@@ -28,6 +28,13 @@ class Bench : public ::testing::Test {
   TempDir m_cache{"kopt-bench-cache"};
 };
 
+// kopt ceilings --json's ceilings, by name.
+std::map<std::string, json> ceilings_by_name(const json& c) {
+  std::map<std::string, json> by;
+  for (const auto& x : c["result"]["ceilings"]) by[x["name"]] = x;
+  return by;
+}
+
 TEST_F(Bench, ColdSamplesFlushTheL2AndStopOnNoise) {
   KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
@@ -102,8 +109,7 @@ TEST_F(Bench, CeilingsAreMeasuredCachedAndCatchATimeBelowTheFloor) {
   int rc = -1;
   json c = kopt({"ceilings", "--refresh"}, rc);
   ASSERT_EQ(rc, 0) << c.dump(2);
-  std::map<std::string, json> by;
-  for (const auto& x : c["result"]["ceilings"]) by[x["name"]] = x;
+  std::map<std::string, json> by = ceilings_by_name(c);
   double copy = by["dram_copy"]["best"].get<double>(), fma = by["fp32_fma"]["best"].get<double>();
   EXPECT_GT(copy, 0.3e12);  // any current datacenter GPU; H100 HBM3 is ~3.35 TB/s peak
   EXPECT_LT(copy, 10e12);
@@ -129,8 +135,7 @@ TEST_F(Bench, TheCopyCeilingIsTheBestOfMemcpyStreamingKernelsAndColdModeCopies) 
   int rc = -1;
   json c = kopt({"ceilings", "--refresh"}, rc);
   ASSERT_EQ(rc, 0) << c.dump(2);
-  std::map<std::string, json> by;
-  for (const auto& x : c["result"]["ceilings"]) by[x["name"]] = x;
+  std::map<std::string, json> by = ceilings_by_name(c);
   const char* parts[] = {"dram_memcpy", "dram_copy_kernel", "dram_copy_cold"};
   double best_part = 0;
   for (const char* name : parts) {
