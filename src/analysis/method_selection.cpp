@@ -54,6 +54,9 @@ bool has_features(const Method& m, int sm) {
                      [&](const std::string& f) { return std::find(have.begin(), have.end(), f) != have.end(); });
 }
 
+
+}  // namespace
+
 bool applicable(const Method& m, const SelectionContext& ctx) {
   return (m.min_sm == 0 || ctx.sm == 0 || ctx.sm >= m.min_sm) && has_features(m, ctx.sm) &&
          (!ctx.available || ctx.available->contains(m.id));
@@ -63,6 +66,8 @@ bool discredited(const SelectionContext& ctx, const std::string& id) {
   auto it = ctx.history.find(id);
   return it != ctx.history.end() && it->second != MethodOutcome::effective;
 }
+
+namespace {
 
 // Triggered, applicable, not discredited: sorted by axis, priority, strength.
 std::vector<MethodCandidate> triggered(const SelectionContext& ctx) {

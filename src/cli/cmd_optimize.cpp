@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "kopt/engine/iteration_notes.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/gpu_lab.hpp"
@@ -32,6 +33,10 @@ void print_run(const RunState& s, const std::filesystem::path& dir) {
                              v.median_s > 0 && base > 0 ? fmt::format("{:.2f}x", base / v.median_s) : "-",
                              v.kernel + (v.point.empty() ? "" : " " + point_to_string(v.point)), methods,
                              v.note.empty() ? "" : "  [" + v.note + "]");
+  }
+  if (!s.versions.empty() && !s.versions.back().predictions.empty()) {
+    std::cout << fmt::format("\npredictions of v{}:\n", s.versions.back().index);
+    for (const auto& p : s.versions.back().predictions) std::cout << "  " << p.branch << " " << prediction_line(p) << "\n";
   }
   if (const VersionRecord* c = s.champion())
     std::cout << fmt::format("\nchampion: v{} {} at {}\n", c->index, c->kernel, human_time(c->median_s));
@@ -112,6 +117,7 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   opt.resume = o.resume;
   opt.proposer = o.proposer;
   opt.proposer_timeout_s = o.proposer_timeout_s;
+  opt.budget_formula = parse_budget_formula(o.budget_formula).value_or(BudgetFormula::headroom);
   opt.run_dir = std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                                          : std::filesystem::path(o.run));
   if (!g.json || g.verbose) opt.log = stderr_log();
@@ -152,6 +158,7 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
   opt.resume = true;
   opt.iterations = 1000000;  // an agent decides when to stop (kopt iter finalize)
   opt.patience = 1000000;
+  opt.budget_formula = parse_budget_formula(o.budget_formula).value_or(BudgetFormula::headroom);
   if (!g.json) opt.log = stderr_log();
   if ((o.step == "open" || o.step == "close") && !backend_device_present())
     return report_error(g, cmd, 3, "no device here: kopt iter " + o.step + " measures and profiles");
@@ -170,6 +177,12 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
     b.point = ParamPoint(sets->begin(), sets->end());
     b.methods = o.methods;
     b.ablates = o.ablates;
+    b.hypothesis = o.hypothesis;
+    for (const auto& text : o.expect) {
+      auto p = parse_prediction(text, "--expect");
+      if (!p) return report_error(g, cmd, 2, p.error().to_string());
+      b.expect.push_back(*p);
+    }
     state = iter_branch(problem, *catalog, opt, *m.lab, b, o.file);
   } else if (o.step == "close") {
     state = iter_close(problem, *catalog, opt, *m.lab, &m.git);
@@ -183,15 +196,18 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
     const OpenIteration& it = *state->open;
     std::cout << fmt::format("iteration {} is open in {}\nbudget: {}\n", it.index, run.string(), it.budget);
     std::cout << "champion is " << it.draft.bottleneck << ": " << (it.draft.evidence.empty() ? "" : it.draft.evidence[0]) << "\n";
-    std::cout << (it.suggestions.empty() ? "no method triggered within the budget\n" : "suggested methods:\n");
+    if (it.advice.is_object()) std::cout << "headroom: " << it.advice["headroom"].value("summary", "") << "\n";
+    std::cout << (it.suggestions.empty() ? "nothing to suggest\n" : "what next, ranked:\n");
     for (const auto& s : it.suggestions) std::cout << "  " << s << "\n";
     std::cout << fmt::format("read {}/v{}/hypothesis.md and the profile; add branches with kopt iter branch {} --file "
-                             "KERNEL.cu [--set P=V] [--method M] [--ablates M], then kopt iter close {}\n",
+                             "KERNEL.cu [--set P=V] [--method M] [--ablates M] [--hypothesis TEXT] [--expect METRIC:up|down[:AMOUNT]], "
+                             "then kopt iter close {}\n",
                              run.string(), it.index, run.string(), run.string());
   } else if (o.step == "branch" && state->open) {
     const BranchRecord& b = state->open->branches.back();
     std::cout << fmt::format("branch {} of iteration {}: {} {}{}\n", b.id, state->open->index, b.kernel,
                              point_to_string(b.point), b.ablates.empty() ? "" : " (ablates " + b.ablates + ")");
+    for (const auto& p : b.expect) std::cout << "  prediction recorded: " << p.text << " (" << p.metric << ")\n";
   } else {
     print_run(*state, run);
   }

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "kopt/analysis/advice.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/ceilings_store.hpp"
 #include "kopt/engine/profiler.hpp"
@@ -168,12 +169,21 @@ int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
     in.has_half_data = p->has_half_data();
   }
   Explanation e = explain(in);
+  auto catalog = builtin_method_catalog();
+  if (!catalog) return report_error(g, "analyze", 4, catalog.error().to_string());
+  AdviceInputs ai;
+  ai.ctx.catalog = &*catalog;
+  ai.ctx.metrics = trigger_metrics(e.metrics);
+  if (const GpuSpec* spec = in.spec ? in.spec : find_gpu_spec(in.device_name); spec && spec->arch.starts_with("sm_"))
+    ai.ctx.sm = std::atoi(spec->arch.c_str() + 3);
+  ai.explanation = &e;
+  Advice advice = advise(ai);
   if (g.json) {
     nlohmann::json j{{"schema_version", 1}, {"command", "analyze"}, {"file", o.file}, {"layout", parsed->layout},
-                     {"device", in.device_name}, {"analysis", to_json(e)}};
+                     {"device", in.device_name}, {"analysis", to_json(e)}, {"advice", to_json(advice)}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << summary_markdown(e, prov);
+    std::cout << summary_markdown(e, prov) << advice_markdown(advice);
   }
   return 0;
 }

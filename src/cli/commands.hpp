@@ -145,6 +145,7 @@ struct OptimizeCliOptions {
   bool use_experience = true;
   std::string proposer;
   double proposer_timeout_s = 600;
+  std::string budget_formula = "headroom";  // headroom | kernelflow
   bool sanitize = true;  // memcheck and racecheck on a new champion (--no-sanitize)
 };
 int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o);
@@ -157,6 +158,9 @@ struct IterStepCliOptions {
   std::string kernel;
   std::vector<std::string> sets, methods;
   std::string ablates;
+  std::string hypothesis;            // branch: what the author expects and why
+  std::vector<std::string> expect;   // branch: METRIC:up|down[:AMOUNT]
+  std::string budget_formula = "headroom";  // open: headroom | kernelflow
   std::optional<std::string> arch;
   int device = 0;
   double max_time_s = 1.5;

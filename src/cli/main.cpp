@@ -159,6 +159,9 @@ int main(int argc, char** argv) {
   opt_cmd->add_flag("!--no-experience", optz.use_experience, "neither consult nor record experience");
   opt_cmd->add_option("--proposer", optz.proposer,
                       "a command that writes each iteration's branches (analysis JSON on stdin; see docs/optimize.md)");
+  opt_cmd->add_option("--budget-formula", optz.budget_formula,
+                      "how the axis budget follows the profile: headroom (to the roofline) or kernelflow (KernelFlow's gaps)")
+      ->check(CLI::IsMember({"headroom", "kernelflow"}));
   opt_cmd->add_option("--proposer-timeout", optz.proposer_timeout_s, "seconds the proposer may take per iteration")
       ->check(CLI::PositiveNumber);
   opt_cmd->add_flag("!--no-sanitize", optz.sanitize,
@@ -185,9 +188,9 @@ int main(int argc, char** argv) {
   IterStepCliOptions steps[4];
   CLI::App* step_cmds[4];
   const char* step_names[4] = {"open", "branch", "close", "finalize"};
-  const char* step_help[4] = {"profile the champion; write the budget, suggestions and hypothesis.md",
+  const char* step_help[4] = {"profile the champion; write the headroom, budget, ranked suggestions (or a reasoned stop) and hypothesis.md",
                               "add a branch (a kernel source an agent wrote) to the open iteration",
-                              "measure the branches, pick the champion, check SASS, attribute, record",
+                              "measure the branches, pick the champion, check SASS, attribute, judge the predictions, record",
                               "end the run"};
   for (int i = 0; i < 4; ++i) {
     IterStepCliOptions& s = steps[i];
@@ -201,7 +204,15 @@ int main(int argc, char** argv) {
       c->add_option("--set", s.sets, "param value NAME=VALUE (repeatable)");
       c->add_option("--method", s.methods, "a method this branch applies (repeatable)");
       c->add_option("--ablates", s.ablates, "this branch is the winner without this method (leave-one-out)");
+      c->add_option("--hypothesis", s.hypothesis, "what you expect this branch to do and why (recorded before measurement)");
+      c->add_option("--expect", s.expect,
+                    "a prediction METRIC:up|down[:AMOUNT] (repeatable): time, an alias such as dram_throughput or "
+                    "stall_long_scoreboard, or a metric of the open's profile; AMOUNT like 10% or 5");
     }
+    if (s.step == "open")
+      c->add_option("--budget-formula", s.budget_formula,
+                    "how the axis budget follows the profile: headroom (to the roofline) or kernelflow (KernelFlow's gaps)")
+          ->check(CLI::IsMember({"headroom", "kernelflow"}));
     if (s.step == "open" || s.step == "close") {
       c->add_option("--arch", s.arch, "target architecture (default: the device's)");
       c->add_option("--device", s.device, "device ordinal (CUDA, or OpenCL with --backend opencl: GPUs first)");

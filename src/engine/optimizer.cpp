@@ -1,14 +1,17 @@
 #include "kopt/engine/optimizer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "kopt/analysis/advice.hpp"
 #include "kopt/analysis/method_selection.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/engine/iteration_notes.hpp"
 #include "kopt/engine/sanitize.hpp"
 #include "kopt/engine/search/search_space.hpp"
 #include "kopt/measure/review.hpp"
@@ -196,7 +199,7 @@ class Optimizer {
     const VersionRecord* champ_rec = m_state.champion();
     if (!champ_rec) return Unexpected(bad_input("every version of this run is masked: unmask one to continue"));
     Opened o;
-    o.champ = Variant{champ_rec->kernel, champ_rec->point, {}};
+    o.champ = Variant{champ_rec->kernel, champ_rec->point, champ_rec->source};
     o.champ_time = champ_rec->median_s;
     fs::path dir = version_dir(i);
     m_o.log(fmt::format("iteration {}: champion v{} {} at {}", i, champ_rec->index, o.champ.label(), human_time(o.champ_time)));
@@ -224,7 +227,24 @@ class Optimizer {
     m_experience_notes = consult_experience(std::string(bottleneck_name(expl->bottleneck.cls)));
     // No gap at all means no counters (OpenCL): no trigger can fire, so untried methods go blind.
     bool counters = expl->gaps.compute || expl->gaps.memory || expl->gaps.latency;
-    m_chosen = counters ? suggest_methods(m_ctx) : untriggered_candidates(m_ctx, 1);
+    m_advice = Advice{};
+    if (counters) {
+      m_advice = advice_for(*expl, o.champ, o.champ_time);
+      m_ctx.budget = m_advice.budget;
+      m_ctx.metrics = advice_metrics(*expl, m_advice.headroom);
+      if (m_advice.headroom.at_roof && !m_agent) {
+        finish("at_roof: " + m_advice.headroom.summary);
+        return std::optional<Opened>{};
+      }
+      m_chosen.clear();
+      for (const auto& sg : m_advice.suggestions)
+        if (sg.within_budget)
+          m_chosen.push_back({sg.method, sg.axis, m_catalog.find(sg.method)->priority, sg.strength.value_or(0), sg.why});
+    } else {
+      m_chosen = untriggered_candidates(m_ctx, 1);
+    }
+    m_open_metrics = m_ctx.metrics;
+    m_open_metrics[k_time_metric] = o.champ_time;
     MethodSet set;
     for (const auto& c : m_chosen) set.methods.push_back(c.method);
     if (auto issues = validate_methods(m_ctx, set); !issues.empty())
@@ -235,8 +255,10 @@ class Optimizer {
     o.rec.bottleneck = std::string(bottleneck_name(expl->bottleneck.cls));
     o.rec.evidence.push_back(expl->bottleneck.rule);
     for (const auto& e : expl->bottleneck.evidence) o.rec.evidence.push_back(fmt::format("{} = {:.4g}", e.metric, e.value));
-    o.rec.hypothesis = set.methods.empty() ? "tuning only: no method triggered within the budget"
-                                           : "turn on " + fmt::format("{}", fmt::join(set.methods, ", "));
+    if (m_advice.headroom.bounding) o.rec.evidence.push_back("headroom: " + m_advice.headroom.summary);
+    o.rec.hypothesis = !set.methods.empty()       ? "turn on " + fmt::format("{}", fmt::join(set.methods, ", "))
+                       : m_advice.headroom.at_roof ? "stop recommended: " + m_advice.stop_reason
+                                                   : "tuning only: no method to suggest within the budget";
     o.rec.methods = set.methods;
     return std::optional<Opened>{o};
   }
@@ -311,7 +333,9 @@ class Optimizer {
     auto branches = proposed_branches(proposal, o.champ);
     if (!branches) return record_failure(i, o, branches.error().message);
     if (branches->empty()) return record_failure(i, o, "the proposer wrote no kernel files");
+    for (std::size_t k = 0; k < branches->size(); ++k) (*branches)[k].id = "p" + std::to_string(k + 1);
     Outcome out = measure_branches(*branches);
+    judge_predictions(i, o.rec, *branches, out, m_open_metrics);
     if (!out.winner) return record_failure(i, o, "every proposed branch failed");
     o.rec.methods = out.methods;
     return decide(i, o, out.winner->first, out.winner->second, out.key, &out.ablations);
@@ -324,12 +348,16 @@ class Optimizer {
     std::string key;
     std::vector<std::string> methods;
     std::map<std::string, std::pair<Variant, Measured>> ablations;
+    std::vector<Measured> measured;  // per branch, in order
+    std::optional<std::size_t> winner_index;
   };
   Outcome measure_branches(const std::vector<BranchRecord>& branches) {
     Outcome out;
-    for (const auto& b : branches) {
+    for (std::size_t k = 0; k < branches.size(); ++k) {
+      const BranchRecord& b = branches[k];
       Variant v{b.kernel, b.point, b.source};
       auto [key, m] = measure(v);
+      out.measured.push_back(m);
       if (!b.ablates.empty()) {
         out.ablations[b.ablates] = {v, m};
         continue;
@@ -338,9 +366,48 @@ class Optimizer {
         out.winner = {v, m};
         out.key = key;
         out.methods = b.methods;
+        out.winner_index = k;
       }
     }
     return out;
+  }
+
+  // Every branch's predictions against what happened: `time` by each branch's median, the
+  // other metrics on the candidate (the fastest branch), profiled once for them.
+  void judge_predictions(int i, VersionRecord& rec, const std::vector<BranchRecord>& branches, const Outcome& out,
+                         const MetricValues& before) {
+    bool profile_needed = false;
+    if (out.winner_index)
+      for (const auto& p : branches[*out.winner_index].expect) profile_needed |= p.metric != k_time_metric;
+    std::optional<MetricValues> after;
+    std::string why;
+    if (profile_needed) {
+      const auto& [v, m] = *out.winner;
+      auto e = m_lab.profile(v, version_dir(i) / "candidate-profile");
+      if (e) {
+        after = advice_metrics(*e, compute_headroom(*e, m.median_s));
+        (*after)[k_time_metric] = m.median_s;
+      } else {
+        why = e.error().message;
+      }
+    }
+    for (std::size_t k = 0; k < branches.size(); ++k)
+      for (Prediction p : branches[k].expect) {
+        p.branch = branches[k].id;
+        const Measured& m = out.measured.at(k);
+        bool candidate = out.winner_index && *out.winner_index == k;
+        if (!m.ok()) leave_unjudged(p, "the branch did not measure: " + m.status);
+        else if (p.metric == k_time_metric) judge_prediction(p, before, {{k_time_metric, m.median_s}});
+        else if (!candidate) leave_unjudged(p, p.branch + " was not the fastest branch: only the candidate is profiled");
+        else if (after) judge_prediction(p, before, *after);
+        else leave_unjudged(p, "the candidate could not be profiled: " + why);
+        m_o.log(fmt::format("    prediction {} {}: {}{}", p.branch, p.text, p.verdict, p.note.empty() ? "" : " (" + p.note + ")"));
+        rec.predictions.push_back(p);
+      }
+    if (out.winner_index) rec.agent_hypothesis = branches[*out.winner_index].hypothesis;
+    if (!rec.predictions.empty() || std::any_of(branches.begin(), branches.end(), [](auto& b) { return !b.hypothesis.empty(); }))
+      write_branch_hypotheses(version_dir(i) / "hypothesis.md", branches, rec.predictions,
+                              out.winner_index ? branches[*out.winner_index].id : "");
   }
 
   static std::string describe(const CommandResult& r) {
@@ -377,6 +444,17 @@ class Optimizer {
           for (auto it = e["set"].begin(); it != e["set"].end(); ++it) b.point[it.key()] = it.value().get<std::int64_t>();
         b.methods = e.value("methods", std::vector<std::string>{});
         b.ablates = e.value("ablates", "");
+        b.hypothesis = e.value("hypothesis", "");
+        if (auto x = e.find("expect"); x != e.end()) {
+          std::string field = fmt::format("branches.json[{}].expect", out.size());
+          if (!x->is_array()) return Unexpected(bad_input("expected a list of METRIC:up|down[:AMOUNT]", manifest.string(), 0, field));
+          for (const auto& t : *x) {
+            auto p = t.is_string() ? parse_prediction(t.get<std::string>(), field)
+                                   : Unexpected(bad_input("expected a string", manifest.string(), 0, field));
+            if (!p) return Unexpected(bad_input(p.error().message, manifest.string(), 0, field));
+            b.expect.push_back(*p);
+          }
+        }
         if (fs::is_regular_file(b.source) && m_p.find_kernel(b.kernel)) out.push_back(b);
       }
       return out;
@@ -418,6 +496,7 @@ class Optimizer {
   Expected<void> record_failure(int i, Opened& o, const std::string& why) {
     o.rec.kernel = o.champ.kernel;
     o.rec.point = o.champ.point;
+    o.rec.source = o.champ.source;
     o.rec.outcome = "failed";
     o.rec.note = why;
     for (const auto& m : o.rec.methods) o.rec.method_outcomes[m] = "implementation_failed";
@@ -431,6 +510,7 @@ class Optimizer {
     VersionRecord& rec = o.rec;
     rec.kernel = wv.kernel;
     rec.point = wv.point;
+    rec.source = wv.source;
     rec.evaluation = key;
     rec.median_s = wm.median_s;
     rec.noise = wm.noise;
@@ -470,6 +550,7 @@ class Optimizer {
  public:
   // --- agent-driven mode ----------------------------------------------------------------------
   Expected<RunState> agent_open() {
+    m_agent = true;
     if (auto r = open(); !r) return Unexpected(r.error());
     if (m_state.versions.empty())
       if (auto r = baseline(); !r) return Unexpected(r.error());
@@ -486,7 +567,17 @@ class Optimizer {
     it.index = i;
     it.draft = (*opened)->rec;
     it.budget = m_ctx.budget.to_string();
-    for (const auto& c : m_chosen) it.suggestions.push_back(c.method + ": " + c.why);
+    if (m_advice.headroom.bounding || m_advice.stop) {
+      it.advice = to_json(m_advice);
+      if (m_advice.stop) it.suggestions.push_back("stop recommended: " + m_advice.stop_reason);
+      for (const auto& sg : m_advice.suggestions)
+        it.suggestions.push_back(fmt::format("{}. {} ({}{}): {}; expect {}", sg.rank, sg.method, axis_name(sg.axis),
+                                             sg.triggered ? ", triggered" : "", sg.why, sg.expect()));
+    } else {
+      for (const auto& c : m_chosen) it.suggestions.push_back(c.method + ": " + c.why);
+    }
+    for (const auto& [name, v] : m_open_metrics)
+      if (std::isfinite(v)) it.metrics[name] = v;
     fs::create_directories(version_dir(i) / "branches");
     m_state.open = it;
     if (auto s = save(); !s) return Unexpected(s.error());
@@ -520,6 +611,10 @@ class Optimizer {
     if (!point) return Unexpected(point.error());
     b.point = *point;
     b.id = "a" + std::to_string(m_state.open->branches.size() + 1);
+    for (auto& p : b.expect) {
+      if (auto why = unknown_metric(p, m_state.open->metrics)) return Unexpected(bad_input(*why, "", 0, "--expect"));
+      p.branch = b.id;
+    }
     fs::path dir = version_dir(m_state.open->index) / "branches" / b.id;
     fs::path copy = dir / k->source.filename();
     if (auto w = write_text_atomic(copy, *text); !w) return Unexpected(w.error());
@@ -539,14 +634,18 @@ class Optimizer {
     const VersionRecord* champ_rec = m_state.champion();
     if (!champ_rec) return Unexpected(bad_input("every version of this run is masked: unmask one to continue"));
     Opened o;
-    o.champ = Variant{champ_rec->kernel, champ_rec->point, {}};
+    o.champ = Variant{champ_rec->kernel, champ_rec->point, champ_rec->source};
     o.champ_time = champ_rec->median_s;
     o.rec = it.draft;
     Outcome out = measure_branches(it.branches);
+    judge_predictions(it.index, o.rec, it.branches, out, it.metrics);
     o.rec.methods = out.winner ? out.methods : std::vector<std::string>{};
     m_state.open.reset();
     Expected<void> done = out.winner ? decide(it.index, o, out.winner->first, out.winner->second, out.key, &out.ablations)
-                                     : record_failure(it.index, o, "every branch failed");
+                                     : record_failure(it.index, o,
+                                                      out.ablations.empty() ? "every branch failed"
+                                                                            : "every branch failed; the ablations were not "
+                                                                              "attributed: no branch measured to compare with");
     if (!done) return Unexpected(done.error());
     return m_state;
   }
@@ -574,6 +673,10 @@ class Optimizer {
                        const fs::path& dir) {
     auto sass = verify_in_sass(wv, rec.methods, dir);
     std::vector<std::string> unattributed;
+    // Every ablation submitted is timed against the candidate, accepted or not, whatever the
+    // SASS says: the time is evidence an agent learns from.
+    for (const auto& [m, ablation] : ablations)
+      if (ablation.second.ok()) attribute_one(rec, m, wm, ablation.second);
     for (const auto& m : rec.methods) {
       auto verdict = sass.find(m);
       if (verdict != sass.end() && verdict->second == SassVerdictKind::missing) {
@@ -581,13 +684,12 @@ class Optimizer {
         continue;
       }
       auto a = ablations.find(m);
-      if (a == ablations.end() || !a->second.second.ok()) {
+      if (a != ablations.end() && a->second.second.ok()) continue;  // attributed above
+      {
         if (!accepted) rec.method_outcomes[m] = "ineffective";
         else if (rec.methods.size() == 1) rec.method_outcomes[m] = "effective";
         else unattributed.push_back(m);
-        continue;
       }
-      attribute_one(rec, m, wm, a->second.second);
     }
     if (!unattributed.empty())
       rec.note += (rec.note.empty() ? "" : "; ") +
@@ -671,11 +773,32 @@ class Optimizer {
     ctx.sm = m_lab.sm();
     for (const auto& [m, o] : m_state.method_history())
       if (auto parsed = parse_method_outcome(o)) ctx.history[m] = *parsed;
-    ctx.available.emplace();  // what the problem can still switch on
-    if (m_mk)
+    ctx.available.emplace();  // what the problem can still switch on; an agent can write any method
+    if (m_agent)
+      for (const auto& m : m_catalog.methods) ctx.available->insert(m.id);
+    else if (m_mk)
       for (const auto& t : m_mk->methods)
         if (!(champ.kernel == m_mk->name && applies(champ.point, t.on))) ctx.available->insert(t.method);
     return ctx;
+  }
+
+  // The ranked answer: methods already in the champion's machine code are not suggested.
+  Advice advice_for(const Explanation& e, const Variant& champ, double champ_time) {
+    AdviceInputs in;
+    in.ctx = m_ctx;
+    in.explanation = &e;
+    in.time_s = champ_time;
+    in.formula = m_o.budget_formula;
+    if (m_ctx.available && !m_ctx.available->empty()) {
+      std::vector<std::string> ids(m_ctx.available->begin(), m_ctx.available->end());
+      for (const auto& [m, verdict] : m_lab.verify(champ, ids))
+        if (verdict == SassVerdictKind::verified) {
+          in.in_sass.insert(m);
+          m_ctx.available->erase(m);  // the validator must not ask why it was skipped
+        }
+      in.ctx.available = m_ctx.available;
+    }
+    return advise(in);
   }
 
   // The chosen methods on, over the champion (or the method kernel's default with every
@@ -783,7 +906,7 @@ class Optimizer {
       std::vector<std::string> tunable;
       for (const auto& k : m_p.kernels)
         if (!k.params.empty() && (!m_mk || &k == m_mk)) tunable.push_back(k.name);
-      out += fmt::format("No method is triggered within the budget; varying the params of {} finds a point faster than "
+      out += fmt::format("No method to suggest within the budget; varying the params of {} finds a point faster than "
                          "{}.\n",
                          tunable.empty() ? champ.kernel : fmt::format("{}", fmt::join(tunable, ", ")), human_time(champ_time));
     } else {
@@ -794,8 +917,16 @@ class Optimizer {
     }
     out += fmt::format("\n## Rationale\n\nThe champion {} is {}{}: {}\n\n", champ.label(), bottleneck_name(e.bottleneck.cls),
                        e.bottleneck.limiter.empty() ? "" : " (" + e.bottleneck.limiter + ")", e.bottleneck.rule);
-    out += fmt::format("Budget: {} (Δc {:.2f}, Δm {:.2f}, Δl {:.2f}).\n\n", ctx.budget.to_string(), ctx.budget.gaps[0],
-                       ctx.budget.gaps[1], ctx.budget.gaps[2]);
+    if (m_advice.headroom.bounding) {
+      out += "Headroom: " + m_advice.headroom.summary + ".\n";
+      for (Axis a : {Axis::compute, Axis::memory, Axis::latency})
+        if (const auto& x = m_advice.headroom.of(a); !x.text.empty()) out += fmt::format("- {}: {}\n", axis_name(a), x.text);
+      out += "\n";
+    }
+    out += fmt::format("Budget ({}): {} (Δc {:.2f}, Δm {:.2f}, Δl {:.2f}){}.\n\n", budget_formula_name(m_o.budget_formula),
+                       ctx.budget.to_string(), ctx.budget.gaps[0], ctx.budget.gaps[1], ctx.budget.gaps[2],
+                       m_advice.headroom.bounding ? "; KernelFlow's gaps would give " + m_advice.kernelflow.to_string() : "");
+    if (m_advice.stop) out += "Stop recommended: " + m_advice.stop_reason + ".\n\n";
     for (const auto& c : chosen) {
       const Method* m = m_catalog.find(c.method);
       out += fmt::format("- {} ({}, priority {}): triggered by {}, strength {:.2f}. {}\n", c.method, axis_name(c.axis),
@@ -823,6 +954,9 @@ class Optimizer {
   RunState m_state;
   SelectionContext m_ctx;
   std::vector<MethodCandidate> m_chosen;
+  Advice m_advice;
+  MetricValues m_open_metrics;  // the champion's profile at the open: the "before" of predictions
+  bool m_agent = false;         // an agent writes the branches: any catalog method is open to it
   std::vector<std::string> m_experience_notes;
   std::map<std::string, std::string> m_last_sass;
 };

@@ -22,22 +22,6 @@ std::string roof_line(const std::optional<Roof>& r, const std::string& unit) {
 
 }  // namespace
 
-std::string human_rate(double v, const std::string& unit) {
-  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
-  int i = 0;
-  while (v >= 1000 && i < 5) {
-    v /= 1000;
-    ++i;
-  }
-  return fmt::format("{:.3g} {}{}", v, prefixes[i], unit);
-}
-
-std::string human_time(double s) {
-  if (s >= 1) return fmt::format("{:.3g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} us", s * 1e6);
-}
-
 std::string summary_markdown(const Explanation& e, const ProfileProvenance& p) {
   std::string out = fmt::format("# {}{}\n\n", p.problem.empty() ? "" : p.problem + ": ", e.kernel);
   if (!p.variant.empty()) out += fmt::format("Variant: {}  \n", p.variant);
@@ -137,6 +121,29 @@ std::string spec_table_markdown(const std::vector<GpuSpec>& specs) {
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", s.id, s.name, cell(s, "sm_count"), cell(s, "fp32_tflops"),
                        cell(s, "bf16_tflops"), cell(s, "fp8_tflops"), cell(s, "memory_bandwidth_gbs"));
   return out + "\n`kopt specs ID` shows every field with its source.\n";
+}
+
+}  // namespace kopt
+
+namespace kopt {
+
+std::string advice_markdown(const Advice& a) {
+  std::string out = "\n## What next\n\n";
+  out += "Headroom: " + a.headroom.summary + ".\n";
+  for (Axis axis : {Axis::compute, Axis::memory, Axis::latency})
+    if (const auto& x = a.headroom.of(axis); !x.text.empty()) out += fmt::format("- {}: {}\n", axis_name(axis), x.text);
+  out += fmt::format("\nBudget ({}): {}; KernelFlow's gaps would give {}.\n\n", budget_formula_name(a.formula),
+                     a.budget.to_string(), a.kernelflow.to_string());
+  if (a.stop) out += "**Stop:** " + a.stop_reason + ".\n";
+  for (const auto& s : a.suggestions)
+    out += fmt::format("{}. **{}** ({}{}{}): {}. Expect {}. {}\n", s.rank, s.method, axis_name(s.axis),
+                       s.triggered ? ", triggered" : "", s.within_budget ? ", within the budget" : "", s.why, s.expect(),
+                       s.playbook);
+  if (!a.notes.empty()) {
+    out += "\nNot suggested:\n";
+    for (const auto& n : a.notes) out += "- " + n + "\n";
+  }
+  return out;
 }
 
 }  // namespace kopt

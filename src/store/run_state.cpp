@@ -10,13 +10,15 @@ using nlohmann::json;
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EvaluationRecord, key, kernel, point, status, median_s, noise, samples,
                                                 error, recorded_at, clocks, flags)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration, kernel, point, evaluation, median_s,
-                                                noise, bottleneck, evidence, hypothesis, methods, method_outcomes,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration, kernel, point, source, evaluation, median_s,
+                                                noise, bottleneck, evidence, hypothesis, agent_hypothesis, predictions, methods, method_outcomes,
                                                 attribution_ms, attribution_pct, outcome, verdict, ratio, note, flags, sanitizer, cross_check, git_commit,
                                                 masked, mask_reason)
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchRecord, id, kernel, source, point, methods, ablates)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(OpenIteration, index, draft, budget, suggestions, branches)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchRecord, id, kernel, source, point, methods, ablates, hypothesis,
+                                                expect)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(OpenIteration, index, draft, budget, suggestions, advice, metrics,
+                                                branches)
 
 const VersionRecord* RunState::champion() const {
   for (auto it = versions.rbegin(); it != versions.rend(); ++it)

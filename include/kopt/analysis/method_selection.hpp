@@ -46,6 +46,11 @@ struct SelectionContext {
   std::map<std::string, double> preference;  // past success rate (experience): breaks ties of priority and strength
 };
 
+// The architecture has what the method needs, and the problem can switch it (when that is asked).
+bool applicable(const Method& m, const SelectionContext& ctx);
+// Classified ineffective or implementation-failed before.
+bool discredited(const SelectionContext& ctx, const std::string& id);
+
 // Triggered methods, per axis by priority then strength, within the budget; methods
 // classified ineffective or implementation-failed before are left out.
 std::vector<MethodCandidate> suggest_methods(const SelectionContext& ctx);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "kopt/analysis/headroom.hpp"
 #include "kopt/engine/lab.hpp"
 #include "kopt/store/experience_db.hpp"
 #include "kopt/store/run_state.hpp"
@@ -42,6 +43,9 @@ struct OptimizeOptions {
   // failed and the run goes on.
   std::string proposer;
   double proposer_timeout_s = 600;
+  // How the axis budget is drawn from the profile: the headroom to the roofline
+  // (analysis/headroom.hpp) or KernelFlow's gaps, kept for comparison.
+  BudgetFormula budget_formula = BudgetFormula::headroom;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -51,11 +55,14 @@ Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& cat
                                 Lab& lab, GitRepo* git);
 
 // The same loop one step at a time, for an agent (same engine, same records):
-//   iter_open     baseline if the run is new; profile, budget, suggestions, hypothesis.md,
-//                 an empty vN/branches/
+//   iter_open     baseline if the run is new; profile, headroom, budget, a ranked list of
+//                 suggestions or a reasoned stop (analysis/advice.hpp), hypothesis.md, an
+//                 empty vN/branches/
 //   iter_branch   adds a branch the agent wrote (a kernel source, a point, the methods it
-//                 claims, or the method it leaves out for an ablation)
-//   iter_close    measures the branches, picks the champion, checks SASS, attributes, records
+//                 claims, or the method it leaves out for an ablation), with its author's
+//                 hypothesis and predictions (--expect), recorded before anything is measured
+//   iter_close    measures the branches, picks the champion, checks SASS, attributes every
+//                 ablation, profiles the candidate and judges the predictions, records
 //   iter_finalize ends the run
 Expected<RunState> iter_open(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options, Lab& lab,
                              GitRepo* git);

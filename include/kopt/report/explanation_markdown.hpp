@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "kopt/core/units.hpp"
+
+#include "kopt/analysis/advice.hpp"
 #include "kopt/analysis/explanation.hpp"
 
 namespace kopt {
@@ -21,10 +24,9 @@ struct ProfileProvenance {
 std::string summary_markdown(const Explanation& e, const ProfileProvenance& p);
 std::string details_markdown(const Explanation& e, const ProfileProvenance& p);
 std::string spec_markdown(const GpuSpec& s);
+// "What next": headroom, budget (both formulas), ranked suggestions or a reasoned stop.
+std::string advice_markdown(const Advice& a);
 std::string spec_table_markdown(const std::vector<GpuSpec>& specs);
 
-// Numbers a person reads: 1.23 TB/s, 45.6 TFLOP/s, 12.3 us.
-std::string human_rate(double per_second, const std::string& unit);
-std::string human_time(double seconds);
 
 }  // namespace kopt

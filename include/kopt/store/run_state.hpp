@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kopt/analysis/prediction.hpp"
 #include "kopt/core/error.hpp"
 #include "kopt/problem/param_space.hpp"
 
@@ -41,12 +42,15 @@ struct VersionRecord {
   int iteration = 0;
   std::string kernel;
   ParamPoint point;
+  std::string source;      // the branch's own source (an agent's or a proposer's), absolute; "": the problem's
   std::string evaluation;  // key into RunState::evaluations
   double median_s = 0;
   double noise = 0;
   std::string bottleneck;              // class at the time
   std::vector<std::string> evidence;   // the rule and metric values that led here
-  std::string hypothesis;
+  std::string hypothesis;              // kopt's draft: the methods its analysis turns on
+  std::string agent_hypothesis;        // the hypothesis of the branch that won, as its author wrote it
+  std::vector<Prediction> predictions;  // every branch's, judged at close (analysis/prediction.hpp)
   std::vector<std::string> methods;    // the methods this version applied
   std::map<std::string, std::string> method_outcomes;  // method -> effective | ineffective | implementation_failed
   std::map<std::string, double> attribution_ms;        // method -> time it saved (leave-one-out)
@@ -75,6 +79,8 @@ struct BranchRecord {
   ParamPoint point;
   std::vector<std::string> methods;  // what the agent says the branch applies
   std::string ablates;               // a method this branch leaves out (leave-one-out), or ""
+  std::string hypothesis;            // what the author expects and why, recorded before measurement
+  std::vector<Prediction> expect;    // what a metric will do (--expect METRIC:up|down[:AMOUNT])
 };
 
 // An iteration opened for an agent (`kopt iter open`) and not closed yet.
@@ -83,6 +89,8 @@ struct OpenIteration {
   VersionRecord draft;  // bottleneck, evidence, hypothesis and suggested methods so far
   std::string budget;   // "compute 1, memory 2, latency 0"
   std::vector<std::string> suggestions;  // "method: why"
+  nlohmann::json advice;                 // analysis/advice.hpp's record: headroom, budgets, ranked list or stop
+  MetricValues metrics;                  // the champion's profile (advice metrics): the "before" of predictions
   std::vector<BranchRecord> branches;
 };
 

@@ -12,7 +12,8 @@ const MethodCatalog& catalog() {
   return c;
 }
 
-// A profile with barrier stalls, uncoalesced stores and DRAM well below peak.
+// A profile with barrier stalls, uncoalesced stores and a memory-bound kernel well below
+// its roof (kopt__memory_roof_pct is what analysis/headroom.hpp derives).
 MetricValues profile() {
   return {{"smsp__average_warps_active_per_issue_active.ratio", 10},
           {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", 4.5},
@@ -27,6 +28,7 @@ SelectionContext context(int sm = 90) {
   SelectionContext ctx;
   ctx.catalog = &catalog();
   ctx.metrics = trigger_metrics(profile());
+  ctx.metrics["kopt__memory_roof_pct"] = 30;
   ctx.budget = allocate_budget(0.0, 0.6, 0.3);  // memory 2, latency 1
   ctx.sm = sm;
   return ctx;

@@ -540,3 +540,98 @@ echo '__global__ void tuned(float* x, float* y) {}' > "$KOPT_PROPOSAL_DIR/k.cu"
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// The open's answer is ranked or a reasoned stop; a branch's hypothesis and predictions are
+// recorded before measurement and judged at close: time by each branch's median, the other
+// metrics on the candidate's profile against the champion's at the open.
+TEST_F(AgentMode, PredictionsAreRecordedThenJudgedAgainstWhatTheMetricsDid) {
+  FakeLab lab;
+  auto opened = iter_open(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(opened) << opened.error().to_string();
+  const auto& advice = opened->open->advice;
+  ASSERT_TRUE(advice.is_object());
+  EXPECT_EQ(advice["headroom"]["bounding"], "memory");
+  EXPECT_FALSE(advice["stop"].get<bool>());
+  ASSERT_FALSE(advice["suggestions"].empty());
+  EXPECT_EQ(advice["suggestions"][0]["rank"], 1);
+  EXPECT_TRUE(opened->open->metrics.contains(k_time_metric));
+
+  auto good = branch_file("good.cu", "__global__ void tuned(float* x, float* y) {} // time=30\n");
+  BranchRecord b = branch({"warp_shuffle_reduction", "vectorized_global_loads"});
+  b.hypothesis = "shuffles remove the barrier stalls; float4 loads put more bytes in flight";
+  for (const char* e : {"time:down:50%", "stall_barrier:down", "dram_throughput:up:10%", "sm_throughput:up:10%"})
+    b.expect.push_back(*parse_prediction(e));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, b, good));
+  BranchRecord bad = branch({});
+  bad.expect.push_back(*parse_prediction("no_such_metric:up"));
+  auto refused = iter_branch(m_problem, m_catalog, options(), lab, bad, good);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::bad_input);
+  EXPECT_NE(refused.error().message.find("no_such_metric"), std::string::npos);
+
+  auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  const VersionRecord& v1 = closed->versions.at(1);
+  EXPECT_EQ(v1.agent_hypothesis, b.hypothesis);
+  ASSERT_EQ(v1.predictions.size(), 4u);
+  std::map<std::string, std::string> verdicts;
+  for (const auto& p : v1.predictions) verdicts[p.text] = p.verdict;
+  EXPECT_EQ(verdicts["time:down:50%"], "confirmed");         // 100 us -> 30 us
+  EXPECT_EQ(verdicts["stall_barrier:down"], "confirmed");    // 0.45 -> 0.05
+  EXPECT_EQ(verdicts["dram_throughput:up:10%"], "confirmed");  // 30 -> 88
+  EXPECT_EQ(verdicts["sm_throughput:up:10%"], "refuted");     // 20 -> 20
+  EXPECT_EQ(v1.predictions[0].branch, "a1");
+  auto h = read_text_file(m_dir.path() / "run/v1/hypothesis.md");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->rfind("# The branches' hypotheses", 0), 0u);
+  EXPECT_NE(h->find(b.hypothesis), std::string::npos);
+  EXPECT_NE(h->find("# Iteration 1: hypothesis"), std::string::npos);  // kopt's analysis kept below
+  auto saved = load_run_state(m_dir.path() / "run");
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->versions.at(1).predictions.size(), 4u);
+}
+
+// The champion an agent's branch made is that branch's code: the next iteration compares new
+// branches with it, not with the problem's kernel at the same point.
+TEST_F(AgentMode, TheNextIterationComparesWithTheAgentsCodeThatWon) {
+  FakeLab lab;
+  OptimizeOptions o = options();
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, o, lab, nullptr));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, o, lab, branch({"warp_shuffle_reduction"}),
+                          branch_file("a.cu", "__global__ void tuned(float* x, float* y) {} // time=30\n")));
+  auto first = iter_close(m_problem, m_catalog, o, lab, nullptr);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->champion()->index, 1);
+  EXPECT_FALSE(first->champion()->source.empty());
+  o.resume = true;
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, o, lab, nullptr));
+  // 32 us beats the problem's tuned kernel at that point (35 us), not the agent's 30 us.
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, o, lab, branch({"warp_shuffle_reduction"}),
+                          branch_file("b.cu", "__global__ void tuned(float* x, float* y) {} // time=32\n")));
+  auto second = iter_close(m_problem, m_catalog, o, lab, nullptr);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->versions.at(2).outcome, "rejected");
+  EXPECT_EQ(second->champion()->index, 1);
+}
+
+// Every ablation submitted is timed against the candidate, also when the iteration is rejected.
+TEST_F(AgentMode, AnAblationIsAttributedWhenTheIterationIsRejected) {
+  FakeLab lab;
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}),
+                          branch_file("slow.cu", "__global__ void tuned(float* x, float* y) {} // time=120\n")));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({}, "warp_shuffle_reduction"),
+                          branch_file("slower.cu", "__global__ void tuned(float* x, float* y) {} // time=130\n")));
+  auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  const VersionRecord& v1 = closed->versions.at(1);
+  EXPECT_EQ(v1.outcome, "rejected");
+  EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.010, 1e-9);
+  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), "effective");
+}
+
+}  // namespace
+}  // namespace kopt
