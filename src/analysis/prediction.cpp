@@ -123,6 +123,10 @@ void leave_unjudged(Prediction& p, const std::string& why) {
   p.note = why;
 }
 
+std::string prediction_line(const Prediction& p) {
+  return fmt::format("`{}` — {}{}", p.text, p.verdict.empty() ? "not judged" : p.verdict, p.note.empty() ? "" : ": " + p.note);
+}
+
 void to_json(nlohmann::json& j, const Prediction& p) {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   j = {{"branch", p.branch}, {"text", p.text},       {"metric", p.metric}, {"direction", p.direction},

@@ -77,6 +77,24 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
     out["records"] = nlohmann::json::array();
     for (const auto& r : *rs) out["records"].push_back(to_json(r));
     if (!g.json) print_records(*rs);
+  } else if (o.action == "predictions") {
+    ExperienceFilter f;
+    f.family = o.family;
+    f.chip = o.chip;
+    f.method = o.method;
+    f.verdict = o.verdict;
+    f.limit = o.limit;
+    auto ps = db->list_predictions(f);
+    if (!ps) return report_error(g, cmd, exit_code(ps.error().kind), ps.error().to_string());
+    out["predictions"] = nlohmann::json::array();
+    for (const auto& r : *ps) out["predictions"].push_back(to_json(r));
+    if (!g.json) {
+      if (ps->empty()) std::cout << "no predictions recorded yet\n";
+      for (const auto& r : *ps)
+        std::cout << fmt::format("{:<10} {:<6} {:<30} {:<34} {}{}\n", r.family, r.chip, fmt::join(r.methods, ","),
+                                 r.prediction.text, r.prediction.verdict,
+                                 r.prediction.note.empty() ? "" : " (" + r.prediction.note + ")");
+    }
   } else if (o.action == "merge") {
     auto n = db->merge(o.file);
     if (!n) return report_error(g, cmd, exit_code(n.error().kind), n.error().to_string());

@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "kopt/engine/iteration_notes.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/gpu_lab.hpp"

@@ -235,21 +235,22 @@ int main(int argc, char** argv) {
 
   auto* exp_cmd = app.add_subcommand("experience", "the experience database: what worked before, where");
   exp_cmd->require_subcommand(1);
-  const char* exp_actions[] = {"add", "recommend", "search", "list", "merge", "sync", "stats"};
-  ExperienceCliOptions exp_opts[7];
-  CLI::App* exp_cmds[7];
-  for (int i = 0; i < 7; ++i) {
+  const char* exp_actions[] = {"add", "recommend", "search", "list", "merge", "sync", "stats", "predictions"};
+  ExperienceCliOptions exp_opts[8];
+  CLI::App* exp_cmds[8];
+  for (int i = 0; i < 8; ++i) {
     ExperienceCliOptions& e = exp_opts[i];
     e.action = exp_actions[i];
     auto* c = exp_cmd->add_subcommand(exp_actions[i]);
     c->add_option("--db", e.db, "experience DB (default: $KOPT_EXPERIENCE_DB or ~/.local/share/kopt/experience.db)");
     c->add_flag("--json", g.json, "JSON output");
-    if (e.action == "add" || e.action == "recommend" || e.action == "list") {
+    bool lists = e.action == "list" || e.action == "predictions";
+    if (e.action == "add" || e.action == "recommend" || lists) {
       c->add_option("--family", e.family, "kernel family (softmax, gemm, ...)");
       c->add_option("--chip", e.chip, "sm_90, gfx942, ...");
-      c->add_option("--bottleneck", e.bottleneck, "memory-bound, compute-bound, ...");
+      if (e.action != "predictions") c->add_option("--bottleneck", e.bottleneck, "memory-bound, compute-bound, ...");
     }
-    if (e.action == "add" || e.action == "list") c->add_option("--method", e.method, "method id");
+    if (e.action == "add" || lists) c->add_option("--method", e.method, "method id");
     if (e.action == "add") {
       c->add_option("--before", e.before_s, "time without the method (s)");
       c->add_option("--after", e.after_s, "time with it (s)");
@@ -257,8 +258,10 @@ int main(int argc, char** argv) {
       c->add_option("--sass", e.sass, "SASS verdict");
       c->add_option("--note", e.note, "a note");
     }
-    if (e.action == "list") {
-      c->add_option("--verdict", e.verdict, "success, neutral, failure or regression");
+    if (lists) {
+      c->add_option("--verdict", e.verdict,
+                    e.action == "list" ? "success, neutral, failure or regression"
+                                       : "confirmed, short, refuted or unmeasured");
       c->add_option("--limit", e.limit, "at most this many");
     }
     if (e.action == "search") {
@@ -343,7 +346,7 @@ int main(int argc, char** argv) {
     if (*opt_cmd) return run_optimize_command(g, optz);
     if (*rep_cmd) return run_report_command(g, rep);
     if (*mcp_cmd) return run_mcp_command();
-    for (int i = 0; i < 7; ++i)
+    for (int i = 0; i < 8; ++i)
       if (*exp_cmds[i]) return run_experience_command(g, exp_opts[i]);
     for (int i = 0; i < 4; ++i)
       if (*step_cmds[i]) return run_iter_step_command(g, steps[i]);

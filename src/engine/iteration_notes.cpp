@@ -6,10 +6,6 @@
 
 namespace kopt {
 
-std::string prediction_line(const Prediction& p) {
-  return fmt::format("`{}` — {}{}", p.text, p.verdict.empty() ? "not judged" : p.verdict, p.note.empty() ? "" : ": " + p.note);
-}
-
 void write_branch_hypotheses(const std::filesystem::path& file, const std::vector<BranchRecord>& branches,
                              const std::vector<Prediction>& judged, const std::string& candidate) {
   std::string open = read_text_file(file).value_or("");

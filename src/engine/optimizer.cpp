@@ -311,6 +311,7 @@ class Optimizer {
                   {"budget", m_ctx.budget.to_string()},
                   {"hypothesis_file", (dir / "hypothesis.md").string()},
                   {"profile_dir", (dir / "profile").string()}};
+    if (m_advice.headroom.bounding || m_advice.stop) analysis["advice"] = to_json(m_advice);
     for (const auto& c : m_chosen)
       analysis["suggested_methods"].push_back({{"method", c.method}, {"axis", std::string(axis_name(c.axis))}, {"why", c.why}});
     for (const auto& k : m_p.kernels)
@@ -405,6 +406,8 @@ class Optimizer {
         rec.predictions.push_back(p);
       }
     if (out.winner_index) rec.agent_hypothesis = branches[*out.winner_index].hypothesis;
+    m_closing_branches = branches;
+    m_candidate_branch = out.winner_index ? branches[*out.winner_index].id : "";
     if (!rec.predictions.empty() || std::any_of(branches.begin(), branches.end(), [](auto& b) { return !b.hypothesis.empty(); }))
       write_branch_hypotheses(version_dir(i) / "hypothesis.md", branches, rec.predictions,
                               out.winner_index ? branches[*out.winner_index].id : "");
@@ -720,7 +723,9 @@ class Optimizer {
 
   // Every method outcome of an iteration, as experience for later runs.
   void record_experience(const VersionRecord& rec) {
-    if (!m_o.experience || rec.method_outcomes.empty()) return;
+    if (!m_o.experience) return;
+    record_predictions(rec);
+    if (rec.method_outcomes.empty()) return;
     std::vector<ExperienceRecord> out;
     for (const auto& [method, cls] : rec.method_outcomes) {
       ExperienceRecord e;
@@ -742,6 +747,29 @@ class Optimizer {
       out.push_back(e);
     }
     if (auto r = m_o.experience->add(out); !r) m_o.log("experience DB: " + r.error().message);
+  }
+
+  // The branches' predictions, judged, as experience: which beliefs about a method held.
+  void record_predictions(const VersionRecord& rec) {
+    std::vector<PredictionRecord> out;
+    for (const auto& p : rec.predictions) {
+      PredictionRecord r;
+      r.family = family();
+      r.chip = chip();
+      r.bottleneck = rec.bottleneck;
+      r.prediction = p;
+      r.accepted = rec.outcome == "accepted" && m_candidate_branch == p.branch;
+      for (const auto& b : m_closing_branches)
+        if (b.id == p.branch) {
+          r.methods = b.ablates.empty() ? b.methods : std::vector<std::string>{"-" + b.ablates};
+          r.hypothesis = b.hypothesis;
+        }
+      r.run_id = m_state.problem + "@" + m_state.created_at;
+      r.date = utc_timestamp();
+      out.push_back(std::move(r));
+    }
+    if (!out.empty())
+      if (auto r = m_o.experience->add_predictions(out); !r) m_o.log("experience DB: " + r.error().message);
   }
 
   Expected<void> close_iteration(int i, VersionRecord rec, bool accepted) {
@@ -957,6 +985,8 @@ class Optimizer {
   Advice m_advice;
   MetricValues m_open_metrics;  // the champion's profile at the open: the "before" of predictions
   bool m_agent = false;         // an agent writes the branches: any catalog method is open to it
+  std::vector<BranchRecord> m_closing_branches;  // the branches of the iteration being closed
+  std::string m_candidate_branch;
   std::vector<std::string> m_experience_notes;
   std::map<std::string, std::string> m_last_sass;
 };

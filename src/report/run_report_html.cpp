@@ -210,9 +210,17 @@ std::string report_html(const RunReport& r) {
                        v.index, v.masked ? " (masked)" : "", esc(v.outcome), v.median_s > 0 ? esc(human_time(v.median_s)) : "—",
                        r.baseline && v.median_s > 0 ? fmt::format("{:.2f}×", r.baseline->median_s / v.median_s) : "—",
                        pct ? fmt::format("{:.0f} %", *pct) : "—", esc(v.bottleneck.empty() ? "—" : v.bottleneck),
-                       esc(view.hypothesis.empty() ? v.hypothesis : view.hypothesis), methods.empty() ? "—" : methods);
+                       esc(!v.agent_hypothesis.empty() ? "(agent) " + v.agent_hypothesis
+                           : view.hypothesis.empty()     ? v.hypothesis
+                                                         : view.hypothesis),
+                       methods.empty() ? "—" : methods);
   }
   out += "</table>\n";
+  std::string predictions;
+  for (const auto& view : r.versions)
+    for (const auto& p : view.record.predictions)
+      predictions += "<li>" + esc(fmt::format("v{} {}: {}", view.record.index, p.branch, prediction_line(p))) + "</li>\n";
+  if (!predictions.empty()) out += "<h2>Predictions against outcomes</h2>\n<ul>\n" + predictions + "</ul>\n";
   if (!r.gaps.empty()) {
     out += "<h2>What the records do not say</h2>\n<ul>\n";
     for (const auto& g : r.gaps) out += "<li>" + esc(g) + "</li>\n";

@@ -67,12 +67,20 @@ std::string report_markdown(const RunReport& r) {
     const VersionRecord& v = view.record;
     auto pct = r.pct_of_roof(v);
     std::string vs = r.baseline && v.median_s > 0 ? fmt::format("{:.2f}×", r.baseline->median_s / v.median_s) : "—";
-    std::string hyp = view.hypothesis.empty() ? v.hypothesis : view.hypothesis;
+    std::string hyp = !v.agent_hypothesis.empty() ? "(agent) " + v.agent_hypothesis
+                      : view.hypothesis.empty()     ? v.hypothesis
+                                                    : view.hypothesis;
     std::replace(hyp.begin(), hyp.end(), '\n', ' ');
     out += fmt::format("| v{}{} | {} | {} | {} | {} | {} | {} | {} |\n", v.index, v.masked ? " (masked)" : "", v.outcome,
                        time_or_dash(v.median_s), vs, pct ? fmt::format("{:.0f} %", *pct) : "—",
                        v.bottleneck.empty() ? "—" : v.bottleneck, hyp.empty() ? "—" : hyp, methods_cell(v));
   }
+  // Each branch's predictions against what the metrics did.
+  std::string predictions;
+  for (const auto& view : r.versions)
+    for (const auto& p : view.record.predictions)
+      predictions += fmt::format("- v{} {}: {}\n", view.record.index, p.branch, prediction_line(p));
+  if (!predictions.empty()) out += "\n## Predictions against outcomes\n\n" + predictions;
   // What the honesty checks said of each version: compute-sanitizer on a would-be champion,
   // the distribution flags of its timing, and why it was turned down.
   std::string checks;

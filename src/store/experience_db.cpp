@@ -8,17 +8,14 @@
 #include <map>
 
 #include "kopt/core/hash.hpp"
+#include "sqlite_statement.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-struct ExperienceDb::Handle {
-  sqlite3* db = nullptr;
-  ~Handle() {
-    if (db) sqlite3_close(db);
-  }
-};
+using sqlite::db_error;
+using sqlite::exec;
+using sqlite::Statement;
 
 namespace {
 
@@ -35,42 +32,15 @@ CREATE TABLE IF NOT EXISTS experience (
   verdict TEXT NOT NULL, sass_verdict TEXT NOT NULL, attribution_ms REAL NOT NULL,
   run_id TEXT NOT NULL, date TEXT NOT NULL, note TEXT NOT NULL, origin TEXT NOT NULL DEFAULT 'run');
 CREATE INDEX IF NOT EXISTS experience_context ON experience (family, chip, bottleneck, method);
+CREATE TABLE IF NOT EXISTS predictions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  uid TEXT NOT NULL UNIQUE,
+  family TEXT NOT NULL, chip TEXT NOT NULL, bottleneck TEXT NOT NULL, methods TEXT NOT NULL,
+  hypothesis TEXT NOT NULL, prediction TEXT NOT NULL, metric TEXT NOT NULL, direction TEXT NOT NULL,
+  amount REAL, relative INTEGER NOT NULL, before REAL, after REAL, verdict TEXT NOT NULL, note TEXT NOT NULL,
+  accepted INTEGER NOT NULL, run_id TEXT NOT NULL, date TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS predictions_context ON predictions (family, chip, metric);
 )SQL";
-
-Error db_error(sqlite3* db, const std::string& what, const fs::path& path) {
-  return bad_input(what + ": " + (db ? sqlite3_errmsg(db) : "cannot open"), path.string());
-}
-
-// A prepared statement, finalized on scope exit.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : m_db(db) { m_ok = sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr) == SQLITE_OK; }
-  ~Statement() { sqlite3_finalize(m_stmt); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return m_ok; }
-  void bind(int i, const std::string& s) { sqlite3_bind_text(m_stmt, i, s.c_str(), -1, SQLITE_TRANSIENT); }
-  void bind(int i, double v) { sqlite3_bind_double(m_stmt, i, v); }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(m_stmt, i, v); }
-  int step() { return sqlite3_step(m_stmt); }
-  void reset() {
-    sqlite3_reset(m_stmt);
-    sqlite3_clear_bindings(m_stmt);
-  }
-  std::string text(int col) const {
-    auto p = sqlite3_column_text(m_stmt, col);
-    return p ? reinterpret_cast<const char*>(p) : "";
-  }
-  double real(int col) const { return sqlite3_column_double(m_stmt, col); }
-  std::int64_t integer(int col) const { return sqlite3_column_int64(m_stmt, col); }
-
- private:
-  sqlite3* m_db;
-  sqlite3_stmt* m_stmt = nullptr;
-  bool m_ok = false;
-};
-
-bool exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
 
 const char* k_columns =
     "id, uid, family, backend, chip, bottleneck, method, params, time_before_s, time_after_s, speedup, verdict, "

@@ -47,6 +47,9 @@ void judge_prediction(Prediction& p, const MetricValues& before, const MetricVal
 // Not judged, with the reason (the candidate was not profiled, the branch was not the fastest).
 void leave_unjudged(Prediction& p, const std::string& why);
 
+// One line: "`dram_throughput:up:10%` — confirmed: 61.2 -> 84 (+37.3 %)".
+std::string prediction_line(const Prediction& p);
+
 void to_json(nlohmann::json& j, const Prediction& p);
 void from_json(const nlohmann::json& j, Prediction& p);
 

@@ -13,7 +13,4 @@ namespace kopt {
 void write_branch_hypotheses(const std::filesystem::path& file, const std::vector<BranchRecord>& branches,
                              const std::vector<Prediction>& judged, const std::string& candidate);
 
-// One line per prediction: "dram_throughput:up:10% — confirmed: 61.2 -> 84.0 (+37.3 %)".
-std::string prediction_line(const Prediction& p);
-
 }  // namespace kopt

@@ -11,13 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kopt/analysis/prediction.hpp"
 #include "kopt/core/error.hpp"
 #include "kopt/problem/param_space.hpp"
 
 namespace kopt {
 
-// 1: the first schema; 2: adds `origin` (run, manual, import) to every record.
-inline constexpr int k_experience_schema_version = 2;
+// 1: the first schema; 2: adds `origin` (run, manual, import) to every record; 3: adds the
+// `predictions` table (a new table: older files gain it on open).
+inline constexpr int k_experience_schema_version = 3;
 
 struct ExperienceRecord {
   std::int64_t id = 0;
@@ -43,6 +45,17 @@ std::string experience_uid(const ExperienceRecord& r);
 
 // $KOPT_EXPERIENCE_DB, else $XDG_DATA_HOME/kopt/experience.db, else ~/.local/share/kopt/experience.db.
 std::filesystem::path default_experience_db();
+
+// A prediction an author made about a branch, with what the metric did (analysis/prediction.hpp).
+struct PredictionRecord {
+  std::int64_t id = 0;
+  std::string family, chip, bottleneck;
+  std::vector<std::string> methods;  // what the branch claimed
+  std::string hypothesis;
+  Prediction prediction;
+  bool accepted = false;  // the branch became the champion
+  std::string run_id, date, uid;
+};
 
 struct ExperienceFilter {
   std::string family, chip, bottleneck, method, verdict, text;  // empty: any; text: a substring of any field
@@ -78,6 +91,10 @@ class ExperienceDb {
   // Adds records in one transaction; returns how many were new (duplicates by uid skipped).
   Expected<std::size_t> add(std::vector<ExperienceRecord> records);
   Expected<std::vector<ExperienceRecord>> list(const ExperienceFilter& filter) const;
+  // Predictions (experience_predictions.cpp): added in one transaction, duplicates skipped;
+  // listed newest first, filtered by family, chip, method (one of those claimed) and verdict.
+  Expected<std::size_t> add_predictions(std::vector<PredictionRecord> records);
+  Expected<std::vector<PredictionRecord>> list_predictions(const ExperienceFilter& filter) const;
   Expected<std::vector<Recommendation>> recommend(const std::string& family, const std::string& chip,
                                                   const std::string& bottleneck) const;
   Expected<std::vector<MethodStats>> stats(const std::string& by) const;  // "method", "bottleneck" or "chip"
@@ -97,6 +114,7 @@ class ExperienceDb {
 };
 
 nlohmann::json to_json(const ExperienceRecord& r);
+nlohmann::json to_json(const PredictionRecord& r);
 Expected<ExperienceRecord> experience_from_json(const nlohmann::json& j);
 
 }  // namespace kopt

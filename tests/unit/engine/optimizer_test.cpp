@@ -10,6 +10,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/problem/loader.hpp"
+#include "kopt/report/run_report.hpp"
 #include "fake_lab.hpp"
 
 namespace kopt {
@@ -572,10 +573,26 @@ TEST_F(AgentMode, PredictionsAreRecordedThenJudgedAgainstWhatTheMetricsDid) {
   EXPECT_EQ(refused.error().kind, ErrorKind::bad_input);
   EXPECT_NE(refused.error().message.find("no_such_metric"), std::string::npos);
 
-  auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
+  auto db = ExperienceDb::open(m_dir.path() / "experience.db");
+  ASSERT_TRUE(db);
+  OptimizeOptions with_db = options();
+  with_db.experience = &*db;
+  auto closed = iter_close(m_problem, m_catalog, with_db, lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord& v1 = closed->versions.at(1);
   EXPECT_EQ(v1.agent_hypothesis, b.hypothesis);
+  auto kept = db->list_predictions({});
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->size(), 4u);  // the experience DB keeps them, judged
+  for (const auto& r : *kept) {
+    EXPECT_EQ(r.hypothesis, b.hypothesis);
+    EXPECT_TRUE(r.accepted);
+    EXPECT_FALSE(r.prediction.verdict.empty());
+  }
+  ExperienceFilter refuted;
+  refuted.verdict = "refuted";
+  refuted.method = "warp_shuffle_reduction";
+  EXPECT_EQ(db->list_predictions(refuted)->size(), 1u);
   ASSERT_EQ(v1.predictions.size(), 4u);
   std::map<std::string, std::string> verdicts;
   for (const auto& p : v1.predictions) verdicts[p.text] = p.verdict;
@@ -592,6 +609,10 @@ TEST_F(AgentMode, PredictionsAreRecordedThenJudgedAgainstWhatTheMetricsDid) {
   auto saved = load_run_state(m_dir.path() / "run");
   ASSERT_TRUE(saved);
   EXPECT_EQ(saved->versions.at(1).predictions.size(), 4u);
+  std::string report = report_markdown(load_run_report(m_dir.path() / "run"));
+  EXPECT_NE(report.find("## Predictions against outcomes"), std::string::npos);
+  EXPECT_NE(report.find("v1 a1: `sm_throughput:up:10%` — refuted"), std::string::npos) << report;
+  EXPECT_NE(report.find("(agent) " + b.hypothesis), std::string::npos);
 }
 
 // The champion an agent's branch made is that branch's code: the next iteration compares new
