@@ -43,6 +43,26 @@ Expected<SassPattern> parse_sass_pattern(const std::string& text) {
 
 namespace {
 
+// { all = [...], any = [...], none = [...] }: the patterns of a signature.
+Expected<void> read_rules(const toml::table& rules, std::vector<SassPattern>& all, std::vector<SassPattern>& any,
+                          std::vector<SassPattern>& none, const std::string& source, const std::string& field) {
+  for (auto& [key, list] : rules) {
+    std::string rule(key.str());
+    auto* target = rule == "all" ? &all : rule == "any" ? &any : rule == "none" ? &none : nullptr;
+    int at = static_cast<int>(list.source().begin.line);
+    if (!target) return Unexpected(bad_input("unknown rule '" + rule + "' (known: all, any, none)", source, at, field));
+    const toml::array* arr = list.as_array();
+    if (!arr) return Unexpected(bad_input("expected a list of patterns", source, at, field + "." + rule));
+    for (const auto& item : *arr) {
+      auto text = item.value<std::string>();
+      auto p = text ? parse_sass_pattern(*text) : Unexpected(bad_input("expected a string"));
+      if (!p) return Unexpected(bad_input(p.error().message, source, at, field + "." + rule));
+      target->push_back(*p);
+    }
+  }
+  return {};
+}
+
 // axis, priority, trigger, couplings, playbook: when a method is worth trying.
 Expected<void> read_policy(const toml::table& t, Method& m, const std::string& source, int line, const std::string& field) {
   auto axis = t["axis"].value<std::string>();
@@ -137,22 +157,31 @@ Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text, const
     if (auto e = read_policy(*t, m, source, line, field); !e) return Unexpected(e.error());
     const toml::table* sass = t->get_as<toml::table>("sass");
     if (!sass) return Unexpected(bad_input("missing sass = { all/any/none = [...] }", source, line, field + ".sass"));
-    for (auto& [key, list] : *sass) {
-      std::string rule(key.str());
-      auto* target = rule == "all" ? &m.all : rule == "any" ? &m.any : rule == "none" ? &m.none : nullptr;
-      int at = static_cast<int>(list.source().begin.line);
-      if (!target) return Unexpected(bad_input("unknown rule '" + rule + "' (known: all, any, none)", source, at, field + ".sass"));
-      const toml::array* arr = list.as_array();
-      if (!arr) return Unexpected(bad_input("expected a list of patterns", source, at, field + ".sass." + rule));
-      for (const auto& item : *arr) {
-        auto text = item.value<std::string>();
-        auto p = text ? parse_sass_pattern(*text) : Unexpected(bad_input("expected a string"));
-        if (!p) return Unexpected(bad_input(p.error().message, source, at, field + ".sass." + rule));
-        target->push_back(*p);
-      }
-    }
+    if (auto r = read_rules(*sass, m.all, m.any, m.none, source, field + ".sass"); !r) return Unexpected(r.error());
     if (m.all.empty() && m.any.empty() && m.none.empty())
       return Unexpected(bad_input("a signature needs at least one pattern", source, line, field + ".sass"));
+    if (const toml::array* forms = t->get_as<toml::array>("forms"))
+      for (std::size_t k = 0; k < forms->size(); ++k) {
+        std::string ff = field + ".forms[" + std::to_string(k) + "]";
+        const toml::table* ft = forms->get(k)->as_table();
+        int at = static_cast<int>(forms->get(k)->source().begin.line);
+        if (!ft) return Unexpected(bad_input("expected { name = ..., all/any/none = [...] }", source, at, ff));
+        Method::Form form;
+        form.name = (*ft)["name"].value_or(std::string{});
+        if (form.name.empty()) return Unexpected(bad_input("a form needs a name", source, at, ff + ".name"));
+        toml::table rules = *ft;
+        rules.erase("name");
+        if (auto r = read_rules(rules, form.all, form.any, form.none, source, ff); !r) return Unexpected(r.error());
+        if (form.all.empty() && form.any.empty())
+          return Unexpected(bad_input("a form needs an all or any pattern", source, at, ff));
+        m.forms.push_back(std::move(form));
+      }
+    if (const toml::node* rel = t->get("related")) {
+      std::vector<SassPattern> ignored;
+      toml::table wrapped;
+      wrapped.insert("any", *rel);
+      if (auto r = read_rules(wrapped, ignored, m.related, ignored, source, field + ".related"); !r) return Unexpected(r.error());
+    }
     c.methods.push_back(std::move(m));
   }
   for (const auto& m : c.methods)
@@ -172,53 +201,89 @@ std::string_view sass_verdict_name(SassVerdictKind v) {
     case SassVerdictKind::missing: return "missing";
     case SassVerdictKind::not_applicable: return "not_applicable";
     case SassVerdictKind::unverifiable: return "unverifiable";
+    case SassVerdictKind::other_form: return "other_form";
   }
   return "?";
 }
 
 MethodVerdict unchecked_method(const Method& m, SassVerdictKind kind, std::string why) {
-  return MethodVerdict{m.id, kind, std::move(why), {}};
+  return MethodVerdict{m.id, kind, std::move(why), {}, {}};
 }
+
+namespace {
+
+std::size_t count(const SassPattern& p, const SassFunction& f) {
+  std::size_t n = 0;
+  for (const auto& i : f.instructions) n += p.matches(i);
+  return n;
+}
+
+// One signature against the code: the evidence it adds, and why it fails ("" when it holds).
+std::string check_signature(const std::vector<SassPattern>& all, const std::vector<SassPattern>& any,
+                            const std::vector<SassPattern>& none, const SassFunction& f, const std::string& prefix,
+                            std::vector<PatternEvidence>& evidence) {
+  std::string missing, forbidden, reason;
+  for (const auto& p : all) {
+    evidence.push_back({prefix + p.text, "all", count(p, f)});
+    if (!evidence.back().count) missing += (missing.empty() ? "" : ", ") + p.text;
+  }
+  bool any_found = any.empty();
+  for (const auto& p : any) {
+    evidence.push_back({prefix + p.text, "any", count(p, f)});
+    any_found = any_found || evidence.back().count > 0;
+  }
+  for (const auto& p : none) {
+    evidence.push_back({prefix + p.text, "none", count(p, f)});
+    if (evidence.back().count) forbidden += (forbidden.empty() ? "" : ", ") + p.text + " x" + std::to_string(evidence.back().count);
+  }
+  if (!missing.empty()) reason = "no " + missing + " in " + f.name;
+  if (!any_found) {
+    std::string alts;
+    for (const auto& p : any) alts += (alts.empty() ? "" : " or ") + p.text;
+    reason += (reason.empty() ? "" : "; ") + std::string("none of ") + alts + " in " + f.name;
+  }
+  if (!forbidden.empty()) reason += (reason.empty() ? "" : "; ") + std::string("forbidden ") + forbidden;
+  return reason;
+}
+
+}  // namespace
 
 MethodVerdict verify_method(const Method& m, const SassFunction& f, int sm) {
   if (m.min_sm > 0 && sm > 0 && sm < m.min_sm)
     return unchecked_method(m, SassVerdictKind::not_applicable,
                             "needs sm_" + std::to_string(m.min_sm) + ", the target is sm_" + std::to_string(sm));
-  MethodVerdict v{m.id, SassVerdictKind::verified, {}, {}};
-  auto count = [&](const SassPattern& p) {
-    std::size_t n = 0;
-    for (const auto& i : f.instructions) n += p.matches(i);
-    return n;
-  };
-  std::string missing, forbidden;
-  for (const auto& p : m.all) {
-    v.evidence.push_back({p.text, "all", count(p)});
-    if (!v.evidence.back().count) missing += (missing.empty() ? "" : ", ") + p.text;
+  MethodVerdict v{m.id, SassVerdictKind::verified, {}, {}, {}};
+  v.reason = check_signature(m.all, m.any, m.none, f, "", v.evidence);
+  if (v.reason.empty()) return v;
+  for (const auto& form : m.forms) {
+    std::vector<PatternEvidence> ev;
+    if (check_signature(form.all, form.any, form.none, f, form.name + ": ", ev).empty()) {
+      v.evidence.insert(v.evidence.end(), ev.begin(), ev.end());
+      v.form = form.name;
+      v.reason.clear();
+      return v;
+    }
   }
-  bool any_found = m.any.empty();
-  for (const auto& p : m.any) {
-    v.evidence.push_back({p.text, "any", count(p)});
-    any_found = any_found || v.evidence.back().count > 0;
+  std::string related;
+  for (const auto& p : m.related)
+    if (std::size_t n = count(p, f)) {
+      v.evidence.push_back({p.text, "related", n});
+      related += (related.empty() ? "" : ", ") + p.text + " x" + std::to_string(n);
+    }
+  if (!related.empty()) {
+    v.verdict = SassVerdictKind::other_form;
+    v.reason += "; a different form of the method is there: " + related;
+    return v;
   }
-  for (const auto& p : m.none) {
-    v.evidence.push_back({p.text, "none", count(p)});
-    if (v.evidence.back().count) forbidden += (forbidden.empty() ? "" : ", ") + p.text + " x" + std::to_string(v.evidence.back().count);
-  }
-  if (!missing.empty()) v.reason = "no " + missing + " in " + f.name;
-  if (!any_found) {
-    std::string alts;
-    for (const auto& p : m.any) alts += (alts.empty() ? "" : " or ") + p.text;
-    v.reason += (v.reason.empty() ? "" : "; ") + std::string("none of ") + alts + " in " + f.name;
-  }
-  if (!forbidden.empty()) v.reason += (v.reason.empty() ? "" : "; ") + std::string("forbidden ") + forbidden;
-  if (!v.reason.empty()) v.verdict = SassVerdictKind::missing;
+  v.verdict = SassVerdictKind::missing;
   return v;
 }
 
 nlohmann::json to_json(const MethodVerdict& v) {
   nlohmann::json ev = nlohmann::json::array();
   for (const auto& e : v.evidence) ev.push_back({{"pattern", e.pattern}, {"rule", e.rule}, {"count", e.count}});
-  return {{"method", v.method}, {"verdict", sass_verdict_name(v.verdict)}, {"reason", v.reason}, {"evidence", ev}};
+  return {{"method", v.method}, {"verdict", sass_verdict_name(v.verdict)}, {"reason", v.reason}, {"form", v.form},
+          {"evidence", ev}};
 }
 
 }  // namespace kopt

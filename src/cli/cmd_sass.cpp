@@ -47,8 +47,8 @@ void print_sass(const SassReport& r) {
     for (const auto& v : k.verdicts) {
       std::string ev;
       for (const auto& e : v.evidence) ev += fmt::format("{}{} {}x{}", ev.empty() ? "" : ", ", e.rule, e.pattern, e.count);
-      std::cout << fmt::format("  {:<26} {:<15} {}\n", v.method, sass_verdict_name(v.verdict),
-                               v.reason.empty() ? ev : v.reason);
+      std::cout << fmt::format("  {:<26} {:<15} {}{}\n", v.method, sass_verdict_name(v.verdict),
+                               v.form.empty() ? "" : "(" + v.form + ") ", v.reason.empty() ? ev : v.reason);
     }
   }
   if (!r.diff.empty()) {

@@ -41,6 +41,16 @@ struct Method {
   std::string playbook;
   std::string playbook_entry;  // "cuda/<id>": the entry in playbooks/cuda.toml
   std::vector<SassPattern> all, any, none;
+  // Other forms of the same method, each a signature of its own ("cp.async staging":
+  // LDGSTS instead of STS): any one of them verifies the method.
+  struct Form {
+    std::string name;
+    std::vector<SassPattern> all, any, none;
+  };
+  std::vector<Form> forms;
+  // Instructions that show a weaker form of the method (LDG.64 for 128-bit loads): with no
+  // signature met, the verdict is other_form, never missing.
+  std::vector<SassPattern> related;
   int line = 0;
 };
 
@@ -62,7 +72,10 @@ Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text, const
 // The catalog compiled into kopt.
 Expected<MethodCatalog> builtin_method_catalog();
 
-enum class SassVerdictKind { verified, missing, not_applicable, unverifiable };
+// other_form: the expected instructions are absent, but a related form of the method is in
+// the code (a narrower vector, say): the method landed in another shape, so it is judged by
+// its timing, never called implementation_failed.
+enum class SassVerdictKind { verified, missing, not_applicable, unverifiable, other_form };
 std::string_view sass_verdict_name(SassVerdictKind v);
 
 struct PatternEvidence {
@@ -75,6 +88,7 @@ struct MethodVerdict {
   std::string method;
   SassVerdictKind verdict = SassVerdictKind::unverifiable;
   std::string reason;  // why: which pattern is missing or forbidden, or why it could not be checked
+  std::string form;    // the form that verified it, "" for the main signature
   std::vector<PatternEvidence> evidence;
 };
 
