@@ -61,6 +61,12 @@ Advice advise(const AdviceInputs& in) {
     }
     bool triggered = strength && *strength >= k_triggered;
     if (!triggered && a.budget.slots[axis] == 0) continue;
+    if (strength && *strength <= 0) {
+      const Trigger* t = strongest_trigger(m, ctx.metrics);
+      a.notes.push_back(fmt::format("{}: its trigger `{}` is already where the method would take it ({})", m.id, t->metric,
+                                    number(*metric(ctx.metrics, t->metric))));
+      continue;
+    }
     Suggestion s;
     s.method = m.id;
     s.axis = m.axis;
@@ -68,26 +74,41 @@ Advice advise(const AdviceInputs& in) {
     s.strength = strength;
     s.playbook = m.playbook;
     s.gain_s = a.headroom.of(m.axis).gain_s;
-    if (m.trigger) {
-      s.metric = m.trigger->metric;
-      s.now = metric(ctx.metrics, m.trigger->metric);
-      s.toward = m.trigger->good;
+    const Trigger* t = strongest_trigger(m, ctx.metrics);
+    if (t) {
+      s.metric = t->metric;
+      s.now = metric(ctx.metrics, t->metric);
+      s.toward = t->good;
     }
     if (triggered)
-      s.why = fmt::format("triggered: {} = {} (good {:g}, bad {:g})", m.trigger->metric, number(*s.now), m.trigger->good,
-                          m.trigger->bad);
+      s.why = fmt::format("triggered: {} = {} (good {:g}, bad {:g})", t->metric, number(*s.now), t->good, t->bad);
     else
       s.why = fmt::format("untried on the {} axis ({}){}", axis_name(m.axis), a.headroom.of(m.axis).text,
                           !strength ? (m.trigger ? "; its trigger metric does not apply or was not profiled" : "")
-                          : *strength <= 0 ? "; its trigger metric is already at its good end: try it after the others"
-                                           : fmt::format("; its trigger is at strength {:.2f}", *strength));
+                                    : fmt::format("; its trigger is at strength {:.2f}", *strength));
     a.suggestions.push_back(std::move(s));
   }
+  // The axis the bottleneck class names goes first: a grid that cannot fill the GPU is fixed
+  // before anything else is worth measuring.
+  std::optional<Axis> first;
+  switch (e.bottleneck.cls) {
+    case BottleneckClass::memory_bound: first = Axis::memory; break;
+    case BottleneckClass::compute_bound: first = Axis::compute; break;
+    case BottleneckClass::unknown: break;
+    default: first = Axis::latency;
+  }
+  // A method whose trigger is a metric the bottleneck's rule cites acts on what bounds the
+  // kernel (a small grid: the waves).
+  auto cited = [&](const std::string& name) {
+    return std::any_of(e.bottleneck.evidence.begin(), e.bottleneck.evidence.end(),
+                       [&](const Evidence& x) { return x.metric == name; });
+  };
   auto key = [&](const Suggestion& s) {
     const Method* m = ctx.catalog->find(s.method);
     double strength = s.strength.value_or(-1);
-    if (s.triggered) return std::tuple{-a.budget.of(s.axis), 0, 0.0, m->priority, -pref(s.method), -strength};
-    return std::tuple{-a.budget.of(s.axis), 1 + (strength <= 0), -pref(s.method), m->priority, 0.0, -strength};
+    int funded = a.budget.of(s.axis) == 0, other = first && s.axis != *first, aside = !cited(s.metric);
+    if (s.triggered) return std::tuple{funded, other, -a.budget.of(s.axis), 0, aside, 0.0, m->priority, -pref(s.method), -strength};
+    return std::tuple{funded, other, -a.budget.of(s.axis), 1, aside, -pref(s.method), m->priority, 0.0, -strength};
   };
   std::stable_sort(a.suggestions.begin(), a.suggestions.end(),
                    [&](const Suggestion& x, const Suggestion& y) { return key(x) < key(y); });

@@ -72,17 +72,26 @@ Expected<void> read_policy(const toml::table& t, Method& m, const std::string& s
   m.axis = *a;
   if (auto p = t["priority"].value<std::int64_t>()) m.priority = static_cast<int>(*p);
   if (m.priority < 1) return Unexpected(bad_input("priority must be 1 or more", source, line, field + ".priority"));
-  if (const toml::table* tr = t["trigger"].as_table()) {
+  // trigger = { ... }, or a list of them: the method is as strong as its strongest.
+  std::vector<const toml::table*> triggers;
+  if (const toml::table* tr = t["trigger"].as_table()) triggers.push_back(tr);
+  if (const toml::array* list = t["trigger"].as_array())
+    for (const auto& x : *list) triggers.push_back(x.as_table());
+  for (std::size_t k = 0; k < triggers.size(); ++k) {
+    const toml::table* tr = triggers[k];
+    std::string tf = field + ".trigger" + (t["trigger"].as_array() ? "[" + std::to_string(k) + "]" : "");
+    if (!tr) return Unexpected(bad_input("a trigger is { metric = NAME, good = X, bad = Y }", source, line, tf));
     Trigger trig;
     trig.metric = (*tr)["metric"].value_or(std::string{});
     auto good = (*tr)["good"].value<double>();
     auto bad = (*tr)["bad"].value<double>();
     if (trig.metric.empty() || !good || !bad || *good == *bad)
       return Unexpected(bad_input("a trigger is { metric = NAME, good = X, bad = Y } with X != Y", source,
-                                  static_cast<int>(tr->source().begin.line), field + ".trigger"));
+                                  static_cast<int>(tr->source().begin.line), tf));
     trig.good = *good;
     trig.bad = *bad;
-    m.trigger = trig;
+    if (!m.trigger) m.trigger = trig;
+    else m.more_triggers.push_back(trig);
   }
   if (const toml::array* c = t["couplings"].as_array())
     for (const auto& x : *c)

@@ -23,11 +23,27 @@ double trigger_strength(const Trigger& t, double value) {
   return std::clamp((value - t.good) / (t.bad - t.good), 0.0, 1.0);
 }
 
+const Trigger* strongest_trigger(const Method& m, const MetricValues& derived) {
+  if (!m.trigger) return nullptr;
+  const Trigger* best = &*m.trigger;
+  std::optional<double> most;
+  auto consider = [&](const Trigger& t) {
+    if (auto v = metric(derived, t.metric); v && (!most || trigger_strength(t, *v) > *most)) {
+      most = trigger_strength(t, *v);
+      best = &t;
+    }
+  };
+  consider(*m.trigger);
+  for (const auto& t : m.more_triggers) consider(t);
+  return best;
+}
+
 std::optional<double> method_strength(const Method& m, const MetricValues& derived) {
-  if (!m.trigger) return std::nullopt;
-  auto v = metric(derived, m.trigger->metric);
+  const Trigger* t = strongest_trigger(m, derived);
+  if (!t) return std::nullopt;
+  auto v = metric(derived, t->metric);
   if (!v) return std::nullopt;
-  return trigger_strength(*m.trigger, *v);
+  return trigger_strength(*t, *v);
 }
 
 std::string_view method_outcome_name(MethodOutcome o) {
@@ -75,9 +91,10 @@ std::vector<MethodCandidate> triggered(const SelectionContext& ctx) {
   for (const auto& m : ctx.catalog->methods) {
     auto s = method_strength(m, ctx.metrics);
     if (!s || *s < k_triggered || !applicable(m, ctx)) continue;
-    out.push_back(MethodCandidate{m.id, m.axis, m.priority, *s,
-                                  fmt::format("{} = {:.4g} (good {:g}, bad {:g})", m.trigger->metric,
-                                              *metric(ctx.metrics, m.trigger->metric), m.trigger->good, m.trigger->bad)});
+    const Trigger& t = *strongest_trigger(m, ctx.metrics);
+    out.push_back(MethodCandidate{
+        m.id, m.axis, m.priority, *s,
+        fmt::format("{} = {:.4g} (good {:g}, bad {:g})", t.metric, *metric(ctx.metrics, t.metric), t.good, t.bad)});
   }
   auto pref = [&](const std::string& m) {
     auto it = ctx.preference.find(m);

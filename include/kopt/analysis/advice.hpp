@@ -5,12 +5,14 @@
 // without a reason:
 //   - at or past 90 % of the bounding roof: stop (the headroom says how little is left);
 //   - a method already in the champion's machine code, or whose trigger metric already sits
-//     at its good end, is not suggested (and the notes say so);
+//     at its good end (strength 0), is not suggested (and the notes say so);
 //   - nothing left to suggest: stop, "tuning only", with the headroom that remains.
-// Ranking: the axis's budget (larger first), then triggered methods by the catalog's priority
-// (the validator's order), the experience DB's success rate and the trigger's strength; then
-// untriggered ones, those whose trigger metric is already fine last, by the experience DB's
-// success rate, the catalog's priority and the trigger's strength. A roofline trigger
+// Ranking: funded axes first, the axis the bottleneck class names (memory-bound: memory,
+// compute-bound: compute, the others: latency) before the rest, the axis's budget (larger
+// first), then triggered methods — those whose trigger is a metric the bottleneck rule cites
+// first — by the catalog's priority (the validator's order), the experience DB's success rate
+// and the trigger's strength; then untriggered ones by the experience DB's success rate, the
+// catalog's priority and the trigger's strength. A roofline trigger
 // (kopt__memory_roof_pct, kopt__compute_roof_pct) that does not apply leaves the method out.
 #include <set>
 #include <string>

@@ -35,7 +35,8 @@ struct Method {
   Axis axis = Axis::latency;
   int priority = 9;  // 1 first
   int min_sm = 0;
-  std::optional<Trigger> trigger;
+  std::optional<Trigger> trigger;       // the first (or only) trigger
+  std::vector<Trigger> more_triggers;   // a list's others: the strongest one counts
   std::vector<std::string> couplings;
   std::vector<std::string> requires_features;  // hardware features (device_features) it needs
   std::string playbook;

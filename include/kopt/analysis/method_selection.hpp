@@ -20,8 +20,11 @@ MetricValues trigger_metrics(const MetricValues& m);
 
 // Where `value` sits between the trigger's good (0) and bad (1) thresholds, clamped.
 double trigger_strength(const Trigger& t, double value);
-// The method's strength on these metrics; nullopt without a trigger or its metric.
+// The method's strength on these metrics, its strongest trigger's; nullopt without a trigger
+// or its metric.
 std::optional<double> method_strength(const Method& m, const MetricValues& derived);
+// The trigger behind method_strength (the first one when no metric is there); null without one.
+const Trigger* strongest_trigger(const Method& m, const MetricValues& derived);
 inline constexpr double k_triggered = 0.5;  // a method is "triggered" from this strength on
 
 enum class MethodOutcome { effective, ineffective, implementation_failed };

@@ -291,6 +291,8 @@ TEST(MethodVerdicts, EveryFormOnSm80AndSm90) {
       {"forms_sm80", "atomics", "atomic_accumulation", K::verified, ""},  // RED (sm_80) and ATOMG
       {"forms_sm90", "atomics", "atomic_accumulation", K::verified, ""},  // REDG (sm_90)
       {"forms_sm90", "half2_math", "fast_math_intrinsics", K::missing, ""},
+      // An integer modulo by a variable is MUFU.RCP too: related, never proof of fast math.
+      {"reduction_naive", "sum_naive", "fast_math_intrinsics", K::other_form, ""},
       {"hopper_sm90a", "wgmma_bf16", "wgmma", K::verified, ""},  // HGMMA.64
       {"hopper_sm90a", "wgmma_fp8", "wgmma", K::verified, ""},   // QGMMA.64
       {"hopper_sm90a", "wgmma_fp8", "tensor_cores", K::verified, ""},
