@@ -107,8 +107,10 @@ Advice advise(const AdviceInputs& in) {
     const Method* m = ctx.catalog->find(s.method);
     double strength = s.strength.value_or(-1);
     int funded = a.budget.of(s.axis) == 0, other = first && s.axis != *first, aside = !cited(s.metric);
-    if (s.triggered) return std::tuple{funded, other, -a.budget.of(s.axis), 0, aside, 0.0, m->priority, -pref(s.method), -strength};
-    return std::tuple{funded, other, -a.budget.of(s.axis), 1, aside, -pref(s.method), m->priority, 0.0, -strength};
+    if (s.triggered)
+      return std::tuple{funded, other, -a.budget.of(s.axis), 0, aside, 0, 0.0, m->priority, -pref(s.method), -strength};
+    int unknown = !s.strength;  // no evidence either way: after the methods whose metric leans toward them
+    return std::tuple{funded, other, -a.budget.of(s.axis), 1, aside, unknown, -pref(s.method), m->priority, 0.0, -strength};
   };
   std::stable_sort(a.suggestions.begin(), a.suggestions.end(),
                    [&](const Suggestion& x, const Suggestion& y) { return key(x) < key(y); });

@@ -116,7 +116,12 @@ Headroom compute_headroom(const Explanation& e, double time_s) {
       x.busy = u.value;
       x.unit = u.name;
     }
-    x.gap = h.headroom * u.value * (u.value >= 0);
+    // Without utilisation metrics (no counters) the roofline alone shares the headroom out:
+    // the bounding axis all of it, the other as near to its roof as it is.
+    bool blind = uc.value < 0 && um.value < 0;
+    x.gap = !blind ? h.headroom * u.value * (u.value >= 0)
+            : a == b ? h.headroom
+                     : h.headroom * std::max(f.value, 0.0) / std::max(rb.value, 1e-9);
     x.gain_s = x.gap * h.time_s;
     std::string where = f.value >= 0 ? fmt::format("at {} of the {}", pct(f.value), f.name) : "no roof position";
     std::string busy = u.value >= 0 ? fmt::format("{} busy {}", u.name, pct(u.value)) : "no utilisation metrics";

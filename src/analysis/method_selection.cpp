@@ -64,7 +64,7 @@ std::optional<MethodOutcome> parse_method_outcome(std::string_view name) {
 namespace {
 
 bool has_features(const Method& m, int sm) {
-  if (sm == 0) return true;  // unknown target: do not rule anything out
+  if (sm == 0) return m.requires_features.empty();  // not a CUDA target: no CUDA hardware features
   auto have = device_features(sm);
   return std::all_of(m.requires_features.begin(), m.requires_features.end(),
                      [&](const std::string& f) { return std::find(have.begin(), have.end(), f) != have.end(); });
@@ -74,7 +74,7 @@ bool has_features(const Method& m, int sm) {
 }  // namespace
 
 bool applicable(const Method& m, const SelectionContext& ctx) {
-  return (m.min_sm == 0 || ctx.sm == 0 || ctx.sm >= m.min_sm) && has_features(m, ctx.sm) &&
+  return (m.min_sm == 0 || (ctx.sm > 0 && ctx.sm >= m.min_sm)) && has_features(m, ctx.sm) &&
          (!ctx.available || ctx.available->contains(m.id));
 }
 

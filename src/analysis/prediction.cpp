@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "kopt/core/units.hpp"
+
 namespace kopt {
 
 const std::vector<std::pair<std::string, std::string>>& prediction_aliases() {
@@ -101,7 +103,8 @@ void judge_prediction(Prediction& p, const MetricValues& before, const MetricVal
   double rel = delta / scale;
   double signed_move = p.direction == "up" ? delta : -delta;
   double signed_rel = p.direction == "up" ? rel : -rel;
-  std::string moved = fmt::format("{} -> {} ({:+.1f} %)", number(b->second), number(a->second), 100 * rel);
+  auto shown = [&](double v) { return p.metric == k_time_metric ? human_time(v) : number(v); };
+  std::string moved = fmt::format("{} -> {} ({:+.1f} %)", shown(b->second), shown(a->second), 100 * rel);
   if (signed_rel <= 0.01) {
     p.verdict = "refuted";
     p.note = moved + (std::fabs(rel) <= 0.01 ? ": no change beyond 1 %" : ": moved the other way");

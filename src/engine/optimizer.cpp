@@ -227,9 +227,8 @@ class Optimizer {
     m_experience_notes = consult_experience(std::string(bottleneck_name(expl->bottleneck.cls)));
     // No gap at all means no counters (OpenCL): no trigger can fire, so untried methods go blind.
     bool counters = expl->gaps.compute || expl->gaps.memory || expl->gaps.latency;
-    m_advice = Advice{};
-    if (counters) {
-      m_advice = advice_for(*expl, o.champ, o.champ_time);
+    m_advice = advice_for(*expl, o.champ, o.champ_time);
+    if (m_advice.headroom.bounding) {  // on the roofline: by counters, or by the cost formulas alone
       m_ctx.budget = m_advice.budget;
       m_ctx.metrics = advice_metrics(*expl, m_advice.headroom);
       if (m_advice.headroom.at_roof && !m_agent) {
@@ -241,7 +240,7 @@ class Optimizer {
         if (sg.within_budget)
           m_chosen.push_back({sg.method, sg.axis, m_catalog.find(sg.method)->priority, sg.strength.value_or(0), sg.why});
     } else {
-      m_chosen = untriggered_candidates(m_ctx, 1);
+      m_chosen = counters ? suggest_methods(m_ctx) : untriggered_candidates(m_ctx, 1);
     }
     m_open_metrics = m_ctx.metrics;
     m_open_metrics[k_time_metric] = o.champ_time;

@@ -11,8 +11,9 @@
 // compute-bound: compute, the others: latency) before the rest, the axis's budget (larger
 // first), then triggered methods — those whose trigger is a metric the bottleneck rule cites
 // first — by the catalog's priority (the validator's order), the experience DB's success rate
-// and the trigger's strength; then untriggered ones by the experience DB's success rate, the
-// catalog's priority and the trigger's strength. A roofline trigger
+// and the trigger's strength; then untriggered ones — those whose trigger metric was measured
+// before those without — by the experience DB's success rate, the catalog's priority and the
+// trigger's strength. A roofline trigger
 // (kopt__memory_roof_pct, kopt__compute_roof_pct) that does not apply leaves the method out.
 #include <set>
 #include <string>

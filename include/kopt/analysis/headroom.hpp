@@ -18,7 +18,8 @@
 //                      unit is busy; a kernel saturating a unit or a roof is not latency-bound
 //                      however long its warps wait.
 // A busy unit on a kernel far from its roof does work the roofline does not count (wasted
-// traffic, instruction overhead): its axis's methods cut that work. KernelFlow's gaps
+// traffic, instruction overhead): its axis's methods cut that work. Without counters (no
+// utilisation at all) the bounding axis gets H and the other H × f_o / f_b. KernelFlow's gaps
 // (roofline_gaps: 1 − utilisation, the stall share) stay available ("kernelflow" formula).
 #include <array>
 #include <optional>

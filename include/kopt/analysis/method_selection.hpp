@@ -43,7 +43,7 @@ struct SelectionContext {
   const MethodCatalog* catalog = nullptr;
   AxisBudget budget;
   MetricValues metrics;  // from trigger_metrics()
-  int sm = 0;            // the target architecture (0: unknown)
+  int sm = 0;            // the target architecture (0: not a CUDA target, e.g. OpenCL: no method that needs an sm)
   std::map<std::string, MethodOutcome> history;  // earlier classifications (unmasked)
   std::optional<std::set<std::string>> available;  // methods the problem can switch on (nullopt: any)
   std::map<std::string, double> preference;  // past success rate (experience): breaks ties of priority and strength
