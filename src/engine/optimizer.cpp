@@ -246,6 +246,15 @@ class Optimizer {
     m_open_metrics[k_time_metric] = o.champ_time;
     MethodSet set;
     for (const auto& c : m_chosen) set.methods.push_back(c.method);
+    // The advice may rank a triggered method below another of its axis (the bottleneck rule
+    // cites the other's trigger, or the list ran out): the validator hears why.
+    for (const auto& sg : m_advice.suggestions)
+      if (sg.triggered && !sg.within_budget)
+        set.skip_reasons[sg.method] = fmt::format("ranked #{} in the open's answer, below the budget's cut", sg.rank);
+    for (const auto& m : m_catalog.methods)
+      if (auto st = method_strength(m, m_ctx.metrics);
+          m_advice.headroom.bounding && st && *st >= k_triggered && !set.skip_reasons.contains(m.id))
+        set.skip_reasons[m.id] = "not in the first " + std::to_string(m_advice.suggestions.size()) + " of the open's answer";
     if (auto issues = validate_methods(m_ctx, set); !issues.empty())
       return Unexpected(internal_error("the loop chose a method set its validator rejects: " + issues[0].message));
     (void)write_text_atomic(dir / "hypothesis.md", hypothesis(i, *expl, m_ctx, m_chosen, o.champ, o.champ_time));
