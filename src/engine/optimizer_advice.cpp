@@ -1,0 +1,99 @@
+// The open's selection context, its advice (analysis/advice.hpp) and hypothesis.md.
+#include "optimizer_impl.hpp"
+
+namespace kopt::optimizer_detail {
+
+SelectionContext Optimizer::selection(const Explanation& e, const Variant& champ) {
+  SelectionContext ctx;
+  ctx.catalog = &m_catalog;
+  ctx.budget = allocate_budget(e.gaps);
+  ctx.metrics = trigger_metrics(e.metrics);
+  ctx.sm = m_lab.sm();
+  for (const auto& [m, o] : m_state.method_history())
+    if (auto parsed = parse_method_outcome(o)) ctx.history[m] = *parsed;
+  ctx.available.emplace();  // what the problem can still switch on; an agent can write any method
+  if (m_agent)
+    for (const auto& m : m_catalog.methods) ctx.available->insert(m.id);
+  else if (m_mk)
+    for (const auto& t : m_mk->methods)
+      if (!(champ.kernel == m_mk->name && applies(champ.point, t.on)))
+        ctx.available->insert(t.method);
+  return ctx;
+}
+
+Advice Optimizer::advice_for(const Explanation& e, const Variant& champ, double champ_time) {
+  AdviceInputs in;
+  in.ctx = m_ctx;
+  in.explanation = &e;
+  in.time_s = champ_time;
+  in.formula = m_o.budget_formula;
+  if (m_ctx.available && !m_ctx.available->empty()) {
+    std::vector<std::string> ids(m_ctx.available->begin(), m_ctx.available->end());
+    for (const auto& [m, verdict] : m_lab.verify(champ, ids))
+      if (verdict == SassVerdictKind::verified) {
+        in.in_sass.insert(m);
+        m_ctx.available->erase(m);  // the validator must not ask why it was skipped
+      }
+    in.ctx.available = m_ctx.available;
+  }
+  return advise(in);
+}
+
+std::string Optimizer::hypothesis(int i, const Explanation& e, const SelectionContext& ctx,
+                                  const std::vector<MethodCandidate>& chosen, const Variant& champ,
+                                  double champ_time) {
+  std::string out = fmt::format("# Iteration {}: hypothesis\n\n## Hypothesis\n\n", i);
+  if (chosen.empty()) {
+    std::vector<std::string> tunable;
+    for (const auto& k : m_p.kernels)
+      if (!k.params.empty() && (!m_mk || &k == m_mk)) tunable.push_back(k.name);
+    out += fmt::format(
+        "No method to suggest within the budget; varying the params of {} finds a point faster "
+        "than "
+        "{}.\n",
+        tunable.empty() ? champ.kernel : fmt::format("{}", fmt::join(tunable, ", ")),
+        human_time(champ_time));
+  } else {
+    std::vector<std::string> ids;
+    for (const auto& c : chosen) ids.push_back(c.method);
+    out += fmt::format(
+        "Turning on {} in {} closes the gaps it targets and brings the time below {}.\n",
+        fmt::join(ids, ", "), m_mk ? m_mk->name : champ.kernel, human_time(champ_time));
+  }
+  out += fmt::format("\n## Rationale\n\nThe champion {} is {}{}: {}\n\n", champ.label(),
+                     bottleneck_name(e.bottleneck.cls),
+                     e.bottleneck.limiter.empty() ? "" : " (" + e.bottleneck.limiter + ")",
+                     e.bottleneck.rule);
+  if (m_advice.headroom.bounding) {
+    out += "Headroom: " + m_advice.headroom.summary + ".\n";
+    for (Axis a : {Axis::compute, Axis::memory, Axis::latency})
+      if (const auto& x = m_advice.headroom.of(a); !x.text.empty())
+        out += fmt::format("- {}: {}\n", axis_name(a), x.text);
+    out += "\n";
+  }
+  out += fmt::format("Budget ({}): {} (Δc {:.2f}, Δm {:.2f}, Δl {:.2f}){}.\n\n",
+                     budget_formula_name(m_o.budget_formula), ctx.budget.to_string(),
+                     ctx.budget.gaps[0], ctx.budget.gaps[1], ctx.budget.gaps[2],
+                     m_advice.headroom.bounding
+                         ? "; KernelFlow's gaps would give " + m_advice.kernelflow.to_string()
+                         : "");
+  if (m_advice.stop) out += "Stop recommended: " + m_advice.stop_reason + ".\n\n";
+  for (const auto& c : chosen) {
+    const Method* m = m_catalog.find(c.method);
+    out += fmt::format("- {} ({}, priority {}): triggered by {}, strength {:.2f}. {}\n", c.method,
+                       axis_name(c.axis), c.priority, c.why, c.strength, m ? m->playbook : "");
+  }
+  for (const auto& n : m_experience_notes) out += "- experience: " + n + "\n";
+  out += "\n## Expected\n\n";
+  for (const auto& c : chosen) {
+    const Method* m = m_catalog.find(c.method);
+    if (m && m->trigger)
+      out += fmt::format("- `{}` moves toward {:g} (now {:.4g})\n", m->trigger->metric,
+                         m->trigger->good, metric(ctx.metrics, m->trigger->metric).value_or(0));
+  }
+  out += fmt::format("- time: below {} (interleaved comparison, outside the noise)\n",
+                     human_time(champ_time));
+  return out;
+}
+
+}  // namespace kopt::optimizer_detail

@@ -1,0 +1,215 @@
+#pragma once
+// The optimization loop's engine (engine/optimizer.hpp), for its own source files only:
+//   optimizer.cpp         the run directory, measurements, the baseline, the automatic iteration
+//   optimizer_advice.cpp  the open's selection context, advice and hypothesis.md
+//   optimizer_agent.cpp   the agent's steps (iter open|branch|close|finalize), the proposer hook,
+//                         branches measured and their predictions judged
+//   optimizer_decide.cpp  the champion decision, SASS checks, attribution, experience, records
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include "kopt/analysis/advice.hpp"
+#include "kopt/analysis/method_selection.hpp"
+#include "kopt/core/clock.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/core/process.hpp"
+#include "kopt/engine/iteration_notes.hpp"
+#include "kopt/engine/optimizer.hpp"
+#include "kopt/engine/sanitize.hpp"
+#include "kopt/engine/search/search_space.hpp"
+#include "kopt/measure/review.hpp"
+#include "kopt/report/explanation_markdown.hpp"
+
+namespace kopt::optimizer_detail {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The point has every assignment (a method toggle is on at it).
+inline bool applies(const ParamPoint& p, const std::map<std::string, std::int64_t>& assignments) {
+  for (const auto& [k, v] : assignments)
+    if (auto it = p.find(k); it == p.end() || it->second != v) return false;
+  return true;
+}
+
+inline ParamPoint with(ParamPoint p, const std::map<std::string, std::int64_t>& assignments) {
+  for (const auto& [k, v] : assignments) p[k] = v;
+  return p;
+}
+
+class Optimizer {
+ public:
+  Optimizer(const Problem& p, const MethodCatalog& c, const OptimizeOptions& o, Lab& lab,
+            GitRepo* git)
+      : m_p(p), m_catalog(c), m_o(o), m_lab(lab), m_git(git), m_mk(method_kernel(p)) {}
+
+  Expected<RunState> run();
+
+ private:
+  // --- the run directory -------------------------------------------------------------------
+  Expected<void> open();
+
+  Expected<void> save();
+
+  void commit(const std::string& message, VersionRecord* record);
+
+  void finish(const std::string& reason);
+
+  fs::path version_dir(int i) const;
+
+  // --- measurements, each recorded the moment it completes ---------------------------------
+  static EvaluationRecord record(const std::string& key, const std::string& kernel,
+                                 const ParamPoint& point, const Measured& m);
+
+  std::pair<std::string, Measured> measure(const Variant& v);
+
+  void write_variant_files(const fs::path& dir, const Variant& v, const Measured& m);
+
+  Expected<void> baseline();
+
+  // --- one iteration -------------------------------------------------------------------------
+  struct Opened {
+    Variant champ;
+    double champ_time = 0;
+    VersionRecord rec;  // bottleneck, evidence, hypothesis, methods
+  };
+
+  // Profile, budget, methods, hypothesis. nullopt when the run stopped instead (target,
+  // near peak, no profile).
+  Expected<std::optional<Opened>> begin_iteration(int i);
+
+  Expected<void> iterate(int i);
+
+  // --- the proposer hook ------------------------------------------------------------------------
+  static std::string shell_quote(const std::string& s);
+
+  Expected<void> iterate_with_proposer(int i, Opened& o);
+
+  // Written branches measured: the fastest correct one (and the methods it claims), and the
+  // leave-one-out ablations by the method they leave out.
+  struct Outcome {
+    std::optional<std::pair<Variant, Measured>> winner;
+    std::string key;
+    std::vector<std::string> methods;
+    std::map<std::string, std::pair<Variant, Measured>> ablations;
+    std::vector<Measured> measured;  // per branch, in order
+    std::optional<std::size_t> winner_index;
+  };
+  Outcome measure_branches(const std::vector<BranchRecord>& branches);
+
+  // Every branch's predictions against what happened: `time` by each branch's median, the
+  // other metrics on the candidate (the fastest branch), profiled once for them.
+  void judge_predictions(int i, VersionRecord& rec, const std::vector<BranchRecord>& branches,
+                         const Outcome& out, const MetricValues& before);
+
+  static std::string describe(const CommandResult& r);
+
+  // The proposal directory's kernel files, with branches.json when the proposer wrote one.
+  Expected<std::vector<BranchRecord>> proposed_branches(const fs::path& dir, const Variant& champ);
+
+  // A new champion is checked again with a secret seed beside seed 1 (a measurement checks
+  // seed 1 only), then runs under compute-sanitizer: a wrong output or a finding rejects it; a
+  // tool that could not check is recorded, and the champion stands.
+  bool passes_champion_checks(VersionRecord& rec, const Variant& v);
+
+  Expected<void> record_failure(int i, Opened& o, const std::string& why);
+
+  // The winner against the champion, SASS, attribution, record. `ablations` are an agent's
+  // leave-one-out branches (method -> measured variant); null: switch the toggles off.
+  Expected<void> decide(int i, Opened& o, const Variant& wv, const Measured& wm,
+                        const std::string& key,
+                        const std::map<std::string, std::pair<Variant, Measured>>* ablations);
+
+ public:
+  // --- agent-driven mode ----------------------------------------------------------------------
+  Expected<RunState> agent_open();
+
+  Expected<RunState> agent_branch(const BranchRecord& given, const std::filesystem::path& file);
+
+  Expected<RunState> agent_close();
+
+  Expected<RunState> agent_finalize();
+
+ private:
+  Expected<void> open_existing();
+
+  // An agent's attribution: each claimed method of the winner against the branch that
+  // leaves it out; without such a branch a method is classified only by its SASS.
+  void attribute_agent(VersionRecord& rec, const Variant& wv, const Measured& wm,
+                       const std::map<std::string, std::pair<Variant, Measured>>& ablations,
+                       bool accepted, const fs::path& dir);
+
+ public:
+  // Past outcomes for this family, chip and bottleneck: a preference that breaks ties, and
+  // methods that failed repeatedly here are left out. Returns what to say in the hypothesis.
+  std::vector<std::string> consult_experience(const std::string& bottleneck);
+
+  std::string chip();
+  std::string family() const;
+
+  // Every method outcome of an iteration, as experience for later runs.
+  void record_experience(const VersionRecord& rec);
+
+  // The branches' predictions, judged, as experience: which beliefs about a method held.
+  void record_predictions(const VersionRecord& rec);
+
+  Expected<void> close_iteration(int i, VersionRecord rec, bool accepted);
+
+  SelectionContext selection(const Explanation& e, const Variant& champ);
+
+  // The ranked answer: methods already in the champion's machine code are not suggested.
+  Advice advice_for(const Explanation& e, const Variant& champ, double champ_time);
+
+  // The chosen methods on, over the champion (or the method kernel's default with every
+  // method off); the other branches vary the params no method switches. A problem without
+  // method toggles has its methods in separate kernels: branches then spread over every
+  // kernel with params (the champion's point for its own kernel, defaults for the others).
+  std::vector<Variant> make_branches(const Variant& champ, const std::vector<std::string>& methods,
+                                     int i, int attempt);
+
+  std::vector<Variant> kernel_branches(const KernelSpec& kernel, const Variant& champ,
+                                       const std::vector<std::string>& methods, int i, int attempt,
+                                       int count);
+
+  // SASS check and leave-one-out ablation of each method the winner applies.
+  void attribute(VersionRecord& rec, const Variant& wv, const Measured& wm,
+                 const std::vector<std::string>& methods, const fs::path& dir);
+
+  // Each method's SASS verdict on the winner, written to sass.json and kept for the experience DB.
+  std::map<std::string, SassVerdictKind> verify_in_sass(const Variant& wv,
+                                                        const std::vector<std::string>& methods,
+                                                        const fs::path& dir);
+
+  // Leave-one-out: the time the winner saves over its variant without method m, and whether
+  // that is more than the noise (at least 1 %).
+  static void attribute_one(VersionRecord& rec, const std::string& m, const Measured& winner,
+                            const Measured& without);
+
+  std::string hypothesis(int i, const Explanation& e, const SelectionContext& ctx,
+                         const std::vector<MethodCandidate>& chosen, const Variant& champ,
+                         double champ_time);
+
+ private:
+  const Problem& m_p;
+  const MethodCatalog& m_catalog;
+  OptimizeOptions m_o;
+  Lab& m_lab;
+  GitRepo* m_git;
+  const KernelSpec* m_mk;
+  RunState m_state;
+  SelectionContext m_ctx;
+  std::vector<MethodCandidate> m_chosen;
+  Advice m_advice;
+  MetricValues m_open_metrics;  // the champion's profile at the open: the "before" of predictions
+  bool m_agent = false;         // an agent writes the branches: any catalog method is open to it
+  std::vector<BranchRecord> m_closing_branches;  // the branches of the iteration being closed
+  std::string m_candidate_branch;
+  std::vector<std::string> m_experience_notes;
+  std::map<std::string, std::string> m_last_sass;
+};
+
+}  // namespace kopt::optimizer_detail
