@@ -166,13 +166,21 @@ Expected<void> Optimizer::baseline() {
   return save();
 }
 
-Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
+Expected<Optimizer::Opened> Optimizer::from_champion() const {
   const VersionRecord* champ_rec = m_state.champion();
   if (!champ_rec)
     return Unexpected(bad_input("every version of this run is masked: unmask one to continue"));
   Opened o;
   o.champ = Variant{champ_rec->kernel, champ_rec->point, champ_rec->source};
   o.champ_time = champ_rec->median_s;
+  return o;
+}
+
+Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
+  auto opened = from_champion();
+  if (!opened) return Unexpected(opened.error());
+  Opened& o = *opened;
+  const VersionRecord* champ_rec = m_state.champion();
   fs::path dir = version_dir(i);
   m_o.log(fmt::format("iteration {}: champion v{} {} at {}", i, champ_rec->index, o.champ.label(),
                       human_time(o.champ_time)));

@@ -301,12 +301,9 @@ Expected<RunState> Optimizer::agent_close() {
   for (const auto& b : it.branches) candidates += b.ablates.empty();
   if (candidates == 0)
     return Unexpected(bad_input("no branch to evaluate: kopt iter branch RUN --file KERNEL.cu"));
-  const VersionRecord* champ_rec = m_state.champion();
-  if (!champ_rec)
-    return Unexpected(bad_input("every version of this run is masked: unmask one to continue"));
-  Opened o;
-  o.champ = Variant{champ_rec->kernel, champ_rec->point, champ_rec->source};
-  o.champ_time = champ_rec->median_s;
+  auto opened = from_champion();
+  if (!opened) return Unexpected(opened.error());
+  Opened& o = *opened;
   o.rec = it.draft;
   Outcome out = measure_branches(it.branches);
   judge_predictions(it.index, o.rec, it.branches, out, it.metrics);

@@ -78,6 +78,9 @@ class Optimizer {
     VersionRecord rec;  // bottleneck, evidence, hypothesis, methods
   };
 
+  // The champion as the iteration starts from it; bad input when every version is masked.
+  Expected<Opened> from_champion() const;
+
   // Profile, budget, methods, hypothesis. nullopt when the run stopped instead (target,
   // near peak, no profile).
   Expected<std::optional<Opened>> begin_iteration(int i);

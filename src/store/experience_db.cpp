@@ -152,14 +152,7 @@ Expected<ExperienceDb> ExperienceDb::open(const fs::path& path) {
 }
 
 Expected<std::size_t> ExperienceDb::add(std::vector<ExperienceRecord> records) {
-  sqlite3* db = m_h->db;
-  if (!exec(db, "BEGIN IMMEDIATE;")) return Unexpected(db_error(db, "cannot start a write", m_path));
-  Statement ins(db,
-                "INSERT OR IGNORE INTO experience (uid, family, backend, chip, bottleneck, method, params, time_before_s, "
-                "time_after_s, speedup, verdict, sass_verdict, attribution_ms, run_id, date, note, origin) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  std::size_t added = 0;
-  for (auto& r : records) {
+  auto bind = [](Statement& ins, ExperienceRecord& r) {
     if (r.verdict.empty()) r.verdict = experience_verdict(r.speedup);
     if (r.uid.empty()) r.uid = experience_uid(r);
     ins.bind(1, r.uid);
@@ -179,20 +172,12 @@ Expected<std::size_t> ExperienceDb::add(std::vector<ExperienceRecord> records) {
     ins.bind(15, r.date);
     ins.bind(16, r.note);
     ins.bind(17, r.origin);
-    if (ins.step() != SQLITE_DONE) {
-      Error e = db_error(db, "cannot add a record", m_path);
-      exec(db, "ROLLBACK;");
-      return Unexpected(e);
-    }
-    added += static_cast<std::size_t>(sqlite3_changes(db));
-    ins.reset();
-  }
-  if (!exec(db, "COMMIT;")) {
-    Error e = db_error(db, "cannot commit", m_path);
-    exec(db, "ROLLBACK;");
-    return Unexpected(e);
-  }
-  return added;
+  };
+  return sqlite::insert_all(m_h->db,
+                            "INSERT OR IGNORE INTO experience (uid, family, backend, chip, bottleneck, method, params, "
+                            "time_before_s, time_after_s, speedup, verdict, sass_verdict, attribution_ms, run_id, date, "
+                            "note, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            records, bind, m_path, "a record");
 }
 
 Expected<std::vector<ExperienceRecord>> ExperienceDb::list(const ExperienceFilter& f) const {

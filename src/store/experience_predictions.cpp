@@ -8,7 +8,6 @@
 namespace kopt {
 using nlohmann::json;
 using sqlite::db_error;
-using sqlite::exec;
 using sqlite::Statement;
 
 namespace {
@@ -38,14 +37,7 @@ void bind_optional(Statement& s, int i, const std::optional<double>& v) {
 }  // namespace
 
 Expected<std::size_t> ExperienceDb::add_predictions(std::vector<PredictionRecord> records) {
-  sqlite3* db = m_h->db;
-  if (!exec(db, "BEGIN IMMEDIATE;")) return Unexpected(db_error(db, "cannot start a write", m_path));
-  Statement ins(db,
-                "INSERT OR IGNORE INTO predictions (uid, family, chip, bottleneck, methods, hypothesis, prediction, metric, "
-                "direction, amount, relative, before, after, verdict, note, accepted, run_id, date) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  std::size_t added = 0;
-  for (auto& r : records) {
+  auto bind = [](Statement& ins, PredictionRecord& r) {
     if (r.uid.empty()) r.uid = uid(r);
     const Prediction& p = r.prediction;
     ins.bind(1, r.uid);
@@ -66,20 +58,12 @@ Expected<std::size_t> ExperienceDb::add_predictions(std::vector<PredictionRecord
     ins.bind(16, static_cast<std::int64_t>(r.accepted));
     ins.bind(17, r.run_id);
     ins.bind(18, r.date);
-    if (ins.step() != SQLITE_DONE) {
-      Error e = db_error(db, "cannot add a prediction", m_path);
-      exec(db, "ROLLBACK;");
-      return Unexpected(e);
-    }
-    added += static_cast<std::size_t>(sqlite3_changes(db));
-    ins.reset();
-  }
-  if (!exec(db, "COMMIT;")) {
-    Error e = db_error(db, "cannot commit", m_path);
-    exec(db, "ROLLBACK;");
-    return Unexpected(e);
-  }
-  return added;
+  };
+  return sqlite::insert_all(m_h->db,
+                            "INSERT OR IGNORE INTO predictions (uid, family, chip, bottleneck, methods, hypothesis, "
+                            "prediction, metric, direction, amount, relative, before, after, verdict, note, accepted, "
+                            "run_id, date) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            records, bind, m_path, "a prediction");
 }
 
 Expected<std::vector<PredictionRecord>> ExperienceDb::list_predictions(const ExperienceFilter& f) const {
