@@ -94,7 +94,8 @@ json to_json(const SampleVerification& v) {
   return {{"enabled", v.enabled},           {"poisoned_samples", v.poisoned_samples},
           {"last_checked", v.last_checked}, {"failed_sample", v.failed_sample},
           {"failure", v.failure},           {"note", v.note},
-          {"reference_checked", v.reference_checked}, {"check_failure", v.check_failure}};
+          {"reference_checked", v.reference_checked}, {"check_failure", v.check_failure},
+          {"secret_samples", v.secret_samples}};
 }
 
 SampleVerification sample_verification_from_json(const json& j) {
@@ -107,6 +108,7 @@ SampleVerification sample_verification_from_json(const json& j) {
   v.note = j.value("note", std::string{});
   v.reference_checked = j.value("reference_checked", false);
   v.check_failure = j.value("check_failure", std::string{});
+  v.secret_samples = j.value("secret_samples", std::vector<std::int64_t>{});
   return v;
 }
 

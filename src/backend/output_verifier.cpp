@@ -109,7 +109,50 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   std::size_t first = std::max<std::size_t>(2, options.rule.min_samples);
   std::uniform_int_distribution<std::size_t> pick(0, first - 1);
   while (m_early.size() < 2) m_early.insert(pick(m_rng));
+  // Two more of them run on the secret seed's inputs, when the job names them.
+  bool secret = first >= 4 && m_max_poisoned >= 4;
+  std::size_t input_bytes = 0;
+  for (const auto& t : job.tensors) {
+    if (t.role == Role::inout) secret = false;
+    if (t.role == Role::input) {
+      secret = secret && !t.secret_input_path.empty();
+      input_bytes += t.bytes;
+    }
+    if (t.role == Role::output) secret = secret && !t.secret_expected_path.empty();
+  }
+  if (secret && 2 * input_bytes > k_secret_input_budget) {
+    m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
+                     "inputs of " + bytes_text(input_bytes) + ": no secret-seed sample (host copies of both seeds' "
+                     "inputs would exceed " + bytes_text(k_secret_input_budget) + ")";
+    secret = false;
+  }
+  while (secret && m_secret_at.size() < 2)
+    if (std::size_t i = pick(m_rng); !m_early.count(i)) m_secret_at.insert(i);
 }
+
+const std::vector<std::byte>* OutputVerifier::input_bytes(std::size_t tensor, bool secret) {
+  auto& kept = secret ? m_secret_in : m_seed_in;
+  if (auto it = kept.find(tensor); it != kept.end()) return &it->second;
+  const JobTensor& t = m_job.tensors[tensor];
+  auto bytes = read_binary_file(secret ? t.secret_input_path : t.input_path);
+  if (!bytes || bytes->size() != t.bytes) return nullptr;
+  return &(kept[tensor] = std::move(*bytes));
+}
+
+const std::vector<std::byte>* OutputVerifier::sample_input(std::size_t tensor, std::size_t index) {
+  if (!mixed(index)) return input_bytes(tensor, true);
+  if (auto it = m_mixed_in.find(tensor); it != m_mixed_in.end()) return &it->second;
+  const std::vector<std::byte>* secret = input_bytes(tensor, true);
+  const std::vector<std::byte>* seed = input_bytes(tensor, false);
+  if (!secret || !seed) return nullptr;
+  std::vector<std::byte> mix = *seed;
+  const std::size_t width = dtype_size(m_job.tensors[tensor].dtype);
+  for (std::size_t e = 0; e + width <= mix.size(); e += width)
+    if (m_rng() & 1) std::memcpy(mix.data() + e, secret->data() + e, width);
+  return &(m_mixed_in[tensor] = std::move(mix));
+}
+
+const std::vector<std::byte>* OutputVerifier::seed_input(std::size_t tensor) { return input_bytes(tensor, false); }
 
 void OutputVerifier::set_batched(int launches_per_sample) {
   m_batch = launches_per_sample;
@@ -123,7 +166,7 @@ void OutputVerifier::set_batched(int launches_per_sample) {
 bool OutputVerifier::poison_before(std::size_t index, double wall_elapsed_s) {
   bool draw = std::bernoulli_distribution(k_verify_rate)(m_rng);  // drawn every time: the choice stays spread out
   if (!m_record.enabled || m_record.failed() || m_chosen >= m_max_poisoned) return false;
-  bool early = m_early.count(index) > 0;
+  bool early = m_early.count(index) > 0 || m_secret_at.count(index) > 0;
   if (!draw && !early) return false;
   if (!early && m_spent_s > k_verify_time_share * wall_elapsed_s) {
     ++m_held_back;
@@ -196,10 +239,54 @@ std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, st
   ++m_record.poisoned_samples;
   m_last_poisoned = index;
   std::string fill = m_stale ? "filled with finite stale values" : "poisoned";
+  if (secret_before(index) && mixed(index)) {  // no reference for the mix: timed only
+    m_record.secret_samples.push_back(static_cast<std::int64_t>(index));
+    return std::nullopt;
+  }
+  if (secret_before(index))
+    return check_secret(read, index, fmt::format("timed sample samples_s[{}] ran on a secret seed's inputs (drawn at "
+                                                 "run time, written before it; outputs {} before it)",
+                                                 index, fill));
   std::string when = m_batch > 1 ? fmt::format("graph batch samples_s[{}] ({} launches, outputs {} before it)", index,
                                                m_batch, fill)
                                  : fmt::format("timed sample samples_s[{}] (outputs {} before it)", index, fill);
   return compare(read, index, when, true);
+}
+
+// A secret sample's outputs against the reference's for the secret inputs, at the checker's
+// tolerance.
+std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, std::size_t index, const std::string& when) {
+  m_record.secret_samples.push_back(static_cast<std::int64_t>(index));
+  for (std::size_t k = 0; k < m_outputs.size(); ++k) {
+    JobTensor t = m_job.tensors[m_outputs[k]];
+    t.expected_path = t.secret_expected_path;
+    auto expected = reference_tensor(t);
+    std::vector<std::byte>& host = m_scratch;
+    host.resize(t.bytes);
+    if (auto failure = read(m_outputs[k], host)) return failure;
+    if (!expected) {
+      m_record.failed_sample = static_cast<std::int64_t>(index);
+      m_record.failure = when + ": the reference's output for the secret seed " + t.expected_path.string() +
+                         " is missing or of another size";
+      return std::nullopt;
+    }
+    CompareResult c = compare_tensors(host_tensor(t, host), *expected, t.tolerance, 1);
+    if (c.passed) continue;
+    m_record.failed_sample = static_cast<std::int64_t>(index);
+    m_record.failure = fmt::format("{}: output '{}': {} of {} elements differ from the reference's outputs for those "
+                                   "inputs",
+                                   when, c.tensor, c.mismatches, c.numel);
+    if (!c.first_mismatches.empty()) {
+      const Mismatch& m = c.first_mismatches.front();
+      m_record.failure += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index), m.got, m.expected);
+    }
+    m_record.failure += c.unwritten > 0
+                            ? fmt::format("; {} left as they were before it: the kernel skipped its work", c.unwritten)
+                            : "; the kernel returned answers it did not compute for these inputs (kept from an earlier "
+                              "call, or carried for seed 1)";
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std::size_t samples) {

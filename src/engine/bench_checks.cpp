@@ -2,8 +2,11 @@
 
 namespace kopt {
 
-bool check_in_timing_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants) {
-  if (!r.check_in_timing || r.compare || !r.options.verify_samples) return false;
+namespace {
+
+// The CUDA or OpenCL timer verifies every variant's outputs (output_verifier.hpp).
+bool timer_verifies(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants) {
+  if (!r.options.verify_samples) return false;
   bool outputs = false;
   for (const auto& t : p.tensors) {
     if (t.role == Role::inout) return false;
@@ -15,10 +18,23 @@ bool check_in_timing_possible(const Problem& p, const BenchRequest& r, const std
   return outputs;
 }
 
-Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, CheckContext ctx) {
+}  // namespace
+
+bool check_in_timing_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants) {
+  return r.check_in_timing && !r.compare && timer_verifies(p, r, variants);
+}
+
+bool secret_samples_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants) {
+  return r.secret_samples && timer_verifies(p, r, variants);
+}
+
+Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, CheckContext ctx,
+                                     const std::filesystem::path& secret_dir) {
   CheckOptions co;
   co.reference_only = true;
-  co.seeds = 1;
+  co.seeds = secret_dir.empty() ? 1 : 2;
+  co.secret_seed = !secret_dir.empty();
+  co.secret_dir = secret_dir;
   co.arch = r.arch;
   co.cache_root = r.cache_root;
   auto report = run_check(p, co, ctx);
@@ -27,12 +43,17 @@ Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, Ch
   return report;
 }
 
-void expect_reference(RunJob& job, const CheckReport& reference) {
-  for (auto& t : job.tensors)
+void expect_reference(RunJob& job, const CheckReport& reference, bool golden) {
+  for (auto& t : job.tensors) {
     if (auto f = reference.reference_files.find(t.name); f != reference.reference_files.end()) {
-      t.expected_path = f->second;
+      if (golden) t.expected_path = f->second;
       t.tolerance = reference.reference_tolerances.at(t.name);
     }
+    if (auto f = reference.secret_input_files.find(t.name); f != reference.secret_input_files.end())
+      t.secret_input_path = f->second;
+    if (auto f = reference.secret_reference_files.find(t.name); f != reference.secret_reference_files.end())
+      t.secret_expected_path = f->second;
+  }
 }
 
 void mark_wrong(std::vector<BenchVariant>& variants, const BenchResult& result) {

@@ -13,12 +13,19 @@ namespace kopt {
 // from launch to launch), and every variant timed by the CUDA or OpenCL timer (not a Python
 // variant, not a C++ library).
 bool check_in_timing_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants);
+// Whether the timing job can run secret-seed samples: asked for, verified samples on, outputs
+// only, every variant timed by the CUDA or OpenCL timer.
+bool secret_samples_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants);
 
-// Seed 1's reference outputs (computed once, then from the cache) and their tolerances.
-Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, CheckContext ctx);
+// Seed 1's reference outputs (computed once, then from the cache) and their tolerances; with
+// `secret_dir`, also a secret seed (drawn now): its inputs and the reference's outputs for
+// them, computed afresh and kept there.
+Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, CheckContext ctx,
+                                     const std::filesystem::path& secret_dir = {});
 
-// Points the job's outputs at the reference's files, at the checker's tolerance.
-void expect_reference(RunJob& job, const CheckReport& reference);
+// Points the job's outputs at the reference's files (with `golden`: the check inside the job),
+// at the checker's tolerance, and its tensors at the secret seed's files where there are some.
+void expect_reference(RunJob& job, const CheckReport& reference, bool golden = true);
 
 // Variants whose golden output differed from the reference's (or that wrote an input) in the
 // timing job were never timed: wrong, as the separate check would have said.

@@ -96,13 +96,17 @@ class BenchRun {
       }
     }
     phase = Clock::now();
-    std::optional<CheckReport> reference;  // for the check inside the timing job
-    if (m_r.check_first && check_in_timing_possible(m_p, m_r, m_report.variants)) {
-      auto r = seed_reference(m_p, m_r, m_ctx);
+    // The reference for the check inside the timing job, and a secret seed's for its
+    // secret-seed samples (output_verifier.hpp).
+    std::optional<CheckReport> reference;
+    m_inside = m_r.check_first && check_in_timing_possible(m_p, m_r, m_report.variants);
+    bool secret = secret_samples_possible(m_p, m_r, m_report.variants);
+    if (m_r.check_first && !m_inside)
+      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e) return Unexpected(e.error());
+    if (m_inside || secret) {
+      auto r = seed_reference(m_p, m_r, m_ctx, secret ? m_tmp.path() / "secret" : std::filesystem::path{});
       if (!r) return Unexpected(r.error());
       reference = std::move(*r);
-    } else if (m_r.check_first) {
-      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e) return Unexpected(e.error());
     }
     m_report.check_s = seconds_since(phase);
     std::vector<std::size_t> timed = ok_variants();  // nothing wrong is ever timed
@@ -113,7 +117,7 @@ class BenchRun {
     BenchResult result = time_variants(timed, launches, *inputs, reference);
     // A candidate that faults or hangs ends the whole timing job. With the check inside the
     // job, the separate check (one job per variant) finds which, and the rest is timed again.
-    if (!result.ok() && reference && timed.size() > 1) {
+    if (!result.ok() && m_inside && timed.size() > 1) {
       m_r.log("the timing job failed (" + std::string(run_status_name(result.status)) +
               "): checking each variant on its own");
       phase = Clock::now();
@@ -196,7 +200,7 @@ class BenchRun {
       const auto& v = m_report.variants[i];
       job.variants.push_back(kernel_job(v.kernel + " [" + point_to_string(v.point) + "]", v.build, launches[i],
                                         job_tensors(m_p, inputs, m_tmp.path() / ("out" + std::to_string(i)))));
-      if (reference) expect_reference(job.variants.back(), *reference);
+      if (reference) expect_reference(job.variants.back(), *reference, m_inside);
     }
     m_r.log("timing " + std::to_string(job.variants.size()) + " variant(s), " +
             std::string(cache_mode_name(m_r.options.mode)) + " cache");
@@ -277,7 +281,8 @@ class BenchRun {
   }
 
   void flag_distributions() {
-    for (auto& v : m_report.variants) v.flags = distribution_flags(v.series.samples_s);
+    for (auto& v : m_report.variants)
+      v.flags = distribution_flags(v.series.samples_s, v.series.verification.secret_samples);
   }
 
   // Rates and % of the roofs per variant; a median below the floor is an error.
@@ -336,7 +341,8 @@ class BenchRun {
   const BenchRequest& m_r;
   CheckContext m_ctx;
   BenchReport m_report;
-  TempDir m_tmp{"kopt-bench", 2 * problem_tensor_bytes(m_p)};  // seed 1's inputs and each variant's outputs
+  TempDir m_tmp{"kopt-bench", 3 * problem_tensor_bytes(m_p)};  // seed 1's inputs, a secret seed's, each variant's outputs
+  bool m_inside = false;  // the check is inside the timing job
 };
 
 }  // namespace

@@ -112,10 +112,11 @@ class CheckRun {
     if (m_o.reference_only && !m_inputs.empty()) {
       for (const auto& t : m_p.tensors)
         if (t.role != Role::input) {
-          m_report.reference_files[t.name] = m_inputs.back().reference.at(t.name);
+          m_report.reference_files[t.name] = m_inputs.front().reference.at(t.name);
           m_report.reference_tolerances[t.name] = tolerance_for(t);
         }
     }
+    if (auto k = keep_secret(); !k) return Unexpected(k.error());
     for (auto& kc : m_report.kernels)
       if (kc.status != KernelStatus::compile_failed) check_kernel(kc);
     m_report.worker_starts = m_ctx.worker.starts();
@@ -277,6 +278,32 @@ class CheckRun {
 
   // A seed nobody can know before the run, above 2^62 so that it is never one of the ordinary
   // small seeds.
+  // The secret seed's inputs and reference outputs, copied out of this run's scratch space
+  // for a timing job (CheckOptions::secret_dir).
+  Expected<void> keep_secret() {
+    if (m_o.secret_dir.empty() || !m_report.secret_seed || m_inputs.empty()) return {};
+    const SeedData& s = m_inputs.back();
+    std::error_code ec;
+    fs::create_directories(m_o.secret_dir, ec);
+    auto copy = [&](const fs::path& from, const std::string& name) -> Expected<fs::path> {
+      fs::path to = m_o.secret_dir / name;
+      fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+      if (ec) return Unexpected(environment_error("cannot keep the secret seed's " + from.string() + ": " + ec.message()));
+      return to;
+    };
+    for (const auto& [name, file] : s.files) {
+      auto c = copy(file, name + ".input.bin");
+      if (!c) return Unexpected(c.error());
+      m_report.secret_input_files[name] = *c;
+    }
+    for (const auto& [name, file] : s.reference) {
+      auto c = copy(file, name + ".expected.bin");
+      if (!c) return Unexpected(c.error());
+      m_report.secret_reference_files[name] = *c;
+    }
+    return {};
+  }
+
   static std::uint64_t draw_secret_seed() { return unpredictable_u64() | (std::uint64_t{1} << 62); }
 
   Expected<SeedData> prepare_seed(std::uint64_t seed, bool secret = false) {

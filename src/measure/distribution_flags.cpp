@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <limits>
 
@@ -103,10 +104,36 @@ std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples) 
                                time_text(x.front()))};
 }
 
-std::vector<DistributionFlag> distribution_flags(std::span<const double> samples) {
+std::optional<DistributionFlag> secret_slow_flag(std::span<const double> samples, std::span<const std::int64_t> secret) {
+  std::set<std::int64_t> left_out;
+  std::vector<double> on_secret, others;
+  for (std::int64_t i : secret)
+    if (i >= 0 && static_cast<std::size_t>(i) < samples.size()) {
+      on_secret.push_back(samples[static_cast<std::size_t>(i)]);
+      left_out.insert(i);
+      left_out.insert(i + 1);
+    }
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    if (!left_out.count(static_cast<std::int64_t>(i))) others.push_back(samples[i]);
+  if (on_secret.size() < 2 || others.size() < 10) return std::nullopt;
+  std::sort(others.begin(), others.end());
+  double median = others[others.size() / 2];
+  double fastest = *std::min_element(on_secret.begin(), on_secret.end());
+  if (median <= 0 || fastest <= k_secret_slower * median) return std::nullopt;
+  std::string times;
+  for (double t : on_secret) times += (times.empty() ? "" : ", ") + time_text(t);
+  return DistributionFlag{"secret_slow",
+                          fmt::format("the {} samples on inputs nobody had seen (a secret seed's, and a mix) took {} "
+                                      "against a median of {} for the others ({:.1f}x or more): faster on inputs it "
+                                      "has seen before, as a cache across calls is",
+                                      on_secret.size(), times, time_text(median), fastest / median)};
+}
+
+std::vector<DistributionFlag> distribution_flags(std::span<const double> samples, std::span<const std::int64_t> secret) {
   std::vector<DistributionFlag> out;
   if (auto f = bimodal_flag(samples)) out.push_back(std::move(*f));
   if (auto f = fast_tail_flag(samples)) out.push_back(std::move(*f));
+  if (auto f = secret_slow_flag(samples, secret)) out.push_back(std::move(*f));
   return out;
 }
 

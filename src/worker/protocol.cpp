@@ -55,7 +55,9 @@ json to_json(const RunJob& job) {
                        {"checksum", t.checksum},
                        {"atol", t.tolerance.atol},
                        {"rtol", t.tolerance.rtol},
-                       {"expected_path", t.expected_path.string()}});
+                       {"expected_path", t.expected_path.string()},
+                       {"secret_input_path", t.secret_input_path.string()},
+                       {"secret_expected_path", t.secret_expected_path.string()}});
   json args = json::array();
   for (const auto& a : job.args) args.push_back(to_json(a));
   return json{{"label", job.label},
@@ -90,7 +92,9 @@ RunJob run_job_from_json(const json& j) {
                                     t.at("input_path").get<std::string>(), t.at("output_path").get<std::string>(),
                                     t.value("shape", std::vector<std::int64_t>{}), t.value("checksum", std::string{}),
                                     Tolerance{t.value("atol", 0.0), t.value("rtol", 0.0)},
-                                    t.value("expected_path", std::string{})});
+                                    t.value("expected_path", std::string{}),
+                                    t.value("secret_input_path", std::string{}),
+                                    t.value("secret_expected_path", std::string{})});
   return job;
 }
 

@@ -56,6 +56,9 @@ struct SampleVerification {
   // reference, the inputs against their checksums. A variant that fails it is not timed.
   bool reference_checked = false;
   std::string check_failure;
+  // Secret-seed samples (JobTensor::secret_input_path): the timed samples that ran on a
+  // secret seed's inputs and were compared with the reference's outputs for them.
+  std::vector<std::int64_t> secret_samples;
   bool failed() const { return !failure.empty(); }
 };
 

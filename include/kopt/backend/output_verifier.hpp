@@ -13,11 +13,23 @@
 // wall time, and outputs larger than the readback budget get fewer poisoned samples, down
 // to none (then only the last launch is compared).
 //
-// The backend's timer owns the device calls (poison, read); this decides when, and judges
-// what it read with the checker's own comparison (measure/compare.hpp).
+// Secret-seed samples: where the job names a secret seed's inputs and the reference's outputs
+// for them (JobTensor::secret_input_path, secret_expected_path; every input and output, no
+// inout, inputs within k_secret_input_budget), two of the first min_samples timed samples
+// (not the two early ones) run on inputs nobody has seen, written outside the timed window:
+// the first on the secret seed's, its outputs compared with the reference's; the second on a
+// mix of the two seeds (each element from one or the other, by a mask drawn at run time:
+// valid inputs, content never seen), timed only. Seed 1's inputs are written again after
+// each. A kernel that returns answers it did not compute (kept from an earlier call, or
+// carried for seed 1) fails as "inconsistent"; one that caches by its inputs' content misses
+// on both, which the orchestrator flags (distribution_flags.hpp: secret_slow).
+//
+// The backend's timer owns the device calls (poison, read, write); this decides when, and
+// judges what it read with the checker's own comparison (measure/compare.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -38,6 +50,7 @@ using ReadTensor = std::function<std::optional<RunResult>(std::size_t index, std
 inline constexpr std::size_t k_verify_readback_budget = std::size_t{2} << 30;
 inline constexpr double k_verify_rate = 0.1;
 inline constexpr double k_verify_time_share = 0.1;
+inline constexpr std::size_t k_secret_input_budget = std::size_t{1} << 30;  // host copies of both seeds' inputs
 
 class OutputVerifier {
  public:
@@ -55,6 +68,14 @@ class OutputVerifier {
   // second of the two early ones for sure), a stale fill of finite values that looks written,
   // so a kernel that works only while its output looks unwritten is caught either way.
   Poison fill_for(std::size_t tensor) const;
+  // Whether sample `index`, which poison_before chose, runs on inputs nobody has seen: the
+  // timer writes sample_input(tensor, index) into every input before it (untimed) and
+  // seed_input(tensor) back after check_sample.
+  bool secret_before(std::size_t index) const { return m_secret_at.count(index) > 0; }
+  // The bytes of input `tensor` (an index into job.tensors) for secret sample `index` (the
+  // secret seed's, or the mix), or seed 1's; null when a file cannot be read.
+  const std::vector<std::byte>* sample_input(std::size_t tensor, std::size_t index);
+  const std::vector<std::byte>* seed_input(std::size_t tensor);
   // In graph mode a sample is a batch of launches: poisoning between them is impossible, so
   // the outputs are compared after the batch (and poisoned before it); the record says so.
   void set_batched(int launches_per_sample);
@@ -77,6 +98,9 @@ class OutputVerifier {
   std::optional<RunResult> compare(const ReadTensor& read, std::size_t index, const std::string& when,
                                    bool poisoned);
   std::optional<RunResult> check_reference(const ReadTensor& read);
+  std::optional<RunResult> check_secret(const ReadTensor& read, std::size_t index, const std::string& when);
+  const std::vector<std::byte>* input_bytes(std::size_t tensor, bool secret);
+  bool mixed(std::size_t index) const { return !m_secret_at.empty() && index == *m_secret_at.rbegin(); }
 
   const RunJob& m_job;
   std::vector<std::size_t> m_outputs;
@@ -92,6 +116,8 @@ class OutputVerifier {
   bool m_stale = false;  // this sample's fill is the stale one
   std::uint32_t m_stale_bits = 0;
   int m_batch = 1;
+  std::set<std::size_t> m_secret_at;  // sample indices that run on the secret seed's inputs
+  std::map<std::size_t, std::vector<std::byte>> m_secret_in, m_seed_in, m_mixed_in;  // by tensor index, made once
   SampleVerification m_record;
 };
 

@@ -29,6 +29,10 @@ struct JobTensor {
   // Outputs, in a timing job that also checks (tune's screening): the reference's bytes for
   // these inputs. The golden output is compared with them, the inputs with their checksums.
   std::filesystem::path expected_path;
+  // Secret-seed samples (output_verifier.hpp): inputs drawn from a seed chosen at run time,
+  // and, for outputs, the reference's bytes for them. Empty: no secret samples.
+  std::filesystem::path secret_input_path;
+  std::filesystem::path secret_expected_path;
 };
 
 struct RunJob {

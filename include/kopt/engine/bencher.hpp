@@ -32,6 +32,9 @@ struct BenchRequest {
   // OpenCL timers, outputs only, no inout, verified samples on): each variant's golden output
   // against the reference's, no separate check run per variant. Elsewhere the separate check.
   bool check_in_timing = false;
+  // Secret-seed samples in the timing job (output_verifier.hpp), where the timer allows them:
+  // a secret seed's inputs and the reference's outputs for them, computed afresh each call.
+  bool secret_samples = true;
   // Also time the PyTorch reference (ref.py) eagerly and through torch.compile, in the
   // Python worker, with the same options and schedule: rows "torch eager", "torch.compile".
   bool vs_torch = false;

@@ -42,6 +42,10 @@ struct CheckOptions {
   // first_seed + seeds - 1, and its reference computed afresh, never cached: a kernel cannot
   // carry answers for inputs nobody could know (GPU MODE's secret seeds). kopt check's default.
   bool secret_seed = false;
+  // With a secret seed: its inputs and the reference's outputs for them are copied here
+  // (CheckReport::secret_input_files, secret_reference_files), for a timing job's secret-seed
+  // samples (output_verifier.hpp). Empty: not kept.
+  std::filesystem::path secret_dir;
   std::optional<std::string> arch;  // --arch; else the device's; else sm_90 without a device
   std::filesystem::path cache_root;
   std::function<void(const std::string&)> log = [](const std::string&) {};
@@ -88,10 +92,14 @@ struct CheckReport {
   std::optional<std::uint64_t> secret_seed;  // the last of `seeds`, drawn at run time
   std::vector<KernelCheck> kernels;
   int worker_starts = 0;
-  // reference_only: the last seed's reference outputs (in the cache) and the tolerance each
+  // reference_only: the first seed's reference outputs (in the cache) and the tolerance each
   // is compared with (ref.py's where it gives one).
   std::map<std::string, std::filesystem::path> reference_files;
   std::map<std::string, Tolerance> reference_tolerances;
+  // CheckOptions::secret_dir: the secret seed's input files (inputs and inouts) and the
+  // reference's outputs for them, kept there.
+  std::map<std::string, std::filesystem::path> secret_input_files;
+  std::map<std::string, std::filesystem::path> secret_reference_files;
 
   // 0 all passed; 1 a candidate failed (a sanitizer finding included); 3 nothing could run
   // (no device), or a sanitizer asked for could not check a kernel that otherwise passed.

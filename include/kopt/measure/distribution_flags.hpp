@@ -4,6 +4,7 @@
 // that skips its work on some launches (a launch counter in device memory) times as both.
 // Pure functions over the samples (seconds); the rules and their thresholds are documented
 // in docs/problem-spec.md, beside the output poison.
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,8 +39,17 @@ std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples);
 // 50/50 skip has no tail beyond the fence: it is bimodal.)
 std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples);
 
-// Both rules, in that order.
-std::vector<DistributionFlag> distribution_flags(std::span<const double> samples);
+// secret_slow: the samples that ran on inputs nobody had seen (output_verifier.hpp: the secret
+// seed's and the mix; at least two) are all slower than 1.5 x the median of the others (at
+// least 10; the sample after each secret one is left out, as it runs on inputs changed back).
+// An honest kernel does the same work on any inputs of the same shape; one that keeps results
+// keyed by its inputs' content (a cache across calls) misses on inputs it has never seen.
+inline constexpr double k_secret_slower = 1.5;
+std::optional<DistributionFlag> secret_slow_flag(std::span<const double> samples, std::span<const std::int64_t> secret);
+
+// The rules, in that order (secret_slow with the series' secret samples).
+std::vector<DistributionFlag> distribution_flags(std::span<const double> samples,
+                                                 std::span<const std::int64_t> secret = {});
 
 // "bimodal (two clusters: ...)": how the console and the run records show a flag.
 std::string flag_text(const DistributionFlag& f);

@@ -114,6 +114,21 @@ struct Variant : SampledVariant {
       if (CUresult r = launch.poison(stream, i, verifier.fill_for(i)); r != CUDA_SUCCESS) return r;
     return CUDA_SUCCESS;
   }
+  // Every input's bytes for the secret seed, or seed 1's again (synchronous, outside the
+  // timed window); a failure as a RunResult.
+  std::optional<RunResult> write_inputs(std::optional<std::size_t> secret_sample) {
+    const bool secret = secret_sample.has_value();
+    for (std::size_t i = 0; i < launch.job->tensors.size(); ++i) {
+      const JobTensor& t = launch.job->tensors[i];
+      if (t.role != Role::input || t.bytes == 0) continue;
+      const std::vector<std::byte>* bytes = secret ? verifier.sample_input(i, *secret_sample) : verifier.seed_input(i);
+      if (!bytes) return RunResult{RunStatus::launch_failed, "cannot read the " + std::string(secret ? "secret seed's" : "seed's") +
+                                                              " input " + t.name};
+      if (CUresult r = launch.api->memcpy_htod(launch.buffers[i].get(), bytes->data(), bytes->size()); r != CUDA_SUCCESS)
+        return driver_failure(*launch.api, RunStatus::launch_failed, ("cuMemcpyHtoD(" + t.name + ")").c_str(), r);
+    }
+    return std::nullopt;
+  }
   // Called after the sample's stop event completed: the outputs are final.
   ReadTensor reader() const {
     return [this](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
@@ -279,6 +294,12 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     // is poisoned before it and verified after it: not between its launches.
     const std::size_t index = v.series.samples_s.size();
     const bool verify = v.verifier.poison_before(index, seconds_since(wall_start));
+    const bool secret = verify && v.verifier.secret_before(index);
+    if (secret)
+      if (auto f = v.write_inputs(index)) {
+        failure = failed(*f);
+        return std::nullopt;
+      }
     if (verify) KOPT_CU_SAMPLE(RunStatus::launch_failed, v.poison_outputs(stream.get()));
     if (flush && read_flush) {
       unsigned blocks = static_cast<unsigned>(dev.sm_count) * 4;
@@ -307,6 +328,11 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     if (hold && flag.timed_out()) ++v.series.blocking_timeouts;
     if (verify)
       if (auto f = v.verifier.check_sample(v.reader(), index)) {
+        failure = failed(*f);
+        return std::nullopt;
+      }
+    if (secret)
+      if (auto f = v.write_inputs(std::nullopt)) {
         failure = failed(*f);
         return std::nullopt;
       }

@@ -25,6 +25,24 @@ struct Variant : SampledVariant {
   ReadTensor reader(const Session& s) const {
     return [this, &s](std::size_t i, std::vector<std::byte>& host) { return kernel.read(s, i, job->tensors[i], host); };
   }
+  // Every input's bytes for the secret seed, or seed 1's again (blocking, outside the timed
+  // window); a failure as a RunResult.
+  std::optional<RunResult> write_inputs(const Session& s, std::optional<std::size_t> secret_sample) {
+    const bool secret = secret_sample.has_value();
+    for (std::size_t i = 0; i < job->tensors.size(); ++i) {
+      const JobTensor& t = job->tensors[i];
+      if (t.role != Role::input || t.bytes == 0) continue;
+      const std::vector<std::byte>* bytes = secret ? verifier.sample_input(i, *secret_sample) : verifier.seed_input(i);
+      if (!bytes)
+        return RunResult{RunStatus::launch_failed,
+                         "cannot read the " + std::string(secret ? "secret seed's" : "seed's") + " input " + t.name};
+      if (cl_int err = s.api->enqueue_write_buffer(s.queue.get(), kernel.buffers[i].get(), CL_TRUE, 0, bytes->size(),
+                                                   bytes->data(), 0, nullptr, nullptr);
+          err != CL_SUCCESS)
+        return cl_failure(RunStatus::launch_failed, "clEnqueueWriteBuffer(" + t.name + ")", err);
+    }
+    return std::nullopt;
+  }
   cl_int poison_outputs(const Session& s) const {
     for (std::size_t i : verifier.outputs())
       if (cl_int err = kernel.poison(s, i, job->tensors[i], verifier.fill_for(i)); err != CL_SUCCESS) return err;
@@ -110,6 +128,12 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     // Poisoned outside the timed window: the fill completes before the launch's start counter.
     const std::size_t index = v.series.samples_s.size();
     const bool verify = v.verifier.poison_before(index, seconds_since(wall_start));
+    const bool secret = verify && v.verifier.secret_before(index);
+    if (secret)
+      if (auto f = v.write_inputs(s, index)) {
+        failure = *f;
+        return std::nullopt;
+      }
     if (verify)
       if (cl_int err = v.poison_outputs(s); err != CL_SUCCESS) {
         failure = cl_failure(RunStatus::launch_failed, "clEnqueueFillBuffer(poison)", err);
@@ -142,6 +166,11 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     }
     if (verify)
       if (auto f = v.verifier.check_sample(v.reader(s), index)) {
+        failure = *f;
+        return std::nullopt;
+      }
+    if (secret)
+      if (auto f = v.write_inputs(s, std::nullopt)) {
         failure = *f;
         return std::nullopt;
       }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "kopt/core/fs.hpp"
@@ -308,6 +309,85 @@ TEST(OutputVerifier, TheGoldenOutputIsCheckedAgainstTheReferenceWhenTheJobNamesI
     ASSERT_FALSE(v.take_golden(dev.reader()));
     EXPECT_FALSE(v.record().reference_checked);
   }
+}
+
+}  // namespace
+}  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// Two of the first min_samples run on a secret seed's inputs, compared with the reference's
+// outputs for them: an honest kernel passes, one that returns the answers it kept for seed 1
+// (a cache keyed on where its inputs are, or answers carried for seed 1) is inconsistent.
+TEST(OutputVerifier, SecretSeedSamplesCatchAnswersKeptFromSeedOne) {
+  TempDir dir("kopt-verifier-secret");
+  auto floats = [](float v) {
+    std::vector<std::byte> b(8 * 4);
+    for (std::size_t e = 0; e < 8; ++e) std::memcpy(b.data() + 4 * e, &v, 4);
+    return b;
+  };
+  ASSERT_TRUE(write_file_atomic(dir.path() / "x.bin", floats(1.0f)));
+  ASSERT_TRUE(write_file_atomic(dir.path() / "x.secret.bin", floats(3.0f)));
+  ASSERT_TRUE(write_file_atomic(dir.path() / "y.secret.bin", floats(6.0f)));
+  JobTensor x = tensor("x", Role::input, 8), y = tensor("y", Role::output, 8);
+  x.input_path = dir.path() / "x.bin";
+  x.secret_input_path = dir.path() / "x.secret.bin";
+  y.secret_expected_path = dir.path() / "y.secret.bin";
+  y.tolerance = Tolerance{1e-6, 0};
+  RunJob job = job_with({x, y});
+  for (bool honest : {true, false}) {
+    FakeDevice dev(job);
+    dev.fill(0, 1.0f);
+    auto launch = [&] {  // y = 2x, or seed 1's answer kept from an earlier call
+      float in = 0;
+      std::memcpy(&in, dev.buffers[0].data(), 4);
+      dev.fill(1, honest ? 2 * in : 2.0f);
+    };
+    OutputVerifier v(job, BenchOptions{}, 11);
+    launch();
+    ASSERT_FALSE(v.take_golden(dev.reader()));
+    std::size_t secret = 0;
+    for (std::size_t i = 0; i < 40 && !v.record().failed(); ++i) {
+      bool verify = v.poison_before(i, 1e9);
+      bool on_secret = verify && v.secret_before(i);
+      if (on_secret) {
+        ASSERT_TRUE(v.sample_input(0, i));
+        dev.buffers[0] = *v.sample_input(0, i);
+        ++secret;
+      }
+      if (verify) dev.poison(1);
+      launch();
+      if (verify) {
+        ASSERT_FALSE(v.check_sample(dev.reader(), i));
+      }
+      if (on_secret) dev.buffers[0] = *v.seed_input(0);
+    }
+    if (honest) {
+      // The second secret sample's inputs mix the two seeds: content nobody has seen.
+      std::size_t mixed = static_cast<std::size_t>(v.record().secret_samples.back());
+      const std::vector<std::byte>& mix = *v.sample_input(0, mixed);
+      std::set<float> values;
+      for (std::size_t e = 0; e < 8; ++e) {
+        float f = 0;
+        std::memcpy(&f, mix.data() + 4 * e, 4);
+        values.insert(f);
+      }
+      EXPECT_LE(values.size(), 2u);
+      EXPECT_TRUE(values.count(1.0f) || values.count(3.0f));
+      EXPECT_FALSE(v.record().failed()) << v.record().failure;
+      EXPECT_EQ(secret, 2u);
+      EXPECT_EQ(v.record().secret_samples.size(), 2u);
+    } else {
+      ASSERT_TRUE(v.record().failed());
+      EXPECT_NE(v.record().failure.find("ran on a secret seed's inputs"), std::string::npos) << v.record().failure;
+      EXPECT_NE(v.record().failure.find("returned answers it did not compute"), std::string::npos) << v.record().failure;
+    }
+  }
+  // Without the secret seed's files, or with an inout, no sample runs on secret inputs.
+  JobTensor io = tensor("acc", Role::inout, 8);
+  OutputVerifier none(job_with({x, y, io}), BenchOptions{}, 11);
+  for (std::size_t i = 0; i < 40; ++i) EXPECT_FALSE(none.secret_before(i));
 }
 
 }  // namespace

@@ -121,3 +121,29 @@ TEST(DistributionFlags, SeriesRecordedOnAnH100AreNotFlagged) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// A kernel that keeps results keyed by its inputs' content misses on a secret seed's inputs:
+// those samples (and the one after each, on inputs changed back) are slow; an honest kernel's
+// are not.
+TEST(DistributionFlags, SamplesOnASecretSeedsInputsThatAreAllSlowAreFlagged) {
+  std::vector<double> cached(40, 10e-6);
+  for (std::size_t i : {5, 6, 17, 18}) cached[i] = 40e-6;  // 5 and 17 on secret inputs, 6 and 18 after them
+  std::vector<std::int64_t> secret = {5, 17};
+  auto f = secret_slow_flag(cached, secret);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->name, "secret_slow");
+  EXPECT_NE(f->detail.find("4.0x"), std::string::npos) << f->detail;
+  auto all = distribution_flags(cached, secret);
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const DistributionFlag& x) { return x.name == "secret_slow"; }));
+  std::vector<double> honest(40, 10e-6);
+  honest[5] = 11e-6;   // a little slower: inputs just written
+  honest[17] = 30e-6;  // one slow outlier is noise, not a cache
+  EXPECT_FALSE(secret_slow_flag(honest, secret));
+  EXPECT_FALSE(secret_slow_flag(cached, std::vector<std::int64_t>{5}));  // one secret sample says nothing
+}
+
+}  // namespace
+}  // namespace kopt
