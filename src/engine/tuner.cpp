@@ -73,7 +73,7 @@ class BenchTuneLab final : public TuneLab {
     std::vector<std::optional<Expected<BenchReport>>> reports(ranges.size());
     parallel_for(ranges.size(), static_cast<unsigned>(ranges.size()), [&](std::size_t d) {
       std::vector<ParamPoint> slice(points.begin() + ranges[d].first, points.begin() + ranges[d].second);
-      reports[d] = bench(slice, m_r.screen, slice_times[d], m_ctxs[d]);
+      reports[d] = bench(slice, m_r.screen, slice_times[d], m_ctxs[d], /*screening=*/true);
     });
     StageTimes longest;
     for (const auto& t : slice_times) {
@@ -162,8 +162,10 @@ class BenchTuneLab final : public TuneLab {
     return bench(points, options, times, m_ctx);
   }
 
+  // Screening ranks and is never reported as a result: it runs without secret-seed samples,
+  // which the confirmation of every candidate that may win runs (output_verifier.hpp).
   Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options, StageTimes& times,
-                              CheckContext ctx) {
+                              CheckContext ctx, bool screening = false) {
     std::vector<BenchVariantSpec> specs;
     for (const auto& p : points) specs.push_back({m_k.name, as_sets(p)});
     // The time cap is the timing job's wall time and its candidates take turns: n of them
@@ -173,6 +175,7 @@ class BenchTuneLab final : public TuneLab {
     BenchRequest req = bench_request(std::move(specs), false, scaled, m_r.threshold, m_r.arch, m_r.cache_root);
     req.time_the_rest = true;    // a failed candidate costs no one else its measurement
     req.check_in_timing = true;  // one job checks and times a batch where it can
+    req.secret_samples = !screening;
     req.jobs = m_r.jobs;
     req.log = m_r.log;
     auto b = run_bench(m_p, req, ctx);

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -117,7 +118,8 @@ class OutputVerifier {
   std::uint32_t m_stale_bits = 0;
   int m_batch = 1;
   std::set<std::size_t> m_secret_at;  // sample indices that run on the secret seed's inputs
-  std::map<std::size_t, std::vector<std::byte>> m_secret_in, m_seed_in, m_mixed_in;  // by tensor index, made once
+  // Inputs by tensor index: shared by the worker's verifiers (read or mixed once per file).
+  std::map<std::size_t, std::shared_ptr<const HostTensor>> m_secret_in, m_seed_in, m_mixed_in;
   SampleVerification m_record;
 };
 
