@@ -60,6 +60,8 @@ void print_human(const CheckReport& r) {
     for (auto s : r.seeds)
       seeds += (seeds.empty() ? "" : " ") + std::to_string(s) + (r.secret_seed == s ? " (secret, drawn now)" : "");
     std::cout << "seeds: " << seeds << "\n";
+    if (!r.other_shape.empty()) std::cout << "also checked at the other shape ([check] dims): " << r.other_shape << "\n";
+    if (!r.other_shape_note.empty()) std::cout << r.other_shape_note << "\n";
   }
   std::cout << "\n";
   for (const auto& k : r.kernels) {
@@ -138,6 +140,9 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   }
   auto report = run_check(sel->problem, co, CheckContext{*compiler, runner, worker});
   if (!report) return report_error(g, "check", exit_code(report.error().kind), report.error().to_string());
+  if (o.other_shape && report->device)
+    if (auto r = check_other_shape(sel->problem, co, CheckContext{*compiler, runner, worker}, *report); !r)
+      return report_error(g, "check", exit_code(r.error().kind), r.error().to_string());
   if (!tools.empty() && report->device) {
     SanitizeRequest sr = sanitize_request(runner, tools, o.sel.device);
     sr.timeout_s = o.sanitize_timeout_s;

@@ -52,6 +52,7 @@ struct CheckCliOptions {
   std::uint64_t first_seed = 1;
   double timeout_s = 10.0;
   bool secret_seed = true;  // the last seed drawn at run time (--no-secret-seed: first_seed + seeds - 1)
+  bool other_shape = true;  // [check] dims: every passing kernel checked at that shape too (--no-other-shape)
   std::string sanitize;  // --sanitize memcheck,racecheck,...: "" runs none
   double sanitize_timeout_s = 600.0;
 };

@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   check_cmd->add_flag("!--no-secret-seed", check.secret_seed,
                       "the last seed is first-seed + seeds - 1 rather than one drawn at run time");
+  check_cmd->add_flag("!--no-other-shape", check.other_shape,
+                      "do not check passing kernels again at the problem's [check] dims (another shape, which "
+                      "catches a shape hard-coded into a kernel)");
   check_cmd->add_option("--sanitize", check.sanitize,
                         "also run each kernel under compute-sanitizer: memcheck,racecheck,synccheck,initcheck or all");
   check_cmd->add_option("--sanitize-timeout", check.sanitize_timeout_s, "seconds one sanitizer run may take")

@@ -509,6 +509,7 @@ json to_json(const CheckReport& r) {
          {"reference", {{"kind", r.reference_kind}, {"cached", r.reference_cached}}},
          {"seeds", r.seeds},
          {"secret_seed", r.secret_seed ? json(*r.secret_seed) : json(nullptr)},
+         {"other_shape", {{"dims", r.other_shape}, {"note", r.other_shape_note}}},
          {"kernels", kernels},
          {"worker_starts", r.worker_starts},
          {"device", r.device ? to_json(*r.device) : json(nullptr)},

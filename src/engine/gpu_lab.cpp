@@ -153,6 +153,10 @@ class GpuLab final : public Lab {
       return out;
     }
     if (checked->kernels.empty()) return out;
+    if (auto shaped = check_other_shape(p, co, m_ctx, *checked); !shaped) {
+      out.wrong = "the check at the other shape could not run: " + shaped.error().message;
+      return out;
+    }
     const KernelCheck& k = checked->kernels[0];
     if (k.status != KernelStatus::passed) {
       out.wrong = std::string(kernel_status_name(k.status)) + ": " + k.error;

@@ -37,6 +37,7 @@ class Loader {
     read_tensors(r, p);
     read_cost(r, p);
     read_tolerances(r, p);
+    read_check(r, p);
     read_reference(r, p);
     read_kernels(r, p);
     r.reject_unknown();
@@ -213,6 +214,24 @@ class Loader {
     }
     cr.reject_unknown();
     p.cost = cost;
+  }
+
+  // [check] dims = { n = 65536 }: another shape every kernel is checked at too (seed 1), so
+  // that a kernel which hard-codes the problem's shape is caught.
+  void read_check(TomlReader& r, Problem& p) {
+    if (!r.has("check")) return;
+    TomlReader cr(table_at(r, "check", true), "check", m_file);
+    if (const toml::node* d = cr.node("dims")) {
+      const toml::table* t = d->as_table();
+      if (!t) fail(line_of(*d), "check.dims", "expected a table of dims, such as { n = 65536 }");
+      for (const auto& [k, v] : *t) {
+        std::string name(k.str()), field = "check.dims." + name;
+        if (!m_dim_names.count(name)) fail(line_of(v), field, "no such dim in [dims]");
+        if (!v.is_integer() || v.as_integer()->get() <= 0) fail(line_of(v), field, "expected an integer > 0");
+        p.check_dims[name] = v.as_integer()->get();
+      }
+    }
+    cr.reject_unknown();
   }
 
   void read_tolerances(TomlReader& r, Problem& p) {

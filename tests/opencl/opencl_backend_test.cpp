@@ -305,3 +305,28 @@ TEST_F(OpenclBackend, TuneChecksInsideTheTimingJobAndIsolatesACrash) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// A kernel that writes the declared n into itself is right at that shape only: [check] dims
+// makes kopt check every passing kernel at another shape too (tests/fixtures/problems/shapes).
+TEST_F(OpenclBackend, AShapeHardCodedIntoAKernelIsCaughtAtTheOtherShape) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  std::string shapes = (test::source_dir() / "tests/fixtures/problems/shapes").string();
+  int rc = -1;
+  auto j = kopt({"check", shapes, "--seeds", "2"}, rc);
+  EXPECT_EQ(rc, 1) << j.dump(2);
+  EXPECT_EQ(j["other_shape"]["dims"], "n=65536");
+  ASSERT_EQ(j["kernels"].size(), 2u);
+  EXPECT_EQ(j["kernels"][0]["status"], "passed") << j["kernels"][0].dump(2);
+  EXPECT_EQ(j["kernels"][1]["status"], "mismatch");
+  std::string error = j["kernels"][1]["error"];
+  EXPECT_NE(error.find("at the other shape (n=65536, [check] dims)"), std::string::npos) << error;
+  EXPECT_NE(error.find("a shape hard-coded into it"), std::string::npos) << error;
+  auto unchecked = kopt({"check", shapes, "--seeds", "2", "--no-other-shape"}, rc);
+  EXPECT_EQ(rc, 0) << unchecked.dump(2);  // at the declared shape both are right
+}
+
+}  // namespace
+}  // namespace kopt

@@ -100,6 +100,10 @@ struct CheckReport {
   // reference's outputs for them, kept there.
   std::map<std::string, std::filesystem::path> secret_input_files;
   std::map<std::string, std::filesystem::path> secret_reference_files;
+  // check_other_shape: the other shape checked ("n=65536"), or why it was not ("" when the
+  // problem declares none).
+  std::string other_shape;
+  std::string other_shape_note;
 
   // 0 all passed; 1 a candidate failed (a sanitizer finding included); 3 nothing could run
   // (no device), or a sanitizer asked for could not check a kernel that otherwise passed.
@@ -116,6 +120,13 @@ struct CheckContext {
 // Errors are for the whole command (bad input: exit 2; reference broken; no compiler).
 // A candidate that does not compile, faults, hangs or is wrong is a KernelCheck status.
 Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options, CheckContext ctx);
+
+// [check] dims (Problem::check_dims; engine/shape_check.cpp): every kernel of `report` that
+// passed is checked once more, on seed 1, at that other shape; one that is wrong there (or
+// fails there) becomes a mismatch: it does not compute the problem at other sizes (a shape
+// hard-coded into it). A point that does not fit the other shape leaves a note instead.
+Expected<void> check_other_shape(const Problem& problem, const CheckOptions& options, CheckContext ctx,
+                                 CheckReport& report);
 
 nlohmann::json to_json(const CheckReport& r);
 

@@ -152,6 +152,8 @@ struct Problem {
   std::vector<TensorSpec> tensors;
   std::optional<CostSpec> cost;
   std::map<DType, Tolerance> tolerances;  // per-dtype, defaults filled in
+  // [check] dims: another shape (overrides of some dims) every kernel is checked at too.
+  std::map<std::string, std::int64_t> check_dims;
   ReferenceSpec reference;
   std::vector<KernelSpec> kernels;
 
