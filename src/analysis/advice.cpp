@@ -19,18 +19,12 @@ std::string Suggestion::expect() const {
   return fmt::format("`{}` {} -> {}; {}", metric, now ? number(*now) : "(not profiled)", number(toward), time);
 }
 
-std::vector<std::string> Advice::chosen() const {
-  std::vector<std::string> out;
-  for (const auto& s : suggestions)
-    if (s.within_budget) out.push_back(s.method);
-  return out;
-}
-
 Advice advise(const AdviceInputs& in) {
   Advice a;
   a.formula = in.formula;
   const Explanation& e = *in.explanation;
   a.headroom = compute_headroom(e, in.time_s);
+  a.metrics = advice_metrics(e, a.headroom);
   a.kernelflow = allocate_budget(e.gaps);
   a.by_headroom = allocate_budget(a.headroom.gaps());
   a.budget = in.formula == BudgetFormula::headroom ? a.by_headroom : a.kernelflow;
@@ -40,7 +34,7 @@ Advice advise(const AdviceInputs& in) {
     return a;
   }
   SelectionContext ctx = in.ctx;
-  ctx.metrics = advice_metrics(e, a.headroom);
+  ctx.metrics = a.metrics;
   auto pref = [&](const std::string& m) {
     auto it = ctx.preference.find(m);
     return it == ctx.preference.end() ? 0.5 : it->second;
@@ -53,6 +47,7 @@ Advice advise(const AdviceInputs& in) {
     }
     if (!applicable(m, ctx) || discredited(ctx, m.id)) continue;
     auto strength = method_strength(m, ctx.metrics);
+    const Trigger* t = strongest_trigger(m, ctx.metrics);  // the one behind `strength`
     // A trigger on the roofline's position that is absent: the method is for the other bound.
     if (!strength && m.trigger && m.trigger->metric.starts_with("kopt__") && m.trigger->metric.ends_with("_roof_pct")) {
       a.notes.push_back(fmt::format("{}: for {}-bound kernels", m.id, m.trigger->metric.find("memory") != std::string::npos
@@ -62,7 +57,6 @@ Advice advise(const AdviceInputs& in) {
     bool triggered = strength && *strength >= k_triggered;
     if (!triggered && a.budget.slots[axis] == 0) continue;
     if (strength && *strength <= 0) {
-      const Trigger* t = strongest_trigger(m, ctx.metrics);
       a.notes.push_back(fmt::format("{}: its trigger `{}` is already where the method would take it ({})", m.id, t->metric,
                                     number(*metric(ctx.metrics, t->metric))));
       continue;
@@ -74,7 +68,6 @@ Advice advise(const AdviceInputs& in) {
     s.strength = strength;
     s.playbook = m.playbook;
     s.gain_s = a.headroom.of(m.axis).gain_s;
-    const Trigger* t = strongest_trigger(m, ctx.metrics);
     if (t) {
       s.metric = t->metric;
       s.now = metric(ctx.metrics, t->metric);
@@ -137,8 +130,8 @@ nlohmann::json to_json(const Advice& a) {
   for (const auto& s : a.suggestions)
     list.push_back({{"rank", s.rank}, {"method", s.method}, {"axis", std::string(axis_name(s.axis))},
                     {"triggered", s.triggered}, {"within_budget", s.within_budget},
-                    {"strength", s.strength ? nlohmann::json(*s.strength) : nlohmann::json(nullptr)}, {"why", s.why},
-                    {"metric", s.metric}, {"now", s.now ? nlohmann::json(*s.now) : nlohmann::json(nullptr)},
+                    {"strength", to_json(s.strength)}, {"why", s.why},
+                    {"metric", s.metric}, {"now", to_json(s.now)},
                     {"toward", s.toward}, {"gain_s", s.gain_s}, {"expect", s.expect()}, {"playbook", s.playbook}});
   auto budget = [](const AxisBudget& b) {
     return nlohmann::json{{"compute", b.slots[0]}, {"memory", b.slots[1]}, {"latency", b.slots[2]},

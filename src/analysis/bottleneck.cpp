@@ -37,15 +37,6 @@ Evidence ev(const MetricValues& m, const std::string& name, const std::string& u
   return Evidence{name, metric(m, name).value_or(0), unit, test};
 }
 
-// The busiest unit of a list of (label, metric) pairs, by its % of peak.
-std::pair<std::string, double> busiest(const MetricValues& m,
-                                       std::initializer_list<std::pair<const char*, const char*>> units) {
-  std::pair<std::string, double> best{"", -1};
-  for (auto [label, name] : units)
-    if (auto v = metric(m, name); v && *v > best.second) best = {label, *v};
-  return best;
-}
-
 void throughput_bound(const MetricValues& m, double sm, double mem, Bottleneck& b) {
   bool memory = mem >= sm;
   double diff = std::fabs(sm - mem);
@@ -198,6 +189,14 @@ void secondary_findings(const MetricValues& m, Bottleneck& b) {
 }
 
 }  // namespace
+
+std::pair<std::string, double> busiest(const MetricValues& m,
+                                       std::initializer_list<std::pair<const char*, const char*>> units) {
+  std::pair<std::string, double> best{"", -1};
+  for (auto [label, name] : units)
+    if (auto v = metric(m, name); v && *v > best.second) best = {label, *v};
+  return best;
+}
 
 std::string_view bottleneck_name(BottleneckClass c) {
   switch (c) {

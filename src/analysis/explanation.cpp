@@ -3,8 +3,6 @@
 namespace kopt {
 namespace {
 
-nlohmann::json to_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-
 nlohmann::json to_json(const std::vector<Evidence>& ev) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& e : ev) out.push_back({{"metric", e.metric}, {"value", e.value}, {"unit", e.unit}, {"test", e.test}});

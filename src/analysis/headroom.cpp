@@ -10,14 +10,15 @@ namespace kopt {
 namespace {
 
 struct Reading {
-  double value = -1;
+  double value = -1;  // a fraction, 0..1; -1: no reading
   std::string name;
 };
 
-void consider(Reading& r, std::optional<double> pct, const std::string& name) {
-  if (!pct || *pct / 100.0 <= r.value) return;
-  r.value = *pct / 100.0;
-  r.name = name;
+// bottleneck.hpp's busiest unit, as a fraction of its peak.
+Reading busiest_reading(const MetricValues& m, std::initializer_list<std::pair<const char*, const char*>> units) {
+  auto [name, pct] = busiest(m, units);
+  if (pct < 0) return {};
+  return {std::clamp(pct / 100.0, 0.0, 1.0), name};
 }
 
 const RooflinePoint* point(const Explanation& e, const std::string& basis) {
@@ -48,30 +49,25 @@ Reading roof_fraction(const Explanation& e, bool memory) {
   } else if (roof && counted && (memory ? counted->bytes : counted->flops) > 0) {
     r = {pct(counted) / 100.0, name + ", ncu counters"};
   } else if (memory) {
-    consider(r, metric(e.metrics, "dram__throughput.avg.pct_of_peak_sustained_elapsed"), "DRAM (ncu's peak)");
+    r = busiest_reading(e.metrics, {{"DRAM (ncu's peak)", "dram__throughput.avg.pct_of_peak_sustained_elapsed"}});
   } else {
-    consider(r, metric(e.metrics, "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"), "FMA pipe (ncu's peak)");
-    consider(r, metric(e.metrics, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
-             "tensor pipe (ncu's peak)");
+    r = busiest_reading(e.metrics,
+                        {{"FMA pipe (ncu's peak)", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"},
+                         {"tensor pipe (ncu's peak)", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"}});
   }
   if (r.value >= 0) r.value = std::clamp(r.value, 0.0, 1.0);
   return r;
 }
 
 Reading busiest_unit(const MetricValues& m, bool memory) {
-  Reading r;
-  if (memory) {
-    consider(r, metric(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed"), "DRAM");
-    consider(r, metric(m, "lts__throughput.avg.pct_of_peak_sustained_elapsed"), "L2");
-    consider(r, metric(m, "l1tex__throughput.avg.pct_of_peak_sustained_active"), "L1/shared");
-    consider(r, metric(m, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"), "memory units");
-  } else {
-    consider(r, metric(m, "sm__throughput.avg.pct_of_peak_sustained_elapsed"), "SM");
-    consider(r, metric(m, "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"), "FMA pipe");
-    consider(r, metric(m, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"), "tensor pipe");
-  }
-  if (r.value >= 0) r.value = std::clamp(r.value, 0.0, 1.0);
-  return r;
+  if (memory)
+    return busiest_reading(m, {{"DRAM", "dram__throughput.avg.pct_of_peak_sustained_elapsed"},
+                               {"L2", "lts__throughput.avg.pct_of_peak_sustained_elapsed"},
+                               {"L1/shared", "l1tex__throughput.avg.pct_of_peak_sustained_active"},
+                               {"memory units", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"}});
+  return busiest_reading(m, {{"SM", "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
+                             {"FMA pipe", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"},
+                             {"tensor pipe", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"}});
 }
 
 std::string pct(double f) { return fmt::format("{:.0f} %", 100 * f); }
@@ -164,11 +160,10 @@ MetricValues advice_metrics(const Explanation& e, const Headroom& h) {
 }
 
 nlohmann::json to_json(const Headroom& h) {
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json axes = nlohmann::json::object();
   for (Axis a : {Axis::compute, Axis::memory, Axis::latency}) {
     const auto& x = h.of(a);
-    axes[std::string(axis_name(a))] = {{"achieved", opt(x.achieved)}, {"busy", opt(x.busy)}, {"gap", x.gap},
+    axes[std::string(axis_name(a))] = {{"achieved", to_json(x.achieved)}, {"busy", to_json(x.busy)}, {"gap", x.gap},
                                        {"gain_s", x.gain_s}, {"roof", x.roof}, {"unit", x.unit}, {"text", x.text}};
   }
   return {{"bounding", h.bounding ? nlohmann::json(std::string(axis_name(*h.bounding))) : nlohmann::json(nullptr)},

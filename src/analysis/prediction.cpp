@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kopt/analysis/roofline.hpp"
 #include "kopt/core/units.hpp"
 
 namespace kopt {
@@ -131,9 +132,8 @@ std::string prediction_line(const Prediction& p) {
 }
 
 void to_json(nlohmann::json& j, const Prediction& p) {
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   j = {{"branch", p.branch}, {"text", p.text},       {"metric", p.metric}, {"direction", p.direction},
-       {"amount", opt(p.amount)}, {"relative", p.relative}, {"before", opt(p.before)}, {"after", opt(p.after)},
+       {"amount", kopt::to_json(p.amount)}, {"relative", p.relative}, {"before", kopt::to_json(p.before)}, {"after", kopt::to_json(p.after)},
        {"verdict", p.verdict}, {"note", p.note}};
 }
 

@@ -57,6 +57,8 @@ std::optional<double> dram_bytes_from_metrics(const MetricValues& m) {
   return r.value_or(0) + w.value_or(0);
 }
 
+nlohmann::json to_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
 nlohmann::json to_json(const std::optional<Roof>& r) {
   if (!r) return nullptr;
   return {{"name", r->name}, {"rate", r->rate}, {"origin", r->origin}, {"source", r->source}};

@@ -34,23 +34,24 @@ HostTensor host_tensor(const JobTensor& t, std::vector<std::byte> data) {
   return HostTensor{t.name, t.dtype, std::move(shape), std::move(data)};
 }
 
-// The reference's output named by t.expected_path, of t's size; null when it is missing or of
-// another size. Every candidate of a batch is compared with the same file: it is read once
-// per worker (keyed by path, size and modification time; up to 1 GiB kept, the oldest dropped).
-std::shared_ptr<const HostTensor> reference_tensor(const JobTensor& t) {
+// The bytes of `file` as tensor t (the reference's output, or an input), of t's size; null when
+// it is missing or of another size. Every candidate of a batch reads the same files: each is
+// read once per worker (keyed by path, size and modification time; up to 1 GiB kept, the
+// oldest dropped).
+std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t, const std::filesystem::path& file) {
   namespace fs = std::filesystem;
   constexpr std::uintmax_t k_kept_bytes = std::uintmax_t{1} << 30;
   static std::mutex mutex;
   static std::deque<std::pair<std::string, std::shared_ptr<const HostTensor>>> kept;
   std::error_code ec;
-  const std::uintmax_t size = fs::file_size(t.expected_path, ec);
+  const std::uintmax_t size = fs::file_size(file, ec);
   if (ec || size != t.bytes) return nullptr;
-  const auto mtime = fs::last_write_time(t.expected_path, ec).time_since_epoch().count();
-  const std::string key = t.expected_path.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
+  const auto mtime = fs::last_write_time(file, ec).time_since_epoch().count();
+  const std::string key = file.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
   std::lock_guard lock(mutex);
   for (const auto& [k, tensor] : kept)
     if (k == key) return tensor;
-  auto bytes = read_binary_file(t.expected_path);
+  auto bytes = read_binary_file(file);
   if (!bytes || bytes->size() != t.bytes) return nullptr;
   auto tensor = std::make_shared<const HostTensor>(host_tensor(t, std::move(*bytes)));
   if (size > k_kept_bytes) return tensor;
@@ -133,9 +134,8 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
 const std::vector<std::byte>* OutputVerifier::input_bytes(std::size_t tensor, bool secret) {
   auto& kept = secret ? m_secret_in : m_seed_in;
   if (auto it = kept.find(tensor); it != kept.end()) return &it->second.get()->data;
-  JobTensor t = m_job.tensors[tensor];
-  t.expected_path = secret ? t.secret_input_path : t.input_path;
-  auto bytes = reference_tensor(t);  // read once per worker for every candidate of the job
+  const JobTensor& t = m_job.tensors[tensor];
+  auto bytes = tensor_file(t, secret ? t.secret_input_path : t.input_path);
   if (!bytes) return nullptr;
   return &(kept[tensor] = bytes).get()->data;
 }
@@ -170,6 +170,19 @@ const std::vector<std::byte>* OutputVerifier::sample_input(std::size_t tensor, s
 }
 
 const std::vector<std::byte>* OutputVerifier::seed_input(std::size_t tensor) { return input_bytes(tensor, false); }
+
+std::optional<RunResult> OutputVerifier::write_inputs(const WriteTensor& write, std::optional<std::size_t> secret_sample) {
+  for (std::size_t i = 0; i < m_job.tensors.size(); ++i) {
+    const JobTensor& t = m_job.tensors[i];
+    if (t.role != Role::input || t.bytes == 0) continue;
+    const std::vector<std::byte>* bytes = secret_sample ? sample_input(i, *secret_sample) : seed_input(i);
+    if (!bytes)
+      return RunResult{RunStatus::launch_failed,
+                       "cannot read the " + std::string(secret_sample ? "secret seed's" : "seed's") + " input " + t.name};
+    if (auto failure = write(i, *bytes)) return failure;
+  }
+  return std::nullopt;
+}
 
 void OutputVerifier::set_batched(int launches_per_sample) {
   m_batch = launches_per_sample;
@@ -220,7 +233,7 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read)
   for (std::size_t k = 0; k < m_outputs.size() && m_record.check_failure.empty(); ++k) {
     const JobTensor& t = m_job.tensors[m_outputs[k]];
     if (t.expected_path.empty()) continue;
-    auto expected = reference_tensor(t);
+    auto expected = tensor_file(t, t.expected_path);
     if (!expected) {
       m_record.check_failure = "the reference's output " + t.expected_path.string() + " is missing or of another size";
       break;
@@ -275,15 +288,14 @@ std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, st
 std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, std::size_t index, const std::string& when) {
   m_record.secret_samples.push_back(static_cast<std::int64_t>(index));
   for (std::size_t k = 0; k < m_outputs.size(); ++k) {
-    JobTensor t = m_job.tensors[m_outputs[k]];
-    t.expected_path = t.secret_expected_path;
-    auto expected = reference_tensor(t);
+    const JobTensor& t = m_job.tensors[m_outputs[k]];
+    auto expected = tensor_file(t, t.secret_expected_path);
     std::vector<std::byte>& host = m_scratch;
     host.resize(t.bytes);
     if (auto failure = read(m_outputs[k], host)) return failure;
     if (!expected) {
       m_record.failed_sample = static_cast<std::int64_t>(index);
-      m_record.failure = when + ": the reference's output for the secret seed " + t.expected_path.string() +
+      m_record.failure = when + ": the reference's output for the secret seed " + t.secret_expected_path.string() +
                          " is missing or of another size";
       return std::nullopt;
     }

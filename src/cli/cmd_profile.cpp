@@ -173,7 +173,6 @@ int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
   if (!catalog) return report_error(g, "analyze", 4, catalog.error().to_string());
   AdviceInputs ai;
   ai.ctx.catalog = &*catalog;
-  ai.ctx.metrics = trigger_metrics(e.metrics);
   if (const GpuSpec* spec = in.spec ? in.spec : find_gpu_spec(in.device_name); spec && spec->arch.starts_with("sm_"))
     ai.ctx.sm = std::atoi(spec->arch.c_str() + 3);
   ai.explanation = &e;

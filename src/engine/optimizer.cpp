@@ -212,7 +212,7 @@ Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
   m_advice = advice_for(*expl, o.champ, o.champ_time);
   if (m_advice.headroom.bounding) {  // on the roofline: by counters, or by the cost formulas alone
     m_ctx.budget = m_advice.budget;
-    m_ctx.metrics = advice_metrics(*expl, m_advice.headroom);
+    m_ctx.metrics = m_advice.metrics;
     if (m_advice.headroom.at_roof && !m_agent) {
       finish("at_roof: " + m_advice.headroom.summary);
       return std::optional<Opened>{};

@@ -42,7 +42,7 @@ struct Suggestion {
 };
 
 struct AdviceInputs {
-  SelectionContext ctx;        // catalog, metrics (trigger_metrics), sm, history, available, preference
+  SelectionContext ctx;        // catalog, sm, history, available, preference (metrics: advice_metrics, here)
   const Explanation* explanation = nullptr;
   double time_s = 0;           // the champion's median
   std::set<std::string> in_sass;  // methods verified in the champion's machine code
@@ -60,7 +60,7 @@ struct Advice {
   bool stop = false;
   std::string stop_reason;
   std::vector<std::string> notes;
-  std::vector<std::string> chosen() const;  // the suggestions within the budget
+  MetricValues metrics;  // what the triggers were read from: advice_metrics (headroom.hpp)
 };
 
 Advice advise(const AdviceInputs& in);

@@ -13,7 +13,9 @@
 //   IssueSlotUtilization.py  fewer than 0.6 instructions issued per cycle per scheduler.
 // Uncoalesced access uses ncu's bytes-per-sector metric; kopt reports it when at least 20 %
 // of each fetched sector is wasted (ncu's MemoryCacheAccessPattern flags any waste).
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kopt/tools/ncu_csv.hpp"
@@ -55,5 +57,10 @@ struct Bottleneck {
 };
 
 Bottleneck classify_bottleneck(const MetricValues& m);
+
+// The busiest unit of a list of (label, metric) pairs, by its % of peak: {label, %}, or
+// {"", -1} when none of the metrics is there.
+std::pair<std::string, double> busiest(const MetricValues& m,
+                                       std::initializer_list<std::pair<const char*, const char*>> units);
 
 }  // namespace kopt

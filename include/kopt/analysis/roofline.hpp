@@ -35,6 +35,7 @@ struct Roof {
 };
 
 nlohmann::json to_json(const std::optional<Roof>& r);  // null when absent
+nlohmann::json to_json(const std::optional<double>& v);  // null when absent
 
 // The compute roof for a precision ("fp32", "fp64", "fp16", "bf16", "tf32", "fp8") and the
 // memory roof, from measured ceilings when present, else from the spec table.

@@ -45,6 +45,8 @@ namespace kopt {
 // Reads job tensor `index` into `host` (already sized to the tensor's bytes); nullopt on
 // success, else the failure as a RunResult.
 using ReadTensor = std::function<std::optional<RunResult>(std::size_t index, std::vector<std::byte>& host)>;
+// Writes `host` into job tensor `index` (synchronously); nullopt on success.
+using WriteTensor = std::function<std::optional<RunResult>(std::size_t index, const std::vector<std::byte>& host)>;
 
 // Bytes of outputs read back per variant for poisoned samples (the golden and the last
 // comparison come on top).
@@ -70,9 +72,12 @@ class OutputVerifier {
   // so a kernel that works only while its output looks unwritten is caught either way.
   Poison fill_for(std::size_t tensor) const;
   // Whether sample `index`, which poison_before chose, runs on inputs nobody has seen: the
-  // timer writes sample_input(tensor, index) into every input before it (untimed) and
-  // seed_input(tensor) back after check_sample.
+  // timer calls write_inputs(write, index) before it (untimed) and write_inputs(write) after
+  // check_sample.
   bool secret_before(std::size_t index) const { return m_secret_at.count(index) > 0; }
+  // Every input tensor's bytes for secret sample `secret_sample`, or seed 1's again without
+  // one, through `write`; a file that cannot be read is a launch failure.
+  std::optional<RunResult> write_inputs(const WriteTensor& write, std::optional<std::size_t> secret_sample = {});
   // The bytes of input `tensor` (an index into job.tensors) for secret sample `index` (the
   // secret seed's, or the mix), or seed 1's; null when a file cannot be read.
   const std::vector<std::byte>* sample_input(std::size_t tensor, std::size_t index);

@@ -114,20 +114,14 @@ struct Variant : SampledVariant {
       if (CUresult r = launch.poison(stream, i, verifier.fill_for(i)); r != CUDA_SUCCESS) return r;
     return CUDA_SUCCESS;
   }
-  // Every input's bytes for the secret seed, or seed 1's again (synchronous, outside the
-  // timed window); a failure as a RunResult.
-  std::optional<RunResult> write_inputs(std::optional<std::size_t> secret_sample) {
-    const bool secret = secret_sample.has_value();
-    for (std::size_t i = 0; i < launch.job->tensors.size(); ++i) {
-      const JobTensor& t = launch.job->tensors[i];
-      if (t.role != Role::input || t.bytes == 0) continue;
-      const std::vector<std::byte>* bytes = secret ? verifier.sample_input(i, *secret_sample) : verifier.seed_input(i);
-      if (!bytes) return RunResult{RunStatus::launch_failed, "cannot read the " + std::string(secret ? "secret seed's" : "seed's") +
-                                                              " input " + t.name};
-      if (CUresult r = launch.api->memcpy_htod(launch.buffers[i].get(), bytes->data(), bytes->size()); r != CUDA_SUCCESS)
-        return driver_failure(*launch.api, RunStatus::launch_failed, ("cuMemcpyHtoD(" + t.name + ")").c_str(), r);
-    }
-    return std::nullopt;
+  // Writes a job tensor from the host (synchronous: outside the timed window).
+  WriteTensor writer() const {
+    return [this](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
+      CUresult r = launch.api->memcpy_htod(launch.buffers[i].get(), host.data(), host.size());
+      if (r != CUDA_SUCCESS)
+        return driver_failure(*launch.api, RunStatus::launch_failed, ("cuMemcpyHtoD(" + launch.job->tensors[i].name + ")").c_str(), r);
+      return std::nullopt;
+    };
   }
   // Called after the sample's stop event completed: the outputs are final.
   ReadTensor reader() const {
@@ -300,7 +294,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     const bool secret = verify && v.verifier.secret_before(index);
     auto secret_start = Clock::now();
     if (secret)
-      if (auto f = v.write_inputs(index)) {
+      if (auto f = v.verifier.write_inputs(v.writer(), index)) {
         failure = failed(*f);
         return std::nullopt;
       }
@@ -338,7 +332,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
         return std::nullopt;
       }
     if (secret)
-      if (auto f = v.write_inputs(std::nullopt)) {
+      if (auto f = v.verifier.write_inputs(v.writer())) {
         failure = failed(*f);
         return std::nullopt;
       }

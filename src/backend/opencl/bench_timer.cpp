@@ -25,23 +25,15 @@ struct Variant : SampledVariant {
   ReadTensor reader(const Session& s) const {
     return [this, &s](std::size_t i, std::vector<std::byte>& host) { return kernel.read(s, i, job->tensors[i], host); };
   }
-  // Every input's bytes for the secret seed, or seed 1's again (blocking, outside the timed
-  // window); a failure as a RunResult.
-  std::optional<RunResult> write_inputs(const Session& s, std::optional<std::size_t> secret_sample) {
-    const bool secret = secret_sample.has_value();
-    for (std::size_t i = 0; i < job->tensors.size(); ++i) {
-      const JobTensor& t = job->tensors[i];
-      if (t.role != Role::input || t.bytes == 0) continue;
-      const std::vector<std::byte>* bytes = secret ? verifier.sample_input(i, *secret_sample) : verifier.seed_input(i);
-      if (!bytes)
-        return RunResult{RunStatus::launch_failed,
-                         "cannot read the " + std::string(secret ? "secret seed's" : "seed's") + " input " + t.name};
-      if (cl_int err = s.api->enqueue_write_buffer(s.queue.get(), kernel.buffers[i].get(), CL_TRUE, 0, bytes->size(),
-                                                   bytes->data(), 0, nullptr, nullptr);
+  // Writes a job tensor from the host (blocking: outside the timed window).
+  WriteTensor writer(const Session& s) const {
+    return [this, &s](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
+      if (cl_int err = s.api->enqueue_write_buffer(s.queue.get(), kernel.buffers[i].get(), CL_TRUE, 0, host.size(),
+                                                   host.data(), 0, nullptr, nullptr);
           err != CL_SUCCESS)
-        return cl_failure(RunStatus::launch_failed, "clEnqueueWriteBuffer(" + t.name + ")", err);
-    }
-    return std::nullopt;
+        return cl_failure(RunStatus::launch_failed, "clEnqueueWriteBuffer(" + job->tensors[i].name + ")", err);
+      return std::nullopt;
+    };
   }
   cl_int poison_outputs(const Session& s) const {
     for (std::size_t i : verifier.outputs())
@@ -134,7 +126,7 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     const bool secret = verify && v.verifier.secret_before(index);
     auto secret_start = Clock::now();
     if (secret)
-      if (auto f = v.write_inputs(s, index)) {
+      if (auto f = v.verifier.write_inputs(v.writer(s), index)) {
         failure = *f;
         return std::nullopt;
       }
@@ -176,7 +168,7 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
         return std::nullopt;
       }
     if (secret)
-      if (auto f = v.write_inputs(s, std::nullopt)) {
+      if (auto f = v.verifier.write_inputs(v.writer(s))) {
         failure = *f;
         return std::nullopt;
       }
