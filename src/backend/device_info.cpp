@@ -35,6 +35,7 @@ json to_json(const DeviceInfo& d) {
     j["device_type"] = d.device_type;
     j["opencl_version"] = d.opencl_version;
   }
+  if (!d.host.empty()) j["host"] = d.host;
   return j;
 }
 
@@ -67,6 +68,7 @@ DeviceInfo device_info_from_json(const json& j) {
   d.platform = j.value("platform", std::string{});
   d.device_type = j.value("device_type", std::string{});
   d.opencl_version = j.value("opencl_version", std::string{});
+  d.host = j.value("host", std::string{});
   return d;
 }
 

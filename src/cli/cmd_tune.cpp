@@ -41,7 +41,7 @@ void print_tune(const TuneReport& r) {
     for (std::size_t d = 0; d < r.devices.size(); ++d)
       std::cout << fmt::format("{} {}{} ({} screened{})", d ? "," : "", r.devices[d].ordinal,
                                r.devices[d].pci_bus_id.empty() ? "" : " " + r.devices[d].pci_bus_id, per[d],
-                               d == 0 ? ", confirms" : "");
+                               d == r.confirmed_on ? ", confirms" : "");
     std::cout << "\n";
   }
   for (const auto& n : r.device_notes) std::cout << "note: " << n << "\n";

@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <set>
+
 #include "kopt/analysis/target.hpp"
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/engine/dispatcher.hpp"
 #include "kopt/engine/roofs.hpp"
 #include "kopt/engine/profiler.hpp"
 #include "kopt/engine/sass_report.hpp"
@@ -20,8 +24,8 @@ std::map<std::string, std::int64_t> sets_of(const ParamPoint& p) { return {p.beg
 
 class GpuLab final : public Lab {
  public:
-  GpuLab(const Problem& p, const MethodCatalog& c, GpuLabOptions o, CheckContext ctx)
-      : m_p(p), m_catalog(c), m_o(std::move(o)), m_ctx(ctx) {}
+  GpuLab(const Problem& p, const MethodCatalog& c, GpuLabOptions o, std::vector<CheckContext> ctxs)
+      : m_p(p), m_catalog(c), m_o(std::move(o)), m_ctxs(std::move(ctxs)), m_dispatch(m_ctxs.size()) {}
 
   std::string device_name() override { return device() ? device()->name : "no device"; }
   int sm() override { return device() ? device()->cc_major * 10 + device()->cc_minor : 0; }
@@ -30,7 +34,7 @@ class GpuLab final : public Lab {
     const Problem& p = problem_for(v);
     const KernelSpec* k = p.find_kernel(v.kernel);
     if (!k) return Unexpected(bad_input("no kernel named '" + v.kernel + "'"));
-    BuildCache cache(m_ctx.compiler, m_o.cache_root / "builds");
+    BuildCache cache(home().compiler, m_o.cache_root / "builds");
     auto build_key = cache.key(compile_request(p, *k, v.point, arch()));
     if (!build_key) return Unexpected(build_key.error());
     Sha256 h;
@@ -40,12 +44,32 @@ class GpuLab final : public Lab {
     return h.hex().substr(0, 32);
   }
 
-  Measured measure(const Variant& v) override {
-    BenchRequest r = request({{v.kernel, sets_of(v.point)}}, false);
-    auto b = run_bench(problem_for(v), r, m_ctx);
-    if (!b) return Measured{"error", 0, 0, 0, b.error().message};
-    const BenchVariant& bv = b->variants.at(0);
-    return measured(bv, *b);
+  Measured measure(const Variant& v) override { return measure_all({v}, {}).at(0); }
+
+  // One variant per worker at a time, handed out by the dispatcher: a variant whose worker is
+  // lost is measured again on another (dispatcher.hpp).
+  std::vector<Measured> measure_all(const std::vector<Variant>& vs, const MeasuredFn& each) override {
+    std::vector<Measured> out(vs.size());
+    std::mutex done;
+    auto finish = [&](std::size_t i, Measured m) {
+      std::lock_guard lock(done);
+      out[i] = std::move(m);
+      if (each) each(i, out[i]);
+    };
+    m_dispatch.run(
+        vs.size(),
+        [&](std::size_t i, std::size_t w) {
+          Measured m = measure_on(vs[i], m_ctxs[w]);
+          if (!m.ok())
+            if (auto lost = worker_lost(m_ctxs[w].worker)) return DispatchOutcome{true, *lost};
+          if (m_ctxs.size() > 1) m.device = worker_name(w);
+          finish(i, std::move(m));
+          return DispatchOutcome{};
+        },
+        [&](std::size_t i, const std::string& why) { finish(i, Measured{"error", 0, 0, 0, why}); });
+    for (auto& n : m_dispatch.notes())
+      if (m_logged_losses.insert(n).second) m_o.log("  " + n);
+    return out;
   }
 
   std::optional<Measured> measure_reference() override {
@@ -58,7 +82,7 @@ class GpuLab final : public Lab {
     ref.kernels = {k};
     BenchRequest r = request({{"reference", {}}}, false);
     r.check_first = false;
-    auto b = run_bench(ref, r, m_ctx);
+    auto b = run_bench(ref, r, home());
     if (!b) return Measured{"error", 0, 0, 0, b.error().message, ""};
     const BenchVariant& bv = b->variants.at(0);
     return measured(bv, *b);
@@ -71,7 +95,7 @@ class GpuLab final : public Lab {
     BenchRequest r = request({}, false);
     r.check_first = false;
     r.vs_torch = true;
-    auto b = run_bench(baselines, r, m_ctx);
+    auto b = run_bench(baselines, r, home());
     if (!b) return {{"torch eager", Measured{"error", 0, 0, 0, b.error().message, ""}}};
     std::vector<std::pair<std::string, Measured>> out;
     for (const BenchVariant& bv : b->variants)
@@ -91,7 +115,7 @@ class GpuLab final : public Lab {
     BenchRequest r = request({{a.kernel, sets_of(a.point)}, {b.kernel, sets_of(b.point)}}, true);
     r.options.rule.max_time_s = m_o.compare_max_time_s;
     // Only one source can replace the kernel's: the branch's (the champion is the problem's).
-    auto rep = run_bench(problem_for(a.source.empty() ? b : a), r, m_ctx);
+    auto rep = run_bench(problem_for(a.source.empty() ? b : a), r, home());
     if (!rep) return Unexpected(rep.error());
     // A variant whose timed launches skipped work has times that compare nothing.
     for (const auto& v : rep->variants)
@@ -113,7 +137,7 @@ class GpuLab final : public Lab {
     r.kopt_executable = m_o.kopt_executable;
     r.ncu = m_o.ncu;
     r.ncu_version = m_o.ncu_version;
-    auto rep = run_profile(problem_for(v), r, m_ctx);
+    auto rep = run_profile(problem_for(v), r, home());
     if (!rep) return Unexpected(rep.error());
     const KernelProfile& k = rep->kernels.at(0);
     if ((k.status != "ok" && k.status != "timing_only") || !k.explanation) return Unexpected(environment_error(k.status + ": " + k.error));
@@ -131,7 +155,7 @@ class GpuLab final : public Lab {
     r.methods = methods;
     r.arch = arch();
     r.cache_root = m_o.cache_root;
-    auto rep = run_sass(problem_for(v), r, SassContext{m_ctx.compiler, m_ctx.runner, m_catalog});
+    auto rep = run_sass(problem_for(v), r, SassContext{home().compiler, home().runner, m_catalog});
     if (!rep || rep->kernels.empty()) return out;
     for (const auto& verdict : rep->kernels[0].verdicts) out[verdict.method] = verdict.verdict;
     return out;
@@ -147,13 +171,13 @@ class GpuLab final : public Lab {
     co.arch = m_o.arch;
     co.cache_root = m_o.cache_root;
     ChampionCheck out;
-    auto checked = run_check(p, co, m_ctx);
+    auto checked = run_check(p, co, home());
     if (!checked) {
       out.wrong = "the check on a secret seed could not run: " + checked.error().message;
       return out;
     }
     if (checked->kernels.empty()) return out;
-    if (auto shaped = check_other_shape(p, co, m_ctx, *checked); !shaped) {
+    if (auto shaped = check_other_shape(p, co, home(), *checked); !shaped) {
       out.wrong = "the check at the other shape could not run: " + shaped.error().message;
       return out;
     }
@@ -170,7 +194,7 @@ class GpuLab final : public Lab {
     }
     // The build the check just ran, under the tools.
     if (!m_o.sanitize.tools.empty())
-      out.sanitizer = sanitize_kernel(p, k, device() && device()->is_opencl(), m_o.sanitize, m_ctx.runner);
+      out.sanitizer = sanitize_kernel(p, k, device() && device()->is_opencl(), m_o.sanitize, home().runner);
     return out;
   }
 
@@ -183,7 +207,7 @@ class GpuLab final : public Lab {
   nlohmann::json environment() override {
     nlohmann::json j{{"schema_version", 1}, {"recorded_at", utc_timestamp()}, {"kopt_version", KOPT_VERSION}};
     j["device"] = device() ? to_json(*device()) : nlohmann::json(nullptr);
-    auto toolkit = m_ctx.compiler.toolkit();
+    auto toolkit = home().compiler.toolkit();
     j["toolkit"] = toolkit ? *toolkit : "unavailable: " + toolkit.error().message;
     j["ncu"] = m_o.ncu.empty() ? nlohmann::json(nullptr) : nlohmann::json{{"path", m_o.ncu.string()}, {"version", m_o.ncu_version}};
     j["bench_options"] = to_json(m_o.bench);
@@ -205,7 +229,7 @@ class GpuLab final : public Lab {
     // The roofs every command uses (roofs.hpp): stored ceilings, else measured now (a device
     // without a spec entry, a CPU under OpenCL, has no other roofs, and without roofs there is
     // no target and no stop rule), else the spec table, which compute_target reads itself.
-    DeviceRoofs roofs = resolve_roofs(m_o.cache_root, *device(), worker_ceilings(m_ctx.worker));
+    DeviceRoofs roofs = resolve_roofs(m_o.cache_root, *device(), worker_ceilings(home().worker));
     const std::optional<StoredCeilings>& stored = roofs.ceilings;
     auto t = compute_target(m_p, default_precision(m_p), spec, device()->name,
                             stored ? &stored->result : nullptr, stored ? stored->measured_at : "");
@@ -215,17 +239,42 @@ class GpuLab final : public Lab {
 
   // The problem, or a copy whose kernel reads the variant's own source file (headers still
   // resolve in the problem's directory).
-  const Problem& problem_for(const Variant& v) {
-    if (v.source.empty()) return m_p;
-    m_with_source = m_p;
-    for (auto& k : m_with_source.kernels)
-      if (k.name == v.kernel) k.source = std::filesystem::absolute(v.source);
-    return m_with_source;
+  // The problem with the variant's source in place of its kernel's (a copy: measure_all
+  // measures several at once).
+  Problem problem_for(const Variant& v) const {
+    Problem p = m_p;
+    if (!v.source.empty())
+      for (auto& k : p.kernels)
+        if (k.name == v.kernel) k.source = std::filesystem::absolute(v.source);
+    return p;
+  }
+
+  Measured measure_on(const Variant& v, const CheckContext& ctx) {
+    BenchRequest r = request({{v.kernel, sets_of(v.point)}}, false);
+    auto b = run_bench(problem_for(v), r, ctx);
+    if (!b) return Measured{"error", 0, 0, 0, b.error().message};
+    return measured(b->variants.at(0), *b);
+  }
+
+  // "worker 1 (device 1, 0000:1a:00.0)", or with the Ray node the worker runs on.
+  std::string worker_name(std::size_t w) {
+    std::string name = "worker " + std::to_string(w);
+    auto d = m_ctxs[w].worker.device_info();
+    if (!d) return name;
+    return name + " (" + (d->host.empty() ? "" : d->host + ", ") + "device " + std::to_string(d->ordinal) +
+           (d->pci_bus_id.empty() ? "" : ", " + d->pci_bus_id) + ")";
+  }
+
+  // Where comparisons, profiles and checks run: the first worker not lost (each of them on
+  // one device).
+  const CheckContext& home() const {
+    auto live = m_dispatch.live_workers();
+    return m_ctxs[live.empty() ? 0 : live.front()];
   }
 
   const DeviceInfo* device() {
     if (!m_device) {
-      auto d = m_ctx.worker.device_info();
+      auto d = home().worker.device_info();
       if (!d) return nullptr;
       m_device = *d;
     }
@@ -246,16 +295,22 @@ class GpuLab final : public Lab {
   const Problem& m_p;
   const MethodCatalog& m_catalog;
   GpuLabOptions m_o;
-  CheckContext m_ctx;
+  std::vector<CheckContext> m_ctxs;
+  Dispatcher m_dispatch;
+  std::set<std::string> m_logged_losses;
   std::optional<DeviceInfo> m_device;
-  Problem m_with_source;
 };
 
 }  // namespace
 
 std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog, GpuLabOptions options,
                                   CheckContext ctx) {
-  return std::make_unique<GpuLab>(problem, catalog, std::move(options), ctx);
+  return make_gpu_lab(problem, catalog, std::move(options), std::vector<CheckContext>{ctx});
+}
+
+std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog, GpuLabOptions options,
+                                  std::vector<CheckContext> workers) {
+  return std::make_unique<GpuLab>(problem, catalog, std::move(options), std::move(workers));
 }
 
 }  // namespace kopt

@@ -98,19 +98,40 @@ EvaluationRecord Optimizer::record(const std::string& key, const std::string& ke
                           m.samples, m.error, utc_timestamp(), m.clocks, m.flags};
 }
 
-std::pair<std::string, Measured> Optimizer::measure(const Variant& v) {
-  auto key = m_lab.evaluation_key(v);
-  if (!key) return {"", Measured{"compile_failed", 0, 0, 0, key.error().message}};
-  if (const EvaluationRecord* e = m_state.find_evaluation(*key))
-    return {*key,
-            Measured{e->status, e->median_s, e->noise, e->samples, e->error, e->clocks, e->flags}};
-  Measured m = m_lab.measure(v);
-  m_state.evaluations[*key] = record(*key, v.kernel, v.point, m);
-  (void)save();
-  m_o.log(fmt::format("  {:<40} {}", v.label(),
-                      m.ok() ? human_time(m.median_s) : m.status + ": " + m.error));
-  for (const auto& f : m.flags) m_o.log("    flagged: " + f);
-  return {*key, m};
+std::pair<std::string, Measured> Optimizer::measure(const Variant& v) { return measure_all({v}).at(0); }
+
+// Recorded evaluations are reused; the rest are measured together (one per worker where the
+// lab has several), each recorded and saved as it is done.
+std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(const std::vector<Variant>& vs) {
+  std::vector<std::pair<std::string, Measured>> out(vs.size());
+  std::vector<Variant> todo;
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    auto key = m_lab.evaluation_key(vs[i]);
+    if (!key) {
+      out[i] = {"", Measured{"compile_failed", 0, 0, 0, key.error().message}};
+      continue;
+    }
+    out[i].first = *key;
+    if (const EvaluationRecord* e = m_state.find_evaluation(*key)) {
+      out[i].second = Measured{e->status, e->median_s, e->noise, e->samples, e->error, e->clocks, e->flags};
+      continue;
+    }
+    todo.push_back(vs[i]);
+    where.push_back(i);
+  }
+  if (todo.empty()) return out;
+  m_lab.measure_all(todo, [&](std::size_t j, const Measured& m) {
+    const Variant& v = todo[j];
+    const std::string& key = out[where[j]].first;
+    m_state.evaluations[key] = record(key, v.kernel, v.point, m);
+    (void)save();  // each as it is done: a run killed in the middle keeps what was measured
+    m_o.log(fmt::format("  {:<40} {}{}", v.label(), m.ok() ? human_time(m.median_s) : m.status + ": " + m.error,
+                        m.device.empty() ? "" : "  (" + m.device + ")"));
+    for (const auto& f : m.flags) m_o.log("    flagged: " + f);
+    out[where[j]].second = m;
+  });
+  return out;
 }
 
 void Optimizer::write_variant_files(const fs::path& dir, const Variant& v, const Measured& m) {
@@ -274,8 +295,11 @@ Expected<void> Optimizer::iterate(int i) {
   for (int attempt = 0; attempt <= m_o.max_retries && !winner; ++attempt) {
     auto branches = make_branches(o.champ, o.rec.methods, i, attempt);
     if (branches.empty()) break;
+    // Measured at once where the lab has several workers; the winner is then compared with
+    // the champion on one device (decide).
+    auto measured = measure_all(branches);
     for (std::size_t b = 0; b < branches.size(); ++b) {
-      auto [key, m] = measure(branches[b]);
+      auto& [key, m] = measured[b];
       write_variant_files(
           dir / "branches" / ("b" + std::to_string(attempt) + "_" + std::to_string(b)), branches[b],
           m);

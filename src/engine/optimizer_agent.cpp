@@ -69,10 +69,13 @@ Expected<void> Optimizer::iterate_with_proposer(int i, Opened& o) {
 
 Optimizer::Outcome Optimizer::measure_branches(const std::vector<BranchRecord>& branches) {
   Outcome out;
+  std::vector<Variant> vs;
+  for (const BranchRecord& b : branches) vs.push_back(Variant{b.kernel, b.point, b.source});
+  auto measured = measure_all(vs);  // at once where the lab has several workers
   for (std::size_t k = 0; k < branches.size(); ++k) {
     const BranchRecord& b = branches[k];
-    Variant v{b.kernel, b.point, b.source};
-    auto [key, m] = measure(v);
+    const Variant& v = vs[k];
+    auto& [key, m] = measured[k];
     out.measured.push_back(m);
     if (!b.ablates.empty()) {
       out.ablations[b.ablates] = {v, m};

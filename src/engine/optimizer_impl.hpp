@@ -66,6 +66,7 @@ class Optimizer {
                                  const ParamPoint& point, const Measured& m);
 
   std::pair<std::string, Measured> measure(const Variant& v);
+  std::vector<std::pair<std::string, Measured>> measure_all(const std::vector<Variant>& vs);
 
   void write_variant_files(const fs::path& dir, const Variant& v, const Measured& m);
 

@@ -9,6 +9,7 @@
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/backend/build_queue.hpp"
 #include "kopt/core/parallel.hpp"
+#include "kopt/engine/dispatcher.hpp"
 #include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
 #include "kopt/problem/tensor_data.hpp"
@@ -51,7 +52,7 @@ class BenchTuneLab final : public TuneLab {
   BenchTuneLab(const Problem& p, const KernelSpec& k, const TuneRequest& r, const std::vector<CheckContext>& ctxs,
                const DeviceInfo& device)
       : m_p(p), m_k(k), m_r(r), m_ctxs(ctxs), m_ctx(ctxs.front()), m_device(device),
-        m_arch(r.arch.value_or(device.arch())) {
+        m_arch(r.arch.value_or(device.arch())), m_dispatch(ctxs.size()) {
     if (m_ctx.compiler.concurrent())
       m_queue = std::make_unique<BuildQueue>(m_ctx.compiler, m_r.cache_root / "builds", m_r.jobs);
   }
@@ -67,14 +68,24 @@ class BenchTuneLab final : public TuneLab {
     std::vector<Evaluation> out(points.size());
     if (m_first) first_batch(points, times);
     if (m_queue) times.build_s += m_queue->wait(requests_for(points));  // what did not overlap the device's work
-    // One slice per device, screened at once; each phase's time is the longest slice's.
-    auto ranges = split_ranges(points.size(), m_ctxs.size());
+    // One slice per live worker, handed out by the dispatcher: a slice whose worker is lost
+    // is screened again on another. Each phase's time is the longest slice's.
+    auto ranges = split_ranges(points.size(), std::max<std::size_t>(1, m_dispatch.live()));
     std::vector<StageTimes> slice_times(ranges.size());
     std::vector<std::optional<Expected<BenchReport>>> reports(ranges.size());
-    parallel_for(ranges.size(), static_cast<unsigned>(ranges.size()), [&](std::size_t d) {
-      std::vector<ParamPoint> slice(points.begin() + ranges[d].first, points.begin() + ranges[d].second);
-      reports[d] = bench(slice, m_r.screen, slice_times[d], m_ctxs[d], /*screening=*/true);
-    });
+    std::vector<int> ran_on(ranges.size(), -1);
+    m_dispatch.run(
+        ranges.size(),
+        [&](std::size_t t, std::size_t w) {
+          std::vector<ParamPoint> slice(points.begin() + ranges[t].first, points.begin() + ranges[t].second);
+          slice_times[t] = {};
+          auto b = bench(slice, m_r.screen, slice_times[t], m_ctxs[w], /*screening=*/true);
+          if (auto lost = lost_after(b, w)) return DispatchOutcome{true, *lost};
+          reports[t] = std::move(b);
+          ran_on[t] = static_cast<int>(w);
+          return DispatchOutcome{};
+        },
+        [&](std::size_t t, const std::string& why) { reports[t] = Unexpected(environment_error(why)); });
     StageTimes longest;
     for (const auto& t : slice_times) {
       longest.build_s = std::max(longest.build_s, t.build_s);
@@ -88,7 +99,7 @@ class BenchTuneLab final : public TuneLab {
       for (std::size_t i = ranges[d].first; i < ranges[d].second; ++i) {
         Evaluation& e = out[i];
         e.point = points[i];
-        e.device = static_cast<int>(d);
+        e.device = ran_on[d];
         const BenchVariant* v = outcome(b, i - ranges[d].first, e.ok, e.failure);
         if (!v) continue;
         e.cost = v->summary.median;
@@ -102,25 +113,58 @@ class BenchTuneLab final : public TuneLab {
     return out;
   }
 
+  // On the first live worker, so that every confirmed time comes from one device: when that
+  // worker is lost, the confirmation starts again on the next.
   std::vector<Confirmed> confirm(const std::vector<ParamPoint>& points, StageTimes& times) override {
     std::vector<Confirmed> out(points.size());
     m_r.log("confirming " + std::to_string(points.size()) + " candidate(s) with the full measurement");
     // Side by side in groups of k_group (a comparison of many in one job drifts less, one of
     // hundreds would hold all their buffers at once).
     constexpr std::size_t k_group = 8;
-    for (std::size_t first = 0; first < points.size(); first += k_group) {
-      std::vector<ParamPoint> group(points.begin() + first, points.begin() + std::min(points.size(), first + k_group));
-      auto b = bench(group, m_r.bench, times);
-      for (std::size_t i = 0; i < group.size(); ++i) {
-        Confirmed& c = out[first + i];
-        c.point = group[i];
-        if (const BenchVariant* v = outcome(b, i, c.ok, c.failure)) c.summary = v->summary;
+    for (;;) {
+      auto live = m_dispatch.live_workers();
+      if (live.empty()) {
+        for (std::size_t i = 0; i < points.size(); ++i)
+          out[i] = Confirmed{points[i], 0, false, "no live worker left to confirm it", {}};
+        return out;
+      }
+      std::size_t w = live.front();
+      bool restarted = false;
+      for (std::size_t first = 0; first < points.size() && !restarted; first += k_group) {
+        std::vector<ParamPoint> group(points.begin() + first, points.begin() + std::min(points.size(), first + k_group));
+        auto b = bench(group, m_r.bench, times, m_ctxs[w]);
+        if (auto lost = lost_after(b, w)) {
+          m_dispatch.retire(w, *lost);
+          restarted = true;
+          break;
+        }
+        for (std::size_t i = 0; i < group.size(); ++i) {
+          Confirmed& c = out[first + i];
+          c.point = group[i];
+          if (const BenchVariant* v = outcome(b, i, c.ok, c.failure)) c.summary = v->summary;
+        }
+      }
+      if (!restarted) {
+        m_confirmed_on = w;
+        return out;
       }
     }
-    return out;
   }
 
+  // Where confirmation (and the final comparison) ran: the first live worker.
+  std::size_t confirmed_on() const { return m_confirmed_on; }
+  const CheckContext& context(std::size_t w) const { return m_ctxs[w]; }
+  std::vector<std::string> lost_notes() const { return m_dispatch.notes(); }
+
  private:
+  // Why worker w is lost after job b, or nullopt (dispatcher.hpp).
+  std::optional<std::string> lost_after(const Expected<BenchReport>& b, std::size_t w) {
+    if (b)
+      for (const auto& v : b->variants)
+        if (v.status == "ok") return std::nullopt;
+    return worker_lost(m_ctxs[w].worker);
+  }
+
   // Variant i of a bench run: ok, or why not (the run's own error when it failed as a whole).
   static const BenchVariant* outcome(const Expected<BenchReport>& b, std::size_t i, bool& ok, std::string& failure) {
     ok = false;
@@ -158,10 +202,6 @@ class BenchTuneLab final : public TuneLab {
     return out;
   }
 
-  Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options, StageTimes& times) {
-    return bench(points, options, times, m_ctx);
-  }
-
   // Screening ranks and is never reported as a result: it runs without secret-seed samples,
   // which the confirmation of every candidate that may win runs (output_verifier.hpp).
   Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options, StageTimes& times,
@@ -195,6 +235,8 @@ class BenchTuneLab final : public TuneLab {
   DeviceInfo m_device;
   std::string m_arch;  // what the prefetched builds are for: what run_bench builds for
   bool m_first = true;                 // no batch screened yet
+  Dispatcher m_dispatch;
+  std::size_t m_confirmed_on = 0;
   std::unique_ptr<BuildQueue> m_queue;  // announced batches' builds; none for a worker's compiler
 };
 
@@ -272,9 +314,11 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
     auto cmp = run_bench(problem,
                          bench_request({{k->name, as_sets(champion->point)}, {k->name, as_sets(*def)}}, true,
                                        request.bench, request.threshold, request.arch, request.cache_root),
-                         ctxs.front());
+                         lab.context(lab.confirmed_on()));
     if (cmp) report.final_comparison = *cmp;
   }
+  report.confirmed_on = lab.confirmed_on();
+  for (auto& n : lab.lost_notes()) report.device_notes.push_back(std::move(n));
   auto now = std::chrono::steady_clock::now();
   report.compare_s = std::chrono::duration<double>(now - c0).count();
   report.wall_s = std::chrono::duration<double>(now - t0).count();
@@ -301,6 +345,7 @@ json to_json(const TuneReport& r) {
          {"device", r.device().name},
          {"gpus", gpus_json(r.devices)},
          {"gpu_notes", r.device_notes},
+         {"confirmed_on", r.confirmed_on},
          {"space_size", r.space_size},
          {"default_point", r.default_point},
          {"jobs", r.jobs},

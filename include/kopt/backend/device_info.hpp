@@ -46,6 +46,9 @@ struct DeviceInfo {
   std::string platform;
   std::string device_type;
   std::string opencl_version;
+  // Where the worker runs when it is not this host's (a Ray actor's node: "node 3f2a… on
+  // HOSTNAME"); empty for a local worker.
+  std::string host;
 
   bool is_opencl() const { return backend == "opencl"; }
   // What kernels are built for: "sm_90", or "opencl" (the driver compiles for its device).

@@ -27,5 +27,10 @@ struct GpuLabOptions {
 
 std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog, GpuLabOptions options,
                                   CheckContext ctx);
+// Several workers (optimize --gpus, --cluster): measure_all() measures one variant per worker at
+// once and a lost worker's variant again on another; comparisons, profiles, SASS and the
+// champion's checks run on the first live worker. One model of device, as tune requires.
+std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog, GpuLabOptions options,
+                                  std::vector<CheckContext> workers);
 
 }  // namespace kopt

@@ -4,6 +4,7 @@
 // live in the optimizer and are tested with a fake lab; the real one (engine/gpu_lab) uses
 // the worker, ncu and the disassembler.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +36,7 @@ struct Measured {
   // Distribution flags of the samples ("bimodal (...)", distribution_flags.hpp): the status
   // stays ok, but a flagged variant is never accepted as a champion.
   std::vector<std::string> flags;
+  std::string device;  // which device measured it, where a lab has several workers ("worker 1: ...")
   bool ok() const { return status == "ok"; }
 };
 
@@ -59,6 +61,20 @@ class Lab {
   // dims, timing mode. Equal keys are the same measurement.
   virtual Expected<std::string> evaluation_key(const Variant& v) = 0;
   virtual Measured measure(const Variant& v) = 0;
+  // Several variants, each measured as measure() does; a lab with several workers (--gpus,
+  // --cluster) measures them at once, one per worker. Each result is on one device; the
+  // decisions that compare candidates (compare()) stay on one device.
+  // `each` is called as each one is done (never two at once), so that what was measured is
+  // recorded before the next finishes: a run killed in the middle keeps it.
+  using MeasuredFn = std::function<void(std::size_t index, const Measured&)>;
+  virtual std::vector<Measured> measure_all(const std::vector<Variant>& vs, const MeasuredFn& each = {}) {
+    std::vector<Measured> out;
+    for (const auto& v : vs) {
+      out.push_back(measure(v));
+      if (each) each(out.size() - 1, out.back());
+    }
+    return out;
+  }
   // A vs B measured interleaved; the verdict is A's (faster: A takes less time).
   virtual Expected<Comparison> compare(const Variant& a, const Variant& b) = 0;
   // ncu's view, the files written under `dir`; nullopt (with a reason) when it cannot profile.

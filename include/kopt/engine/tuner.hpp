@@ -41,9 +41,12 @@ std::size_t batch_for_memory(std::size_t wanted, std::uintmax_t tensor_bytes, st
 struct TuneReport {
   std::string problem, kernel;
   std::vector<DeviceInfo> devices;   // every device the screening ran on (--gpus); never empty
-  // The first: confirmation and the final comparison run there.
+  // The first: the roofs are its. Confirmation and the final comparison ran on
+  // devices[confirmed_on], the first whose worker was not lost.
   const DeviceInfo& device() const { return devices.front(); }
-  std::vector<std::string> device_notes;  // what differs between them (clocks, throttling, models)
+  std::size_t confirmed_on = 0;
+  // What differs between them (clocks, throttling, models), and each worker lost on the way.
+  std::vector<std::string> device_notes;
   std::uint64_t space_size = 0;
   ParamPoint default_point;
   TwoStageResult stages;
@@ -56,10 +59,11 @@ struct TuneReport {
 };
 
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx);
-// Several devices (tune --gpus), one context each (a worker per device, and a compiler each
-// where builds happen in the worker): screening batches are split over them, evaluations
-// tagged with their device;
-// confirmation and the final comparison run on the first, so each comparison is on one device.
+// Several devices (tune --gpus, --cluster), one context each (a worker per device, and a
+// compiler each where builds happen in the worker): screening batches are split over them by
+// a Dispatcher (a lost worker's slice is screened again on another), evaluations tagged with
+// their device; confirmation and the final comparison run on the first live one, so each
+// comparison is on one device.
 // Devices of different models are refused (bad input) unless request.allow_mixed.
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request,
                               const std::vector<CheckContext>& devices);
