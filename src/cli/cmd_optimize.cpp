@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "worker_pool.hpp"
+#include "kopt/engine/dispatcher.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/gpu_lab.hpp"
@@ -46,18 +48,18 @@ void print_run(const RunState& s, const std::filesystem::path& dir) {
 
 namespace {
 
-// What the loop needs on this machine: a worker, NVRTC, ncu if installed, the lab and git.
+// What the loop needs: its workers (one, one per --gpus device, or one per device of a Ray
+// cluster), NVRTC, ncu if installed, the lab and git.
 struct LoopMachine {
-  SystemCommandRunner runner;
-  TempDir tmp{"kopt-worker"};
-  WorkerClient worker;
-  std::unique_ptr<Compiler> compiler;
+  std::unique_ptr<WorkerPool> pool;
   std::unique_ptr<Lab> lab;
   GitRepo git;
-  LoopMachine(const Problem& problem, const MethodCatalog& catalog, const ProblemSelection& sel, double max_time_s,
-              const std::filesystem::path& run_dir, bool sanitize)
-      : worker(worker_options(sel.device, tmp.path())), compiler(make_compiler(worker)), git(runner, run_dir) {
+  LoopMachine(std::unique_ptr<WorkerPool> workers, const Problem& problem, const MethodCatalog& catalog,
+              const ProblemSelection& sel, double max_time_s, const std::filesystem::path& run_dir, bool sanitize,
+              const std::function<void(const std::string&)>& log)
+      : pool(std::move(workers)), git(pool->runner(), run_dir) {
     GpuLabOptions lo;
+    if (log) lo.log = log;  // a worker lost on the way is said there
     lo.bench.rule.max_time_s = max_time_s;
     lo.bench.rule.min_time_s = std::min(0.2, max_time_s);
     lo.bench.rule.max_noise = 0.01;
@@ -66,13 +68,13 @@ struct LoopMachine {
     lo.device = sel.device;
     lo.cache_root = cache_dir();
     lo.kopt_executable = self_executable();
-    ToolInfo ncu = probe_tool(runner, "ncu");
+    ToolInfo ncu = probe_tool(pool->runner(), "ncu");
     if (ncu.found) {
       lo.ncu = ncu.path;
       lo.ncu_version = ncu.version;
     }
-    if (sanitize) lo.sanitize = sanitize_request(runner, {"memcheck", "racecheck"}, sel.device);
-    lab = make_gpu_lab(problem, catalog, lo, CheckContext{*compiler, runner, worker});
+    if (sanitize) lo.sanitize = sanitize_request(pool->runner(), {"memcheck", "racecheck"}, sel.device);
+    lab = make_gpu_lab(problem, catalog, lo, pool->contexts());
   }
 };
 
@@ -120,7 +122,20 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   opt.run_dir = std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                                          : std::filesystem::path(o.run));
   if (!g.json || g.verbose) opt.log = stderr_log();
-  LoopMachine m(problem, *catalog, o.sel, o.max_time_s, opt.run_dir, o.sanitize);
+  auto pool = WorkerPool::open({o.gpus, o.cluster, o.sel.device, o.allow_mixed});
+  if (!pool) return report_error(g, "optimize", exit_code(pool.error().kind), pool.error().to_string());
+  if ((*pool)->size() > 1) {
+    std::vector<std::string> notes;
+    auto devices = worker_devices((*pool)->contexts(), o.allow_mixed, notes);
+    if (!devices) return report_error(g, "optimize", exit_code(devices.error().kind), devices.error().to_string());
+    if (opt.log) {
+      opt.log((*pool)->description() + "; branches are measured one per worker, comparisons on one device");
+      for (std::size_t w = 0; w < devices->size(); ++w)
+        opt.log("worker " + std::to_string(w) + ": " + device_label((*devices)[w]));
+      for (const auto& n : notes) opt.log("note: " + n);
+    }
+  }
+  LoopMachine m(std::move(*pool), problem, *catalog, o.sel, o.max_time_s, opt.run_dir, o.sanitize, opt.log);
   std::optional<ExperienceDb> experience;
   if (o.use_experience) experience = open_experience(o.experience_db);
   if (experience) opt.experience = &*experience;
@@ -161,7 +176,9 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
   if (!g.json) opt.log = stderr_log();
   if ((o.step == "open" || o.step == "close") && !backend_device_present())
     return report_error(g, cmd, 3, "no device here: kopt iter " + o.step + " measures and profiles");
-  LoopMachine m(problem, *catalog, sel, o.max_time_s, run, o.sanitize);
+  auto pool = WorkerPool::open({"", "", o.device, false});
+  if (!pool) return report_error(g, cmd, exit_code(pool.error().kind), pool.error().to_string());
+  LoopMachine m(std::move(*pool), problem, *catalog, sel, o.max_time_s, run, o.sanitize, opt.log);
   std::optional<ExperienceDb> experience;
   if (o.step == "open" || o.step == "close") experience = open_experience("");
   if (experience) opt.experience = &*experience;

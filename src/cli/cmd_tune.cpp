@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "worker_pool.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/parallel.hpp"
 #include "kopt/engine/tuner.hpp"
@@ -39,8 +40,9 @@ void print_tune(const TuneReport& r) {
       if (e.device >= 0 && static_cast<std::size_t>(e.device) < per.size()) ++per[static_cast<std::size_t>(e.device)];
     std::cout << "devices:";
     for (std::size_t d = 0; d < r.devices.size(); ++d)
-      std::cout << fmt::format("{} {}{} ({} screened{})", d ? "," : "", r.devices[d].ordinal,
-                               r.devices[d].pci_bus_id.empty() ? "" : " " + r.devices[d].pci_bus_id, per[d],
+      std::cout << fmt::format("{} {}{}{} ({} screened{})", d ? "," : "", r.devices[d].ordinal,
+                               r.devices[d].pci_bus_id.empty() ? "" : " " + r.devices[d].pci_bus_id,
+                               r.devices[d].host.empty() ? "" : " on " + r.devices[d].host, per[d],
                                d == r.confirmed_on ? ", confirms" : "");
     std::cout << "\n";
   }
@@ -153,19 +155,11 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   if (!g.json) req.search.progress = print_progress;
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt:" << line << "\n"; };
 
-  auto ordinals = select_devices(o.gpus, o.sel.device);
-  if (!ordinals) return report_error(g, "tune", exit_code(ordinals.error().kind), ordinals.error().to_string());
   req.allow_mixed = o.allow_mixed;
-  TempDir tmp("kopt-worker");
-  std::vector<std::unique_ptr<WorkerClient>> workers;
-  for (int d : *ordinals) workers.push_back(std::make_unique<WorkerClient>(worker_options(d, tmp.path())));
-  // A compiler per device: an OpenCL build happens in that device's worker, which serves one
-  // request at a time (the screening runs the devices' slices at once).
-  std::vector<std::unique_ptr<Compiler>> compilers;
-  for (auto& w : workers) compilers.push_back(make_compiler(*w));
-  SystemCommandRunner runner;
-  std::vector<CheckContext> devices;
-  for (std::size_t d = 0; d < workers.size(); ++d) devices.push_back(CheckContext{*compilers[d], runner, *workers[d]});
+  auto pool = WorkerPool::open({o.gpus, o.cluster, o.sel.device, o.allow_mixed});
+  if (!pool) return report_error(g, "tune", exit_code(pool.error().kind), pool.error().to_string());
+  if (std::string d = (*pool)->description(); !d.empty() && !g.json) std::cerr << "kopt tune: " << d << "\n";
+  std::vector<CheckContext> devices = (*pool)->contexts();
   auto report = run_tune(problem, req, devices);
   if (!report) return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
   if (g.json) {

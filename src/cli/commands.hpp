@@ -128,6 +128,7 @@ struct TuneCliOptions {
   std::size_t screen_samples = 15;
   std::string confirm = "auto";    // auto (the rule), all, or a number: at most that many
   std::string gpus;                // --gpus all|N,M,...: screening split over these devices
+  std::string cluster;             // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
   bool allow_mixed = false;
 };
 int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o);
@@ -148,6 +149,9 @@ struct OptimizeCliOptions {
   double proposer_timeout_s = 600;
   std::string budget_formula = "headroom";  // headroom | kernelflow
   bool sanitize = true;  // memcheck and racecheck on a new champion (--no-sanitize)
+  std::string gpus;      // --gpus all|N,M,...: a round's branches measured one per device
+  std::string cluster;   // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
+  bool allow_mixed = false;
 };
 int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o);
 

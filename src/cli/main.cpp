@@ -139,7 +139,10 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--gpus", tune.gpus,
                        "all, or N,M,...: one worker per device; screening batches are split over them, "
                        "confirmation and the final comparison run on the first");
-  tune_cmd->add_flag("--allow-mixed", tune.allow_mixed, "with --gpus: devices of different models in one run");
+  tune_cmd->add_option("--cluster", tune.cluster,
+                       "ray, or ray:ADDRESS: one worker per device of a Ray cluster (ray alone starts a local "
+                       "instance), as an actor on its node; see docs/cluster.md");
+  tune_cmd->add_flag("--allow-mixed", tune.allow_mixed, "with --gpus or --cluster: devices of different models in one run");
   tune_cmd->add_option("--confirm", tune.confirm,
                        "candidates re-measured in full: auto (top 3 and those whose screening overlaps the "
                        "leader's, at most 8), all, or N (top N and overlaps, at most N)");
@@ -169,6 +172,12 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   opt_cmd->add_flag("!--no-sanitize", optz.sanitize,
                     "accept a new champion without running it under compute-sanitizer (memcheck, racecheck)");
+  opt_cmd->add_option("--gpus", optz.gpus,
+                      "all, or N,M,...: one worker per device; a round's branches are measured one per worker, "
+                      "comparisons with the champion, profiles and checks on the first");
+  opt_cmd->add_option("--cluster", optz.cluster,
+                      "ray, or ray:ADDRESS: one worker per device of a Ray cluster, as --gpus does on one host");
+  opt_cmd->add_flag("--allow-mixed", optz.allow_mixed, "with --gpus or --cluster: devices of different models");
   opt_cmd->add_flag("--json", g.json, "print run.json at the end");
   opt_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 

@@ -237,6 +237,11 @@ Subprocess::~Subprocess() {
   if (running()) kill_and_reap();
 }
 
+void Subprocess::close_stdin() {
+  if (m_stdin >= 0) ::close(m_stdin);
+  m_stdin = -1;
+}
+
 void Subprocess::close_fds() {
   if (m_stdin >= 0) ::close(m_stdin);
   if (m_stdout >= 0) ::close(m_stdout);

@@ -4,6 +4,8 @@
 #include <deque>
 #include <thread>
 
+#include "kopt/engine/checker.hpp"
+
 namespace kopt {
 
 std::size_t Dispatcher::live() const {
@@ -117,6 +119,37 @@ std::optional<std::string> worker_lost(WorkerClient& worker) {
   auto d = worker.device_info();
   if (d) return std::nullopt;
   return d.error().message;
+}
+
+std::string device_label(const DeviceInfo& d) {
+  return "device " + std::to_string(d.ordinal) + (d.host.empty() ? "" : " on " + d.host) + " (" + d.name + ")";
+}
+
+Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>& ctxs, bool allow_mixed,
+                                                 std::vector<std::string>& notes) {
+  std::vector<DeviceInfo> devices;
+  for (const auto& c : ctxs) {
+    auto d = c.worker.device_info();
+    if (!d) return Unexpected(d.error());
+    devices.push_back(*d);
+  }
+  const DeviceInfo& first = devices.front();
+  for (std::size_t i = 1; i < devices.size(); ++i) {
+    const DeviceInfo& d = devices[i];
+    std::string which = device_label(d);
+    if (d.name != first.name && !allow_mixed)
+      return Unexpected(bad_input(which + " is not the model of " + device_label(first) +
+                                  "; a run compares candidates measured on one model "
+                                  "(--allow-mixed to run on both anyway)"));
+    if (d.name != first.name) notes.push_back(which + " is another model than " + device_label(first));
+    if (d.clocks.max_sm_mhz != first.clocks.max_sm_mhz)
+      notes.push_back(which + ": max SM clock " + std::to_string(d.clocks.max_sm_mhz) + " MHz against " +
+                      std::to_string(first.clocks.max_sm_mhz) + " MHz on " + device_label(first));
+  }
+  for (const auto& d : devices)
+    if (!d.clocks.throttle_reasons.empty() && d.clocks.throttle_reasons != "none")
+      notes.push_back(device_label(d) + " reported throttling at the start: " + d.clocks.throttle_reasons);
+  return devices;
 }
 
 }  // namespace kopt

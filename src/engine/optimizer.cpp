@@ -95,7 +95,7 @@ fs::path Optimizer::version_dir(int i) const {
 EvaluationRecord Optimizer::record(const std::string& key, const std::string& kernel,
                                    const ParamPoint& point, const Measured& m) {
   return EvaluationRecord{key,       kernel,  point,           m.status, m.median_s, m.noise,
-                          m.samples, m.error, utc_timestamp(), m.clocks, m.flags};
+                          m.samples, m.error, utc_timestamp(), m.clocks, m.flags, m.device};
 }
 
 std::pair<std::string, Measured> Optimizer::measure(const Variant& v) { return measure_all({v}).at(0); }

@@ -240,35 +240,6 @@ class BenchTuneLab final : public TuneLab {
   std::unique_ptr<BuildQueue> m_queue;  // announced batches' builds; none for a worker's compiler
 };
 
-// The devices of a run: one model unless asked otherwise, and what differs between them.
-Expected<std::vector<DeviceInfo>> run_devices(const std::vector<CheckContext>& ctxs, bool allow_mixed,
-                                              std::vector<std::string>& notes) {
-  std::vector<DeviceInfo> devices;
-  for (const auto& c : ctxs) {
-    auto d = c.worker.device_info();
-    if (!d) return Unexpected(d.error());
-    devices.push_back(*d);
-  }
-  const DeviceInfo& first = devices.front();
-  for (std::size_t i = 1; i < devices.size(); ++i) {
-    const DeviceInfo& d = devices[i];
-    std::string which = "device " + std::to_string(d.ordinal) + " (" + d.name + ")";
-    if (d.name != first.name && !allow_mixed)
-      return Unexpected(bad_input("--gpus: " + which + " is not the model of device " + std::to_string(first.ordinal) +
-                                  " (" + first.name + "); a run compares candidates measured on one model "
-                                  "(--allow-mixed to tune on both anyway)"));
-    if (d.name != first.name) notes.push_back(which + " is another model than device " + std::to_string(first.ordinal));
-    if (d.clocks.max_sm_mhz != first.clocks.max_sm_mhz)
-      notes.push_back(which + ": max SM clock " + std::to_string(d.clocks.max_sm_mhz) + " MHz against " +
-                      std::to_string(first.clocks.max_sm_mhz) + " MHz on device " + std::to_string(first.ordinal));
-  }
-  for (const auto& d : devices)
-    if (!d.clocks.throttle_reasons.empty() && d.clocks.throttle_reasons != "none")
-      notes.push_back("device " + std::to_string(d.ordinal) + " reported throttling at the start: " +
-                      d.clocks.throttle_reasons);
-  return devices;
-}
-
 }  // namespace
 
 Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx) {
@@ -290,7 +261,7 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
   report.problem = problem.name;
   report.kernel = k->name;
   report.default_point = *def;
-  auto devices = run_devices(ctxs, request.allow_mixed, report.device_notes);
+  auto devices = worker_devices(ctxs, request.allow_mixed, report.device_notes);
   if (!devices) return Unexpected(devices.error());
   report.devices = *devices;
   report.jobs = std::max(1u, request.jobs);
@@ -328,8 +299,11 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
 namespace {
 json gpus_json(const std::vector<DeviceInfo>& devices) {
   json out = json::array();
-  for (const auto& d : devices)
-    out.push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"pci_bus_id", d.pci_bus_id}, {"clocks", d.clocks}});
+  for (const auto& d : devices) {
+    json g{{"ordinal", d.ordinal}, {"name", d.name}, {"pci_bus_id", d.pci_bus_id}, {"clocks", d.clocks}};
+    if (!d.host.empty()) g["host"] = d.host;
+    out.push_back(g);
+  }
   return out;
 }
 }  // namespace

@@ -9,7 +9,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EvaluationRecord, key, kernel, point, status, median_s, noise, samples,
-                                                error, recorded_at, clocks, flags)
+                                                error, recorded_at, clocks, flags, device)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration, kernel, point, source, evaluation, median_s,
                                                 noise, bottleneck, evidence, hypothesis, agent_hypothesis, predictions, methods, method_outcomes,
                                                 attribution_ms, attribution_pct, outcome, verdict, ratio, note, flags, sanitizer, cross_check, git_commit,

@@ -73,6 +73,8 @@ class Subprocess {
   enum class ReadStatus { line, eof, timeout };
   // Reads one line from the child's stdout, waiting at most timeout.
   ReadStatus read_line(std::string& line, std::chrono::milliseconds timeout);
+  // Closes the child's stdin: it reads EOF (a polite way to ask it to end).
+  void close_stdin();
   // Kills (SIGKILL) and reaps; returns a description of how the child ended.
   std::string kill_and_reap();
   // Waits for exit (after EOF); returns "exit code N" or "signal N (NAME)".

@@ -55,4 +55,15 @@ class Dispatcher {
 // died. nullopt when it answers; else why it is lost (a Ray node that died, a GPU gone).
 std::optional<std::string> worker_lost(WorkerClient& worker);
 
+struct CheckContext;
+// "device 1 (NVIDIA H100 80GB HBM3)", with the Ray node it is on: "device 0 on node 3f2a1b2c on
+// HOST (...)".
+std::string device_label(const DeviceInfo& d);
+
+// The devices of a run's workers, each asked once: one model unless allow_mixed (bad input
+// otherwise: a run compares candidates measured on one model); `notes` gets what differs
+// between them (clocks, models) and a device that reports throttling at the start.
+Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>& workers, bool allow_mixed,
+                                                 std::vector<std::string>& notes);
+
 }  // namespace kopt

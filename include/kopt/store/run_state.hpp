@@ -33,6 +33,7 @@ struct EvaluationRecord {
   std::string recorded_at;
   std::string clocks;  // GPU clocks and throttle reasons after the measurement
   std::vector<std::string> flags;  // distribution flags of the samples: "bimodal (two clusters: ...)"
+  std::string device;  // the worker that measured it, where a run has several (--gpus, --cluster)
 };
 
 // One record per iteration (v0 is the baseline, vN iteration N): what was tried, what it
