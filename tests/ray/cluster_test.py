@@ -1,14 +1,16 @@
 """kopt on a Ray cluster of several nodes on the loopback address, each node's worker on PoCL.
 
-  python3 cluster_test.py KOPT_BINARY SOURCE_DIR
+  python3 cluster_test.py KOPT_BINARY SOURCE_DIR [opencl|cuda]
 
-CTest runs it (label ray). Three cases, each a kopt command run as a user runs it:
+CTest runs it (label ray) on PoCL; scripts/device-ray runs it with cuda on a GPU machine, where
+each node holds the one GPU (num_gpus=1): two workers on one GPU, which proves the CUDA path
+and the dispatch, not any timing. Three cases, each a kopt command run as a user runs it:
   1. tune --cluster ray:ADDRESS over two nodes, files shipped by content hash (KOPT_RAY_SHIP=
      always: the nodes share this host's disk, so shipping is forced to be tested);
   2. optimize over two nodes, one node removed in the middle: its candidate is measured
      again on the other node, the run ends normally and every branch has its record;
   3. optimize killed (SIGKILL) in the middle, then --resume on the cluster: it finishes.
-Exit 77 (skipped) when Ray or an OpenCL device is missing.
+Exit 77 (skipped) when Ray or the device is missing.
 """
 
 import json
@@ -21,10 +23,12 @@ import tempfile
 import time
 
 SKIP = 77
+NODE_ARGS = {}
 
 
 def main():
     kopt, source = sys.argv[1], sys.argv[2]
+    backend = sys.argv[3] if len(sys.argv) > 3 else "opencl"
     try:
         import ray  # noqa: F401
         from ray.cluster_utils import Cluster
@@ -32,16 +36,22 @@ def main():
         print("[  SKIPPED ] Ray is not installed (scripts/bootstrap --ray installs it into .tools/ray)")
         return SKIP
     cache = tempfile.mkdtemp(prefix="kopt-ray-test-cache-")
-    env = dict(os.environ, KOPT_CACHE_DIR=cache, KOPT_BACKEND="opencl")
+    env = dict(os.environ, KOPT_CACHE_DIR=cache, KOPT_BACKEND=backend)
     env.pop("KOPT_RAY_SHIP", None)
-    probe = subprocess.run([kopt, "env", "--json", "--no-ncu-probe"], env=env, capture_output=True, text=True)
-    if not json.loads(probe.stdout).get("opencl", {}).get("devices"):
+    probe = json.loads(subprocess.run([kopt, "env", "--json", "--no-ncu-probe"], env=env, capture_output=True,
+                                      text=True).stdout)
+    if backend == "opencl" and not probe.get("opencl", {}).get("devices"):
         print("[  SKIPPED ] no OpenCL device (PoCL) here")
         return SKIP
+    if backend == "cuda" and not [g for g in probe.get("gpus", []) if "error" not in g]:
+        print("[  SKIPPED ] no CUDA GPU here")
+        return SKIP
+    global NODE_ARGS
+    NODE_ARGS = {"num_gpus": 1} if backend == "cuda" else {"resources": {"kopt_opencl": 1}}
 
     store = 80 * 1024 * 1024
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": store})
-    nodes = [cluster.add_node(num_cpus=1, resources={"kopt_opencl": 1}, object_store_memory=store) for _ in range(2)]
+    nodes = [cluster.add_node(num_cpus=1, object_store_memory=store, **NODE_ARGS) for _ in range(2)]
     address = cluster.address
     print("cluster at", address, "nodes", [n.node_id[:8] for n in nodes], flush=True)
     failures = []
@@ -140,7 +150,7 @@ def optimize_losing_a_node(kopt, source, env, cluster, nodes, failures):
     bad = [e for e in state.get("evaluations", {}).values() if "no live worker" in e.get("error", "")]
     check(not bad, failures, case, "a candidate given up although a worker was live: %s" % bad)
     # The node that is left measures what comes next.
-    nodes.append(cluster.add_node(num_cpus=1, resources={"kopt_opencl": 1}, object_store_memory=80 << 20))
+    nodes.append(cluster.add_node(num_cpus=1, object_store_memory=80 << 20, **NODE_ARGS))
 
 
 def optimize_killed_and_resumed(kopt, source, env, address, failures):

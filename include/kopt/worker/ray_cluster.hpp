@@ -55,7 +55,9 @@ class RayCluster {
   std::vector<RaySlot> m_slots;
 };
 
-// Where scripts/bootstrap installs Ray (a pip --target directory), added to the relay's path.
+// Where scripts/bootstrap --ray installed Ray (a pip --target directory: .tools/ray of the
+// checkout kopt was built from, or of one above the kopt executable), added to the relay's
+// path; empty when there is none (then the relay's Python must have Ray itself).
 std::filesystem::path ray_site_dir();
 
 }  // namespace kopt
