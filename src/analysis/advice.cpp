@@ -91,10 +91,15 @@ Advice advise(const AdviceInputs& in) {
     default: first = Axis::latency;
   }
   // A method whose trigger is a metric the bottleneck's rule cites acts on what bounds the
-  // kernel (a small grid: the waves).
+  // kernel (a small grid: the waves); so does one whose metric a finding cites (tensor cores
+  // starved by their loads: the LSU pipe).
+  auto cites = [&](const std::vector<Evidence>& evidence, const std::string& name) {
+    return std::any_of(evidence.begin(), evidence.end(), [&](const Evidence& x) { return x.metric == name; });
+  };
   auto cited = [&](const std::string& name) {
-    return std::any_of(e.bottleneck.evidence.begin(), e.bottleneck.evidence.end(),
-                       [&](const Evidence& x) { return x.metric == name; });
+    if (cites(e.bottleneck.evidence, name)) return true;
+    return std::any_of(e.bottleneck.secondary.begin(), e.bottleneck.secondary.end(),
+                       [&](const Finding& f) { return cites(f.evidence, name); });
   };
   auto key = [&](const Suggestion& s) {
     const Method* m = ctx.catalog->find(s.method);

@@ -22,6 +22,9 @@ constexpr double k_bank_conflict_pct = 10;  // SharedMemoryConflicts.py
 constexpr double k_active_threads = 24;   // ThreadDivergence.py
 constexpr double k_issue_target = 0.6;    // IssueSlotUtilization.py issueActiveTarget
 constexpr double k_sector_waste = 0.2;    // kopt's floor for reporting uncoalesced access
+constexpr double k_tensor_runs_pct = 1;   // kopt's: a tensor-core kernel (an f32 one reads 0.02 %)
+constexpr double k_tensor_fed_pct = 50;   // kopt's: a tensor pipe below half active is not fed
+constexpr double k_lsu_busy_pct = 25;     // kopt's: the LSU pipe takes a quarter of its issue rate
 
 const char* k_sm = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 const char* k_mem = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
@@ -143,6 +146,26 @@ void latency_issue(const MetricValues& m, double sm, double mem, Bottleneck& b) 
   if (issue) b.evidence.push_back(ev(m, k_issue, "inst/cycle"));
 }
 
+// A tensor-core kernel whose tensor pipe idles while the LSU pipe is busy issuing: its
+// operands arrive by too many load instructions (per-thread fragment loads, no ldmatrix) and
+// take the issue slots the MMAs need.
+void tensor_starved(const MetricValues& m, Bottleneck& b) {
+  const char* tensor = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active";
+  const char* lsu = "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active";
+  auto t = metric(m, tensor), l = metric(m, lsu);
+  if (!t || !l || *t < k_tensor_runs_pct || *t >= k_tensor_fed_pct || *l < k_lsu_busy_pct) return;
+  b.secondary.push_back(Finding{
+      "tensor_starved",
+      fmt::format("tensor cores starved by their operand loads: tensor pipe {:.0f} % active while the LSU pipe "
+                  "issues at {:.0f} % of its peak",
+                  *t, *l),
+      fmt::format("tensor pipe {:.0f} to {:.0f} %, LSU pipe >= {:.0f} %", k_tensor_runs_pct, k_tensor_fed_pct,
+                  k_lsu_busy_pct),
+      // The LSU share under the name ldmatrix's trigger reads it by (method_selection.cpp).
+      {ev(m, tensor, "%", num(*t) + " < " + num(k_tensor_fed_pct)),
+       Evidence{"kopt__tensor_kernel_lsu_pct", *l, "%", lsu + std::string(" ") + num(*l) + " >= " + num(k_lsu_busy_pct)}}});
+}
+
 void secondary_findings(const MetricValues& m, Bottleneck& b) {
   for (auto [op, label] : {std::pair{"ld", "loads"}, std::pair{"st", "stores"}}) {
     std::string name = std::string("smsp__sass_average_data_bytes_per_sector_mem_global_op_") + op + ".ratio";
@@ -164,6 +187,7 @@ void secondary_findings(const MetricValues& m, Bottleneck& b) {
                                     fmt::format("conflicts >= {} % of shared wavefronts", k_bank_conflict_pct),
                                     {ev(m, c, ""), ev(m, w, "")}});
   }
+  tensor_starved(m, b);
   double local = metric(m, "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum").value_or(0) +
                  metric(m, "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum").value_or(0);
   if (local > 0)

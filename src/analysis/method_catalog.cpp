@@ -223,7 +223,7 @@ namespace {
 
 std::size_t count(const SassPattern& p, const SassFunction& f) {
   std::size_t n = 0;
-  for (const auto& i : f.instructions) n += p.matches(i);
+  for (const auto& i : f.instructions) n += !i.never_runs() && p.matches(i);
   return n;
 }
 

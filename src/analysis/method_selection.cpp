@@ -16,6 +16,12 @@ MetricValues trigger_metrics(const MetricValues& m) {
   auto ld = metric(m, "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum");
   auto st = metric(m, "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum");
   if (ld || st) d["kopt__local_sectors"] = ld.value_or(0) + st.value_or(0);
+  // The LSU pipe's issue share, in a kernel whose tensor pipe runs (at least 1 % active: an
+  // f32 kernel reads 0.02 % there): what fragment loads take from the MMAs; absent for a kernel
+  // without tensor-core work, so it triggers nothing there.
+  auto tensor = metric(m, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
+  if (auto lsu = metric(m, "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"); lsu && tensor && *tensor >= 1)
+    d["kopt__tensor_kernel_lsu_pct"] = *lsu;
   return d;
 }
 

@@ -38,6 +38,7 @@ SassFacts sass_facts(const SassFunction& f) {
   facts.function = f.name;
   facts.instructions = f.instructions.size();
   for (const auto& i : f.instructions) {
+    if (i.never_runs()) continue;  // counted in `instructions`, evidence of nothing
     ++facts.opcodes[i.opcode];
     std::string cls = instruction_class(i);
     if (!cls.empty()) ++facts.classes[cls];

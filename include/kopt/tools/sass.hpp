@@ -19,6 +19,9 @@ struct SassInstruction {
   std::string operands;                // "R4, desc[UR8][R4.64]"
 
   bool has_modifier(const std::string& m) const;
+  // Guarded by !PT (always false): ptxas places such instructions (`@!PT LDS RZ, [RZ]` after
+  // each LDGSTS) and they never run, so they are no evidence of anything.
+  bool never_runs() const { return predicate == "@!PT"; }
 };
 
 struct SassFunction {

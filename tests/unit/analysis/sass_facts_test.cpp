@@ -350,5 +350,33 @@ related = ["ldg.64"]
       << wrong.error().to_string();
 }
 
+// gemm_bf16 (examples/gemm_bf16, tests/fixtures/sass/README.md): the tensor-core methods are
+// verified on the kernel that uses them and missing where its toggle (or the naive kernel)
+// leaves them out; the `@!PT LDS RZ, [RZ]` ptxas places after each LDGSTS never runs and is
+// no shared load.
+TEST(SassFacts, TensorCoreMethodsOnTheBf16Gemm) {
+  SassFunction mma = recorded("gemm_bf16_mma"), naive = recorded("gemm_bf16_naive");
+  SassFunction no_ldsm = recorded("gemm_bf16_mma_no_ldmatrix"), no_async = recorded("gemm_bf16_mma_no_cp_async");
+  for (const char* m : {"tensor_cores", "ldmatrix", "cp_async"}) {
+    EXPECT_EQ(verdict(m, mma), SassVerdictKind::verified) << m;
+    EXPECT_EQ(verdict(m, naive), SassVerdictKind::missing) << m;
+  }
+  EXPECT_EQ(verdict("tensor_cores", no_ldsm), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("ldmatrix", no_ldsm), SassVerdictKind::missing);
+  EXPECT_EQ(verdict("cp_async", no_ldsm), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("cp_async", no_async), SassVerdictKind::missing);
+  EXPECT_EQ(verdict("ldmatrix", no_async), SassVerdictKind::verified);
+  EXPECT_EQ(verdict("wgmma", mma), SassVerdictKind::missing);
+
+  std::size_t dummies = 0;
+  for (const auto& i : mma.instructions) dummies += i.never_runs() && i.opcode == "LDS";
+  EXPECT_GT(dummies, 0u) << "the recorded dump has ptxas's never-run LDS";
+  SassFacts f = sass_facts(mma);
+  EXPECT_EQ(f.classes.count("shared_load"), 0u) << "only LDSM reads shared memory";
+  EXPECT_GT(f.classes.at("ldmatrix"), 0u);
+  EXPECT_EQ(f.classes.at("tensor_core"), 64u);
+  EXPECT_GT(sass_facts(no_ldsm).classes.at("shared_load"), 0u);
+}
+
 }  // namespace
 }  // namespace kopt
