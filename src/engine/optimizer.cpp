@@ -359,7 +359,22 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   for (auto& [name, values] : space.params)
     if (switched.contains(name)) values = {base.at(name)};
   std::vector<Variant> out;
-  if (attempt == 0 && space.feasible(base)) out.push_back(Variant{k->name, base, {}});
+  // The base first, made feasible where the methods' settings break a constraint (a kernel
+  // entered with cp.async off may need a shallower pipeline); then, tuning the champion's
+  // kernel, the kernel's declared default with the champion's methods: the author's best guess.
+  if (attempt == 0) {
+    if (auto b = space.nearest_feasible(base)) out.push_back(Variant{k->name, *b, {}});
+    if (champ.kernel == k->name)
+      if (auto d = default_point(m_p, *k)) {
+        for (const auto& p : switched) (*d)[p] = base.at(p);
+        if (auto f = space.nearest_feasible(*d); f && (out.empty() || *f != out.front().point))
+          out.push_back(Variant{k->name, *f, {}});
+      }
+  }
+  if (static_cast<int>(out.size()) >= count) {
+    out.resize(static_cast<std::size_t>(count));
+    return out;
+  }
   std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u +
                       static_cast<std::uint64_t>(attempt) + std::hash<std::string>{}(k->name));
   for (auto& p : space.sample(static_cast<std::size_t>(count) - out.size(), rng, {base}))

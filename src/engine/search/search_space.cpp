@@ -79,4 +79,15 @@ std::vector<ParamPoint> SearchSpace::sample(std::size_t n, std::mt19937_64& rng,
   return out;
 }
 
+std::optional<ParamPoint> SearchSpace::nearest_feasible(const ParamPoint& p) const {
+  if (feasible(p)) return p;
+  for (const auto& [name, values] : params)
+    for (std::int64_t v : values) {
+      ParamPoint q = p;
+      q[name] = v;
+      if (feasible(q)) return q;
+    }
+  return std::nullopt;
+}
+
 }  // namespace kopt

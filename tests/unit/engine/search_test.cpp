@@ -261,3 +261,23 @@ TEST(SearchBatches, FailuresInABatchStillTeachHiddenConstraints) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// A point that breaks a constraint is repaired by the first one-param change that fits, in
+// declared order; a feasible point stays; a point no one-param change can fix has none.
+TEST(SearchSpaceRepair, NearestFeasibleChangesOneParamInDeclaredOrder) {
+  SearchSpace s;
+  s.params = {{"STAGES", {3, 2, 4}}, {"ASYNC", {1, 0}}, {"BM", {128, 64}}};
+  s.feasible = [](const ParamPoint& p) { return (p.at("ASYNC") == 1 || p.at("STAGES") == 2) && p.at("BM") != 256; };
+  ParamPoint off{{"STAGES", 3}, {"ASYNC", 0}, {"BM", 128}};
+  EXPECT_EQ(s.nearest_feasible(off), (ParamPoint{{"STAGES", 2}, {"ASYNC", 0}, {"BM", 128}}));
+  ParamPoint on{{"STAGES", 3}, {"ASYNC", 1}, {"BM", 128}};
+  EXPECT_EQ(s.nearest_feasible(on), on);
+  ParamPoint twice{{"STAGES", 3}, {"ASYNC", 0}, {"BM", 256}};
+  EXPECT_FALSE(s.nearest_feasible(twice));
+}
+
+}  // namespace
+}  // namespace kopt

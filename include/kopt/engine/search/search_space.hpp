@@ -3,6 +3,7 @@
 // points addressed by one index per param, and the declared constraints.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -31,6 +32,9 @@ struct SearchSpace {
   // Up to n distinct feasible points drawn at random, none of `exclude` (what the random
   // strategy draws, and how the optimization loop varies its branches).
   std::vector<ParamPoint> sample(std::size_t n, std::mt19937_64& rng, const std::vector<ParamPoint>& exclude = {}) const;
+  // `p` when it is feasible, else the first feasible point that differs from it in one param
+  // (params in declared order, each one's values in declared order); nullopt when none does.
+  std::optional<ParamPoint> nearest_feasible(const ParamPoint& p) const;
 };
 
 }  // namespace kopt
