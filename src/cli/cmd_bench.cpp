@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "worker_pool.hpp"
+#include "kopt/engine/dispatcher.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/bencher.hpp"
@@ -62,6 +64,7 @@ void print_bench(const BenchReport& r) {
                              "blocking-kernel timeouts {}{}\n",
                              v.series.launch_overhead_us, v.series.host_in_window ? "inside" : "outside",
                              v.throttled_samples, v.series.blocking_timeouts, verified);
+    if (!v.device.empty()) std::cout << "    measured on " << v.device << "\n";
     for (const auto& f : v.flags) std::cout << "    flagged: " << flag_text(f) << "\n";
     for (const auto& r : v.reviews) std::cout << "    review: " << r << "\n";
     if (v.status != "ok") std::cout << "    " << v.status << ": " << v.error << "\n";
@@ -124,11 +127,17 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   req.cache_root = cache_dir();
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
-  TempDir tmp("kopt-worker");
-  WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  auto compiler = make_compiler(worker);
-  SystemCommandRunner runner;
-  auto report = run_bench(problem, req, CheckContext{*compiler, runner, worker});
+  auto pool = WorkerPool::open({o.gpus, o.cluster, o.sel.device, o.allow_mixed});
+  if (!pool) return report_error(g, "bench", exit_code(pool.error().kind), pool.error().to_string());
+  std::vector<CheckContext> workers = (*pool)->contexts();
+  std::vector<std::string> notes;
+  if (workers.size() > 1) {
+    auto devices = worker_devices(workers, o.allow_mixed, notes);
+    if (!devices) return report_error(g, "bench", exit_code(devices.error().kind), devices.error().to_string());
+    std::cerr << "kopt bench: " << (*pool)->description() << "\n";
+  }
+  auto report = run_bench(problem, req, workers, notes);
+  for (const auto& n : notes) std::cerr << "kopt bench: note: " << n << "\n";
   if (!report) return report_error(g, "bench", exit_code(report.error().kind), report.error().to_string());
   if (g.json) std::cout << to_json(*report).dump(2) << "\n";
   else print_bench(*report);

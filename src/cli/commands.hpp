@@ -73,6 +73,9 @@ struct BenchCliOptions {
   bool blocking = true;
   bool vs_torch = false;
   bool verify_samples = true;
+  std::string gpus;     // --gpus all|N,M,...: variants measured one per device (a comparison on one)
+  std::string cluster;  // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
+  bool allow_mixed = false;
 };
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o);
 

@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("!--no-blocking-kernel", bench.blocking, "do not hold the stream while queueing a sample");
   bench_cmd->add_flag("!--no-verify-samples", bench.verify_samples,
                       "do not poison outputs before random timed samples and compare them with an untimed launch's");
+  bench_cmd->add_option("--gpus", bench.gpus,
+                         "all, or N,M,...: one worker per device, the variants measured one per worker (each "
+                         "names its device); a comparison (--vs) stays on one device");
+  bench_cmd->add_option("--cluster", bench.cluster, "ray, or ray:ADDRESS: as --gpus over the devices of a Ray cluster");
+  bench_cmd->add_flag("--allow-mixed", bench.allow_mixed, "with --gpus or --cluster: devices of different models");
   bench_cmd->add_flag("--json", g.json, "JSON output (raw samples and provenance)");
   bench_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 

@@ -386,6 +386,8 @@ json to_json(const BenchReport& r) {
                         {"flags", flags_json(v.flags)},
                         {"reviews", v.reviews},
                         {"series", to_json(v.series)}});
+  for (std::size_t i = 0; i < r.variants.size(); ++i)
+    if (!r.variants[i].device.empty()) variants[i]["device"] = r.variants[i].device;
   json j{{"schema_version", 1},
          {"command", "bench"},
          {"problem", r.problem},

@@ -57,6 +57,28 @@ TEST_F(SeveralWorkers, OptimizeMeasuresARoundsBranchesOnBothDevices) {
   ASSERT_GE(j["versions"].size(), 2u);
 }
 
+// bench's variants are measured one per worker, each row naming it; a comparison stays on one.
+TEST_F(SeveralWorkers, BenchMeasuresItsVariantsOnePerDevice) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  ::setenv("POCL_DEVICES", "pthread pthread", 1);
+  int rc = -1;
+  auto env = kopt({"env"}, rc);
+  if (env["opencl"]["devices"].size() < 2) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
+  auto j = kopt({"bench", softmax(), "--gpus", "all", "--max-time", "0.3"}, rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  std::set<std::string> workers;
+  for (const auto& v : j["variants"]) {
+    EXPECT_EQ(v["status"], "ok") << v.dump(2);
+    std::string d = v.value("device", "");
+    workers.insert(d.substr(0, d.find(' ', 7)));
+  }
+  EXPECT_EQ(workers, (std::set<std::string>{"worker 0", "worker 1"})) << j["variants"].dump(2);
+  auto ab = kopt({"bench", softmax(), "--gpus", "all", "--kernel", "tuned", "--vs", "VEC=1", "--max-time", "0.3"}, rc);
+  ASSERT_EQ(rc, 0) << ab.dump(2);
+  EXPECT_TRUE(ab["comparison"].is_object());
+  for (const auto& v : ab["variants"]) EXPECT_FALSE(v.contains("device")) << "a comparison runs on one worker";
+}
+
 // --gpus chooses this host's devices, --cluster the cluster's: not both; an unknown cluster
 // kind or an empty address is bad input, said before anything starts.
 TEST_F(SeveralWorkers, WorkerChoicesThatCannotBeAreBadInput) {

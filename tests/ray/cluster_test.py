@@ -5,8 +5,8 @@
 CTest runs it (label ray) on PoCL; scripts/device-ray runs it with cuda on a GPU machine, where
 each node holds the one GPU (num_gpus=1): two workers on one GPU, which proves the CUDA path
 and the dispatch, not any timing. Three cases, each a kopt command run as a user runs it:
-  1. tune --cluster ray:ADDRESS over two nodes, files shipped by content hash (KOPT_RAY_SHIP=
-     always: the nodes share this host's disk, so shipping is forced to be tested);
+  1. tune and bench --cluster ray:ADDRESS over two nodes, files shipped by content hash
+     (KOPT_RAY_SHIP=always: the nodes share this host's disk, so shipping is forced to be tested);
   2. optimize over two nodes, one node removed in the middle: its candidate is measured
      again on the other node, the run ends normally and every branch has its record;
   3. optimize killed (SIGKILL) in the middle, then --resume on the cluster: it finishes.
@@ -63,7 +63,7 @@ def main():
         cluster.shutdown()
     for f in failures:
         print("FAILED:", f)
-    print("[  PASSED  ]" if not failures else "[  FAILED  ]", 3 - len(set(f.split(":")[0] for f in failures)), "of 3")
+    print("[  PASSED  ]" if not failures else "[  FAILED  ]", 4 - len(set(f.split(":")[0] for f in failures)), "of 4")
     return 1 if failures else 0
 
 
@@ -91,6 +91,15 @@ def tune_over_two_nodes(kopt, source, env, address, failures):
     check(j["champion"] is not None, failures, case, "a confirmed champion")
     check(len(j["search"]["history"]) == 12, failures, case, "12 evaluations")
     print("tune: ok, %s configs/min" % round(j["configs_per_min"]), flush=True)
+    case = "bench"
+    r = subprocess.run([kopt, "bench", os.path.join(source, "examples/softmax"), "--cluster", "ray:" + address,
+                        "--max-time", "0.3", "--json"], env=e, capture_output=True, text=True, timeout=600)
+    if not check(r.returncode == 0, failures, case, "exit %d: %s" % (r.returncode, r.stderr[-1500:])):
+        return
+    j = json.loads(r.stdout)
+    nodes = {v.get("device", "").split(" on ")[1].split(" ")[1] for v in j["variants"] if " on node " in v.get("device", "")}
+    check(len(nodes) == 2, failures, case, "variants measured on both nodes: %s" % [v.get("device") for v in j["variants"]])
+    print("bench: ok, variants on nodes %s" % sorted(nodes), flush=True)
 
 
 def start_optimize(kopt, source, env, address, run, extra=()):

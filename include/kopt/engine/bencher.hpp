@@ -64,6 +64,9 @@ struct BenchVariant {
   // What a person should look at before believing the number, that neither fails nor flags
   // the variant: a speedup over torch eager above 10x (KernelBench's rule for review).
   std::vector<std::string> reviews;
+  // The worker that measured it, where the bench had several (--gpus, --cluster): "worker 1
+  // (device 1 ...)"; empty with one.
+  std::string device;
 };
 
 struct BenchReport {
@@ -90,6 +93,15 @@ BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare,
                            const std::filesystem::path& cache_root);
 
 Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request, CheckContext ctx);
+
+// Several workers (bench --gpus, --cluster; engine/bench_spread.cpp): without a comparison the
+// variants are dealt out one per worker by a Dispatcher (a lost worker's variant is measured
+// again on another), each tagged with its worker; the report's device, clocks and roofs are
+// the first live worker's. A comparison (--vs, --vs-kernel) and the PyTorch baselines run on
+// that one worker, as run_bench does: a comparison is never split over devices. `notes` gets
+// what happened (where the comparison ran, workers lost).
+Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
+                                const std::vector<CheckContext>& workers, std::vector<std::string>& notes);
 
 nlohmann::json to_json(const BenchReport& r);
 
