@@ -31,6 +31,12 @@ class SeveralWorkers : public ::testing::Test {
     args.insert(args.begin(), {"--backend", "opencl"});
     return test::kopt_json(std::move(args), rc);
   }
+  // PoCL with two devices (POCL_DEVICES="pthread pthread"); false where they are not there.
+  static bool two_devices() {
+    ::setenv("POCL_DEVICES", "pthread pthread", 1);
+    int rc = -1;
+    return kopt({"env"}, rc)["opencl"]["devices"].size() >= 2;
+  }
   TempDir m_dir{"kopt-workers-test"};
   std::optional<std::string> m_saved;
 };
@@ -39,10 +45,8 @@ class SeveralWorkers : public ::testing::Test {
 // run ends as a run on one device does.
 TEST_F(SeveralWorkers, OptimizeMeasuresARoundsBranchesOnBothDevices) {
   KOPT_SKIP_WITHOUT_OPENCL();
-  ::setenv("POCL_DEVICES", "pthread pthread", 1);
+  if (!two_devices()) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
   int rc = -1;
-  auto env = kopt({"env"}, rc);
-  if (env["opencl"]["devices"].size() < 2) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
   std::string run = (m_dir.path() / "run").string();
   auto j = kopt({"optimize", softmax(), "--gpus", "all", "--run", run, "--iterations", "1", "--branches", "4",
                  "--max-time", "0.3", "--no-experience", "--no-sanitize"},
@@ -60,10 +64,8 @@ TEST_F(SeveralWorkers, OptimizeMeasuresARoundsBranchesOnBothDevices) {
 // bench's variants are measured one per worker, each row naming it; a comparison stays on one.
 TEST_F(SeveralWorkers, BenchMeasuresItsVariantsOnePerDevice) {
   KOPT_SKIP_WITHOUT_OPENCL();
-  ::setenv("POCL_DEVICES", "pthread pthread", 1);
+  if (!two_devices()) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
   int rc = -1;
-  auto env = kopt({"env"}, rc);
-  if (env["opencl"]["devices"].size() < 2) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
   auto j = kopt({"bench", softmax(), "--gpus", "all", "--max-time", "0.3"}, rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   std::set<std::string> workers;
