@@ -1,13 +1,14 @@
 // C = A * B, bf16 in and out, f32 accumulation on tensor cores: mma.sync.m16n8k16 (HMMA).
 // A block computes a BM x BN tile of C with WARPS_M x WARPS_N warps, each a (BM / WARPS_M) x
-// (BN / WARPS_N) tile, stepping K by BK = 32. Switches (kopt.toml's methods and params):
+// (BN / WARPS_N) tile, stepping K by BK (32 or 64), at least MIN_BLOCKS blocks per SM
+// (__launch_bounds__: fewer registers per thread). Switches (kopt.toml's methods and params):
 //   CP_ASYNC  1: global -> shared with cp.async (LDGSTS) in a STAGES-deep pipeline;
 //             0: through registers (LDG, STS), one tile at a time
 //   LDMATRIX  1: MMA fragments read from shared memory with ldmatrix (LDSM, .trans for B);
 //             0: with per-thread 32- and 16-bit shared loads
 //   SWIZZLE   1: 16-byte chunks of a shared row XOR-permuted so that ldmatrix's 8 rows hit 8
 //             different bank groups; 0: plain rows (4-way conflicts on A, 8-way on B)
-// M, N and K must be multiples of BM, BN and 32 (kopt.toml's dims are).
+// M, N and K must be multiples of BM, BN and BK (kopt.toml's dims are).
 #include "bf16.cuh"
 
 #ifndef BM
@@ -35,7 +36,12 @@
 #define SWIZZLE 1
 #endif
 
+#ifndef BK
 #define BK 32
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
 #define THREADS (WARPS_M * WARPS_N * 32)
 #define WM (BM / WARPS_M)
 #define WN (BN / WARPS_N)
@@ -44,8 +50,11 @@
 #define A_STAGE (BM * BK)
 #define B_STAGE (BK * BN)
 
-// Element offset of 16-byte chunk c of row r (8 bf16 per chunk).
-__device__ __forceinline__ int a_off(int r, int c) { return r * BK + 8 * (SWIZZLE ? (c ^ ((r >> 1) & 3)) : c); }
+// Element offset of 16-byte chunk c of row r (8 bf16 per chunk). A row of A holds BK / 8
+// chunks: 4 (two rows per 128 bytes: XOR with (r / 2) % 4) or 8 (XOR with r % 8).
+__device__ __forceinline__ int a_off(int r, int c) {
+  return r * BK + 8 * (SWIZZLE ? (c ^ (BK / 8 >= 8 ? (r & 7) : ((r >> 1) & 3))) : c);
+}
 __device__ __forceinline__ int b_off(int r, int c) { return r * BN + 8 * (SWIZZLE ? (c ^ (r & 7)) : c); }
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -127,7 +136,7 @@ __device__ __forceinline__ void compute_stage(const bf16_t* sA, const bf16_t* sB
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     gemm_bf16_mma(const bf16_t* __restrict__ A, const bf16_t* __restrict__ B, bf16_t* __restrict__ C, int M, int N,
                   int K) {
   extern __shared__ __align__(128) unsigned char smem[];
