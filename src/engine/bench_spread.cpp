@@ -8,6 +8,12 @@
 
 namespace kopt {
 
+std::optional<std::string> lost_after(const Expected<BenchReport>& b, WorkerClient& worker) {
+  if (b && std::any_of(b->variants.begin(), b->variants.end(), [](const BenchVariant& v) { return v.status == "ok"; }))
+    return std::nullopt;
+  return worker_lost(worker);
+}
+
 Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
                                 const std::vector<CheckContext>& workers, std::vector<std::string>& notes) {
   if (workers.empty()) return Unexpected(internal_error("bench: no worker to run on"));
@@ -28,9 +34,7 @@ Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& requ
         BenchRequest one = request;
         one.variants = {request.variants[i]};
         auto b = run_bench(problem, one, workers[w]);
-        bool ok = b && std::any_of(b->variants.begin(), b->variants.end(), [](const BenchVariant& v) { return v.status == "ok"; });
-        if (!ok)
-          if (auto lost = worker_lost(workers[w].worker)) return DispatchOutcome{true, *lost};
+        if (auto lost = lost_after(b, workers[w].worker)) return DispatchOutcome{true, *lost};
         std::lock_guard lock(mutex);
         parts[i] = std::move(b);
         ran_on[i] = w;
@@ -60,8 +64,7 @@ Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& requ
       continue;
     }
     for (BenchVariant v : b->variants) {
-      auto d = workers[ran_on[i]].worker.device_info();
-      v.device = "worker " + std::to_string(ran_on[i]) + (d ? " (" + device_label(*d) + ")" : "");
+      v.device = worker_label(ran_on[i], workers[ran_on[i]].worker);
       out->variants.push_back(std::move(v));
     }
     out->build_s = std::max(out->build_s, b->build_s);

@@ -125,6 +125,11 @@ std::string device_label(const DeviceInfo& d) {
   return "device " + std::to_string(d.ordinal) + (d.host.empty() ? "" : " on " + d.host) + " (" + d.name + ")";
 }
 
+std::string worker_label(std::size_t index, WorkerClient& worker) {
+  auto d = worker.device_info();
+  return "worker " + std::to_string(index) + (d ? " (" + device_label(*d) + ")" : "");
+}
+
 Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>& ctxs, bool allow_mixed,
                                                  std::vector<std::string>& notes) {
   std::vector<DeviceInfo> devices;

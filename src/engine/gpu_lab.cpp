@@ -59,10 +59,10 @@ class GpuLab final : public Lab {
     m_dispatch.run(
         vs.size(),
         [&](std::size_t i, std::size_t w) {
-          Measured m = measure_on(vs[i], m_ctxs[w]);
-          if (!m.ok())
-            if (auto lost = worker_lost(m_ctxs[w].worker)) return DispatchOutcome{true, *lost};
-          if (m_ctxs.size() > 1) m.device = worker_name(w);
+          auto b = run_bench(problem_for(vs[i]), request({{vs[i].kernel, sets_of(vs[i].point)}}, false), m_ctxs[w]);
+          if (auto lost = lost_after(b, m_ctxs[w].worker)) return DispatchOutcome{true, *lost};
+          Measured m = b ? measured(b->variants.at(0), *b) : Measured{"error", 0, 0, 0, b.error().message};
+          if (m_ctxs.size() > 1) m.device = worker_label(w, m_ctxs[w].worker);
           finish(i, std::move(m));
           return DispatchOutcome{};
         },
@@ -247,22 +247,6 @@ class GpuLab final : public Lab {
       for (auto& k : p.kernels)
         if (k.name == v.kernel) k.source = std::filesystem::absolute(v.source);
     return p;
-  }
-
-  Measured measure_on(const Variant& v, const CheckContext& ctx) {
-    BenchRequest r = request({{v.kernel, sets_of(v.point)}}, false);
-    auto b = run_bench(problem_for(v), r, ctx);
-    if (!b) return Measured{"error", 0, 0, 0, b.error().message};
-    return measured(b->variants.at(0), *b);
-  }
-
-  // "worker 1 (device 1, 0000:1a:00.0)", or with the Ray node the worker runs on.
-  std::string worker_name(std::size_t w) {
-    std::string name = "worker " + std::to_string(w);
-    auto d = m_ctxs[w].worker.device_info();
-    if (!d) return name;
-    return name + " (" + (d->host.empty() ? "" : d->host + ", ") + "device " + std::to_string(d->ordinal) +
-           (d->pci_bus_id.empty() ? "" : ", " + d->pci_bus_id) + ")";
   }
 
   // Where comparisons, profiles and checks run: the first worker not lost (each of them on

@@ -114,7 +114,7 @@ std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(const std::
     }
     out[i].first = *key;
     if (const EvaluationRecord* e = m_state.find_evaluation(*key)) {
-      out[i].second = Measured{e->status, e->median_s, e->noise, e->samples, e->error, e->clocks, e->flags};
+      out[i].second = Measured{e->status, e->median_s, e->noise, e->samples, e->error, e->clocks, e->flags, e->device};
       continue;
     }
     todo.push_back(vs[i]);
@@ -377,7 +377,9 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   }
   std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u +
                       static_cast<std::uint64_t>(attempt) + std::hash<std::string>{}(k->name));
-  for (auto& p : space.sample(static_cast<std::size_t>(count) - out.size(), rng, {base}))
+  std::vector<ParamPoint> taken{base};  // the random draws repeat none of the branches above
+  for (const auto& v : out) taken.push_back(v.point);
+  for (auto& p : space.sample(static_cast<std::size_t>(count) - out.size(), rng, taken))
     out.push_back(Variant{k->name, std::move(p), {}});
   return out;
 }

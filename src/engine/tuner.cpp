@@ -80,7 +80,7 @@ class BenchTuneLab final : public TuneLab {
           std::vector<ParamPoint> slice(points.begin() + ranges[t].first, points.begin() + ranges[t].second);
           slice_times[t] = {};
           auto b = bench(slice, m_r.screen, slice_times[t], m_ctxs[w], /*screening=*/true);
-          if (auto lost = lost_after(b, w)) return DispatchOutcome{true, *lost};
+          if (auto lost = lost_after(b, m_ctxs[w].worker)) return DispatchOutcome{true, *lost};
           reports[t] = std::move(b);
           ran_on[t] = static_cast<int>(w);
           return DispatchOutcome{};
@@ -133,7 +133,7 @@ class BenchTuneLab final : public TuneLab {
       for (std::size_t first = 0; first < points.size() && !restarted; first += k_group) {
         std::vector<ParamPoint> group(points.begin() + first, points.begin() + std::min(points.size(), first + k_group));
         auto b = bench(group, m_r.bench, times, m_ctxs[w]);
-        if (auto lost = lost_after(b, w)) {
+        if (auto lost = lost_after(b, m_ctxs[w].worker)) {
           m_dispatch.retire(w, *lost);
           restarted = true;
           break;
@@ -157,14 +157,6 @@ class BenchTuneLab final : public TuneLab {
   std::vector<std::string> lost_notes() const { return m_dispatch.notes(); }
 
  private:
-  // Why worker w is lost after job b, or nullopt (dispatcher.hpp).
-  std::optional<std::string> lost_after(const Expected<BenchReport>& b, std::size_t w) {
-    if (b)
-      for (const auto& v : b->variants)
-        if (v.status == "ok") return std::nullopt;
-    return worker_lost(m_ctxs[w].worker);
-  }
-
   // Variant i of a bench run: ok, or why not (the run's own error when it failed as a whole).
   static const BenchVariant* outcome(const Expected<BenchReport>& b, std::size_t i, bool& ok, std::string& failure) {
     ok = false;

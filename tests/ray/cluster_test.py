@@ -167,7 +167,7 @@ def optimize_killed_and_resumed(kopt, source, env, address, failures):
     run = tempfile.mkdtemp(prefix="kopt-ray-run-")
     proc = start_optimize(kopt, source, env, address, run)
     log = []
-    m = wait_for_line(proc, r"\(worker [01] \(node", log, 400)
+    m = wait_for_line(proc, r"\(worker [01] \(device \d+ on node", log, 400)
     if not check(m is not None, failures, case, "a measurement on the cluster: " + "".join(log)[-1500:]):
         proc.kill()
         return

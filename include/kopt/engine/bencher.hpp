@@ -103,6 +103,10 @@ Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& requ
 Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
                                 const std::vector<CheckContext>& workers, std::vector<std::string>& notes);
 
+// Why `worker` is lost after bench job `b` (dispatcher.hpp's worker_lost), asked only when no
+// variant of the job is ok (one that is proves the worker alive); nullopt when it is not lost.
+std::optional<std::string> lost_after(const Expected<BenchReport>& b, WorkerClient& worker);
+
 nlohmann::json to_json(const BenchReport& r);
 
 }  // namespace kopt

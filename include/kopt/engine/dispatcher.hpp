@@ -59,6 +59,9 @@ struct CheckContext;
 // "device 1 (NVIDIA H100 80GB HBM3)", with the Ray node it is on: "device 0 on node 3f2a1b2c on
 // HOST (...)".
 std::string device_label(const DeviceInfo& d);
+// "worker 1 (device 0 on node 3f2a1b2c on HOST (...))": what a result measured by worker `index`
+// of a run with several is tagged with; "worker 1" when it cannot say its device.
+std::string worker_label(std::size_t index, WorkerClient& worker);
 
 // The devices of a run's workers, each asked once: one model unless allow_mixed (bad input
 // otherwise: a run compares candidates measured on one model); `notes` gets what differs
