@@ -91,48 +91,58 @@ __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// The warp's MT x NT tiles, over the 32 columns of k of one stage.
+// The A and B fragments of the warp's MT x NT tiles at column kk of a stage.
+__device__ __forceinline__ void load_frags(const bf16_t* sA, const bf16_t* sB, unsigned (*a)[4], unsigned (*b)[2],
+                                           int kk, int wm0, int wn0, int lane) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#if LDMATRIX
+    int r = wm0 + mt * 16 + (lane % 16), c = kk / 8 + lane / 16;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(a[mt][0]), "=r"(a[mt][1]), "=r"(a[mt][2]), "=r"(a[mt][3])
+                 : "r"(smem_addr(sA + a_off(r, c))));
+#else
+    int r = wm0 + mt * 16 + lane / 4, k = kk + 2 * (lane % 4);
+    a[mt][0] = *reinterpret_cast<const unsigned*>(sA + a_off(r, k / 8) + k % 8);
+    a[mt][1] = *reinterpret_cast<const unsigned*>(sA + a_off(r + 8, k / 8) + k % 8);
+    a[mt][2] = *reinterpret_cast<const unsigned*>(sA + a_off(r, k / 8 + 1) + k % 8);
+    a[mt][3] = *reinterpret_cast<const unsigned*>(sA + a_off(r + 8, k / 8 + 1) + k % 8);
+#endif
+  }
+#if LDMATRIX
+#pragma unroll
+  for (int p = 0; p < NT / 2; ++p) {
+    int r = kk + (lane % 8) + 8 * ((lane / 8) % 2), c = (wn0 + p * 16) / 8 + lane / 16;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(b[2 * p][0]), "=r"(b[2 * p][1]), "=r"(b[2 * p + 1][0]), "=r"(b[2 * p + 1][1])
+                 : "r"(smem_addr(sB + b_off(r, c))));
+  }
+#else
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    int n = wn0 + nt * 8 + lane / 4, k = kk + 2 * (lane % 4);
+    auto at = [&](int kr) { return (unsigned)sB[b_off(kr, n / 8) + n % 8]; };
+    b[nt][0] = at(k) | (at(k + 1) << 16);
+    b[nt][1] = at(k + 8) | (at(k + 9) << 16);
+  }
+#endif
+}
+
+// The warp's MT x NT tiles over the BK columns of k of one stage. The fragments of step
+// kk + 16 are read while step kk's MMAs run (two register sets), so the shared-memory
+// latency hides behind tensor-core work.
 __device__ __forceinline__ void compute_stage(const bf16_t* sA, const bf16_t* sB, float (*acc)[NT][4], int wm0,
                                               int wn0, int lane) {
+  unsigned a[2][MT][4], b[2][NT][2];
+  load_frags(sA, sB, a[0], b[0], 0, wm0, wn0, lane);
 #pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    unsigned a[MT][4], b[NT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#if LDMATRIX
-      int r = wm0 + mt * 16 + (lane % 16), c = kk / 8 + lane / 16;
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(a[mt][0]), "=r"(a[mt][1]), "=r"(a[mt][2]), "=r"(a[mt][3])
-                   : "r"(smem_addr(sA + a_off(r, c))));
-#else
-      int r = wm0 + mt * 16 + lane / 4, k = kk + 2 * (lane % 4);
-      a[mt][0] = *reinterpret_cast<const unsigned*>(sA + a_off(r, k / 8) + k % 8);
-      a[mt][1] = *reinterpret_cast<const unsigned*>(sA + a_off(r + 8, k / 8) + k % 8);
-      a[mt][2] = *reinterpret_cast<const unsigned*>(sA + a_off(r, k / 8 + 1) + k % 8);
-      a[mt][3] = *reinterpret_cast<const unsigned*>(sA + a_off(r + 8, k / 8 + 1) + k % 8);
-#endif
-    }
-#if LDMATRIX
-#pragma unroll
-    for (int p = 0; p < NT / 2; ++p) {
-      int r = kk + (lane % 8) + 8 * ((lane / 8) % 2), c = (wn0 + p * 16) / 8 + lane / 16;
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(b[2 * p][0]), "=r"(b[2 * p][1]), "=r"(b[2 * p + 1][0]), "=r"(b[2 * p + 1][1])
-                   : "r"(smem_addr(sB + b_off(r, c))));
-    }
-#else
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      int n = wn0 + nt * 8 + lane / 4, k = kk + 2 * (lane % 4);
-      auto at = [&](int kr) { return (unsigned)sB[b_off(kr, n / 8) + n % 8]; };
-      b[nt][0] = at(k) | (at(k + 1) << 16);
-      b[nt][1] = at(k + 8) | (at(k + 9) << 16);
-    }
-#endif
+  for (int step = 0; step < BK / 16; ++step) {
+    const int cur = step % 2;
+    if (step + 1 < BK / 16) load_frags(sA, sB, a[cur ^ 1], b[cur ^ 1], (step + 1) * 16, wm0, wn0, lane);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) mma16816(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
+      for (int nt = 0; nt < NT; ++nt) mma16816(acc[mt][nt], a[cur][mt], b[cur][nt][0], b[cur][nt][1]);
   }
 }
 
