@@ -1,5 +1,6 @@
 #pragma once
-// Timing for the ceilings (ceilings.cpp, copy_ceilings.cpp): device events around each run.
+// Timing for the ceilings (ceilings.cpp, copy_ceilings.cpp, fp8_ceiling.cpp): device events
+// around each run.
 #include <vector>
 
 #include "executor_state.hpp"
@@ -35,5 +36,9 @@ Expected<std::vector<double>> time_runs(const DriverApi& api, CUstream stream, W
 // dram_copy (the better of dram_memcpy, dram_copy_kernel and dram_copy_cold) and the three
 // figures it was chosen from.
 std::vector<Ceiling> copy_ceilings(const DriverApi& api, CUstream stream, const DeviceInfo& dev);
+
+// tensor_fp8: cublasLtMatmul 8192^3, e4m3 in, bf16 out (compute capability 8.9 and later);
+// a missing cuBLASLt or a failing call is the ceiling's error, never a crash.
+Ceiling fp8_ceiling(const DriverApi& api, CUstream stream);
 
 }  // namespace kopt::cuda

@@ -3,6 +3,7 @@
 //               dram_copy_cold, its method naming the winner (copy_ceilings.cpp says why three)
 //   fp32_fma    a kernel of independent FMA chains filling every SM, 2 FLOP per FMA
 //   tensor_*    cuBLAS GEMM 8192^3 (f16, bf16 with f32 accumulation; tf32 from f32 inputs)
+//   tensor_fp8  cuBLASLt GEMM 8192^3, e4m3 in, bf16 out, on cc >= 8.9 (fp8_ceiling.cpp)
 // Each figure keeps the best and the median of its samples.
 #include <cublas_api.h>
 
@@ -149,8 +150,7 @@ CeilingsResult CudaExecutor::ceilings() {
     (*blas)->set_stream(handle, reinterpret_cast<cudaStream_t>(stream.get()));
     result.ceilings.push_back(gemm_ceiling(api, stream.get(), **blas, handle, g.name, g.in, g.type, g.compute));
   }
-  if (dev.cc_major * 10 + dev.cc_minor >= 89)
-    result.ceilings.push_back(Ceiling{"tensor_fp8", "FLOP/s", 0, 0, "", "not measured yet: needs cuBLASLt's FP8 path"});
+  if (dev.cc_major * 10 + dev.cc_minor >= 89) result.ceilings.push_back(fp8_ceiling(api, stream.get()));
   if (handle) (*blas)->destroy(handle);
   result.clocks_after = read_clocks(dev.pci_bus_id);
   return result;
