@@ -48,6 +48,14 @@ ResourceUsage parse_ptxas_info(const std::string& log, const std::string& lowere
   return r;
 }
 
+Build refused_build(const CompileRequest& request) {
+  Build b;
+  b.ok = false;
+  b.log = request.refused;
+  b.arch = request.arch;
+  return b;
+}
+
 json to_json(const Build& b) {
   return json{{"ok", b.ok},
               {"log", b.log},
@@ -68,7 +76,7 @@ json to_json(const CompileRequest& r) {
   for (const auto& d : r.include_dirs) dirs.push_back(d.string());
   return json{{"source_path", r.source_path.string()}, {"source_text", r.source_text}, {"entry", r.entry},
               {"defines", defines}, {"options", r.options}, {"include_dirs", dirs}, {"arch", r.arch},
-              {"solve_abi", r.solve_abi}};
+              {"solve_abi", r.solve_abi}, {"refused", r.refused}};
 }
 
 CompileRequest compile_request_from_json(const json& j) {
@@ -81,6 +89,7 @@ CompileRequest compile_request_from_json(const json& j) {
   for (const auto& d : j.at("include_dirs")) r.include_dirs.emplace_back(d.get<std::string>());
   r.arch = j.value("arch", r.arch);
   r.solve_abi = j.value("solve_abi", false);
+  r.refused = j.value("refused", std::string{});
   return r;
 }
 

@@ -28,6 +28,7 @@ Expected<std::string> BuildCache::key(const CompileRequest& req) {
   Sha256 h;
   h.field("kopt-build-v1").field(*toolkit).field(req.arch).field(req.source_path.string());
   h.field(req.source_text).field(req.entry).field(req.solve_abi ? "solve" : "kernel");
+  if (!req.refused.empty()) h.field("refused").field(req.refused);  // never a real build's key
   for (const auto& [k, v] : req.defines) h.field(k).field(v);
   for (const auto& o : req.options) h.field(o);
   // Headers next to the source and in the include dirs may be #included: their bytes count.
@@ -50,6 +51,11 @@ Expected<std::string> BuildCache::key(const CompileRequest& req) {
 Expected<Build> BuildCache::build(const CompileRequest& req) {
   auto k = key(req);
   if (!k) return Unexpected(k.error());
+  if (!req.refused.empty()) {
+    Build b = refused_build(req);
+    b.key = *k;
+    return b;
+  }
   fs::path entry_dir = m_dir / k->substr(0, 2) / *k;
   fs::path record = entry_dir / "build.json";
   if (fs::is_regular_file(record)) {

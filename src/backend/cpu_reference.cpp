@@ -62,6 +62,8 @@ RunResult run_cpu_reference(const RunJob& job) {
     result.error = std::move(why);
     return result;
   };
+  if (std::string why = tensor_map_refusal(job.args, "a C++ reference"); !why.empty())
+    return fail(RunStatus::launch_failed, why);
   void* handle = ::dlopen(job.module_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return fail(RunStatus::load_failed, std::string("dlopen: ") + ::dlerror());
   std::unique_ptr<void, int (*)(void*)> guard(handle, ::dlclose);

@@ -3,6 +3,7 @@
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/backend/cubin_resources.hpp"
 #include "kopt/engine/variant_jobs.hpp"
+#include "kopt/problem/arch_target.hpp"
 
 namespace kopt {
 using nlohmann::json;
@@ -22,12 +23,8 @@ int SassReport::exit_code() const {
 
 namespace {
 
-int sm_of(const std::string& arch) {
-  int v = 0;
-  for (std::size_t i = 3; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i)
-    v = v * 10 + (arch[i] - '0');
-  return arch.rfind("sm_", 0) == 0 ? v : 0;
-}
+// 90 for sm_90 and for the arch-specific sm_90a; 0 for what is no sm_ arch.
+int sm_of(const std::string& arch) { return arch_number(arch).value_or(0); }
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/problem/arch_target.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
 namespace kopt {
@@ -15,7 +16,11 @@ CompileRequest compile_request(const Problem& p, const KernelSpec& k, const Para
   for (const auto& [name, value] : point) req.defines.emplace_back(name, std::to_string(value));
   req.options = k.compile_options;
   req.include_dirs = {p.dir.empty() ? fs::path(".") : p.dir};
-  req.arch = arch;
+  // The kernel's own arch-specific target (sm_90a) where the device runs it; where it does
+  // not, the request is refused and its build fails with the reason.
+  BuildTarget target = build_target(p, k, arch);
+  req.arch = target.arch;
+  req.refused = target.refused;
   req.solve_abi = k.abi == KernelSpec::Abi::solve;
   return req;
 }

@@ -34,8 +34,15 @@ Expected<std::vector<ResolvedArg>> resolve_args(const Problem& problem, const Ke
   for (const auto& a : kernel.args) {
     ResolvedArg r;
     if (!a.tensor.empty()) {
+      const TensorSpec* t = problem.find_tensor(a.tensor);
       r.tensor = a.tensor;
-      r.dtype = problem.find_tensor(a.tensor)->dtype;
+      r.dtype = t->dtype;
+      if (a.tensor_map) {
+        std::string at_point = point.empty() ? "" : " at " + point_to_string(point);
+        auto map = resolve_tensor_map(problem, *t, *a.tensor_map, scope, a.where, at_point);
+        if (!map) return Unexpected(map.error());
+        r.tensor_map = std::move(*map);
+      }
       out.push_back(r);
       continue;
     }

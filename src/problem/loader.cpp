@@ -4,8 +4,10 @@
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/toml_text.hpp"
+#include "kopt/problem/arch_target.hpp"
 #include "kopt/problem/param_space.hpp"
 #include "kopt/problem/solve_abi.hpp"
+#include "arg_reader.hpp"
 #include "toml_reader.hpp"
 
 namespace kopt {
@@ -62,16 +64,7 @@ class Loader {
 
   Expr parse_expr(const std::string& text, int line, const std::string& field,
                   const std::set<std::string>& allowed, const std::string& allowed_what) {
-    auto e = Expr::parse(text);
-    if (!e) fail(line, field, e.error().message);
-    for (const auto& name : e->names())
-      if (!allowed.count(name)) {
-        std::string known;
-        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-        fail(line, field, "unknown name '" + name + "' in expression '" + text + "' (" +
-                              allowed_what + ": " + (known.empty() ? "none" : known) + ")");
-      }
-    return *e;
+    return detail::parse_spec_expr(text, m_file, line, field, allowed, allowed_what);
   }
 
   void read_dims(TomlReader& r, Problem& p) {
@@ -244,40 +237,6 @@ class Loader {
         fail(line_of(v), "tolerance." + name, "unknown dtype '" + name + "' (known: " + known_dtypes() + ")");
       p.tolerances[*dt] = read_tolerance(v, "tolerance." + name, default_tolerance(*dt));
     }
-  }
-
-  // One argument: a tensor name, an expression (an i32 scalar), or a table
-  // { tensor = "x" } / { expr = "n", dtype = "i64" }.
-  ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p,
-                   const std::set<std::string>& names) {
-    ArgSpec a;
-    a.where = {line_of(n), field};
-    std::string text;
-    if (const toml::table* t = n.as_table()) {
-      TomlReader ar(*t, field, m_file);
-      if (ar.has("tensor")) {
-        a.tensor = ar.get_string("tensor");
-        if (!p.find_tensor(a.tensor)) ar.fail("tensor", "unknown tensor '" + a.tensor + "'");
-        ar.reject_unknown();
-        return a;
-      }
-      const toml::node* e = ar.node("expr");
-      if (!e) fail(line_of(n), field, "expected { tensor = ... } or { expr = ..., dtype = ... }");
-      text = ar.expr_text(*e, ar.field("expr"));
-      std::string dtype = ar.get_string("dtype", "i32");
-      auto dt = parse_dtype(dtype);
-      if (!dt) ar.fail("dtype", "unknown dtype '" + dtype + "' (known: " + known_dtypes() + ")");
-      a.scalar_dtype = *dt;
-      ar.reject_unknown();
-    } else {
-      text = TomlReader(toml::table{}, "", m_file).expr_text(n, field);
-      if (p.find_tensor(text)) {
-        a.tensor = text;
-        return a;
-      }
-    }
-    a.scalar = parse_expr(text, line_of(n), field, names, "not a tensor; known dims and params");
-    return a;
   }
 
   std::array<Expr, 3> read_dim3(TomlReader& kr, const std::string& key, bool required,
@@ -458,6 +417,34 @@ class Loader {
     }
   }
 
+  // Why `k` cannot use a CUDA-only feature (an arch target, tensor-map args); empty when it
+  // can. `every_source`: its ports in other languages would have to take it too.
+  std::string not_cuda(const KernelSpec& k, const Problem& p, bool is_reference, bool every_source) const {
+    if (is_reference && p.reference.kind != ReferenceKind::cuda)
+      return "the reference is of kind \"" + std::string(reference_kind_name(p.reference.kind)) + "\"";
+    bool any_cuda = false;
+    for (const auto& s : k.sources) {
+      // A source without a known extension counts as CUDA, as select_language has it.
+      KernelLanguage lang = kernel_language_of(s).value_or(KernelLanguage::cuda);
+      any_cuda = any_cuda || lang == KernelLanguage::cuda;
+      if (every_source && lang != KernelLanguage::cuda)
+        return "kernel '" + k.name + "' has a source in " + std::string(kernel_language_name(lang)) + " (" +
+               s.string() + ")";
+    }
+    return any_cuda ? "" : "kernel '" + k.name + "' has no CUDA (.cu) source";
+  }
+
+  // arch = "sm_90a": the kernel is built for this target rather than the device's.
+  void read_arch(TomlReader& kr, KernelSpec& k, const Problem& p, bool is_reference) {
+    k.arch = kr.get_string("arch");
+    k.arch_where = {kr.line("arch"), kr.field("arch")};
+    if (!is_arch_target(k.arch))
+      kr.fail("arch", "unknown arch '" + k.arch +
+                          "': expected sm_<digits>, optionally with an a or f suffix (sm_90a, sm_100a, sm_100f)");
+    if (std::string why = not_cuda(k, p, is_reference, false); !why.empty())
+      kr.fail("arch", "an arch target is for CUDA kernels: " + why);
+  }
+
   KernelSpec read_kernel(const toml::table& t, const std::string& field, const Problem& p,
                          bool is_reference) {
     TomlReader kr(t, field, m_file);
@@ -481,6 +468,7 @@ class Loader {
       read_params(kr, k);
       read_methods(kr, k);
     }
+    if (kr.has("arch")) read_arch(kr, k, p, is_reference);
     if (k.abi == KernelSpec::Abi::solve) {
       read_solve_args(kr, k, p);
       kr.reject_unknown();
@@ -495,7 +483,11 @@ class Loader {
     if (!python_ref && !triton_only && (!args || !args->is_array())) fail(line_of(t), kr.field("args"), "missing required array");
     if (args && args->is_array())
       for (std::size_t i = 0; i < args->as_array()->size(); ++i)
-        k.args.push_back(read_arg(*args->as_array()->get(i), indexed(kr.field("args"), i), p, names));
+        k.args.push_back(detail::read_arg(*args->as_array()->get(i), indexed(kr.field("args"), i), p, names, m_file));
+    for (const auto& a : k.args)
+      if (a.tensor_map)
+        if (std::string why = not_cuda(k, p, is_reference, true); !why.empty())
+          fail(a.where.line, a.where.field + ".tensor_map", "a tensor map is passed only to CUDA kernels: " + why);
     bool cuda = !is_reference || p.reference.kind == ReferenceKind::cuda;
     if (cuda && triton_only && !kr.node("grid") && !kr.node("block")) {
       k.launch.grid = k.launch.block = {Expr::constant(1), Expr::constant(1), Expr::constant(1)};

@@ -23,6 +23,8 @@ Role role_from(const std::string& s) {
 }  // namespace
 
 json to_json(const ResolvedArg& a) {
+  if (!a.tensor.empty() && a.tensor_map)
+    return json{{"tensor", a.tensor}, {"tensor_map", {{"box", a.tensor_map->box}, {"swizzle", a.tensor_map->swizzle}}}};
   if (!a.tensor.empty()) return json{{"tensor", a.tensor}};
   json j{{"dtype", dtype_name(a.dtype)}};
   if (std::holds_alternative<std::int64_t>(a.value)) j["int"] = std::get<std::int64_t>(a.value);
@@ -34,6 +36,10 @@ ResolvedArg resolved_arg_from_json(const json& j) {
   ResolvedArg a;
   if (j.contains("tensor")) {
     a.tensor = j.at("tensor").get<std::string>();
+    if (j.contains("tensor_map")) {
+      const json& m = j.at("tensor_map");
+      a.tensor_map = ResolvedTensorMap{m.at("box").get<std::vector<std::int64_t>>(), m.value("swizzle", 0)};
+    }
     return a;
   }
   a.dtype = dtype_from(j.at("dtype"));

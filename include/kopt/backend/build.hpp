@@ -23,6 +23,9 @@ struct CompileRequest {
   std::vector<std::string> options;  // user options from kopt.toml
   std::vector<std::filesystem::path> include_dirs;
   std::string arch = "sm_90";
+  // Non-empty: not compiled; the Build fails (ok == false) with this as its log and is never
+  // cached (a kernel's arch target that the device cannot run: problem/arch_target.hpp).
+  std::string refused;
   // The solve() contract: nvcc builds the source, with a generated call shim, into a shared
   // library the worker calls (kopt/problem/solve_abi.hpp), instead of NVRTC into a cubin.
   bool solve_abi = false;
@@ -66,6 +69,9 @@ class Compiler {
   // one request at a time may not).
   virtual bool concurrent() const { return false; }
 };
+
+// The failed Build of a request that is refused (CompileRequest::refused): its reason as the log.
+Build refused_build(const CompileRequest& request);
 
 // Parses "ptxas info : Used 32 registers, 8 bytes smem, 0 bytes spill stores..." lines of a
 // compile log for the function named `lowered_entry`.

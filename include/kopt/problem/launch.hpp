@@ -2,6 +2,7 @@
 // A kernel's launch for one parameter point: grid, block, dynamic shared memory, arguments.
 #include <array>
 #include <map>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "kopt/core/error.hpp"
 #include "kopt/problem/param_space.hpp"
 #include "kopt/problem/problem.hpp"
+#include "kopt/problem/tensor_map.hpp"
 
 namespace kopt {
 
@@ -16,6 +18,7 @@ struct ResolvedArg {
   std::string tensor;  // non-empty: a device pointer to this tensor
   DType dtype = DType::i32;
   Value value{std::int64_t{0}};  // scalar value
+  std::optional<ResolvedTensorMap> tensor_map;  // with `tensor`: a CUtensorMap of it, by value
 };
 
 struct ResolvedLaunch {
@@ -45,6 +48,10 @@ Expected<ResolvedLaunch> resolve_launch(const Problem& problem, const KernelSpec
 // Scalar arguments only (the C++ reference takes no launch shape).
 Expected<std::vector<ResolvedArg>> resolve_args(const Problem& problem, const KernelSpec& kernel,
                                                 const ParamPoint& point);
+
+// For a backend that cannot pass tensor maps (OpenCL, Triton, the C++ reference, solve()):
+// why it refuses `args`, naming the first tensor-map argument; empty when there is none.
+std::string tensor_map_refusal(const std::vector<ResolvedArg>& args, std::string_view backend);
 
 std::string dim3_to_string(const std::array<std::int64_t, 3>& d);
 

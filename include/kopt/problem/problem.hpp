@@ -57,9 +57,19 @@ struct TensorSpec {
   SourceRef where;
 };
 
-// One kernel argument: a tensor (device pointer) or a scalar computed from dims and params.
+// A tensor passed as a TMA descriptor (a CUtensorMap, by value) rather than a pointer:
+// `args = [{ tensor_map = "A", box = ["BM", "BK"], swizzle = 128 }]`. The box has one
+// extent per dim of the tensor's shape, in the shape's order (outermost first).
+struct TensorMapSpec {
+  std::vector<Expr> box;
+  int swizzle = 0;  // bytes: 0, 32, 64 or 128
+};
+
+// One kernel argument: a tensor (device pointer, or a tensor map of it) or a scalar
+// computed from dims and params.
 struct ArgSpec {
   std::string tensor;  // non-empty for a tensor argument
+  std::optional<TensorMapSpec> tensor_map;  // with `tensor`: a CUtensorMap of it, not a pointer
   Expr scalar;         // for a scalar argument
   DType scalar_dtype = DType::i32;
   SourceRef where;
@@ -112,6 +122,9 @@ struct KernelSpec {
   std::vector<Constraint> constraints;
   std::vector<std::string> compile_options;
   std::vector<MethodToggle> methods;  // [kernels.methods]
+  // An arch-specific target such as "sm_90a" (problem/arch_target.hpp); empty: the device's.
+  std::string arch;
+  SourceRef arch_where;
   SourceRef where;
   // kernel: a __global__ function kopt launches; solve: `extern "C" void solve(...)` that
   // launches its own kernels, built with nvcc into a shared library (args from its signature).

@@ -58,7 +58,8 @@ namespace kopt::cuda {
   X(graph_instantiate, "cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags) \
   X(graph_launch, "cuGraphLaunch", cuGraphLaunch)                  \
   X(graph_exec_destroy, "cuGraphExecDestroy", cuGraphExecDestroy)  \
-  X(graph_destroy, "cuGraphDestroy", cuGraphDestroy)
+  X(graph_destroy, "cuGraphDestroy", cuGraphDestroy)              \
+  X(tensor_map_encode_tiled, "cuTensorMapEncodeTiled", cuTensorMapEncodeTiled)
 
 struct DriverApi {
 #define KOPT_DECLARE(member, sym, proto) decltype(&::proto) member = nullptr;

@@ -49,6 +49,7 @@ Expected<std::vector<std::string>> nvrtc_supported_archs() {
 }
 
 Expected<Build> NvrtcCompiler::compile(const CompileRequest& req, const fs::path& cubin_path) {
+  if (!req.refused.empty()) return refused_build(req);
   if (req.solve_abi) return compile_solve_library(req, cubin_path);
   auto loaded = nvrtc_api();
   if (!loaded) return Unexpected(loaded.error());

@@ -1,10 +1,12 @@
 #include "prepared_launch.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/backend/scalar_arg.hpp"
 #include "kopt/core/fs.hpp"
+#include "tensor_map.hpp"
 
 namespace kopt::cuda {
 std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::string& arch, const std::string& name,
@@ -138,9 +140,19 @@ std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob&
     }
   }
   p.slots.resize(job.args.size());
+  if (p.is_solve())
+    if (std::string why = tensor_map_refusal(job.args, "a solve() library"); !why.empty()) return fail_io(why);
   for (std::size_t i = 0; i < job.args.size(); ++i) {
     const auto& a = job.args[i];
-    if (!a.tensor.empty()) {
+    if (a.tensor_map) {
+      auto it = by_name.find(a.tensor);
+      auto t = std::find_if(job.tensors.begin(), job.tensors.end(), [&](const JobTensor& x) { return x.name == a.tensor; });
+      if (it == by_name.end() || t == job.tensors.end()) return fail_io("argument names unknown tensor " + a.tensor);
+      CUtensorMap map{};
+      if (std::string why = encode_tensor_map(api, a, *t, it->second, map); !why.empty())
+        return fail_io("argument " + std::to_string(i) + ": " + why);
+      std::memcpy(p.slots[i].bytes, &map, sizeof map);
+    } else if (!a.tensor.empty()) {
       auto it = by_name.find(a.tensor);
       if (it == by_name.end()) return fail_io("argument names unknown tensor " + a.tensor);
       std::memcpy(p.slots[i].bytes, &it->second, sizeof(CUdeviceptr));

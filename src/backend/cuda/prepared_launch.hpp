@@ -70,10 +70,14 @@ class Stream {
   CUstream m_stream = nullptr;
 };
 
-// 8-byte storage for one scalar kernel argument, typed as the kernel declares it.
-struct ArgSlot {
-  alignas(8) unsigned char bytes[8] = {};
+// Storage for one kernel argument: a pointer, a scalar typed as the kernel declares it, or a
+// CUtensorMap (128 bytes, a 64-byte aligned parameter) passed by value; the driver copies
+// the bytes into the parameter buffer. (cuda.h's host type asks for 128-byte alignment: it
+// is encoded into one of its own and copied here.)
+struct alignas(64) ArgSlot {
+  unsigned char bytes[128] = {};
 };
+static_assert(sizeof(CUtensorMap) == sizeof(ArgSlot));
 
 struct PreparedLaunch {
   const DriverApi* api = nullptr;

@@ -19,9 +19,19 @@ std::optional<fs::path> find_nvcc() {
   return find_program("nvcc", dirs);
 }
 
+// -gencode=arch=compute_90a,code=[sm_90a,compute_90a]: the target's SASS and PTX, as -arch
+// gives for a plain sm_90. nvcc 13.0's -arch=sm_90a shorthand also runs a plain sm_90 pass,
+// which rejects the instructions only sm_90a has (wgmma).
+std::string gencode(const std::string& arch) {
+  if (!arch.starts_with("sm_")) return "-arch=" + arch;
+  std::string compute = "compute_" + arch.substr(3);
+  return "-gencode=arch=" + compute + ",code=[" + arch + "," + compute + "]";
+}
+
 }  // namespace
 
 Expected<Build> compile_solve_library(const CompileRequest& req, const fs::path& library_path) {
+  if (!req.refused.empty()) return refused_build(req);
   auto start = std::chrono::steady_clock::now();
   Build b;
   b.arch = req.arch;
@@ -43,7 +53,7 @@ Expected<Build> compile_solve_library(const CompileRequest& req, const fs::path&
   fs::path unit = library_path.parent_path() / "solve_unit.cu";
   if (auto w = write_text_atomic(unit, text); !w) return Unexpected(w.error());
   std::vector<std::string> argv = {nvcc->string(), "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-lineinfo",
-                                   "-arch=" + req.arch, "-o", library_path.string()};
+                                   gencode(req.arch), "-o", library_path.string()};
   for (const auto& [k, v] : req.defines) argv.push_back("-D" + k + "=" + v);
   for (const auto& dir : req.include_dirs) argv.push_back("-I" + dir.string());
   for (const auto& o : req.options) argv.push_back(o);

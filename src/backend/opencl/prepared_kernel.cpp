@@ -77,6 +77,8 @@ std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::P
   };
   if (job.kind != ModuleKind::cubin)
     return fail(RunStatus::load_failed, "the OpenCL executor runs kernels only");
+  if (std::string why = tensor_map_refusal(job.args, "the OpenCL backend"); !why.empty())
+    return fail(RunStatus::launch_failed, why);
   const Program* program = program_for(s, programs, job, failure);
   if (!program) return std::nullopt;
   PreparedKernel p;

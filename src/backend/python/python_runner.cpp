@@ -94,6 +94,12 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
 
 RunResult PythonRunner::run(const RunJob& job) {
   RunResult result;
+  // Triton kernels take tensors by name; a tensor map (CUDA's) cannot reach them.
+  if (std::string why = tensor_map_refusal(job.args, "a Python kernel"); !why.empty()) {
+    result.status = RunStatus::launch_failed;
+    result.error = why;
+    return result;
+  }
   TempDir after("kopt-python-run");
   bool compare = std::all_of(job.tensors.begin(), job.tensors.end(),
                              [](const JobTensor& t) { return t.role != Role::input || !t.checksum.empty(); });
@@ -141,6 +147,8 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     const json d = reply.value("dynamo", json());
     return d.is_object() ? d.value("graphs", -1) : -1;
   };
+  for (const auto& v : job.variants)
+    if (std::string why = tensor_map_refusal(v.args, "a Python kernel"); !why.empty()) return fail(v.label + ": " + why);
   for (std::size_t i = 0; i < job.variants.size(); ++i) {
     Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}}, 600s);
     if (!r.ok) return fail(job.variants[i].label + ": " + r.error);

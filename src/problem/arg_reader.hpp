@@ -1,0 +1,22 @@
+#pragma once
+// Internal to the loader: one entry of a kernel's `args` list. Throws SpecError (toml_reader.hpp).
+#include <set>
+#include <string>
+#include <toml++/toml.h>
+
+#include "kopt/problem/problem.hpp"
+
+namespace kopt::detail {
+
+// Parses an expression of kopt.toml whose names must all be in `allowed` (`allowed_what`
+// says what they are, for the message).
+Expr parse_spec_expr(const std::string& text, const std::string& file, int line, const std::string& field,
+                     const std::set<std::string>& allowed, const std::string& allowed_what);
+
+// A tensor name, an expression (an i32 scalar), or a table { tensor = "x" },
+// { expr = "n", dtype = "i64" } or { tensor_map = "A", box = [...], swizzle = 128 };
+// `names` are the dims and params expressions may use.
+ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p, const std::set<std::string>& names,
+                 const std::string& file);
+
+}  // namespace kopt::detail
