@@ -77,7 +77,7 @@ Expected<Disassembly> disassemble(CommandRunner& runner, const fs::path& cubin) 
   }
   return Unexpected(environment_error(
       tools.empty() ? "no disassembler: install nvdisasm or cuobjdump (the CUDA toolkit, or pip's "
-                      "nvidia-cuda-nvdisasm) or set KOPT_NVDISASM"
+                      "nvidia-cuda-nvdisasm: scripts/bootstrap installs it) or set KOPT_NVDISASM"
                     : "the disassembler failed: " + tried));
 }
 

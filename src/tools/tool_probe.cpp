@@ -1,5 +1,6 @@
 #include "kopt/tools/tool_probe.hpp"
 
+#include "kopt/core/tools_dir.hpp"
 #include "kopt/tools/ncu.hpp"
 
 #include <cstdlib>
@@ -14,6 +15,13 @@ std::vector<fs::path> cuda_tool_dirs() {
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (const char* v = std::getenv(var); v && *v) out.emplace_back(fs::path(v) / "bin");
   out.emplace_back("/usr/local/cuda/bin");
+  // pip's nvidia-cuda-nvdisasm (nvidia/cu13/bin), where scripts/bootstrap puts it when the
+  // toolkit has none.
+  fs::path pip = tools_dir("pip", [](const fs::path& d) { return fs::is_directory(d / "nvidia"); });
+  std::error_code ec;
+  if (!pip.empty())
+    for (const auto& e : fs::directory_iterator(pip / "nvidia", ec))
+      if (e.path().filename().string().starts_with("cu")) out.push_back(e.path() / "bin");
   return out;
 }
 

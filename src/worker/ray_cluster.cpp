@@ -1,5 +1,7 @@
 #include "kopt/worker/ray_cluster.hpp"
 
+#include "kopt/core/tools_dir.hpp"
+
 #include <cstdlib>
 #include <fstream>
 
@@ -14,21 +16,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 fs::path ray_site_dir() {
-  std::vector<fs::path> candidates;
-#ifdef KOPT_RAY_SITE
-  candidates.emplace_back(KOPT_RAY_SITE);  // the checkout this kopt was built from
-#endif
-  // A kopt copied elsewhere with its checkout (build/kopt, .device/bin/kopt): .tools beside it.
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (fs::path dir = exe.parent_path(); !dir.empty() && candidates.size() < 4; dir = dir.parent_path()) {
-      candidates.push_back(dir / ".tools" / "ray");
-      if (dir == dir.root_path()) break;
-    }
-  for (const auto& c : candidates)
-    if (fs::is_directory(c / "ray")) return c;
-  return {};
+  return tools_dir("ray", [](const fs::path& d) { return fs::is_directory(d / "ray"); });
 }
 
 namespace {
