@@ -240,6 +240,9 @@ int run_probe_kernel_command(int device);
 enum class Backend { cuda, opencl, triton };
 void set_backend_choice(const std::string& choice);
 Backend active_backend();
+// Under `--backend auto` on a CUDA machine, a problem whose kernels are all Triton (.py) runs
+// on the Triton backend (the same GPU); an explicit choice is left alone.
+void prefer_backend_of(const Problem& p);
 std::string_view backend_name(Backend b);
 KernelLanguage backend_language(Backend b);
 // Whether the active backend sees a device (an environment Error that says why not).

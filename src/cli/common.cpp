@@ -59,6 +59,18 @@ Backend active_backend() {
   return *g_backend;
 }
 
+void prefer_backend_of(const Problem& p) {
+  if (g_backend_choice != "auto" || active_backend() != Backend::cuda) return;
+  auto has = [&](KernelLanguage l) {
+    return std::any_of(p.kernels.begin(), p.kernels.end(), [&](const KernelSpec& k) {
+      auto in_l = [&](const std::filesystem::path& s) { return kernel_language_of(s).value_or(KernelLanguage::cuda) == l; };
+      return in_l(k.source) || std::any_of(k.sources.begin(), k.sources.end(), in_l);
+    });
+  };
+  // Triton kernels run on the same CUDA GPU: a problem with no CUDA C++ kernel gets them.
+  if (!has(KernelLanguage::cuda) && has(KernelLanguage::triton)) g_backend = Backend::triton;
+}
+
 std::string_view backend_name(Backend b) {
   return b == Backend::opencl ? "opencl" : b == Backend::triton ? "triton" : "cuda";
 }
@@ -183,6 +195,7 @@ Expected<Selected> load_selection(const ProblemSelection& sel) {
   }
   auto problem = load_problem(sel.problem, out.dims);
   if (!problem) return Unexpected(problem.error());
+  prefer_backend_of(*problem);
   if (auto chosen = select_language(*problem, backend_language(active_backend()), sel.allow_no_kernels); !chosen)
     return Unexpected(chosen.error());
   out.problem = std::move(*problem);

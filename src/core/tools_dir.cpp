@@ -5,20 +5,25 @@
 namespace kopt {
 namespace fs = std::filesystem;
 
-fs::path tools_dir(const std::string& name, const std::function<bool(const fs::path&)>& accept) {
-  std::vector<fs::path> candidates;
+std::vector<fs::path> tools_roots() {
+  std::vector<fs::path> roots;
 #ifdef KOPT_TOOLS_DIR
-  candidates.push_back(fs::path(KOPT_TOOLS_DIR) / name);  // the checkout this kopt was built from
+  roots.emplace_back(KOPT_TOOLS_DIR);  // the checkout this kopt was built from
 #endif
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec)
-    for (fs::path dir = exe.parent_path(); !dir.empty() && candidates.size() < 5; dir = dir.parent_path()) {
-      candidates.push_back(dir / ".tools" / name);
+    for (fs::path dir = exe.parent_path(); !dir.empty() && roots.size() < 5; dir = dir.parent_path()) {
+      roots.push_back(dir / ".tools");
       if (dir == dir.root_path()) break;
     }
-  for (const auto& c : candidates)
-    if (fs::is_directory(c, ec) && accept(c)) return c;
+  return roots;
+}
+
+fs::path tools_dir(const std::string& name, const std::function<bool(const fs::path&)>& accept) {
+  std::error_code ec;
+  for (const auto& root : tools_roots())
+    if (fs::path c = root / name; fs::is_directory(c, ec) && accept(c)) return c;
   return {};
 }
 

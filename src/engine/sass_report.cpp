@@ -88,7 +88,8 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
       report.kernels.push_back(std::move(kr));
       continue;
     }
-    auto dis = disassemble(ctx.runner, b->cubin_path);
+    bool library = b->module_kind == ModuleKind::solve_library;
+    auto dis = disassemble(ctx.runner, b->cubin_path, library);
     if (!dis) {
       kr.error = dis.error().message;
       for (const Method* m : methods)
@@ -98,9 +99,11 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
     }
     kr.disassembler = dis->tool;
     auto functions = parse_sass(dis->text);
-    const SassFunction* f = find_function(functions, b->lowered_entry);
+    SassFunction merged;
+    if (library && !functions.empty()) merged = merge_functions(functions);
+    const SassFunction* f = library ? (functions.empty() ? nullptr : &merged) : find_function(functions, b->lowered_entry);
     if (!f) {
-      kr.error = "the disassembly has no function " + b->lowered_entry;
+      kr.error = library ? "the solve() library embeds no device code" : "the disassembly has no function " + b->lowered_entry;
       for (const Method* m : methods) kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::unverifiable, kr.error));
       report.kernels.push_back(std::move(kr));
       continue;

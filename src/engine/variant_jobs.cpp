@@ -2,6 +2,7 @@
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/engine/include_dirs.hpp"
 #include "kopt/problem/arch_target.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
@@ -17,10 +18,14 @@ CompileRequest compile_request(const Problem& p, const KernelSpec& k, const Para
   req.options = k.compile_options;
   req.include_dirs = {p.dir.empty() ? fs::path(".") : p.dir};
   // The kernel's own arch-specific target (sm_90a) where the device runs it; where it does
-  // not, the request is refused and its build fails with the reason.
+  // not, the request is refused and its build fails with the reason. So it is when one of
+  // its include_dirs is missing (a Python package of headers not installed).
   BuildTarget target = build_target(p, k, arch);
   req.arch = target.arch;
   req.refused = target.refused;
+  ResolvedIncludes includes = resolve_include_dirs(p, k);
+  req.include_dirs.insert(req.include_dirs.end(), includes.dirs.begin(), includes.dirs.end());
+  if (req.refused.empty()) req.refused = includes.missing;
   req.solve_abi = k.abi == KernelSpec::Abi::solve;
   return req;
 }

@@ -97,4 +97,32 @@ ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p
   return a;
 }
 
+std::vector<IncludeDir> read_include_dirs(TomlReader& kr) {
+  std::vector<IncludeDir> out;
+  const toml::node* n = kr.node("include_dirs");
+  if (!n) return out;
+  const toml::array* arr = n->as_array();
+  if (!arr) kr.fail("include_dirs", "expected an array of folders (strings or { python_package, path } tables)");
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    const toml::node& item = *arr->get(i);
+    std::string field = indexed(kr.field("include_dirs"), i);
+    IncludeDir d;
+    d.where = {line_of(item), field};
+    if (auto text = item.value<std::string>()) {
+      d.path = *text;
+    } else if (const toml::table* t = item.as_table()) {
+      TomlReader ir(*t, field, kr.file());
+      d.python_package = ir.get_string("python_package");
+      d.path = ir.get_string("path", "");
+      d.pip = ir.get_string("pip", "");
+      ir.reject_unknown();
+    } else {
+      kr.fail_at(item, field, "expected a folder (a string) or { python_package = ..., path = ... }");
+    }
+    if (d.path.empty() && d.python_package.empty()) kr.fail_at(item, field, "an empty folder name");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace kopt::detail

@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include "kopt/problem/problem.hpp"
+#include "toml_reader.hpp"
 
 namespace kopt::detail {
 
@@ -18,5 +19,10 @@ Expr parse_spec_expr(const std::string& text, const std::string& file, int line,
 // `names` are the dims and params expressions may use.
 ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p, const std::set<std::string>& names,
                  const std::string& file);
+
+// `include_dirs = ["inc", { python_package = "cutlass_library", path = "source/include",
+// pip = "nvidia-cutlass" }]`: read, not resolved (the folders are looked up when a build
+// needs them, so a missing package fails that kernel's builds, not the problem's loading).
+std::vector<IncludeDir> read_include_dirs(TomlReader& kr);
 
 }  // namespace kopt::detail

@@ -405,6 +405,7 @@ class Loader {
     k.launch.grid = k.launch.block = {Expr::constant(1), Expr::constant(1), Expr::constant(1)};
     k.launch.shared_mem = Expr::constant(0);
     k.compile_options = kr.get_string_list("options");
+    k.include_dirs = read_include_dirs(kr);
     read_constraints(kr, k, names);
   }
 
@@ -503,6 +504,7 @@ class Loader {
                                          kr.field("shared_mem"), names, "known dims and params");
       }
       k.compile_options = kr.get_string_list("options");
+      k.include_dirs = read_include_dirs(kr);
     }
     if (!is_reference) read_constraints(kr, k, names);
     if (is_reference && !cuda) m_cxx_flags = kr.get_string_list("cxx_flags");

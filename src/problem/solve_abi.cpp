@@ -34,13 +34,24 @@ std::optional<DType> c_type_dtype(std::string base) {
 
 }  // namespace
 
+namespace {
+// void, or const char* (a message when it cannot run, nullptr when it ran).
+const std::string k_solve_return = "(\\bvoid\\s+|\\bconst\\s+char\\s*\\*\\s*|\\bchar\\s+const\\s*\\*\\s*)";
+}  // namespace
+
+bool solve_returns_message(const std::string& source, const std::string& entry) {
+  std::regex head("extern\\s+\"C\"[^;{(]*" + k_solve_return + entry + "\\s*\\(");
+  std::smatch m;
+  return std::regex_search(source, m, head) && m[1].str().find("char") != std::string::npos;
+}
+
 Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& source, const std::string& entry,
                                                         const std::string& file) {
-  // extern "C" [attributes] void ENTRY ( params ) — the first definition or declaration.
-  std::regex head("extern\\s+\"C\"[^;{(]*\\bvoid\\s+" + entry + "\\s*\\(");
+  // extern "C" [attributes] void|const char* ENTRY ( params ) — the first definition or declaration.
+  std::regex head("extern\\s+\"C\"[^;{(]*" + k_solve_return + entry + "\\s*\\(");
   std::smatch m;
   if (!std::regex_search(source, m, head))
-    return Unexpected(bad_input("no extern \"C\" void " + entry + "(...) in the source (the solve() contract)", file,
+    return Unexpected(bad_input("no extern \"C\" void (or const char*) " + entry + "(...) in the source (the solve() contract)", file,
                                 0, "entry"));
   std::size_t open = static_cast<std::size_t>(m.position(0) + m.length(0));
   std::size_t close = source.find(')', open);
@@ -98,18 +109,20 @@ Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& sourc
   return out;
 }
 
-std::string solve_shim_source(const std::vector<SolveParam>& params, const std::string& entry) {
+std::string solve_shim_source(const std::vector<SolveParam>& params, const std::string& entry, bool returns_message) {
   std::string s = "\n// Added by kopt: the worker calls solve() through this, arguments packed as for\n"
                   "// cuLaunchKernel (a[i] points at the i-th argument's value).\n"
                   "#include <cuda_runtime.h>\n"
                   "extern \"C\" const char* kopt_solve_shim(void** a) {\n  " +
-                  entry + "(";
+                  std::string(returns_message ? "const char* message = " : "") + entry + "(";
   for (std::size_t i = 0; i < params.size(); ++i) {
     // The declared type, restrict qualifiers aside (they mean nothing on a cast).
     std::string type = trim(std::regex_replace(params[i].type, std::regex("\\b(__restrict__|restrict)\\b"), ""));
     s += (i ? ", " : "") + std::string("*(") + type + "*)a[" + std::to_string(i) + "]";
   }
-  s += ");\n  cudaError_t e = cudaGetLastError();\n  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);\n}\n";
+  s += ");\n";
+  if (returns_message) s += "  if (message) return message;\n";
+  s += "  cudaError_t e = cudaGetLastError();\n  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);\n}\n";
   return s;
 }
 

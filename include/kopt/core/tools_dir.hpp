@@ -5,8 +5,13 @@
 // kopt looks there by itself, so a bootstrapped checkout needs no variables.
 #include <filesystem>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace kopt {
+
+// The `.tools` folders to look in, the checkout's first (some may not exist).
+std::vector<std::filesystem::path> tools_roots();
 
 // The first `.tools/<name>` for which `accept` holds (e.g. "has a ray/ package"); empty when
 // none does.

@@ -102,6 +102,16 @@ struct MethodToggle {
   SourceRef where;
 };
 
+// A folder of headers a kernel includes (`include_dirs`): a path (relative to the problem
+// dir), or the folder of an installed Python package plus a path inside it, for headers
+// shipped on PyPI (CUTLASS's in nvidia-cutlass: cutlass_library/source/include).
+struct IncludeDir {
+  std::string path;            // the folder, or the path inside the package
+  std::string python_package;  // non-empty: the import name of the package ("cutlass_library")
+  std::string pip;             // what to `pip install` when it is missing ("nvidia-cutlass")
+  SourceRef where;
+};
+
 // The language a kernel source is written in, from its file name: .cu (and .cuh) CUDA C++,
 // .cl OpenCL C, .py Triton (setup / run_kernel). A backend runs the kernels it has a source for.
 enum class KernelLanguage { cuda, opencl, triton };
@@ -121,6 +131,7 @@ struct KernelSpec {
   std::vector<ParamSpec> params;
   std::vector<Constraint> constraints;
   std::vector<std::string> compile_options;
+  std::vector<IncludeDir> include_dirs;  // beside the problem dir, which is always searched
   std::vector<MethodToggle> methods;  // [kernels.methods]
   // An arch-specific target such as "sm_90a" (problem/arch_target.hpp); empty: the device's.
   std::string arch;

@@ -1,6 +1,7 @@
 #pragma once
 // The solve() contract of existing kernel skills: a .cu exposing
 //   extern "C" void solve(const float* input, float* output, int N)
+// (or `const char* solve(...)`, returning a message when it cannot run)
 // built with nvcc into a shared library and called in the worker with device pointers.
 // kopt reads the signature: a const pointer is an input tensor, any other pointer an output
 // tensor, a scalar a dim or param; each is matched to the problem by its name.
@@ -26,10 +27,16 @@ struct SolveParam {
 Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& source, const std::string& entry,
                                                         const std::string& file);
 
+// Whether ENTRY returns `const char*`: a message when it cannot run (a library that refuses
+// the shape), nullptr when it ran; the candidate then fails with that message.
+bool solve_returns_message(const std::string& source, const std::string& entry);
+
 // C++ appended to the source before nvcc builds it: `extern "C" const char*
 // kopt_solve_shim(void** a)` calls ENTRY with *(T*)a[i] for each parameter (the
 // cuLaunchKernel convention, so the worker packs arguments as for a kernel) and returns
-// nullptr, or cudaGetErrorString of what cudaGetLastError() then says.
-std::string solve_shim_source(const std::vector<SolveParam>& params, const std::string& entry);
+// ENTRY's message when it returns one, else nullptr, or cudaGetErrorString of what
+// cudaGetLastError() then says.
+std::string solve_shim_source(const std::vector<SolveParam>& params, const std::string& entry,
+                              bool returns_message = false);
 
 }  // namespace kopt

@@ -36,11 +36,17 @@ std::vector<SassFunction> parse_sass(const std::string& text);
 const SassFunction* find_function(const std::vector<SassFunction>& functions, const std::string& name);
 
 // Disassembles a cubin with nvdisasm (preferred: $KOPT_NVDISASM, PATH, the CUDA toolkit) or
-// cuobjdump -sass. An environment error when neither tool is there.
+// cuobjdump -sass. An environment error when neither tool is there. A host library with
+// embedded device code (a solve() library) takes cuobjdump, which reads its fatbinary.
 struct Disassembly {
   std::string tool;  // path of the program used
   std::string text;
 };
-Expected<Disassembly> disassemble(CommandRunner& runner, const std::filesystem::path& cubin);
+Expected<Disassembly> disassemble(CommandRunner& runner, const std::filesystem::path& cubin,
+                                  bool host_library = false);
+
+// The device code of a solve() library as one function: every kernel it embeds, in order
+// (named "N kernels: a, b, ..."), so that the methods' SASS proofs read all of them.
+SassFunction merge_functions(const std::vector<SassFunction>& functions);
 
 }  // namespace kopt

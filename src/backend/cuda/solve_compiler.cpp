@@ -49,7 +49,7 @@ Expected<Build> compile_solve_library(const CompileRequest& req, const fs::path&
   }
   // #line keeps nvcc's messages at the user's file and lines; the shim follows the source.
   std::string text = "#line 1 \"" + req.source_path.string() + "\"\n" + req.source_text + "\n#line 1 \"kopt_solve_shim\"\n" +
-                     solve_shim_source(*params, req.entry);
+                     solve_shim_source(*params, req.entry, solve_returns_message(req.source_text, req.entry));
   fs::path unit = library_path.parent_path() / "solve_unit.cu";
   if (auto w = write_text_atomic(unit, text); !w) return Unexpected(w.error());
   std::vector<std::string> argv = {nvcc->string(), "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-lineinfo",

@@ -119,3 +119,22 @@ TEST_F(SolveSpec, MismatchesWithKoptTomlNameTheSolveLine) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST(SolveAbi, ASolveThatReturnsAMessageHasItPassedOn) {
+  std::string src = "extern \"C\" const char* solve(const float* a, float* b, int n) { return nullptr; }";
+  auto p = parse_solve_signature(src, "solve", "s.cu");
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_EQ(p->size(), 3u);
+  EXPECT_TRUE(solve_returns_message(src, "solve"));
+  EXPECT_FALSE(solve_returns_message("extern \"C\" void solve(float* b) {}", "solve"));
+  std::string shim = solve_shim_source(*p, "solve", true);
+  EXPECT_NE(shim.find("const char* message = solve("), std::string::npos) << shim;
+  EXPECT_NE(shim.find("if (message) return message;"), std::string::npos) << shim;
+  EXPECT_EQ(solve_shim_source(*p, "solve").find("message"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kopt
