@@ -36,7 +36,10 @@ void print_bench(const BenchReport& r) {
                            r.flush_bytes ? fmt::format(" ({} flush of {} MiB)", r.flush_method, r.flush_bytes >> 20) : "",
                            r.toolkit);
   std::cout << "clocks before: " << clocks_text(r.clocks_before) << "\nclocks after:  " << clocks_text(r.clocks_after)
-            << "\nceilings: " << r.ceilings_source << "\n\n";
+            << "\nceilings: " << r.ceilings_source
+            << (r.compute_roof.rate > 0 ? fmt::format(" (%FLOP of {}: {:.1f} TFLOP/s)", r.compute_roof.name, r.compute_roof.rate / 1e12)
+                                        : std::string())
+            << "\n\n";
   std::cout << fmt::format("{:<3} {:<34} {:>11} {:>23} {:>7} {:>6} {:>10} {:>6} {:>11} {:>6}  {}\n", "", "variant",
                            "median", "p10 .. p90", "noise", "n", "GB/s", "%BW", "GFLOP/s", "%FLOP", "stop");
   char tag = 'A';

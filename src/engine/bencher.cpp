@@ -288,6 +288,7 @@ class BenchRun {
   // Rates and % of the roofs per variant; a median below the floor is an error.
   void judge(const BenchResult& result) {
     const DeviceRoofs& roofs = m_report.roofs;
+    m_report.compute_roof = precision_roof(roofs, problem_precision(m_p));
     Cost cost = m_p.cost_at_dims();
     double bytes = cost.bytes.value_or(0), flops = cost.flops.value_or(0);
     for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {
@@ -305,7 +306,7 @@ class BenchRun {
       v.gbps = bytes / t / 1e9;
       v.gflops = flops / t / 1e9;
       if (roofs.bandwidth.rate > 0) v.pct_bandwidth_ceiling = 100.0 * bytes / t / roofs.bandwidth.rate;
-      if (roofs.compute.rate > 0) v.pct_compute_ceiling = 100.0 * flops / t / roofs.compute.rate;
+      if (m_report.compute_roof.rate > 0) v.pct_compute_ceiling = 100.0 * flops / t / m_report.compute_roof.rate;
       // The DRAM floor holds only when the data come from DRAM: in cold mode.
       v.floor_s = roofline_floor_s(roofs, bytes, flops, m_r.options.mode == CacheMode::cold);
       if (v.status == "ok" && is_below_floor(roofs, t, v.floor_s)) {
@@ -400,6 +401,7 @@ json to_json(const BenchReport& r) {
          {"clocks_after", r.clocks_after},
          {"ceilings", r.ceilings_source},
          {"roofs", to_json(r.roofs)},
+         {"compute_roof", {{"name", r.compute_roof.name}, {"flops", r.compute_roof.rate}, {"source", r.compute_roof.source}}},
          {"variants", variants},
          {"times", {{"build_s", r.build_s}, {"check_s", r.check_s}, {"measure_s", r.measure_s}, {"wall_s", r.wall_s}}},
          {"exit_code", r.exit_code()}};

@@ -254,6 +254,35 @@ bool is_below_floor(const DeviceRoofs& roofs, double median_s, double floor_s) {
   return floor_s > 0 && median_s > 0 && median_s < roofs.floor_margin * floor_s;
 }
 
+RoofRate precision_roof(const DeviceRoofs& roofs, const std::string& precision) {
+  if (!roofs.ceilings || precision.empty()) return roofs.compute;
+  std::vector<std::string> names = precision == "bf16"   ? std::vector<std::string>{"tensor_bf16"}
+                                   : precision == "f16"  ? std::vector<std::string>{"tensor_f16"}
+                                   : precision == "fp32" ? std::vector<std::string>{"fp32_fma", "tensor_tf32"}
+                                   : precision == "fp64" ? std::vector<std::string>{"fp64_fma", "tensor_fp64"}
+                                                         : std::vector<std::string>{};
+  std::optional<RoofRate> best;
+  for (const auto& c : roofs.ceilings->result.ceilings)
+    if (std::find(names.begin(), names.end(), c.name) != names.end() && c.error.empty() && c.best > 0 &&
+        (!best || c.best > best->rate))
+      best = RoofRate{c.best, c.name, "kopt ceilings (" + c.method + "), measured " + roofs.ceilings->measured_at};
+  return best ? *best : roofs.compute;
+}
+
+std::string problem_precision(const Problem& p) {
+  int best = 0;  // 1 fp64, 2 fp32, 3 f16/bf16
+  std::string out;
+  for (const auto& t : p.tensors) {
+    if (t.role == Role::output) continue;
+    int rank = t.dtype == DType::f64 ? 1 : t.dtype == DType::f32 ? 2 : (t.dtype == DType::f16 || t.dtype == DType::bf16) ? 3 : 0;
+    if (rank > best) {
+      best = rank;
+      out = rank == 1 ? "fp64" : rank == 2 ? "fp32" : t.dtype == DType::f16 ? "f16" : "bf16";
+    }
+  }
+  return out;
+}
+
 json to_json(const DeviceRoofs& r) {
   auto rate = [](const RoofRate& x) -> json {
     if (x.rate <= 0) return nullptr;

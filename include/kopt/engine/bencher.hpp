@@ -53,7 +53,7 @@ struct BenchVariant {
   double gbps = 0;     // from the cost formula `bytes` and the median time
   double gflops = 0;   // from `flops`
   double pct_bandwidth_ceiling = 0;  // of the memory roof (BenchReport::roofs)
-  double pct_compute_ceiling = 0;    // of the fastest compute roof
+  double pct_compute_ceiling = 0;    // of the compute roof of the problem's precision (BenchReport::compute_roof)
   double floor_s = 0;                // the roofline floor, when a roof is known
   double check_s = 0;                // kopt check's run of it (check_first), not its build
   std::string status = "ok";         // ok | wrong | compile_failed | run_failed | below_floor | inconsistent | unavailable (a baseline this torch lacks)
@@ -80,7 +80,8 @@ struct BenchReport {
   std::int64_t flush_bytes = 0;
   std::string flush_method;
   std::string ceilings_source;  // roofs.source: "measured <date>", "measured now (first use, 4.8 s)", "spec table: ..."
-  DeviceRoofs roofs;            // what %BW, %FLOP and the floor divide by, and where they come from
+  DeviceRoofs roofs;            // what %BW and the floor divide by, and where they come from
+  RoofRate compute_roof;        // what %FLOP divides by: the roof of the problem's precision
   Cost cost;                    // the problem's cost formulas at its dims; no flops: GFLOP/s unknown
   // Where this run's wall time went: builds (in parallel), the check, the timing job, in all.
   double build_s = 0, check_s = 0, measure_s = 0, wall_s = 0;

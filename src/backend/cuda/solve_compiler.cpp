@@ -57,6 +57,12 @@ Expected<Build> compile_solve_library(const CompileRequest& req, const fs::path&
   for (const auto& [k, v] : req.defines) argv.push_back("-D" + k + "=" + v);
   for (const auto& dir : req.include_dirs) argv.push_back("-I" + dir.string());
   for (const auto& o : req.options) argv.push_back(o);
+  // A library linked against the toolkit's own (-lcublas) finds them where nvcc did, without
+  // LD_LIBRARY_PATH: the toolkit's library folders go into its run path.
+  std::error_code ec;
+  fs::path toolkit = nvcc->parent_path().parent_path();
+  for (const auto& lib : {toolkit / "lib64", toolkit / "targets" / "x86_64-linux" / "lib"})
+    if (fs::is_directory(lib, ec)) argv.push_back("-Xlinker=-rpath=" + lib.string());
   argv.push_back(unit.string());
   CommandResult r = SystemCommandRunner().run(argv, std::chrono::minutes(5));
   b.log = r.out + r.err;

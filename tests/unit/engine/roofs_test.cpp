@@ -222,5 +222,31 @@ TEST_F(RoofsTest, JsonSaysWhereEveryRoofComesFrom) {
   EXPECT_TRUE(to_json(none)["bandwidth"].is_null());
 }
 
+// %FLOP divides by the roof of the problem's precision: a bf16 GEMM is not "43 % of the
+// roof" because cuBLASLt's fp8 ceiling is twice the bf16 one. The floor keeps the fastest.
+TEST(PrecisionRoof, EachPrecisionGetsItsOwnCeilingAndTheFastestStaysTheFloors) {
+  CeilingsResult r = measurement(3.3e12, 65e12);
+  r.ceilings.push_back(Ceiling{"tensor_bf16", "FLOP/s", 776e12, 775e12, "cublasGemmEx", ""});
+  r.ceilings.push_back(Ceiling{"tensor_tf32", "FLOP/s", 405e12, 400e12, "cublasGemmEx", ""});
+  r.ceilings.push_back(Ceiling{"tensor_fp8", "FLOP/s", 1446e12, 1440e12, "cublasLtMatmul", ""});
+  DeviceRoofs roofs;
+  roofs.compute = RoofRate{1446e12, "tensor_fp8", "measured"};
+  roofs.ceilings = StoredCeilings{h100(), r, "2026-11-24T06:23:42Z"};
+  EXPECT_EQ(precision_roof(roofs, "bf16").name, "tensor_bf16");
+  EXPECT_EQ(precision_roof(roofs, "bf16").rate, 776e12);
+  EXPECT_EQ(precision_roof(roofs, "fp32").name, "tensor_tf32");  // the faster an f32 kernel may use
+  EXPECT_EQ(precision_roof(roofs, "f16").name, "tensor_fp8");    // not measured: the fastest
+  EXPECT_EQ(precision_roof(roofs, "").name, "tensor_fp8");
+
+  Problem p;
+  p.tensors = {TensorSpec{"A", DType::f32, {}, Role::input}, TensorSpec{"B", DType::bf16, {}, Role::input},
+               TensorSpec{"C", DType::f16, {}, Role::output}};
+  EXPECT_EQ(problem_precision(p), "bf16");
+  p.tensors[1].dtype = DType::i32;
+  EXPECT_EQ(problem_precision(p), "fp32");
+  p.tensors = {TensorSpec{"idx", DType::i32, {}, Role::input}};
+  EXPECT_EQ(problem_precision(p), "");
+}
+
 }  // namespace
 }  // namespace kopt
