@@ -104,6 +104,17 @@ std::function<void(const std::string&)> stderr_log() {
 int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   auto sel = load_selection(o.sel);
   if (!sel) return report_error(g, "optimize", exit_code(sel.error().kind), sel.error().to_string());
+  // --kernel K: the loop starts from K and never leaves it (another kernel of the problem,
+  // a library call such as cuBLAS, is not a step of K's optimization).
+  if (!o.sel.kernels.empty()) {
+    std::vector<KernelSpec> kept;
+    for (const auto& name : o.sel.kernels) {
+      const KernelSpec* k = sel->problem.find_kernel(name);
+      if (!k) return report_error(g, "optimize", 2, "--kernel " + name + ": no such kernel in " + sel->problem.spec_path.string());
+      kept.push_back(*k);
+    }
+    sel->problem.kernels = std::move(kept);
+  }
   const Problem& problem = sel->problem;
   auto catalog = builtin_method_catalog();
   if (!catalog) return report_error(g, "optimize", 4, catalog.error().to_string());

@@ -377,8 +377,30 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   }
   std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u +
                       static_cast<std::uint64_t>(attempt) + std::hash<std::string>{}(k->name));
-  std::vector<ParamPoint> taken{base};  // the random draws repeat none of the branches above
+  // No branch repeats one above, nor a point this run has measured already.
+  std::vector<ParamPoint> taken{base};
   for (const auto& v : out) taken.push_back(v.point);
+  for (const auto& [key, e] : m_state.evaluations)
+    if (e.kernel == k->name) taken.push_back(e.point);
+  auto is_taken = [&](const ParamPoint& q) { return std::find(taken.begin(), taken.end(), q) != taken.end(); };
+  // Half of the rest: one-param moves of the base, where a move breaks a constraint made
+  // feasible by one more change (a wider tile with a shallower pipeline); the other half
+  // drawn at random, for reach.
+  std::vector<ParamPoint> moves;
+  for (const auto& [name, values] : space.params)
+    for (auto value : values) {
+      if (!base.contains(name) || value == base.at(name)) continue;
+      ParamPoint q = base;
+      q[name] = value;
+      for (auto& f : space.repairs(q, name))
+        if (!is_taken(f) && std::find(moves.begin(), moves.end(), f) == moves.end()) moves.push_back(std::move(f));
+    }
+  std::shuffle(moves.begin(), moves.end(), rng);
+  std::size_t want_moves = (static_cast<std::size_t>(count) - out.size() + 1) / 2;
+  for (std::size_t m = 0; m < moves.size() && m < want_moves; ++m) {
+    out.push_back(Variant{k->name, moves[m], {}});
+    taken.push_back(moves[m]);
+  }
   for (auto& p : space.sample(static_cast<std::size_t>(count) - out.size(), rng, taken))
     out.push_back(Variant{k->name, std::move(p), {}});
   return out;

@@ -79,15 +79,29 @@ std::vector<ParamPoint> SearchSpace::sample(std::size_t n, std::mt19937_64& rng,
   return out;
 }
 
-std::optional<ParamPoint> SearchSpace::nearest_feasible(const ParamPoint& p) const {
+std::optional<ParamPoint> SearchSpace::nearest_feasible(const ParamPoint& p, const std::string& keep) const {
   if (feasible(p)) return p;
   for (const auto& [name, values] : params)
     for (std::int64_t v : values) {
+      if (name == keep) continue;
       ParamPoint q = p;
       q[name] = v;
       if (feasible(q)) return q;
     }
   return std::nullopt;
+}
+
+std::vector<ParamPoint> SearchSpace::repairs(const ParamPoint& p, const std::string& keep) const {
+  if (feasible(p)) return {p};
+  std::vector<ParamPoint> out;
+  for (const auto& [name, values] : params)
+    for (std::int64_t v : values) {
+      if (name == keep || (p.contains(name) && p.at(name) == v)) continue;
+      ParamPoint q = p;
+      q[name] = v;
+      if (feasible(q)) out.push_back(std::move(q));
+    }
+  return out;
 }
 
 }  // namespace kopt

@@ -281,3 +281,24 @@ TEST(SearchSpaceRepair, NearestFeasibleChangesOneParamInDeclaredOrder) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// A move that breaks a constraint is repaired by one more change, never by undoing the move.
+TEST(SearchSpaceRepairs, AWiderTileGetsAShallowerPipelineNotItsOldWidth) {
+  SearchSpace s;
+  s.params = {{"BN", {128, 256}}, {"STAGES", {2, 3, 4, 5}}};
+  s.feasible = [](const ParamPoint& q) { return q.at("STAGES") * (128 + q.at("BN")) <= 1600; };
+  ParamPoint moved{{"BN", 256}, {"STAGES", 5}};
+  auto r = s.repairs(moved, "BN");
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0], (ParamPoint{{"BN", 256}, {"STAGES", 2}}));
+  EXPECT_EQ(r[2], (ParamPoint{{"BN", 256}, {"STAGES", 4}}));
+  EXPECT_EQ(s.nearest_feasible(moved, "BN"), (ParamPoint{{"BN", 256}, {"STAGES", 2}}));
+  EXPECT_EQ(s.nearest_feasible(moved), (ParamPoint{{"BN", 128}, {"STAGES", 5}}));
+  EXPECT_EQ(s.repairs(ParamPoint{{"BN", 128}, {"STAGES", 2}}, "BN").size(), 1u);  // feasible: itself
+}
+
+}  // namespace
+}  // namespace kopt
