@@ -102,9 +102,7 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
   SystemCommandRunner runner;
-  if (active_backend() == Backend::triton)
-    return report_error(g, "profile", 3, "profiling Triton kernels is not implemented yet; kopt bench times them");
-  if (active_backend() == Backend::cuda) {  // OpenCL kernels get the timing-only analysis
+  if (active_backend() != Backend::opencl) {  // OpenCL kernels get the timing-only analysis
     auto ncu = find_ncu(runner);
     if (!ncu) return report_error(g, "profile", 3, ncu.error().message);
     req.ncu = ncu->path;

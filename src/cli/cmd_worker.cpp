@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "kopt/backend/python/python_runner.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/backend/opencl/opencl.hpp"
@@ -59,13 +60,18 @@ int run_worker_once_command(int device, const std::string& backend, const std::s
     std::cerr << "kopt worker --once: " << job_file << ": not a run job: " << e.what() << "\n";
     return 2;
   }
-  auto executor = open_executor(device, backend);
+  // A Python job (a Triton kernel) runs in a Python child, as in the worker loop; ncu follows
+  // it there.
+  std::unique_ptr<PythonRunner> python;
+  Expected<std::unique_ptr<Executor>> executor = std::unique_ptr<Executor>();
+  if (is_python(job.kind)) python = std::make_unique<PythonRunner>();
+  else executor = open_executor(device, backend);
   if (!executor) {
     std::cerr << "kopt worker --once: " << executor.error().message << "\n";
     return 3;
   }
   for (int i = 0; i < repeat; ++i) {
-    RunResult r = (*executor)->run(job);
+    RunResult r = python ? python->run(job) : (*executor)->run(job);
     if (!r.ok()) {
       std::cerr << "kopt worker --once: launch " << i + 1 << ": " << run_status_name(r.status) << ": " << r.error << "\n";
       return 1;

@@ -335,6 +335,11 @@ std::vector<Variant> Optimizer::make_branches(const Variant& champ,
   return out;
 }
 
+bool Optimizer::measured(const std::string& kernel, const ParamPoint& point) const {
+  return std::any_of(m_state.evaluations.begin(), m_state.evaluations.end(),
+                     [&](const auto& e) { return e.second.kernel == kernel && e.second.point == point; });
+}
+
 std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const Variant& champ,
                                                 const std::vector<std::string>& methods, int i,
                                                 int attempt, int count) {
@@ -367,7 +372,8 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
     if (champ.kernel == k->name)
       if (auto d = default_point(m_p, *k)) {
         for (const auto& p : switched) (*d)[p] = base.at(p);
-        if (auto f = space.nearest_feasible(*d); f && (out.empty() || *f != out.front().point))
+        if (auto f = space.nearest_feasible(*d); f && (out.empty() || *f != out.front().point) &&
+                                                    !measured(k->name, *f))  // once it is known, its slot goes to a move
           out.push_back(Variant{k->name, *f, {}});
       }
   }

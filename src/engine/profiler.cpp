@@ -2,6 +2,10 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kopt/backend/python/triton_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
@@ -108,11 +112,23 @@ class ProfileRun {
     nr.set = m_r.ncu_set;
     nr.clock_control = m_r.clock_control;
     nr.kernel_name = kc.build.lowered_entry;
+    bool triton = kc.build.module_kind == ModuleKind::triton;
+    if (triton) {
+      // The Python worker runs it; ncu follows it there and picks out the @triton.jit kernels.
+      auto names = triton_kernel_names(read_text_file(kc.build.cubin_path).value_or(""));
+      if (names.empty())
+        return degrade(kc, device, kp, "timing_only",
+                       "no @triton.jit function in " + kc.kernel + "'s source for ncu to pick out (it calls "
+                       "library code only): timed, not profiled.");
+      nr.kernel_name = "regex:^(" + fmt::format("{}", fmt::join(names, "|")) + ")$";
+    }
     nr.launch_skip = m_r.launch_skip;
     nr.launch_count = m_r.launch_count;
     nr.report = kp.dir / "profile";
-    nr.program = {m_r.kopt_executable.string(), "worker", "--device", std::to_string(m_r.device), "--once",
-                  job_file.string(), "--repeat", std::to_string(m_r.launch_skip + m_r.launch_count)};
+    nr.program = {m_r.kopt_executable.string()};
+    if (triton) nr.program.insert(nr.program.end(), {"--backend", "triton"});
+    nr.program.insert(nr.program.end(), {"worker", "--device", std::to_string(m_r.device), "--once", job_file.string(),
+                                         "--repeat", std::to_string(m_r.launch_skip + m_r.launch_count)});
     auto argv = ncu_profile_argv(nr);
     kp.provenance.command = join_command(argv);
     kp.provenance.collection = nr.set ? "--set " + *nr.set : "questions " + [&] {

@@ -3,7 +3,18 @@
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/fs.hpp"
 
+#include <regex>
+
 namespace kopt {
+
+std::vector<std::string> triton_kernel_names(const std::string& source) {
+  // @triton.jit (or @triton.jit(...)), other decorators (autotune, heuristics) around it, then def NAME(
+  static const std::regex jit(R"(@triton\.jit\b[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*def[ \t]+([A-Za-z_]\w*)[ \t]*\()");
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), jit); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
 
 Expected<std::string> TritonCompiler::toolkit() { return "Triton (JIT, " + python_executable() + ")"; }
 
