@@ -5,6 +5,8 @@
 //   CLUSTER_M x CLUSTER_N      thread-block cluster (TMA multicast of A across N, B across M)
 //   SCHEDULE 0: cooperative    two consumer warpgroups share each tile (TILE_M >= 128)
 //            1: ping-pong      two consumer warpgroups alternate over tiles
+//   TILE_SWIZZLE               the persistent tile scheduler's swizzle (1, 2, 4, 8): groups
+//                              of tiles that share operands run together, for L2 reuse
 // A is M x K and B is K x N, both row-major (B is N-major, which wgmma reads transposed).
 // The solve() contract: kopt calls solve() with device pointers; it launches on the default
 // stream and returns an error message (or nullptr) when CUTLASS cannot run the shape.
@@ -35,6 +37,9 @@
 #endif
 #ifndef SCHEDULE
 #define SCHEDULE 0
+#endif
+#ifndef TILE_SWIZZLE
+#define TILE_SWIZZLE 1
 #endif
 
 namespace {
@@ -103,6 +108,7 @@ extern "C" const char* solve(const __nv_bfloat16* A, const __nv_bfloat16* B, __n
                                    stride_c,
                                    reinterpret_cast<Element*>(C),
                                    stride_c}};
+    args.scheduler.max_swizzle_size = TILE_SWIZZLE;
     ready_for[0] = nullptr;
     if (gemm.can_implement(args) != cutlass::Status::kSuccess)
       return "CUTLASS cannot implement this shape with this tile";
