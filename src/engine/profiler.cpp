@@ -122,6 +122,10 @@ class ProfileRun {
                        "library code only): timed, not profiled.");
       nr.kernel_name = "regex:^(" + fmt::format("{}", fmt::join(names, "|")) + ")$";
     }
+    // A solve() library launches kernels whose names kopt does not know (CUTLASS's, cuBLAS's):
+    // no filter; the one-shot worker runs nothing else, and the report's longest kernel is
+    // taken (select_kernel).
+    if (kc.build.module_kind == ModuleKind::solve_library) nr.kernel_name.clear();
     nr.launch_skip = m_r.launch_skip;
     nr.launch_count = m_r.launch_count;
     nr.report = kp.dir / "profile";
