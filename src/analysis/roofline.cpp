@@ -64,6 +64,10 @@ nlohmann::json to_json(const std::optional<Roof>& r) {
   return {{"name", r->name}, {"rate", r->rate}, {"origin", r->origin}, {"source", r->source}};
 }
 
+std::string compute_ceiling_name(const std::string& precision) {
+  return precision == "fp32" ? "fp32_fma" : "tensor_" + (precision == "fp16" ? std::string("f16") : precision);
+}
+
 RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec, const CeilingsResult* ceilings,
                         const std::string& measured_at) {
   RoofChoice c;
@@ -80,7 +84,7 @@ RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec, const
     if (!v) return std::nullopt;
     return Roof{name, *v * scale, "spec", spec->name + ": " + spec->citation(field)};
   };
-  std::string ceiling = precision == "fp32" ? "fp32_fma" : "tensor_" + (precision == "fp16" ? std::string("f16") : precision);
+  std::string ceiling = compute_ceiling_name(precision);
   std::string field = precision == "int8" ? "int8_tops" : precision + "_tflops";
   c.compute = measured(ceiling);
   if (!c.compute) c.compute = from_spec(precision, field, 1e12);

@@ -63,7 +63,7 @@ void prefer_backend_of(const Problem& p) {
   if (g_backend_choice != "auto" || active_backend() != Backend::cuda) return;
   auto has = [&](KernelLanguage l) {
     return std::any_of(p.kernels.begin(), p.kernels.end(), [&](const KernelSpec& k) {
-      auto in_l = [&](const std::filesystem::path& s) { return kernel_language_of(s).value_or(KernelLanguage::cuda) == l; };
+      auto in_l = [&](const std::filesystem::path& s) { return language_of(s) == l; };
       return in_l(k.source) || std::any_of(k.sources.begin(), k.sources.end(), in_l);
     });
   };

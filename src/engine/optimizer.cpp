@@ -335,11 +335,6 @@ std::vector<Variant> Optimizer::make_branches(const Variant& champ,
   return out;
 }
 
-bool Optimizer::measured(const std::string& kernel, const ParamPoint& point) const {
-  return std::any_of(m_state.evaluations.begin(), m_state.evaluations.end(),
-                     [&](const auto& e) { return e.second.kernel == kernel && e.second.point == point; });
-}
-
 std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const Variant& champ,
                                                 const std::vector<std::string>& methods, int i,
                                                 int attempt, int count) {
@@ -363,6 +358,12 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   SearchSpace space = SearchSpace::from_kernel(*k, m_p.dim_scope());
   for (auto& [name, values] : space.params)
     if (switched.contains(name)) values = {base.at(name)};
+  // The points of this kernel the run has measured: no branch below repeats one (the base
+  // aside: it is the champion, or where a switch of methods lands).
+  std::vector<ParamPoint> taken{base};
+  for (const auto& [key, e] : m_state.evaluations)
+    if (e.kernel == k->name) taken.push_back(e.point);
+  auto is_taken = [&](const ParamPoint& q) { return std::find(taken.begin(), taken.end(), q) != taken.end(); };
   std::vector<Variant> out;
   // The base first, made feasible where the methods' settings break a constraint (a kernel
   // entered with cp.async off may need a shallower pipeline); then, tuning the champion's
@@ -373,7 +374,7 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
       if (auto d = default_point(m_p, *k)) {
         for (const auto& p : switched) (*d)[p] = base.at(p);
         if (auto f = space.nearest_feasible(*d); f && (out.empty() || *f != out.front().point) &&
-                                                    !measured(k->name, *f))  // once it is known, its slot goes to a move
+                                                    !is_taken(*f))  // once it is known, its slot goes to a move
           out.push_back(Variant{k->name, *f, {}});
       }
   }
@@ -383,12 +384,7 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   }
   std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u +
                       static_cast<std::uint64_t>(attempt) + std::hash<std::string>{}(k->name));
-  // No branch repeats one above, nor a point this run has measured already.
-  std::vector<ParamPoint> taken{base};
   for (const auto& v : out) taken.push_back(v.point);
-  for (const auto& [key, e] : m_state.evaluations)
-    if (e.kernel == k->name) taken.push_back(e.point);
-  auto is_taken = [&](const ParamPoint& q) { return std::find(taken.begin(), taken.end(), q) != taken.end(); };
   // Half of the rest: one-param moves of the base, where a move breaks a constraint made
   // feasible by one more change (a wider tile with a shallower pipeline); the other half
   // drawn at random, for reach.

@@ -179,9 +179,6 @@ class Optimizer {
                                        const std::vector<std::string>& methods, int i, int attempt,
                                        int count);
 
-  // Whether this run has measured `point` of `kernel` already.
-  bool measured(const std::string& kernel, const ParamPoint& point) const;
-
   // SASS check and leave-one-out ablation of each method the winner applies.
   void attribute(VersionRecord& rec, const Variant& wv, const Measured& wm,
                  const std::vector<std::string>& methods, const fs::path& dir);

@@ -112,8 +112,7 @@ class ProfileRun {
     nr.set = m_r.ncu_set;
     nr.clock_control = m_r.clock_control;
     nr.kernel_name = kc.build.lowered_entry;
-    bool triton = kc.build.module_kind == ModuleKind::triton;
-    if (triton) {
+    if (kc.build.module_kind == ModuleKind::triton) {
       // The Python worker runs it; ncu follows it there and picks out the @triton.jit kernels.
       auto names = triton_kernel_names(read_text_file(kc.build.cubin_path).value_or(""));
       if (names.empty())
@@ -129,10 +128,9 @@ class ProfileRun {
     nr.launch_skip = m_r.launch_skip;
     nr.launch_count = m_r.launch_count;
     nr.report = kp.dir / "profile";
-    nr.program = {m_r.kopt_executable.string()};
-    if (triton) nr.program.insert(nr.program.end(), {"--backend", "triton"});
-    nr.program.insert(nr.program.end(), {"worker", "--device", std::to_string(m_r.device), "--once", job_file.string(),
-                                         "--repeat", std::to_string(m_r.launch_skip + m_r.launch_count)});
+    // The one-shot worker runs a Python job (a Triton kernel) in its Python child by the job's kind.
+    nr.program = {m_r.kopt_executable.string(), "worker", "--device", std::to_string(m_r.device), "--once",
+                  job_file.string(), "--repeat", std::to_string(m_r.launch_skip + m_r.launch_count)};
     auto argv = ncu_profile_argv(nr);
     kp.provenance.command = join_command(argv);
     kp.provenance.collection = nr.set ? "--set " + *nr.set : "questions " + [&] {

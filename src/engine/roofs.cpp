@@ -1,5 +1,7 @@
 #include "kopt/engine/roofs.hpp"
 
+#include "kopt/analysis/roofline.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -256,11 +258,8 @@ bool is_below_floor(const DeviceRoofs& roofs, double median_s, double floor_s) {
 
 RoofRate precision_roof(const DeviceRoofs& roofs, const std::string& precision) {
   if (!roofs.ceilings || precision.empty()) return roofs.compute;
-  std::vector<std::string> names = precision == "bf16"   ? std::vector<std::string>{"tensor_bf16"}
-                                   : precision == "f16"  ? std::vector<std::string>{"tensor_f16"}
-                                   : precision == "fp32" ? std::vector<std::string>{"fp32_fma", "tensor_tf32"}
-                                   : precision == "fp64" ? std::vector<std::string>{"fp64_fma", "tensor_fp64"}
-                                                         : std::vector<std::string>{};
+  std::vector<std::string> names{compute_ceiling_name(precision)};
+  if (precision == "fp32") names.push_back("tensor_tf32");  // an f32 kernel may use the TF32 tensor cores
   std::optional<RoofRate> best;
   for (const auto& c : roofs.ceilings->result.ceilings)
     if (std::find(names.begin(), names.end(), c.name) != names.end() && c.error.empty() && c.best > 0 &&
@@ -277,7 +276,7 @@ std::string problem_precision(const Problem& p) {
     int rank = t.dtype == DType::f64 ? 1 : t.dtype == DType::f32 ? 2 : (t.dtype == DType::f16 || t.dtype == DType::bf16) ? 3 : 0;
     if (rank > best) {
       best = rank;
-      out = rank == 1 ? "fp64" : rank == 2 ? "fp32" : t.dtype == DType::f16 ? "f16" : "bf16";
+      out = rank == 1 ? "fp64" : rank == 2 ? "fp32" : t.dtype == DType::f16 ? "fp16" : "bf16";
     }
   }
   return out;

@@ -44,8 +44,7 @@ bool arch_runs_on(std::string_view target, std::string_view device_arch) {
 }
 
 BuildTarget build_target(const Problem& problem, const KernelSpec& kernel, const std::string& device_arch) {
-  // A source without a known extension counts as CUDA, as select_language has it.
-  bool cuda = kernel_language_of(kernel.source).value_or(KernelLanguage::cuda) == KernelLanguage::cuda;
+  bool cuda = language_of(kernel.source) == KernelLanguage::cuda;
   if (kernel.arch.empty() || !cuda) return {device_arch, ""};
   if (arch_runs_on(kernel.arch, device_arch)) return {kernel.arch, ""};
   auto t = parse_arch(kernel.arch);

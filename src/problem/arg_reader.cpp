@@ -6,8 +6,6 @@
 namespace kopt::detail {
 namespace {
 
-std::string indexed(const std::string& base, std::size_t i) { return base + "[" + std::to_string(i) + "]"; }
-
 // { tensor_map = "A", box = ["BM", "BK"], swizzle = 128 }: the box is checked at each point
 // (resolve_tensor_map); here its shape and the swizzle.
 void read_tensor_map(TomlReader& ar, ArgSpec& a, const Problem& p, const std::set<std::string>& names) {

@@ -24,14 +24,9 @@ std::optional<KernelLanguage> kernel_language_of(const std::filesystem::path& so
   return std::nullopt;
 }
 
-namespace {
-
-// A source without a recognized extension counts as CUDA (kopt's first language).
 KernelLanguage language_of(const std::filesystem::path& source) {
   return kernel_language_of(source).value_or(KernelLanguage::cuda);
 }
-
-}  // namespace
 
 Expected<void> select_language(Problem& p, KernelLanguage language, bool allow_no_kernels) {
   p.language = language;

@@ -18,9 +18,7 @@ using detail::TomlReader;
 
 namespace {
 
-std::string indexed(const std::string& base, std::size_t i) {
-  return base + "[" + std::to_string(i) + "]";
-}
+using detail::indexed;
 
 class Loader {
  public:
@@ -425,8 +423,7 @@ class Loader {
       return "the reference is of kind \"" + std::string(reference_kind_name(p.reference.kind)) + "\"";
     bool any_cuda = false;
     for (const auto& s : k.sources) {
-      // A source without a known extension counts as CUDA, as select_language has it.
-      KernelLanguage lang = kernel_language_of(s).value_or(KernelLanguage::cuda);
+      KernelLanguage lang = language_of(s);
       any_cuda = any_cuda || lang == KernelLanguage::cuda;
       if (every_source && lang != KernelLanguage::cuda)
         return "kernel '" + k.name + "' has a source in " + std::string(kernel_language_name(lang)) + " (" +

@@ -4,6 +4,8 @@ namespace kopt::detail {
 
 int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
 
+std::string indexed(const std::string& base, std::size_t i) { return base + "[" + std::to_string(i) + "]"; }
+
 TomlReader::TomlReader(const toml::table& table, std::string path, const std::string& file)
     : m_table(table), m_path(std::move(path)), m_file(file) {}
 

@@ -15,6 +15,8 @@ struct SpecError {
 };
 
 int line_of(const toml::node& n);
+// "base[i]": the field of an array element in messages.
+std::string indexed(const std::string& base, std::size_t i);
 
 class TomlReader {
  public:

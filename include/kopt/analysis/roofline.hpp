@@ -43,6 +43,10 @@ struct RoofChoice {
   std::optional<Roof> compute, memory;
   std::vector<std::string> notes;  // what was missing and why
 };
+// The measured ceiling (kopt ceilings) of a precision's compute roof: "fp32" fp32_fma,
+// "fp16" tensor_f16, any other "tensor_<precision>" (tensor_bf16, tensor_tf32, tensor_fp8).
+std::string compute_ceiling_name(const std::string& precision);
+
 RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec, const CeilingsResult* ceilings,
                         const std::string& measured_at);
 

@@ -117,6 +117,8 @@ struct IncludeDir {
 enum class KernelLanguage { cuda, opencl, triton };
 std::string_view kernel_language_name(KernelLanguage l);
 std::optional<KernelLanguage> kernel_language_of(const std::filesystem::path& source);
+// The same, a source without a recognized extension counting as CUDA (kopt's first language).
+KernelLanguage language_of(const std::filesystem::path& source);
 
 // A kernel: a candidate, or the reference when it is a kernel. One kernel may come in
 // several languages (`source = ["kernel.cu", "kernel.cl"]`) that share its args, launch,

@@ -80,15 +80,9 @@ std::vector<ParamPoint> SearchSpace::sample(std::size_t n, std::mt19937_64& rng,
 }
 
 std::optional<ParamPoint> SearchSpace::nearest_feasible(const ParamPoint& p, const std::string& keep) const {
-  if (feasible(p)) return p;
-  for (const auto& [name, values] : params)
-    for (std::int64_t v : values) {
-      if (name == keep) continue;
-      ParamPoint q = p;
-      q[name] = v;
-      if (feasible(q)) return q;
-    }
-  return std::nullopt;
+  auto r = repairs(p, keep);
+  if (r.empty()) return std::nullopt;
+  return r.front();
 }
 
 std::vector<ParamPoint> SearchSpace::repairs(const ParamPoint& p, const std::string& keep) const {

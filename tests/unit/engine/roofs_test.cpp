@@ -235,7 +235,7 @@ TEST(PrecisionRoof, EachPrecisionGetsItsOwnCeilingAndTheFastestStaysTheFloors) {
   EXPECT_EQ(precision_roof(roofs, "bf16").name, "tensor_bf16");
   EXPECT_EQ(precision_roof(roofs, "bf16").rate, 776e12);
   EXPECT_EQ(precision_roof(roofs, "fp32").name, "tensor_tf32");  // the faster an f32 kernel may use
-  EXPECT_EQ(precision_roof(roofs, "f16").name, "tensor_fp8");    // not measured: the fastest
+  EXPECT_EQ(precision_roof(roofs, "fp16").name, "tensor_fp8");   // not measured: the fastest
   EXPECT_EQ(precision_roof(roofs, "").name, "tensor_fp8");
 
   Problem p;
