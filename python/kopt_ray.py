@@ -355,6 +355,7 @@ def cmd_relay(args):
         msg = json.loads(reply)
         if req.get("op") == "device_info" and isinstance(msg.get("device"), dict):
             msg["device"]["host"] = host
+            msg["device"]["machine"] = where["host"]  # several nodes may share one machine
         if req.get("op") == "compile" and isinstance(msg.get("build"), dict) and msg["build"].get("cubin_path") in back:
             msg["build"]["cubin_path"] = back[msg["build"]["cubin_path"]]
         out.write(json.dumps(msg) + "\n")

@@ -36,6 +36,8 @@ json to_json(const DeviceInfo& d) {
     j["opencl_version"] = d.opencl_version;
   }
   if (!d.host.empty()) j["host"] = d.host;
+  if (!d.machine.empty()) j["machine"] = d.machine;
+  if (d.host_memory_available_bytes > 0) j["host_memory_available_bytes"] = d.host_memory_available_bytes;
   return j;
 }
 
@@ -50,6 +52,7 @@ DeviceInfo device_info_from_json(const json& j) {
   d.sm_count = j.value("sm_count", 0);
   d.l2_bytes = j.value("l2_bytes", std::int64_t{0});
   d.memory_bytes = j.value("memory_bytes", std::int64_t{0});
+  d.host_memory_available_bytes = j.value("host_memory_available_bytes", std::int64_t{0});
   d.memory_bus_width_bits = j.value("memory_bus_width_bits", 0);
   d.max_shared_per_block_optin = j.value("max_shared_per_block_optin", std::int64_t{0});
   d.max_shared_per_sm = j.value("max_shared_per_sm", std::int64_t{0});
@@ -69,6 +72,7 @@ DeviceInfo device_info_from_json(const json& j) {
   d.device_type = j.value("device_type", std::string{});
   d.opencl_version = j.value("opencl_version", std::string{});
   d.host = j.value("host", std::string{});
+  d.machine = j.value("machine", std::string{});
   return d;
 }
 

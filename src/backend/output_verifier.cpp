@@ -65,6 +65,13 @@ std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t, const std::fil
   return tensor;
 }
 
+// Where outputs are read back: one buffer per thread, shared by every variant of a job (a
+// batch of candidates would otherwise hold one output-sized buffer each beside its golden).
+std::vector<std::byte>& readback_scratch() {
+  thread_local std::vector<std::byte> scratch;
+  return scratch;
+}
+
 // What a difference means: elements still holding the poison are work a timed launch skipped.
 std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale) {
   std::string s = fmt::format("output '{}': {} of {} elements differ from the variant's own output of an untimed "
@@ -290,7 +297,7 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, st
   for (std::size_t k = 0; k < m_outputs.size(); ++k) {
     const JobTensor& t = m_job.tensors[m_outputs[k]];
     auto expected = tensor_file(t, t.secret_expected_path);
-    std::vector<std::byte>& host = m_scratch;
+    std::vector<std::byte>& host = readback_scratch();
     host.resize(t.bytes);
     if (auto failure = read(m_outputs[k], host)) return failure;
     if (!expected) {
@@ -334,7 +341,7 @@ std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, std::si
                                                  bool poisoned) {
   for (std::size_t k = 0; k < m_outputs.size(); ++k) {
     const JobTensor& t = m_job.tensors[m_outputs[k]];
-    std::vector<std::byte>& host = m_scratch;  // allocated once: outputs may be large
+    std::vector<std::byte>& host = readback_scratch();
     host.resize(t.bytes);
     if (auto failure = read(m_outputs[k], host)) return failure;
     // The same bytes are the same values: the element-by-element comparison only for a difference.

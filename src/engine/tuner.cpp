@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -34,10 +35,34 @@ BenchOptions screen_options(const BenchOptions& full, std::size_t samples) {
   return o;
 }
 
-std::size_t batch_for_memory(std::size_t wanted, std::uintmax_t tensor_bytes, std::int64_t device_memory_bytes) {
-  if (wanted <= 1 || tensor_bytes == 0 || device_memory_bytes <= 0) return std::max<std::size_t>(wanted, 1);
-  std::uintmax_t fits = static_cast<std::uintmax_t>(device_memory_bytes) / 4 / tensor_bytes;
-  return std::clamp<std::size_t>(static_cast<std::size_t>(std::min<std::uintmax_t>(fits, wanted)), 1, wanted);
+CandidateFootprint candidate_footprint(const Problem& p) {
+  return {problem_tensor_bytes(p), problem_tensor_bytes(p, Role::output)};
+}
+
+std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per, const std::vector<DeviceInfo>& devices) {
+  wanted = std::max<std::size_t>(wanted, 1);
+  if (devices.empty()) return wanted;
+  std::uintmax_t fits = wanted;
+  // Each device holds its share of the batch (split_ranges: within one candidate of even).
+  const std::uintmax_t n = devices.size();
+  auto cap = [&](std::int64_t budget, std::uintmax_t bytes, std::uintmax_t sharers) {
+    if (budget <= 0 || bytes == 0) return;
+    std::uintmax_t per_device = static_cast<std::uintmax_t>(budget) / 4 / bytes;
+    fits = std::min(fits, per_device * n / sharers);
+  };
+  std::map<std::string, std::pair<std::int64_t, std::uintmax_t>> hosts;  // machine -> available, bytes a candidate
+  std::map<std::string, std::uintmax_t> sharing;
+  for (const auto& d : devices) {
+    if (!d.memory_is_host()) cap(d.memory_bytes, per.device_bytes, 1);
+    std::uintmax_t on_host = per.host_bytes + (d.memory_is_host() ? per.device_bytes : 0);
+    auto& h = hosts[d.machine];
+    if (d.host_memory_available_bytes > 0)
+      h.first = h.first > 0 ? std::min(h.first, d.host_memory_available_bytes) : d.host_memory_available_bytes;
+    h.second = std::max(h.second, on_host);
+    ++sharing[d.machine];
+  }
+  for (const auto& [host, h] : hosts) cap(h.first, h.second, sharing[host]);
+  return std::clamp<std::size_t>(static_cast<std::size_t>(fits), 1, wanted);
 }
 
 namespace {
@@ -265,9 +290,7 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
 
   SearchOptions so = request.search;
   so.start.insert(so.start.begin(), *def);
-  // A batch is split over the devices: each holds its slice's tensors.
-  std::int64_t memory = report.device().memory_bytes * static_cast<std::int64_t>(ctxs.size());
-  so.batch = report.batch = batch_for_memory(so.batch, problem_tensor_bytes(problem), memory);
+  so.batch = report.batch = batch_for_memory(so.batch, candidate_footprint(problem), report.devices);
   BenchTuneLab lab(problem, *k, request, ctxs, report.device());
   report.stages = run_two_stage(space, lab, so, request.confirm);
 

@@ -111,11 +111,12 @@ HostTensor poisoned_tensor(const TensorSpec& spec, const std::vector<std::int64_
   return t;
 }
 
-std::uintmax_t problem_tensor_bytes(const Problem& p) {
+std::uintmax_t problem_tensor_bytes(const Problem& p, std::optional<Role> role) {
   std::uintmax_t bytes = 0;
   Scope dims = p.dim_scope();
   for (const auto& t : p.tensors)
-    if (auto shape = tensor_shape(t, dims)) bytes += shape_numel(*shape) * dtype_size(t.dtype);
+    if (role && t.role != *role) continue;
+    else if (auto shape = tensor_shape(t, dims)) bytes += shape_numel(*shape) * dtype_size(t.dtype);
   return bytes;
 }
 

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "kopt/backend/cpu_reference.hpp"
+#include "kopt/core/host_memory.hpp"
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/worker/protocol.hpp"
 
@@ -67,8 +68,12 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       Executor* ex = ready_executor();
       if (!ex) continue;
       auto info = ex->device_info();
-      if (!info) refuse(info.error());
-      else reply({{"ok", true}, {"device", to_json(*info)}});
+      if (!info) {
+        refuse(info.error());
+        continue;
+      }
+      info->host_memory_available_bytes = host_memory_available_bytes();  // now, not at open
+      reply({{"ok", true}, {"device", to_json(*info)}});
     } else if (op == "run") {
       RunJob job;
       try {

@@ -49,8 +49,15 @@ struct DeviceInfo {
   // Where the worker runs when it is not this host's (a Ray actor's node: "node 3f2a… on
   // HOSTNAME"); empty for a local worker.
   std::string host;
+  // The hostname of that node's machine (several Ray nodes may share one); empty: this host.
+  std::string machine;
+  // The worker's host memory still available when the worker described its device
+  // (MemAvailable; 0: unknown): what a batch's host copies must fit in.
+  std::int64_t host_memory_available_bytes = 0;
 
   bool is_opencl() const { return backend == "opencl"; }
+  // An OpenCL CPU device's buffers are host memory: its memory_bytes is the host's.
+  bool memory_is_host() const { return is_opencl() && device_type == "cpu"; }
   // What kernels are built for: "sm_90", or "opencl" (the driver compiles for its device).
   std::string arch() const { return is_opencl() ? "opencl" : "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };

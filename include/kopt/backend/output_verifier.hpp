@@ -111,7 +111,6 @@ class OutputVerifier {
   const RunJob& m_job;
   std::vector<std::size_t> m_outputs;
   std::vector<HostTensor> m_golden;  // one per output, in the order of m_outputs
-  std::vector<std::byte> m_scratch;  // where outputs are read back
   std::mt19937_64 m_rng;
   std::set<std::size_t> m_early;  // two sample indices verified for sure
   std::size_t m_max_poisoned = 0;

@@ -33,10 +33,19 @@ struct TuneRequest {
 // samples, no time-based warm-up (two launches), capped by full's time cap.
 BenchOptions screen_options(const BenchOptions& full, std::size_t samples);
 
-// How many candidates one batch holds: `wanted`, fewer where each candidate's tensors
-// (they are allocated per candidate in the timing job) would take more than a quarter of the
-// device's memory; at least 1.
-std::size_t batch_for_memory(std::size_t wanted, std::uintmax_t tensor_bytes, std::int64_t device_memory_bytes);
+// What one candidate of a batch holds while its timing job runs: its own tensors on the
+// device, and in the worker's host memory the golden copy of its outputs (output_verifier.hpp).
+struct CandidateFootprint {
+  std::uintmax_t device_bytes = 0;
+  std::uintmax_t host_bytes = 0;
+};
+CandidateFootprint candidate_footprint(const Problem& p);
+
+// How many candidates one batch holds: `wanted`, fewer where the candidates' footprints would
+// take more than a quarter of the devices' memory, or of their hosts' available memory (an
+// OpenCL CPU device's buffers count there too), with the batch split evenly over `devices`;
+// at least 1.
+std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per, const std::vector<DeviceInfo>& devices);
 
 struct TuneReport {
   std::string problem, kernel;

@@ -1,5 +1,6 @@
 #pragma once
 // Host tensors and seeded, reproducible input generation (same seed -> same bytes).
+#include <optional>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,8 +23,9 @@ struct HostTensor {
 
 Expected<std::vector<std::int64_t>> tensor_shape(const TensorSpec& spec, const Scope& dims);
 std::size_t shape_numel(const std::vector<std::int64_t>& shape);
-// The bytes of all the problem's tensors at its dims (0 for a tensor whose shape fails).
-std::uintmax_t problem_tensor_bytes(const Problem& p);
+// The bytes of the problem's tensors at its dims, all of them or those of one role (0 for a
+// tensor whose shape fails).
+std::uintmax_t problem_tensor_bytes(const Problem& p, std::optional<Role> role = std::nullopt);
 
 // Fills a tensor from its init spec. Elements are a pure function of (seed, tensor name,
 // index), so a tensor's bytes do not depend on the other tensors or on generation order.
