@@ -283,8 +283,13 @@ def handle(req):
     if op == "run":
         c = Call(req["job"])
         kept = c.keep_inputs() if req.get("compare_inputs") else None
+        rng = req.get("nvtx_range")  # ncu --nvtx profiles the launches inside it (kopt profile)
+        if rng:
+            torch.cuda.nvtx.range_push(rng)
         c.land(c.call())
         c.sync()
+        if rng:
+            torch.cuda.nvtx.range_pop()
         seconds = timed(c, 0)[0] if req.get("time") else 0.0
         reply = {"tolerance": c.tolerance, "device": c.dev, "seconds": seconds}
         if kept is not None:

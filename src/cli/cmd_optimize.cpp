@@ -130,6 +130,7 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   opt.proposer = o.proposer;
   opt.proposer_timeout_s = o.proposer_timeout_s;
   opt.budget_formula = parse_budget_formula(o.budget_formula).value_or(BudgetFormula::headroom);
+  opt.profile_branches = o.profile_branches;
   opt.run_dir = std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                                          : std::filesystem::path(o.run));
   if (!g.json || g.verbose) opt.log = stderr_log();

@@ -47,9 +47,12 @@ void print_profile(const ProfileReport& r) {
     if (k.explanation && k.provenance.report_file.empty())
       std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json}}\n\n", k.dir.string());
     else if (k.explanation)
-      std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json,profile.csv,profile.ncu-rep}} "
-                               "(ncu took {:.1f} s)\n\n",
-                               k.dir.string(), k.ncu_wall_s);
+      std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json,profile.csv}}, report {} "
+                               "({}, {:.1f} s)\n\n",
+                               k.dir.string(), k.provenance.report_file,
+                               k.session_kernels > 1 ? fmt::format("one ncu session of {} kernels", k.session_kernels)
+                                                     : std::string("ncu"),
+                               k.ncu_wall_s);
   }
 }
 
@@ -99,6 +102,7 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
   req.cache_root = cache_dir();
   req.kopt_executable = self_executable();
   req.timeout_s = o.timeout_s;
+  req.one_session = o.one_session;
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
   SystemCommandRunner runner;

@@ -4,13 +4,16 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "commands.hpp"
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/backend/cuda/executor.hpp"
+#include "kopt/backend/cuda/nvtx_range.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/backend/opencl/opencl.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/tools/ncu.hpp"
 #include "kopt/worker/protocol.hpp"
 #include "kopt/worker/worker_loop.hpp"
 
@@ -47,37 +50,58 @@ int run_worker_command(int device, const std::string& backend) {
   return run_worker_loop(std::cin, out, factory);
 }
 
-int run_worker_once_command(int device, const std::string& backend, const std::string& job_file, int repeat) {
-  auto text = read_text_file(job_file);
-  if (!text) {
-    std::cerr << "kopt worker --once: " << text.error().to_string() << "\n";
-    return 2;
-  }
-  RunJob job;
-  try {
-    job = run_job_from_json(nlohmann::json::parse(*text));
-  } catch (const std::exception& e) {
-    std::cerr << "kopt worker --once: " << job_file << ": not a run job: " << e.what() << "\n";
-    return 2;
-  }
-  // A Python job (a Triton kernel) runs in a Python child, as in the worker loop; ncu follows
-  // it there.
-  std::unique_ptr<PythonRunner> python;
-  Expected<std::unique_ptr<Executor>> executor = std::unique_ptr<Executor>();
-  if (is_python(job.kind)) python = std::make_unique<PythonRunner>();
-  else executor = open_executor(device, backend);
-  if (!executor) {
-    std::cerr << "kopt worker --once: " << executor.error().message << "\n";
-    return 3;
-  }
-  for (int i = 0; i < repeat; ++i) {
-    RunResult r = python ? python->run(job) : (*executor)->run(job);
-    if (!r.ok()) {
-      std::cerr << "kopt worker --once: launch " << i + 1 << ": " << run_status_name(r.status) << ": " << r.error << "\n";
-      return 1;
+int run_worker_once_command(int device, const std::string& backend, const std::vector<std::string>& job_files,
+                            int warmup, int repeat) {
+  std::vector<RunJob> jobs;
+  for (const auto& file : job_files) {
+    auto text = read_text_file(file);
+    if (!text) {
+      std::cerr << "kopt worker --once: " << text.error().to_string() << "\n";
+      return 2;
+    }
+    try {
+      jobs.push_back(run_job_from_json(nlohmann::json::parse(*text)));
+    } catch (const std::exception& e) {
+      std::cerr << "kopt worker --once: " << file << ": not a run job: " << e.what() << "\n";
+      return 2;
     }
   }
-  return 0;
+  // A Python job (a Triton kernel) runs in a Python child, as in the worker loop; ncu follows
+  // it there, and the child opens the job's range itself.
+  std::unique_ptr<PythonRunner> python;
+  std::unique_ptr<Executor> executor;
+  bool failed = false;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const RunJob& job = jobs[j];
+    if (is_python(job.kind) && !python) python = std::make_unique<PythonRunner>();
+    if (!is_python(job.kind) && !executor) {
+      auto opened = open_executor(device, backend);
+      if (!opened) {
+        std::cerr << "kopt worker --once: " << opened.error().message << "\n";
+        return 3;
+      }
+      executor = std::move(*opened);
+    }
+    const std::string range = ncu_job_range(j);
+    for (int i = 0; i < warmup + repeat; ++i) {
+      const bool profiled = i >= warmup;
+      RunResult r;
+      if (is_python(job.kind)) {
+        r = python->run(job, profiled ? range : "");
+      } else {
+        std::optional<cuda::NvtxRange> in_range;
+        if (profiled) in_range.emplace(range);
+        r = executor->run(job);
+      }
+      if (!r.ok()) {  // the other jobs still run: one session profiles them all
+        std::cerr << "kopt worker --once: " << job_files[j] << ": launch " << i + 1 << ": "
+                  << run_status_name(r.status) << ": " << r.error << "\n";
+        failed = true;
+        break;
+      }
+    }
+  }
+  return failed ? 1 : 0;
 }
 
 int run_probe_kernel_command(int device) {

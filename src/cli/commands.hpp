@@ -96,7 +96,8 @@ int run_sass_command(const GlobalOptions& g, const SassCliOptions& o);
 Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
                                                                  const std::string& flag);
 int run_worker_command(int device, const std::string& backend);
-int run_worker_once_command(int device, const std::string& backend, const std::string& job_file, int repeat);
+int run_worker_once_command(int device, const std::string& backend, const std::vector<std::string>& job_files,
+                            int warmup, int repeat);
 
 struct ProfileCliOptions {
   ProblemSelection sel;
@@ -108,6 +109,7 @@ struct ProfileCliOptions {
   std::string out = "kopt-profiles";
   bool check_first = true;
   double timeout_s = 600;
+  bool one_session = true;  // --session-per-kernel: one ncu session per kernel
 };
 int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& o);
 
@@ -151,6 +153,7 @@ struct OptimizeCliOptions {
   std::string proposer;
   double proposer_timeout_s = 600;
   std::string budget_formula = "headroom";  // headroom | kernelflow
+  bool profile_branches = true;  // --no-branch-profiles: only the champion is profiled
   bool sanitize = true;  // memcheck and racecheck on a new champion (--no-sanitize)
   std::string gpus;      // --gpus all|N,M,...: a round's branches measured one per device
   std::string cluster;   // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster

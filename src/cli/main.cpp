@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
   prof_cmd->add_option("--out", prof.out, "directory for the reports (PROBLEM/KERNEL/ below it)");
   prof_cmd->add_flag("!--no-check", prof.check_first, "profile even if the output is wrong");
   prof_cmd->add_option("--timeout", prof.timeout_s, "seconds ncu may take per kernel")->check(CLI::PositiveNumber);
+  prof_cmd->add_flag("!--session-per-kernel", prof.one_session,
+                     "one ncu session per kernel instead of one for all (each pays ncu's start-up)");
   prof_cmd->add_flag("--json", g.json, "JSON output");
   prof_cmd->add_flag("-v,--verbose", g.verbose, "log progress to stderr");
 
@@ -175,6 +177,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"headroom", "kernelflow"}));
   opt_cmd->add_option("--proposer-timeout", optz.proposer_timeout_s, "seconds the proposer may take per iteration")
       ->check(CLI::PositiveNumber);
+  opt_cmd->add_flag("!--no-branch-profiles", optz.profile_branches,
+                    "profile only each iteration's champion, not every branch of a round (in one ncu session)");
   opt_cmd->add_flag("!--no-sanitize", optz.sanitize,
                     "accept a new champion without running it under compute-sanitizer (memcheck, racecheck)");
   opt_cmd->add_option("--gpus", optz.gpus,
@@ -332,13 +336,19 @@ int main(int argc, char** argv) {
   import_kb_cmd->add_flag("--json", g.json, "JSON output");
 
   int worker_device = 0;
-  std::string once_job;
+  std::vector<std::string> once_jobs;
+  int once_warmup = 0;
   int once_repeat = 1;
   auto* worker_cmd = app.add_subcommand("worker", "internal: the process that owns a GPU");
   worker_cmd->group("");
   worker_cmd->add_option("--device", worker_device);
-  worker_cmd->add_option("--once", once_job, "run this job file once (for ncu) instead of serving the protocol");
-  worker_cmd->add_option("--repeat", once_repeat, "with --once: launches")->check(CLI::Range(1, 1000));
+  worker_cmd->add_option("--once", once_jobs,
+                         "run this job file (for ncu; repeatable: in order, each in its NVTX range) instead of "
+                         "serving the protocol");
+  worker_cmd->add_option("--warmup", once_warmup, "with --once: launches of each job before its range")
+      ->check(CLI::Range(0, 1000));
+  worker_cmd->add_option("--repeat", once_repeat, "with --once: launches of each job inside its range")
+      ->check(CLI::Range(1, 1000));
   auto* probe_cmd = app.add_subcommand("probe-kernel", "internal: launch one tiny kernel (for ncu)");
   probe_cmd->group("");
   probe_cmd->add_option("--device", worker_device);
@@ -372,8 +382,8 @@ int main(int argc, char** argv) {
     if (*target_cmd) return run_target_command(g, target);
     if (*import_kb_cmd) return run_import_kernelbench_command(g, import_opts);
     if (*worker_cmd)
-      return once_job.empty() ? run_worker_command(worker_device, backend)
-                              : run_worker_once_command(worker_device, backend, once_job, once_repeat);
+      return once_jobs.empty() ? run_worker_command(worker_device, backend)
+                               : run_worker_once_command(worker_device, backend, once_jobs, once_warmup, once_repeat);
     if (*probe_cmd) return run_probe_kernel_command(worker_device);
   } catch (const std::exception& e) {
     return report_error(g, "kopt", 4, std::string("internal error: ") + e.what());

@@ -1,5 +1,6 @@
 #include "kopt/engine/gpu_lab.hpp"
 
+#include <deque>
 #include <fmt/format.h>
 
 #include <mutex>
@@ -125,23 +126,36 @@ class GpuLab final : public Lab {
   }
 
   Expected<Explanation> profile(const Variant& v, const std::filesystem::path& dir) override {
+    return profile_all({v}, {dir}, dir).at(0);
+  }
+
+  // One ncu session for all of them (profiler.hpp: run_profile_items).
+  std::vector<Expected<Explanation>> profile_all(const std::vector<Variant>& vs,
+                                                 const std::vector<std::filesystem::path>& dirs,
+                                                 const std::filesystem::path& session_dir) override {
+    auto all = [&](const Error& e) { return std::vector<Expected<Explanation>>(vs.size(), Unexpected(e)); };
     bool opencl = device() && device()->is_opencl();
-    if (m_o.ncu.empty() && !opencl) return Unexpected(environment_error("ncu (Nsight Compute) is not installed"));
+    if (m_o.ncu.empty() && !opencl) return all(environment_error("ncu (Nsight Compute) is not installed"));
     ProfileRequest r;
-    r.kernels = {v.kernel};
-    r.sets = sets_of(v.point);
     r.arch = m_o.arch;
     r.device = m_o.device;
-    r.out_dir = dir;
     r.cache_root = m_o.cache_root;
     r.kopt_executable = m_o.kopt_executable;
     r.ncu = m_o.ncu;
     r.ncu_version = m_o.ncu_version;
-    auto rep = run_profile(problem_for(v), r, home());
-    if (!rep) return Unexpected(rep.error());
-    const KernelProfile& k = rep->kernels.at(0);
-    if ((k.status != "ok" && k.status != "timing_only") || !k.explanation) return Unexpected(environment_error(k.status + ": " + k.error));
-    return *k.explanation;
+    std::deque<Problem> problems;  // a branch's source makes its own problem
+    std::vector<ProfileItem> items;
+    for (std::size_t i = 0; i < vs.size(); ++i)
+      items.push_back({&problems.emplace_back(problem_for(vs[i])), vs[i].kernel, sets_of(vs[i].point), dirs.at(i)});
+    auto profiles = run_profile_items(items, r, home(), session_dir);
+    if (!profiles) return all(profiles.error());
+    std::vector<Expected<Explanation>> out;
+    for (const KernelProfile& k : *profiles)
+      if ((k.status != "ok" && k.status != "timing_only") || !k.explanation)
+        out.push_back(Unexpected(environment_error(k.status + ": " + k.error)));
+      else
+        out.push_back(*k.explanation);
+    return out;
   }
 
   std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) override {

@@ -211,7 +211,7 @@ Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
     return std::optional<Opened>{};
   }
   fs::create_directories(dir);
-  auto expl = m_lab.profile(o.champ, dir / "profile");
+  auto expl = champion_profile(champ_rec->evaluation, o.champ, dir / "profile");
   if (!expl) {
     finish("cannot profile the champion: " + expl.error().message);
     return std::optional<Opened>{};
@@ -292,6 +292,9 @@ Expected<void> Optimizer::iterate(int i) {
   // Branches, retried with other tunings when all of them fail.
   std::optional<std::pair<Variant, Measured>> winner;
   std::string winner_key;
+  std::vector<Variant> ran;  // the branches that measured, for the round's profile session
+  std::vector<fs::path> ran_dirs;
+  std::vector<std::string> ran_keys;
   for (int attempt = 0; attempt <= m_o.max_retries && !winner; ++attempt) {
     auto branches = make_branches(o.champ, o.rec.methods, i, attempt);
     if (branches.empty()) break;
@@ -300,9 +303,13 @@ Expected<void> Optimizer::iterate(int i) {
     auto measured = measure_all(branches);
     for (std::size_t b = 0; b < branches.size(); ++b) {
       auto& [key, m] = measured[b];
-      write_variant_files(
-          dir / "branches" / ("b" + std::to_string(attempt) + "_" + std::to_string(b)), branches[b],
-          m);
+      fs::path bdir = dir / "branches" / ("b" + std::to_string(attempt) + "_" + std::to_string(b));
+      write_variant_files(bdir, branches[b], m);
+      if (m.ok()) {
+        ran.push_back(branches[b]);
+        ran_dirs.push_back(bdir / "profile");
+        ran_keys.push_back(key);
+      }
       if (m.ok() && (!winner || m.median_s < winner->second.median_s)) {
         winner = {branches[b], m};
         winner_key = key;
@@ -310,102 +317,43 @@ Expected<void> Optimizer::iterate(int i) {
     }
   }
   if (!winner) return record_failure(i, o, "every branch failed (after retries)");
+  if (m_o.profile_branches) profile_round(dir / "branches", ran, ran_dirs, ran_keys);
   return decide(i, o, winner->first, winner->second, winner_key, nullptr);
 }
 
-std::vector<Variant> Optimizer::make_branches(const Variant& champ,
-                                              const std::vector<std::string>& methods, int i,
-                                              int attempt) {
-  if (m_mk) return kernel_branches(*m_mk, champ, methods, i, attempt, m_o.branches);
-  std::vector<const KernelSpec*> tunable;
-  for (const auto& k : m_p.kernels)
-    if (!k.params.empty()) tunable.push_back(&k);
-  std::vector<Variant> out;
-  int n_kernels = static_cast<int>(tunable.size());
-  bool champ_tunable =
-      std::any_of(tunable.begin(), tunable.end(), [&](auto* k) { return k->name == champ.kernel; });
-  for (int n = 0; n < n_kernels && static_cast<int>(out.size()) < m_o.branches; ++n) {
-    // The champion's kernel gets most of the branches; otherwise they are shared out.
-    int share = champ_tunable
-                    ? (tunable[n]->name == champ.kernel ? m_o.branches - n_kernels + 1 : 1)
-                    : m_o.branches / n_kernels + (n < m_o.branches % n_kernels ? 1 : 0);
-    for (auto& v : kernel_branches(*tunable[n], champ, {}, i, attempt, std::max(1, share)))
-      if (static_cast<int>(out.size()) < m_o.branches) out.push_back(std::move(v));
+void Optimizer::profile_round(const fs::path& session_dir, const std::vector<Variant>& all,
+                              const std::vector<fs::path>& all_dirs, const std::vector<std::string>& all_keys) {
+  std::vector<Variant> vs;  // those not profiled before (a branch may be the champion's point)
+  std::vector<fs::path> dirs;
+  std::vector<std::string> keys;
+  for (std::size_t b = 0; b < all.size(); ++b)
+    if (!m_round_profiles.contains(all_keys[b]) && std::find(keys.begin(), keys.end(), all_keys[b]) == keys.end()) {
+      vs.push_back(all[b]);
+      dirs.push_back(all_dirs[b]);
+      keys.push_back(all_keys[b]);
+    }
+  if (vs.empty()) return;
+  auto profiles = m_lab.profile_all(vs, dirs, session_dir);
+  for (std::size_t b = 0; b < vs.size(); ++b) {
+    const auto& e = profiles.at(b);
+    m_o.log(fmt::format("    profiled {:<31} {}", vs[b].label(),
+                        e ? std::string(bottleneck_name(e->bottleneck.cls)) : "not profiled: " + e.error().message));
+    if (e) m_round_profiles[keys[b]] = {*e, dirs[b]};
   }
-  return out;
 }
 
-std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const Variant& champ,
-                                                const std::vector<std::string>& methods, int i,
-                                                int attempt, int count) {
-  const KernelSpec* k = &kernel;
-  if (k->params.empty()) return {};
-  ParamPoint base;
-  if (champ.kernel == k->name) {
-    base = champ.point;
-  } else {
-    auto d = default_point(m_p, *k);
-    if (!d) return {};
-    base = *d;
-    for (const auto& t : k->methods) base = with(base, t.off);
+Expected<Explanation> Optimizer::champion_profile(const std::string& key, const Variant& champ, const fs::path& dir) {
+  if (auto it = m_round_profiles.find(key); it != m_round_profiles.end() && !key.empty()) {
+    // The same build at the same point, profiled in the last round's session: its files here too.
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    fs::copy(it->second.second, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    m_o.log("    profile: " + champ.label() + "'s from the last round's ncu session");
+    return it->second.first;
   }
-  for (const auto& m : methods)
-    if (const MethodToggle* t = k->find_method(m)) base = with(base, t->on);
-  // The search module's space: params a method switches are held at the base's values.
-  std::set<std::string> switched;
-  for (const auto& t : k->methods)
-    for (const auto& [p, v] : t.on) switched.insert(p);
-  SearchSpace space = SearchSpace::from_kernel(*k, m_p.dim_scope());
-  for (auto& [name, values] : space.params)
-    if (switched.contains(name)) values = {base.at(name)};
-  // The points of this kernel the run has measured: no branch below repeats one (the base
-  // aside: it is the champion, or where a switch of methods lands).
-  std::vector<ParamPoint> taken{base};
-  for (const auto& [key, e] : m_state.evaluations)
-    if (e.kernel == k->name) taken.push_back(e.point);
-  auto is_taken = [&](const ParamPoint& q) { return std::find(taken.begin(), taken.end(), q) != taken.end(); };
-  std::vector<Variant> out;
-  // The base first, made feasible where the methods' settings break a constraint (a kernel
-  // entered with cp.async off may need a shallower pipeline); then, tuning the champion's
-  // kernel, the kernel's declared default with the champion's methods: the author's best guess.
-  if (attempt == 0) {
-    if (auto b = space.nearest_feasible(base)) out.push_back(Variant{k->name, *b, {}});
-    if (champ.kernel == k->name)
-      if (auto d = default_point(m_p, *k)) {
-        for (const auto& p : switched) (*d)[p] = base.at(p);
-        if (auto f = space.nearest_feasible(*d); f && (out.empty() || *f != out.front().point) &&
-                                                    !is_taken(*f))  // once it is known, its slot goes to a move
-          out.push_back(Variant{k->name, *f, {}});
-      }
-  }
-  if (static_cast<int>(out.size()) >= count) {
-    out.resize(static_cast<std::size_t>(count));
-    return out;
-  }
-  std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u +
-                      static_cast<std::uint64_t>(attempt) + std::hash<std::string>{}(k->name));
-  for (const auto& v : out) taken.push_back(v.point);
-  // Half of the rest: one-param moves of the base, where a move breaks a constraint made
-  // feasible by one more change (a wider tile with a shallower pipeline); the other half
-  // drawn at random, for reach.
-  std::vector<ParamPoint> moves;
-  for (const auto& [name, values] : space.params)
-    for (auto value : values) {
-      if (!base.contains(name) || value == base.at(name)) continue;
-      ParamPoint q = base;
-      q[name] = value;
-      for (auto& f : space.repairs(q, name))
-        if (!is_taken(f) && std::find(moves.begin(), moves.end(), f) == moves.end()) moves.push_back(std::move(f));
-    }
-  std::shuffle(moves.begin(), moves.end(), rng);
-  std::size_t want_moves = (static_cast<std::size_t>(count) - out.size() + 1) / 2;
-  for (std::size_t m = 0; m < moves.size() && m < want_moves; ++m) {
-    out.push_back(Variant{k->name, moves[m], {}});
-    taken.push_back(moves[m]);
-  }
-  for (auto& p : space.sample(static_cast<std::size_t>(count) - out.size(), rng, taken))
-    out.push_back(Variant{k->name, std::move(p), {}});
-  return out;
+  auto e = m_lab.profile(champ, dir);
+  if (e && !key.empty()) m_round_profiles[key] = {*e, dir};
+  return e;
 }
 
 }  // namespace optimizer_detail

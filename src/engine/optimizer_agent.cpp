@@ -94,37 +94,48 @@ Optimizer::Outcome Optimizer::measure_branches(const std::vector<BranchRecord>& 
 void Optimizer::judge_predictions(int i, VersionRecord& rec,
                                   const std::vector<BranchRecord>& branches, const Outcome& out,
                                   const MetricValues& before) {
-  bool profile_needed = false;
-  if (out.winner_index)
-    for (const auto& p : branches[*out.winner_index].expect)
-      profile_needed |= p.metric != k_time_metric;
-  std::optional<MetricValues> after;
-  std::string why;
-  if (profile_needed) {
-    const auto& [v, m] = *out.winner;
-    auto e = m_lab.profile(v, version_dir(i) / "candidate-profile");
-    if (e) {
-      after = advice_metrics(*e, compute_headroom(*e, m.median_s));
-      (*after)[k_time_metric] = m.median_s;
-    } else {
-      why = e.error().message;
+  // Every branch that measured and predicts a counter is profiled, all in one ncu session: its
+  // predictions are judged by its own profile (the candidate's folder keeps its old name).
+  std::vector<std::size_t> wanted;
+  std::vector<Variant> vs;
+  std::vector<fs::path> dirs;
+  for (std::size_t k = 0; k < branches.size(); ++k) {
+    bool counter = std::any_of(branches[k].expect.begin(), branches[k].expect.end(),
+                               [](const Prediction& p) { return p.metric != k_time_metric; });
+    if (!counter || !out.measured.at(k).ok()) continue;
+    wanted.push_back(k);
+    vs.push_back(Variant{branches[k].kernel, branches[k].point, branches[k].source});
+    bool candidate = out.winner_index && *out.winner_index == k;
+    dirs.push_back(candidate ? version_dir(i) / "candidate-profile" : version_dir(i) / "branch-profiles" / branches[k].id);
+  }
+  std::map<std::size_t, Expected<MetricValues>> after;  // by branch
+  if (!vs.empty()) {
+    auto profiles = m_lab.profile_all(vs, dirs, version_dir(i) / "branch-profiles");
+    for (std::size_t w = 0; w < wanted.size(); ++w) {
+      const auto& e = profiles.at(w);
+      if (!e) {
+        after.emplace(wanted[w], Unexpected(e.error()));
+        continue;
+      }
+      MetricValues mv = advice_metrics(*e, compute_headroom(*e, out.measured[wanted[w]].median_s));
+      mv[k_time_metric] = out.measured[wanted[w]].median_s;
+      after.emplace(wanted[w], mv);
     }
   }
   for (std::size_t k = 0; k < branches.size(); ++k)
     for (Prediction p : branches[k].expect) {
       p.branch = branches[k].id;
       const Measured& m = out.measured.at(k);
-      bool candidate = out.winner_index && *out.winner_index == k;
+      auto mine = after.find(k);
       if (!m.ok())
         leave_unjudged(p, "the branch did not measure: " + m.status);
       else if (p.metric == k_time_metric)
         judge_prediction(p, before, {{k_time_metric, m.median_s}});
-      else if (!candidate)
-        leave_unjudged(p, p.branch + " was not the fastest branch: only the candidate is profiled");
-      else if (after)
-        judge_prediction(p, before, *after);
+      else if (mine != after.end() && mine->second)
+        judge_prediction(p, before, *mine->second);
       else
-        leave_unjudged(p, "the candidate could not be profiled: " + why);
+        leave_unjudged(p, p.branch + " could not be profiled" +
+                              (mine != after.end() ? ": " + mine->second.error().message : std::string()));
       m_o.log(fmt::format("    prediction {} {}: {}{}", p.branch, p.text, p.verdict,
                           p.note.empty() ? "" : " (" + p.note + ")"));
       rec.predictions.push_back(p);

@@ -88,6 +88,12 @@ class Optimizer {
 
   Expected<void> iterate(int i);
 
+  // The round's measured branches profiled in one session (profile_branches), kept by
+  // evaluation key; the champion's profile, from them when it was one, else profiled now.
+  void profile_round(const fs::path& session_dir, const std::vector<Variant>& vs, const std::vector<fs::path>& dirs,
+                     const std::vector<std::string>& keys);
+  Expected<Explanation> champion_profile(const std::string& key, const Variant& champ, const fs::path& dir);
+
   // --- the proposer hook ------------------------------------------------------------------------
   static std::string shell_quote(const std::string& s);
 
@@ -106,7 +112,8 @@ class Optimizer {
   Outcome measure_branches(const std::vector<BranchRecord>& branches);
 
   // Every branch's predictions against what happened: `time` by each branch's median, the
-  // other metrics on the candidate (the fastest branch), profiled once for them.
+  // other metrics by the branch's own profile (every branch that measured and predicts a
+  // metric, profiled in one session).
   void judge_predictions(int i, VersionRecord& rec, const std::vector<BranchRecord>& branches,
                          const Outcome& out, const MetricValues& before);
 
@@ -214,6 +221,7 @@ class Optimizer {
   std::string m_candidate_branch;
   std::vector<std::string> m_experience_notes;
   std::map<std::string, std::string> m_last_sass;
+  std::map<std::string, std::pair<Explanation, fs::path>> m_round_profiles;  // evaluation key -> profile, its folder
 };
 
 }  // namespace kopt::optimizer_detail

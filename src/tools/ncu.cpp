@@ -1,6 +1,8 @@
 #include "kopt/tools/ncu.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <set>
 
 namespace kopt {
 namespace {
@@ -108,8 +110,7 @@ std::vector<std::string> ncu_profile_argv(const NcuRequest& r) {
     argv.push_back("--kernel-name");
     argv.push_back(r.kernel_name);
   }
-  argv.insert(argv.end(), {"--launch-skip", std::to_string(r.launch_skip), "--launch-count",
-                           std::to_string(r.launch_count)});
+  argv.insert(argv.end(), {"--nvtx", "--nvtx-include", "regex:kopt-job-[0-9]+/"});
   if (r.set) {
     argv.push_back("--set");
     argv.push_back(*r.set);
@@ -130,6 +131,43 @@ std::vector<std::string> ncu_profile_argv(const NcuRequest& r) {
   argv.insert(argv.end(), {"--export", r.report.string(), "--force-overwrite"});
   argv.insert(argv.end(), r.program.begin(), r.program.end());
   return argv;
+}
+
+std::string ncu_kernel_filter_union(const std::vector<std::string>& filters) {
+  std::set<std::string> distinct(filters.begin(), filters.end());
+  if (distinct.empty() || distinct.contains("")) return "";
+  if (distinct.size() == 1) return *distinct.begin();
+  std::string alternatives;
+  for (const auto& f : distinct) {
+    std::string part;
+    if (f.starts_with("regex:^(") && f.ends_with(")$")) {
+      part = f.substr(8, f.size() - 10);  // a Triton kernel's regex of its names: its alternatives join
+    } else {
+      for (char c : f) {  // a mangled name, every character but letters, digits and '_' escaped
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') part += '\\';
+        part += c;
+      }
+    }
+    alternatives += (alternatives.empty() ? "" : "|") + part;
+  }
+  return "regex:^(" + alternatives + ")$";
+}
+
+std::string ncu_job_range(std::size_t index) { return "kopt-job-" + std::to_string(index); }
+
+std::string ncu_csv_for_job(std::string_view csv, std::size_t index) {
+  // A launch's row starts with its quoted ID; its NVTX column holds the thread's push/pop
+  // ranges as "<default domain>:kopt-job-3:none:...".
+  const std::string mark = ":" + ncu_job_range(index) + ":";
+  std::string out;
+  while (!csv.empty()) {
+    auto end = csv.find('\n');
+    std::string_view line = csv.substr(0, end == std::string_view::npos ? csv.size() : end + 1);
+    csv.remove_prefix(line.size());
+    bool launch = line.size() > 1 && line[0] == '"' && std::isdigit(static_cast<unsigned char>(line[1]));
+    if (!launch || line.find(mark) != std::string_view::npos) out += line;
+  }
+  return out;
 }
 
 std::vector<std::string> ncu_import_argv(const std::filesystem::path& ncu, const std::filesystem::path& report_file) {

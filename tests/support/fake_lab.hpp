@@ -106,7 +106,15 @@ class FakeLab : public Lab {
     c.verdict = c.ratio < 0.99 ? Verdict::faster : c.ratio > 1.01 ? Verdict::slower : Verdict::same;
     return c;
   }
+  std::map<std::string, int> profiled;        // profile() calls by variant label
+  std::vector<std::size_t> profile_sessions;  // profile_all() calls: how many variants each
+  std::vector<Expected<Explanation>> profile_all(const std::vector<Variant>& vs, const std::vector<fs::path>& dirs,
+                                                 const fs::path& session_dir) override {
+    profile_sessions.push_back(vs.size());
+    return Lab::profile_all(vs, dirs, session_dir);
+  }
   Expected<Explanation> profile(const Variant& v, const fs::path&) override {
+    ++profiled[v.label()];
     bool shfl = v.kernel == "tuned" && v.point.at("USE_SHFL") == 1;
     bool vec = v.kernel == "tuned" && v.point.at("VEC") == 4;
     Explanation e;

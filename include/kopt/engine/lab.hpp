@@ -79,6 +79,17 @@ class Lab {
   virtual Expected<Comparison> compare(const Variant& a, const Variant& b) = 0;
   // ncu's view, the files written under `dir`; nullopt (with a reason) when it cannot profile.
   virtual Expected<Explanation> profile(const Variant& v, const std::filesystem::path& dir) = 0;
+  // Several variants, each profiled as profile() does (its files under dirs[i]); a lab with
+  // ncu profiles them in one session, whose report and log go to `session_dir` (the branches
+  // of one round: one start-up of ncu, not one each). One result per variant, in order.
+  virtual std::vector<Expected<Explanation>> profile_all(const std::vector<Variant>& vs,
+                                                         const std::vector<std::filesystem::path>& dirs,
+                                                         const std::filesystem::path& session_dir) {
+    (void)session_dir;
+    std::vector<Expected<Explanation>> out;
+    for (std::size_t i = 0; i < vs.size(); ++i) out.push_back(profile(vs[i], dirs.at(i)));
+    return out;
+  }
   virtual std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) = 0;
   // The time that meets the target (90 % of the relevant roof); nullopt when no roof is known.
   virtual std::optional<double> target_time() = 0;

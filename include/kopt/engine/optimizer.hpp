@@ -46,6 +46,10 @@ struct OptimizeOptions {
   // How the axis budget is drawn from the profile: the headroom to the roofline
   // (analysis/headroom.hpp) or KernelFlow's gaps, kept for comparison.
   BudgetFormula budget_formula = BudgetFormula::headroom;
+  // Every branch of a round that measured is profiled, all in one ncu session (Lab::profile_all),
+  // its files in the branch's folder; the next iteration's champion, one of them, is not
+  // profiled again.
+  bool profile_branches = true;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

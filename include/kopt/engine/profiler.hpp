@@ -22,8 +22,8 @@ struct ProfileRequest {
   std::vector<std::string> questions;        // default_ncu_questions() when empty
   std::optional<std::string> ncu_set;        // ncu's own set ("full") instead of the questions
   std::string clock_control = "none";
-  int launch_skip = 0;
-  int launch_count = 1;
+  int launch_skip = 0;   // launches of each kernel before its profiled ones (outside its NVTX range)
+  int launch_count = 1;  // launches profiled (averaged)
   bool check_first = true;
   std::optional<std::string> arch;
   int device = 0;
@@ -32,7 +32,10 @@ struct ProfileRequest {
   std::filesystem::path kopt_executable;     // runs the one-shot worker under ncu
   std::filesystem::path ncu;                 // the ncu executable
   std::string ncu_version;
-  double timeout_s = 600;
+  double timeout_s = 600;  // per kernel: a session of N kernels may take N times as long
+  // Every kernel in one ncu session (one start-up of ncu and of the worker, each kernel's
+  // launches told apart by NVTX ranges); false: one session per kernel.
+  bool one_session = true;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -46,7 +49,8 @@ struct KernelProfile {
   std::optional<Explanation> explanation;
   ProfileProvenance provenance;
   std::filesystem::path dir;
-  double ncu_wall_s = 0;  // wall time of the ncu run
+  double ncu_wall_s = 0;  // wall time of the ncu session it was profiled in
+  int session_kernels = 0;  // how many kernels that session profiled (0: none ran)
   ResourceUsage resources;
 };
 
@@ -58,6 +62,22 @@ struct ProfileReport {
 };
 
 Expected<ProfileReport> run_profile(const Problem& problem, const ProfileRequest& request, CheckContext ctx);
+
+// One kernel at one point, of its own problem (a branch's source replaces the kernel's), its
+// files written to `dir`.
+struct ProfileItem {
+  const Problem* problem = nullptr;
+  std::string kernel;
+  std::map<std::string, std::int64_t> sets;
+  std::filesystem::path dir;
+};
+// Several kernels checked, then profiled in one ncu session (request.one_session), which
+// writes its report and log to `session_dir`: the loop's branches of one round. A kernel that
+// fails its check or its profile has that status; the others are still profiled. One
+// KernelProfile per item, in order.
+Expected<std::vector<KernelProfile>> run_profile_items(const std::vector<ProfileItem>& items,
+                                                       const ProfileRequest& request, CheckContext ctx,
+                                                       const std::filesystem::path& session_dir);
 
 nlohmann::json to_json(const ProfileReport& r);
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kopt/core/process.hpp"
@@ -30,16 +31,28 @@ struct NcuRequest {
   std::vector<std::string> questions;        // empty with `set`
   std::optional<std::string> set;            // e.g. "full": ncu's own section set instead
   std::string clock_control = "none";        // "none" (default) or "base"
-  std::string kernel_name;                   // exact mangled name of the target kernel
-  int launch_skip = 0;
-  int launch_count = 1;
+  std::string kernel_name;                   // exact mangled name, or "regex:..."; empty: every kernel
   std::filesystem::path report;              // where the .ncu-rep goes (without extension)
   std::vector<std::string> program;          // the profiled command line
 };
 
-// `ncu --clock-control none --kernel-name-base mangled -k NAME --launch-skip S
-//  --launch-count C --metrics ... -o REPORT -f PROGRAM...`
+// `ncu --clock-control none --kernel-name-base mangled -k NAME --nvtx
+//  --nvtx-include regex:kopt-job-[0-9]+/ --metrics ... -o REPORT -f PROGRAM...`: only launches
+// made inside a job's NVTX range (ncu_job_range) are profiled; the program (kopt worker
+// --once) runs each job's warm-up launches outside it. One session profiles several jobs.
 std::vector<std::string> ncu_profile_argv(const NcuRequest& r);
+
+// The union of several kernels' name filters (an exact mangled name, "regex:^(a|b)$", or
+// empty: any kernel), for one --kernel-name: empty when one of them is, the one filter when all
+// are equal, else one regex of them all.
+std::string ncu_kernel_filter_union(const std::vector<std::string>& filters);
+
+// The NVTX push/pop range the one-shot worker runs job `index`'s profiled launches in.
+std::string ncu_job_range(std::size_t index);
+// The part of a raw-page CSV (ncu --import --csv --page raw of a session with --nvtx) that
+// belongs to job `index`: every line that is not a launch (the header, the units row,
+// messages) and the launches made inside its range.
+std::string ncu_csv_for_job(std::string_view csv, std::size_t index);
 // `ncu --import REPORT.ncu-rep --csv --page raw --print-units base`
 std::vector<std::string> ncu_import_argv(const std::filesystem::path& ncu, const std::filesystem::path& report_file);
 

@@ -92,7 +92,7 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
           {"tensors", tensors}, {"scalars", job.scalars}};
 }
 
-RunResult PythonRunner::run(const RunJob& job) {
+RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
   RunResult result;
   // Triton kernels take tensors by name; a tensor map (CUDA's) cannot reach them.
   if (std::string why = tensor_map_refusal(job.args, "a Python kernel"); !why.empty()) {
@@ -103,7 +103,9 @@ RunResult PythonRunner::run(const RunJob& job) {
   TempDir after("kopt-python-run");
   bool compare = std::all_of(job.tensors.begin(), job.tensors.end(),
                              [](const JobTensor& t) { return t.role != Role::input || !t.checksum.empty(); });
-  Reply r = call({{"op", "run"}, {"job", job_json(job, after.path())}, {"compare_inputs", compare}}, 600s);
+  json req{{"op", "run"}, {"job", job_json(job, after.path())}, {"compare_inputs", compare}};
+  if (!nvtx_range.empty()) req["nvtx_range"] = nvtx_range;
+  Reply r = call(req, 600s);
   if (!r.ok) {
     result.status = job.kind == ModuleKind::python_reference ? RunStatus::reference_failed : RunStatus::launch_failed;
     result.error = r.error;

@@ -76,6 +76,30 @@ TEST_F(Optimize, FromTheNaiveKernelToTheMethodsThatTheProfileCallsFor) {
     EXPECT_NE(h->find(part), std::string::npos) << part;
 }
 
+TEST_F(Optimize, ARoundsBranchesShareOneProfileSessionAndTheNextChampionIsNotProfiledAgain) {
+  FakeLab lab;
+  auto s = run(lab, options());
+  ASSERT_TRUE(s) << s.error().to_string();
+  ASSERT_GE(s->versions.size(), 3u);
+  // One session per iteration, of every branch that measured and was not profiled before.
+  EXPECT_GE(lab.profile_sessions.size(), 1u);
+  EXPECT_LE(lab.profile_sessions.size(), static_cast<std::size_t>(s->iteration));
+  EXPECT_GE(lab.profile_sessions.at(0), 2u);
+  // v1 won iteration 1 as a branch: iteration 2 starts from that profile, not a new one.
+  const VersionRecord& v1 = s->versions[1];
+  ASSERT_EQ(v1.outcome, "accepted");
+  EXPECT_EQ(lab.profiled.at(Variant{v1.kernel, v1.point, ""}.label()), 1);
+  for (const auto& [label, n] : lab.profiled) EXPECT_EQ(n, 1) << label << " profiled " << n << " times";
+
+  FakeLab alone;
+  OptimizeOptions o = options("run-alone");
+  o.profile_branches = false;
+  ASSERT_TRUE(run(alone, o));
+  EXPECT_TRUE(alone.profile_sessions.empty());
+  // Profiled when it is first champion; the later iterations from it reuse that profile.
+  EXPECT_EQ(alone.profiled.at(Variant{v1.kernel, v1.point, ""}.label()), 1);
+}
+
 TEST_F(Optimize, AMethodMissingFromTheSassIsImplementationFailedAndNotReused) {
   FakeLab lab;
   lab.not_landing = {"vectorized_global_loads"};
@@ -618,6 +642,32 @@ TEST_F(AgentMode, PredictionsAreRecordedThenJudgedAgainstWhatTheMetricsDid) {
 
 // The champion an agent's branch made is that branch's code: the next iteration compares new
 // branches with it, not with the problem's kernel at the same point.
+// Every branch that measured and predicts a counter is profiled, all in one session: the
+// slower branch's prediction is judged by its own profile, not left unmeasured.
+TEST_F(AgentMode, EveryBranchsCounterPredictionsAreJudgedByItsOwnProfileFromOneSession) {
+  FakeLab lab;
+  ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
+  lab.profile_sessions.clear();
+  auto fast = branch_file("fast.cu", "__global__ void tuned(float* x, float* y) {} // time=30\n");
+  auto slow = branch_file("slow.cu", "__global__ void tuned(float* x, float* y) {} // time=60\n");
+  BranchRecord a = branch({"warp_shuffle_reduction"});
+  a.expect.push_back(*parse_prediction("stall_barrier:down"));
+  BranchRecord b = branch({"vectorized_global_loads"});
+  b.point["USE_SHFL"] = 0;  // the fake's profile: VEC=4 lifts DRAM throughput, barrier stalls stay
+  b.expect.push_back(*parse_prediction("dram_throughput:up:10%"));
+  b.expect.push_back(*parse_prediction("stall_barrier:down"));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, a, fast));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, b, slow));
+  auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
+  ASSERT_TRUE(closed) << closed.error().to_string();
+  EXPECT_EQ(lab.profile_sessions, (std::vector<std::size_t>{2}));
+  std::map<std::string, std::string> verdicts;
+  for (const auto& p : closed->versions.at(1).predictions) verdicts[p.branch + " " + p.text] = p.verdict;
+  EXPECT_EQ(verdicts["a1 stall_barrier:down"], "confirmed");
+  EXPECT_EQ(verdicts["a2 dram_throughput:up:10%"], "confirmed");  // 30 -> 88, on a2's own profile
+  EXPECT_EQ(verdicts["a2 stall_barrier:down"], "refuted");        // 4.5 -> 4.5
+}
+
 TEST_F(AgentMode, TheNextIterationComparesWithTheAgentsCodeThatWon) {
   FakeLab lab;
   OptimizeOptions o = options();

@@ -20,21 +20,22 @@ NcuRequest request() {
   r.ncu = "/opt/ncu";
   r.questions = default_ncu_questions();
   r.kernel_name = "_Z6kernelPf";
-  r.launch_skip = 2;
-  r.launch_count = 3;
   r.report = "/tmp/out/profile";
   r.program = {"kopt", "worker", "--once", "job.json"};
   return r;
 }
 
-TEST(NcuCommand, ClocksAloneAndTheKernelFilteredExactly) {
+TEST(NcuCommand, ClocksAloneTheKernelFilteredExactlyAndOnlyTheJobsRangesProfiled) {
   auto argv = ncu_profile_argv(request());
   EXPECT_EQ(argv[0], "/opt/ncu");
   EXPECT_EQ(after(argv, "--clock-control"), "none");
   EXPECT_EQ(after(argv, "--kernel-name-base"), "mangled");
   EXPECT_EQ(after(argv, "--kernel-name"), "_Z6kernelPf");
-  EXPECT_EQ(after(argv, "--launch-skip"), "2");
-  EXPECT_EQ(after(argv, "--launch-count"), "3");
+  // Warm-up launches run outside the jobs' ranges: ncu counts no launch, it filters by range.
+  EXPECT_TRUE(contains(argv, "--nvtx"));
+  EXPECT_EQ(after(argv, "--nvtx-include"), "regex:kopt-job-[0-9]+/");
+  EXPECT_FALSE(contains(argv, "--launch-skip"));
+  EXPECT_FALSE(contains(argv, "--launch-count"));
   EXPECT_EQ(after(argv, "--export"), "/tmp/out/profile");
   EXPECT_FALSE(contains(argv, "--set"));
   EXPECT_EQ(std::vector<std::string>(argv.end() - 4, argv.end()), request().program);
@@ -108,6 +109,22 @@ TEST(NcuOutcome, PermissionNoKernelAndFailures) {
   EXPECT_NE(failed.message.find("application returned an error"), std::string::npos);
   CommandResult missing;
   EXPECT_EQ(classify_ncu_run(missing).failure, NcuFailure::not_found);
+}
+
+}  // namespace
+}  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST(NcuSession, OneFilterForSeveralKernels) {
+  // Equal filters stay one exact name; any kernel (a solve() library's) makes the whole session unfiltered.
+  EXPECT_EQ(ncu_kernel_filter_union({"_Z4gemmPKfS0_Pf", "_Z4gemmPKfS0_Pf"}), "_Z4gemmPKfS0_Pf");
+  EXPECT_EQ(ncu_kernel_filter_union({"_Z4gemmPKfS0_Pf", ""}), "");
+  // Names and a Triton kernel's regex join in one regex; '$' in a name is escaped.
+  EXPECT_EQ(ncu_kernel_filter_union({"naive", "regex:^(_attn_fwd|_prep)$", "a$b"}),
+            "regex:^(a\\$b|naive|_attn_fwd|_prep)$");
+  EXPECT_EQ(ncu_job_range(3), "kopt-job-3");
 }
 
 }  // namespace

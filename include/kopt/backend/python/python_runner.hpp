@@ -35,7 +35,9 @@ class PythonRunner {
   // Bytes rewritten before each cold sample when a job does not say (twice the L2).
   void set_default_flush_bytes(std::int64_t b) { m_default_flush = b; }
 
-  RunResult run(const RunJob& job);
+  // `nvtx_range`: the call runs inside that NVTX push/pop range of the Python thread (for ncu
+  // --nvtx: tools/ncu.hpp); empty, none.
+  RunResult run(const RunJob& job, const std::string& nvtx_range = {});
   BenchResult bench(const BenchJob& job);
 
  private:

@@ -1,0 +1,102 @@
+// The loop's branches of a round: tunings of the champion's kernel (and of the other tunable
+// kernels), the methods the iteration chose switched on.
+#include "optimizer_impl.hpp"
+
+namespace kopt::optimizer_detail {
+
+std::vector<Variant> Optimizer::make_branches(const Variant& champ,
+                                              const std::vector<std::string>& methods, int i,
+                                              int attempt) {
+  if (m_mk) return kernel_branches(*m_mk, champ, methods, i, attempt, m_o.branches);
+  std::vector<const KernelSpec*> tunable;
+  for (const auto& k : m_p.kernels)
+    if (!k.params.empty()) tunable.push_back(&k);
+  std::vector<Variant> out;
+  int n_kernels = static_cast<int>(tunable.size());
+  bool champ_tunable =
+      std::any_of(tunable.begin(), tunable.end(), [&](auto* k) { return k->name == champ.kernel; });
+  for (int n = 0; n < n_kernels && static_cast<int>(out.size()) < m_o.branches; ++n) {
+    // The champion's kernel gets most of the branches; otherwise they are shared out.
+    int share = champ_tunable
+                    ? (tunable[n]->name == champ.kernel ? m_o.branches - n_kernels + 1 : 1)
+                    : m_o.branches / n_kernels + (n < m_o.branches % n_kernels ? 1 : 0);
+    for (auto& v : kernel_branches(*tunable[n], champ, {}, i, attempt, std::max(1, share)))
+      if (static_cast<int>(out.size()) < m_o.branches) out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const Variant& champ,
+                                                const std::vector<std::string>& methods, int i,
+                                                int attempt, int count) {
+  const KernelSpec* k = &kernel;
+  if (k->params.empty()) return {};
+  ParamPoint base;
+  if (champ.kernel == k->name) {
+    base = champ.point;
+  } else {
+    auto d = default_point(m_p, *k);
+    if (!d) return {};
+    base = *d;
+    for (const auto& t : k->methods) base = with(base, t.off);
+  }
+  for (const auto& m : methods)
+    if (const MethodToggle* t = k->find_method(m)) base = with(base, t->on);
+  // The search module's space: params a method switches are held at the base's values.
+  std::set<std::string> switched;
+  for (const auto& t : k->methods)
+    for (const auto& [p, v] : t.on) switched.insert(p);
+  SearchSpace space = SearchSpace::from_kernel(*k, m_p.dim_scope());
+  for (auto& [name, values] : space.params)
+    if (switched.contains(name)) values = {base.at(name)};
+  // The points of this kernel the run has measured: no branch below repeats one (the base
+  // aside: it is the champion, or where a switch of methods lands).
+  std::vector<ParamPoint> taken{base};
+  for (const auto& [key, e] : m_state.evaluations)
+    if (e.kernel == k->name) taken.push_back(e.point);
+  auto is_taken = [&](const ParamPoint& q) { return std::find(taken.begin(), taken.end(), q) != taken.end(); };
+  std::vector<Variant> out;
+  // The base first, made feasible where the methods' settings break a constraint (a kernel
+  // entered with cp.async off may need a shallower pipeline); then, tuning the champion's
+  // kernel, the kernel's declared default with the champion's methods: the author's best guess.
+  if (attempt == 0) {
+    if (auto b = space.nearest_feasible(base)) out.push_back(Variant{k->name, *b, {}});
+    if (champ.kernel == k->name)
+      if (auto d = default_point(m_p, *k)) {
+        for (const auto& p : switched) (*d)[p] = base.at(p);
+        if (auto f = space.nearest_feasible(*d); f && (out.empty() || *f != out.front().point) &&
+                                                    !is_taken(*f))  // once it is known, its slot goes to a move
+          out.push_back(Variant{k->name, *f, {}});
+      }
+  }
+  if (static_cast<int>(out.size()) >= count) {
+    out.resize(static_cast<std::size_t>(count));
+    return out;
+  }
+  std::mt19937_64 rng(m_o.seed * 1000003u + static_cast<std::uint64_t>(i) * 101u +
+                      static_cast<std::uint64_t>(attempt) + std::hash<std::string>{}(k->name));
+  for (const auto& v : out) taken.push_back(v.point);
+  // Half of the rest: one-param moves of the base, where a move breaks a constraint made
+  // feasible by one more change (a wider tile with a shallower pipeline); the other half
+  // drawn at random, for reach.
+  std::vector<ParamPoint> moves;
+  for (const auto& [name, values] : space.params)
+    for (auto value : values) {
+      if (!base.contains(name) || value == base.at(name)) continue;
+      ParamPoint q = base;
+      q[name] = value;
+      for (auto& f : space.repairs(q, name))
+        if (!is_taken(f) && std::find(moves.begin(), moves.end(), f) == moves.end()) moves.push_back(std::move(f));
+    }
+  std::shuffle(moves.begin(), moves.end(), rng);
+  std::size_t want_moves = (static_cast<std::size_t>(count) - out.size() + 1) / 2;
+  for (std::size_t m = 0; m < moves.size() && m < want_moves; ++m) {
+    out.push_back(Variant{k->name, moves[m], {}});
+    taken.push_back(moves[m]);
+  }
+  for (auto& p : space.sample(static_cast<std::size_t>(count) - out.size(), rng, taken))
+    out.push_back(Variant{k->name, std::move(p), {}});
+  return out;
+}
+
+}  // namespace kopt::optimizer_detail
