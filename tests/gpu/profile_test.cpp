@@ -68,6 +68,35 @@ TEST_F(Profile, SeveralLaunchesAreAveraged) {
   EXPECT_EQ(j["kernels"][0]["collection"], "questions sol,launch");
 }
 
+// Every kernel of a problem in one ncu session: each analysed from its own launches (its NVTX
+// range), as a session per kernel would.
+TEST_F(Profile, SeveralKernelsShareOneSessionAndEachKeepsItsOwnLaunches) {
+  KOPT_SKIP_WITHOUT_GPU();
+  KOPT_SKIP_WITHOUT_NCU();
+  int rc = -1;
+  json one = kopt({"profile", example("softmax"), "--question", "sol,launch", "--launch-count", "2"}, rc);
+  ASSERT_EQ(rc, 0) << one.dump(2);
+  const std::size_t n = one["kernels"].size();
+  ASSERT_GE(n, 2u);
+  json apart = kopt({"profile", example("softmax"), "--question", "sol,launch", "--launch-count", "2",
+                     "--session-per-kernel"},
+                    rc);
+  ASSERT_EQ(rc, 0) << apart.dump(2);
+  for (std::size_t i = 0; i < n; ++i) {
+    const json& k = one["kernels"][i];
+    EXPECT_EQ(k["status"], "ok") << k.dump(2);
+    EXPECT_EQ(k["ncu_session_kernels"], n);
+    EXPECT_EQ(k["analysis"]["launches"], 2) << k["kernel"];  // its own two, not the session's
+    EXPECT_EQ(apart["kernels"][i]["ncu_session_kernels"], 1);
+    EXPECT_EQ(k["analysis"]["kernel"], apart["kernels"][i]["analysis"]["kernel"]);
+    for (const char* m : {"launch__grid_size", "launch__block_size", "launch__registers_per_thread"})
+      EXPECT_EQ(k["analysis"]["metrics"][m], apart["kernels"][i]["analysis"]["metrics"][m]) << k["kernel"] << " " << m;
+    fs::path dir = k["dir"].get<std::string>();
+    for (const char* f : {"summary.md", "details.md", "analysis.json", "profile.csv"}) EXPECT_TRUE(fs::exists(dir / f)) << f;
+    EXPECT_TRUE(fs::exists(k["report_file"].get<std::string>()));
+  }
+}
+
 TEST_F(Profile, AFaultingKernelIsAFailedCandidate) {
   KOPT_SKIP_WITHOUT_GPU();
   KOPT_SKIP_WITHOUT_NCU();

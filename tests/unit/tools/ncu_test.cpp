@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "ncu_fixtures.hpp"
+
 namespace kopt {
 namespace {
 
@@ -125,6 +127,25 @@ TEST(NcuSession, OneFilterForSeveralKernels) {
   EXPECT_EQ(ncu_kernel_filter_union({"naive", "regex:^(_attn_fwd|_prep)$", "a$b"}),
             "regex:^(a\\$b|naive|_attn_fwd|_prep)$");
   EXPECT_EQ(ncu_job_range(3), "kopt-job-3");
+}
+
+// A real session over two kernels (tests/fixtures/ncu/README.md): split by NVTX range, each
+// job's part is a CSV of its own launch, with the header and units rows.
+TEST(NcuSession, TheReportIsSplitByEachJobsRange) {
+  const std::string csv = test::ncu_fixture_text("h100/multi_session_softmax.csv");
+  auto whole = parse_ncu_csv(csv, "multi_session_softmax.csv");
+  ASSERT_TRUE(whole) << whole.error().message;
+  ASSERT_EQ(whole->launches.size(), 2u);
+  const char* names[] = {"softmax_naive", "softmax_tuned"};
+  for (std::size_t job = 0; job < 2; ++job) {
+    auto part = parse_ncu_csv(ncu_csv_for_job(csv, job), "part");
+    ASSERT_TRUE(part) << part.error().message;
+    ASSERT_EQ(part->launches.size(), 1u) << job;
+    EXPECT_EQ(part->launches[0].kernel, names[job]);
+    EXPECT_EQ(part->launches[0].metrics, whole->launches[job].metrics);
+  }
+  auto none = parse_ncu_csv(ncu_csv_for_job(csv, 2), "none");  // no such job: no launch
+  EXPECT_TRUE(!none || none->launches.empty());
 }
 
 }  // namespace
