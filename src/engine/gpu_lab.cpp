@@ -16,6 +16,8 @@
 #include "kopt/engine/profiler.hpp"
 #include "kopt/engine/sass_report.hpp"
 #include "kopt/engine/variant_jobs.hpp"
+#include "kopt/problem/launch.hpp"
+#include "kopt/worker/protocol.hpp"
 #include "kopt/report/target_markdown.hpp"
 
 namespace kopt {
@@ -39,7 +41,16 @@ class GpuLab final : public Lab {
     auto build_key = cache.key(compile_request(p, *k, v.point, arch()));
     if (!build_key) return Unexpected(build_key.error());
     Sha256 h;
-    h.field("kopt-evaluation-v1").field(*build_key).field(device_name());
+    h.field("kopt-evaluation-v2").field(*build_key).field(device_name());
+    // The launch is kopt.toml's, not the build's: a grid, block, shared-memory size or argument
+    // changed there is another measurement of the same build.
+    auto launch = resolve_launch(p, *k, v.point, device() ? device()->limits : architectural_limits());
+    if (!launch) {
+      h.field("launch error").field(launch.error().message);  // measured, it fails with this
+    } else {
+      h.field(dim3_to_string(launch->grid)).field(dim3_to_string(launch->block)).field(std::to_string(launch->shared_mem));
+      for (const auto& a : launch->args) h.field(to_json(a).dump());
+    }
     for (const auto& d : m_p.dims) h.field(d.name).field(std::to_string(d.value));
     h.field(to_json(m_o.bench).dump());
     return h.hex().substr(0, 32);
