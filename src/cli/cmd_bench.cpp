@@ -104,15 +104,11 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
     req.variants.push_back({o.vs_kernel.value_or(kernels[0]), b_sets});
     req.compare = true;
   } else {
-    std::vector<const KernelSpec*> chosen;
-    for (const auto& k : kernels) {
-      const KernelSpec* ks = problem.find_kernel(k);
-      if (!ks) return report_error(g, "bench", 2, "--kernel " + k + ": no such kernel");
-      chosen.push_back(ks);
-    }
-    if (auto used = check_assignments_used(problem, chosen, sel->sets, "--set"); !used)
+    auto chosen = select_kernels(problem, kernels);
+    if (!chosen) return report_error(g, "bench", 2, chosen.error().to_string());
+    if (auto used = check_assignments_used(problem, *chosen, sel->sets, "--set"); !used)
       return report_error(g, "bench", 2, used.error().to_string());
-    for (const KernelSpec* ks : chosen) req.variants.push_back({ks->name, assignments_for(*ks, sel->sets)});
+    for (const KernelSpec* ks : *chosen) req.variants.push_back({ks->name, assignments_for(*ks, sel->sets)});
   }
   req.options.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
   req.options.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;

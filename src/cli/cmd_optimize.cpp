@@ -107,12 +107,10 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   // --kernel K: the loop starts from K and never leaves it (another kernel of the problem,
   // a library call such as cuBLAS, is not a step of K's optimization).
   if (!o.sel.kernels.empty()) {
+    auto chosen = select_kernels(sel->problem, o.sel.kernels);
+    if (!chosen) return report_error(g, "optimize", 2, chosen.error().to_string());
     std::vector<KernelSpec> kept;
-    for (const auto& name : o.sel.kernels) {
-      const KernelSpec* k = sel->problem.find_kernel(name);
-      if (!k) return report_error(g, "optimize", 2, "--kernel " + name + ": no such kernel in " + sel->problem.spec_path.string());
-      kept.push_back(*k);
-    }
+    for (const KernelSpec* k : *chosen) kept.push_back(*k);
     sel->problem.kernels = std::move(kept);
   }
   const Problem& problem = sel->problem;

@@ -76,15 +76,9 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
   const Problem& problem = sel->problem;
   ProfileRequest req;
   req.kernels = o.sel.kernels;
-  std::vector<const KernelSpec*> chosen;
-  for (const auto& k : req.kernels) {
-    const KernelSpec* ks = problem.find_kernel(k);
-    if (!ks) return report_error(g, "profile", 2, "--kernel " + k + ": no such kernel");
-    chosen.push_back(ks);
-  }
-  if (chosen.empty())
-    for (const auto& k : problem.kernels) chosen.push_back(&k);
-  if (auto used = check_assignments_used(problem, chosen, sel->sets, "--set"); !used)
+  auto chosen = select_kernels(problem, req.kernels);
+  if (!chosen) return report_error(g, "profile", 2, chosen.error().to_string());
+  if (auto used = check_assignments_used(problem, *chosen, sel->sets, "--set"); !used)
     return report_error(g, "profile", 2, used.error().to_string());
   req.sets = sel->sets;
   req.questions = split_commas(o.questions);

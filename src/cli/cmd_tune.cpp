@@ -130,8 +130,9 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
       if (!k.params.empty() && req.kernel.empty()) req.kernel = k.name;
     if (req.kernel.empty()) return report_error(g, "tune", 2, "no kernel of " + problem.name + " has params to tune");
   }
-  const KernelSpec* ks = problem.find_kernel(req.kernel);
-  if (!ks) return report_error(g, "tune", 2, "--kernel " + req.kernel + ": no such kernel");
+  auto chosen = select_kernels(problem, {req.kernel});
+  if (!chosen) return report_error(g, "tune", 2, chosen.error().to_string());
+  const KernelSpec* ks = chosen->front();
   if (auto used = check_assignments_used(problem, {ks}, sel->sets, "--set"); !used)
     return report_error(g, "tune", 2, used.error().to_string());
   req.fixed = sel->sets;

@@ -127,23 +127,10 @@ class CheckRun {
   Expected<void> select_kernels() {
     if (m_o.reference_only) return {};
     if (!m_o.points.empty()) return select_points();
-    std::vector<const KernelSpec*> chosen;
-    if (m_o.kernels.empty()) {
-      for (const auto& k : m_p.kernels) chosen.push_back(&k);
-    } else {
-      for (const auto& name : m_o.kernels) {
-        const KernelSpec* k = m_p.find_kernel(name);
-        if (!k) {
-          std::string known;
-          for (const auto& kk : m_p.kernels) known += (known.empty() ? "" : ", ") + kk.name;
-          return Unexpected(bad_input("--kernel " + name + ": no such kernel (known: " + known + ")",
-                                      m_p.spec_path.string()));
-        }
-        chosen.push_back(k);
-      }
-    }
-    if (auto used = check_assignments_used(m_p, chosen, m_o.sets, "--set"); !used) return used;
-    for (const KernelSpec* k : chosen) add_kernel(*k, m_o.sets);
+    auto chosen = kopt::select_kernels(m_p, m_o.kernels);
+    if (!chosen) return Unexpected(chosen.error());
+    if (auto used = check_assignments_used(m_p, *chosen, m_o.sets, "--set"); !used) return used;
+    for (const KernelSpec* k : *chosen) add_kernel(*k, m_o.sets);
     return {};
   }
 

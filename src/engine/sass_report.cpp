@@ -47,16 +47,10 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
     for (const auto& m : ctx.catalog.methods) methods.push_back(&m);
 
   std::vector<std::pair<const KernelSpec*, std::map<std::string, std::int64_t>>> targets;
-  std::vector<std::string> names = req.kernels;
-  if (names.empty())
-    for (const auto& k : p.kernels) names.push_back(k.name);
-  if (req.vs && names.size() != 1) return Unexpected(bad_input("--vs compares one kernel: name it with --kernel"));
-  std::vector<const KernelSpec*> chosen;
-  for (const auto& name : names) {
-    const KernelSpec* k = p.find_kernel(name);
-    if (!k) return Unexpected(bad_input("--kernel " + name + ": no such kernel", p.spec_path.string()));
-    chosen.push_back(k);
-  }
+  auto selected = select_kernels(p, req.kernels);
+  if (!selected) return Unexpected(selected.error());
+  const std::vector<const KernelSpec*>& chosen = *selected;
+  if (req.vs && chosen.size() != 1) return Unexpected(bad_input("--vs compares one kernel: name it with --kernel"));
   if (auto used = check_assignments_used(p, chosen, req.sets, "--set"); !used) return Unexpected(used.error());
   if (req.vs)
     if (auto used = check_assignments_used(p, chosen, *req.vs, "--vs"); !used) return Unexpected(used.error());

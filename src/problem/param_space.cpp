@@ -91,6 +91,23 @@ Expected<ParamPoint> default_point(const Problem& problem, const KernelSpec& ker
   return *first;
 }
 
+Expected<std::vector<const KernelSpec*>> select_kernels(const Problem& problem, const std::vector<std::string>& names) {
+  std::vector<const KernelSpec*> chosen;
+  for (const auto& name : names) {
+    const KernelSpec* k = problem.find_kernel(name);
+    if (!k) {
+      std::string known;
+      for (const auto& kk : problem.kernels) known += (known.empty() ? "" : ", ") + kk.name;
+      return Unexpected(bad_input("--kernel " + name + ": no such kernel (known: " + known + ")",
+                                  problem.spec_path.string()));
+    }
+    chosen.push_back(k);
+  }
+  if (names.empty())
+    for (const auto& k : problem.kernels) chosen.push_back(&k);
+  return chosen;
+}
+
 Expected<void> check_assignments_used(const Problem& problem, const std::vector<const KernelSpec*>& kernels,
                                       const std::map<std::string, std::int64_t>& assignments, const std::string& flag) {
   for (const auto& [name, value] : assignments) {

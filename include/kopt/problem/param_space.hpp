@@ -33,6 +33,10 @@ Expected<std::size_t> for_each_point(const KernelSpec& kernel, const Scope& dims
 // point that satisfies all of them.
 Expected<ParamPoint> default_point(const Problem& problem, const KernelSpec& kernel);
 
+// The kernels `names` choose (--kernel, repeatable), in that order; every kernel of the
+// problem when there is none. An unknown name is bad input naming the known ones.
+Expected<std::vector<const KernelSpec*>> select_kernels(const Problem& problem, const std::vector<std::string>& names);
+
 // Command-line assignments (--set, --vs) over several kernels: each NAME must be a param of
 // at least one of them (an unknown one is a typo, bad input); `flag` names the option.
 Expected<void> check_assignments_used(const Problem& problem, const std::vector<const KernelSpec*>& kernels,
