@@ -286,10 +286,12 @@ def handle(req):
         rng = req.get("nvtx_range")  # ncu --nvtx profiles the launches inside it (kopt profile)
         if rng:
             torch.cuda.nvtx.range_push(rng)
-        c.land(c.call())
-        c.sync()
-        if rng:
-            torch.cuda.nvtx.range_pop()
+        try:
+            c.land(c.call())
+            c.sync()
+        finally:  # a call that raises must not leave the next job's launches inside this range
+            if rng:
+                torch.cuda.nvtx.range_pop()
         seconds = timed(c, 0)[0] if req.get("time") else 0.0
         reply = {"tolerance": c.tolerance, "device": c.dev, "seconds": seconds}
         if kept is not None:
