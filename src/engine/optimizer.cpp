@@ -292,9 +292,7 @@ Expected<void> Optimizer::iterate(int i) {
   // Branches, retried with other tunings when all of them fail.
   std::optional<std::pair<Variant, Measured>> winner;
   std::string winner_key;
-  std::vector<Variant> ran;  // the branches that measured, for the round's profile session
-  std::vector<fs::path> ran_dirs;
-  std::vector<std::string> ran_keys;
+  std::vector<RoundBranch> ran;  // the branches that measured, for the round's profile session
   for (int attempt = 0; attempt <= m_o.max_retries && !winner; ++attempt) {
     auto branches = make_branches(o.champ, o.rec.methods, i, attempt);
     if (branches.empty()) break;
@@ -305,11 +303,7 @@ Expected<void> Optimizer::iterate(int i) {
       auto& [key, m] = measured[b];
       fs::path bdir = dir / "branches" / ("b" + std::to_string(attempt) + "_" + std::to_string(b));
       write_variant_files(bdir, branches[b], m);
-      if (m.ok()) {
-        ran.push_back(branches[b]);
-        ran_dirs.push_back(bdir / "profile");
-        ran_keys.push_back(key);
-      }
+      if (m.ok()) ran.push_back({branches[b], bdir / "profile", key});
       if (m.ok() && (!winner || m.median_s < winner->second.median_s)) {
         winner = {branches[b], m};
         winner_key = key;
@@ -317,28 +311,28 @@ Expected<void> Optimizer::iterate(int i) {
     }
   }
   if (!winner) return record_failure(i, o, "every branch failed (after retries)");
-  if (m_o.profile_branches) profile_round(dir / "branches", ran, ran_dirs, ran_keys);
+  if (m_o.profile_branches) profile_round(dir / "branches", ran);
   return decide(i, o, winner->first, winner->second, winner_key, nullptr);
 }
 
-void Optimizer::profile_round(const fs::path& session_dir, const std::vector<Variant>& all,
-                              const std::vector<fs::path>& all_dirs, const std::vector<std::string>& all_keys) {
-  std::vector<Variant> vs;  // those not profiled before (a branch may be the champion's point)
+void Optimizer::profile_round(const fs::path& session_dir, const std::vector<RoundBranch>& measured) {
+  std::vector<const RoundBranch*> todo;  // those not profiled before (a branch may be the champion's point)
+  std::vector<Variant> vs;
   std::vector<fs::path> dirs;
-  std::vector<std::string> keys;
-  for (std::size_t b = 0; b < all.size(); ++b)
-    if (!m_round_profiles.contains(all_keys[b]) && std::find(keys.begin(), keys.end(), all_keys[b]) == keys.end()) {
-      vs.push_back(all[b]);
-      dirs.push_back(all_dirs[b]);
-      keys.push_back(all_keys[b]);
+  for (const RoundBranch& b : measured)
+    if (!m_round_profiles.contains(b.key) &&
+        std::none_of(todo.begin(), todo.end(), [&](const RoundBranch* t) { return t->key == b.key; })) {
+      todo.push_back(&b);
+      vs.push_back(b.variant);
+      dirs.push_back(b.dir);
     }
-  if (vs.empty()) return;
+  if (todo.empty()) return;
   auto profiles = m_lab.profile_all(vs, dirs, session_dir);
-  for (std::size_t b = 0; b < vs.size(); ++b) {
-    const auto& e = profiles.at(b);
-    m_o.log(fmt::format("    profiled {:<31} {}", vs[b].label(),
+  for (std::size_t t = 0; t < todo.size(); ++t) {
+    const auto& e = profiles.at(t);
+    m_o.log(fmt::format("    profiled {:<31} {}", vs[t].label(),
                         e ? std::string(bottleneck_name(e->bottleneck.cls)) : "not profiled: " + e.error().message));
-    if (e) m_round_profiles[keys[b]] = {*e, dirs[b]};
+    if (e) m_round_profiles[todo[t]->key] = {*e, todo[t]->dir};
   }
 }
 

@@ -90,8 +90,12 @@ class Optimizer {
 
   // The round's measured branches profiled in one session (profile_branches), kept by
   // evaluation key; the champion's profile, from them when it was one, else profiled now.
-  void profile_round(const fs::path& session_dir, const std::vector<Variant>& vs, const std::vector<fs::path>& dirs,
-                     const std::vector<std::string>& keys);
+  struct RoundBranch {
+    Variant variant;
+    fs::path dir;     // where its profile goes
+    std::string key;  // its evaluation key
+  };
+  void profile_round(const fs::path& session_dir, const std::vector<RoundBranch>& measured);
   Expected<Explanation> champion_profile(const std::string& key, const Variant& champ, const fs::path& dir);
 
   // --- the proposer hook ------------------------------------------------------------------------

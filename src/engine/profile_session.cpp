@@ -22,12 +22,12 @@ std::string join_command(const std::vector<std::string>& argv) {
   return s;
 }
 
+}  // namespace
+
 void fail(KernelProfile& kp, const std::string& status, const std::string& error) {
   kp.status = status;
   kp.error = error;
 }
-
-}  // namespace
 
 ExplainInputs explain_inputs(const Problem& p, const DeviceInfo& device, const std::optional<StoredCeilings>& c) {
   ExplainInputs in;
@@ -70,9 +70,10 @@ void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& p
                                        std::to_string(r.launch_count)});
   auto argv = ncu_profile_argv(nr);
   std::string collection = nr.set ? "--set " + *nr.set : "questions " + fmt::format("{}", fmt::join(nr.questions, ","));
+  const std::string command = join_command(argv);
   for (const auto& b : batch) {
     KernelProfile& kp = profiles[b.profile];
-    kp.provenance.command = join_command(argv);
+    kp.provenance.command = command;
     kp.provenance.collection = collection;
     kp.session_kernels = static_cast<int>(batch.size());
   }

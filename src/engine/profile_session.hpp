@@ -25,6 +25,8 @@ struct Staged {
 
 // What the analysis is told besides the counters: the device, the roofs, the problem's cost.
 ExplainInputs explain_inputs(const Problem& p, const DeviceInfo& device, const std::optional<StoredCeilings>& c);
+// The profile did not come about: `status` (compile_failed, wrong, profile_failed, ...) and why.
+void fail(KernelProfile& kp, const std::string& status, const std::string& error);
 // summary.md, details.md and analysis.json in the profile's folder.
 void write_profile_files(const KernelProfile& kp);
 

@@ -25,6 +25,7 @@ int ProfileReport::exit_code() const {
 }
 
 namespace {
+using profile_detail::fail;
 using profile_detail::Staged;
 
 class ProfileRun {
@@ -156,11 +157,6 @@ class ProfileRun {
   }
 
   profile_detail::SessionContext session() const { return {m_r, m_ctx, *m_device, m_ceilings}; }
-
-  static void fail(KernelProfile& kp, const std::string& status, const std::string& error) {
-    kp.status = status;
-    kp.error = error;
-  }
 
   const ProfileRequest& m_r;
   CheckContext m_ctx;

@@ -38,8 +38,6 @@ constexpr double k_margin_measured_on_cpu = 0.8;
 
 constexpr auto k_measure_timeout = std::chrono::minutes(5);
 
-bool is_cpu(const DeviceInfo& d) { return d.is_opencl() && d.device_type == "cpu"; }
-
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Measurements that failed in this process, by cache and device: not tried again.
@@ -105,7 +103,7 @@ bool usable(const StoredCeilings& s) { return measured_bandwidth(s) || measured_
 
 double margin_for(RoofsOrigin origin, const DeviceInfo& device) {
   if (origin == RoofsOrigin::spec) return k_margin_spec;
-  return is_cpu(device) ? k_margin_measured_on_cpu : k_margin_measured;
+  return device.is_host_cpu() ? k_margin_measured_on_cpu : k_margin_measured;
 }
 
 // Roofs from a measurement; a roof it lacks comes from the spec table, and the source says so.
@@ -206,7 +204,7 @@ DeviceRoofs resolve_roofs(const fs::path& cache_root, const DeviceInfo& device, 
 }
 
 bool roofs_may_be_low(const DeviceRoofs& roofs, const DeviceInfo& device) {
-  return is_cpu(device) && !roofs.remeasured && roofs.ceilings &&
+  return device.is_host_cpu() && !roofs.remeasured && roofs.ceilings &&
          (roofs.origin == RoofsOrigin::measured || roofs.origin == RoofsOrigin::measured_now);
 }
 

@@ -45,23 +45,28 @@ std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per, 
   std::uintmax_t fits = wanted;
   // Each device holds its share of the batch (split_ranges: within one candidate of even).
   const std::uintmax_t n = devices.size();
+  // A holder (a device, or a machine shared by `sharers` of them) with `budget` bytes keeps a
+  // quarter of it for the candidates of those devices.
   auto cap = [&](std::int64_t budget, std::uintmax_t bytes, std::uintmax_t sharers) {
     if (budget <= 0 || bytes == 0) return;
-    std::uintmax_t per_device = static_cast<std::uintmax_t>(budget) / 4 / bytes;
-    fits = std::min(fits, per_device * n / sharers);
+    std::uintmax_t holds = static_cast<std::uintmax_t>(budget) / 4 / bytes;
+    fits = std::min(fits, holds * n / sharers);
   };
-  std::map<std::string, std::pair<std::int64_t, std::uintmax_t>> hosts;  // machine -> available, bytes a candidate
-  std::map<std::string, std::uintmax_t> sharing;
+  struct Machine {
+    std::int64_t available = 0;  // the least any of its workers reported
+    std::uintmax_t bytes = 0;    // host bytes a candidate takes there
+    std::uintmax_t devices = 0;
+  };
+  std::map<std::string, Machine> machines;
   for (const auto& d : devices) {
-    if (!d.memory_is_host()) cap(d.memory_bytes, per.device_bytes, 1);
-    std::uintmax_t on_host = per.host_bytes + (d.memory_is_host() ? per.device_bytes : 0);
-    auto& h = hosts[d.machine];
+    if (!d.is_host_cpu()) cap(d.memory_bytes, per.device_bytes, 1);
+    Machine& m = machines[d.machine];
     if (d.host_memory_available_bytes > 0)
-      h.first = h.first > 0 ? std::min(h.first, d.host_memory_available_bytes) : d.host_memory_available_bytes;
-    h.second = std::max(h.second, on_host);
-    ++sharing[d.machine];
+      m.available = m.available > 0 ? std::min(m.available, d.host_memory_available_bytes) : d.host_memory_available_bytes;
+    m.bytes = std::max(m.bytes, per.host_bytes + (d.is_host_cpu() ? per.device_bytes : 0));
+    ++m.devices;
   }
-  for (const auto& [host, h] : hosts) cap(h.first, h.second, sharing[host]);
+  for (const auto& [name, m] : machines) cap(m.available, m.bytes, m.devices);
   return std::clamp<std::size_t>(static_cast<std::size_t>(fits), 1, wanted);
 }
 

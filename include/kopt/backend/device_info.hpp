@@ -56,8 +56,9 @@ struct DeviceInfo {
   std::int64_t host_memory_available_bytes = 0;
 
   bool is_opencl() const { return backend == "opencl"; }
-  // An OpenCL CPU device's buffers are host memory: its memory_bytes is the host's.
-  bool memory_is_host() const { return is_opencl() && device_type == "cpu"; }
+  // An OpenCL CPU device is the host itself: its buffers are host memory (memory_bytes is the
+  // host's), and its rates are shared with everything else the host runs.
+  bool is_host_cpu() const { return is_opencl() && device_type == "cpu"; }
   // What kernels are built for: "sm_90", or "opencl" (the driver compiles for its device).
   std::string arch() const { return is_opencl() ? "opencl" : "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };

@@ -1,8 +1,8 @@
 #pragma once
 // Host tensors and seeded, reproducible input generation (same seed -> same bytes).
-#include <optional>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
