@@ -1,22 +1,26 @@
 #include "kopt/analysis/advice.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "kopt/core/units.hpp"
 
 namespace kopt {
 namespace {
 
-std::string number(double v) { return fmt::format("{:.4g}", v); }
+std::string number(double v) {
+  return fmt::format("{:.4g}", v);
+}
 
 }  // namespace
 
 std::string Suggestion::expect() const {
-  std::string time = fmt::format("at most {} to gain on the {} axis", human_time(gain_s), axis_name(axis));
+  std::string time =
+      fmt::format("at most {} to gain on the {} axis", human_time(gain_s), axis_name(axis));
   if (metric.empty()) return time;
-  return fmt::format("`{}` {} -> {}; {}", metric, now ? number(*now) : "(not profiled)", number(toward), time);
+  return fmt::format("`{}` {} -> {}; {}", metric, now ? number(*now) : "(not profiled)",
+                     number(toward), time);
 }
 
 Advice advise(const AdviceInputs& in) {
@@ -30,7 +34,8 @@ Advice advise(const AdviceInputs& in) {
   a.budget = in.formula == BudgetFormula::headroom ? a.by_headroom : a.kernelflow;
   if (a.headroom.at_roof) {
     a.stop = true;
-    a.stop_reason = a.headroom.summary + ": stop; what is left is within what timing noise and tuning can move";
+    a.stop_reason =
+        a.headroom.summary + ": stop; what is left is within what timing noise and tuning can move";
     return a;
   }
   SelectionContext ctx = in.ctx;
@@ -49,16 +54,19 @@ Advice advise(const AdviceInputs& in) {
     auto strength = method_strength(m, ctx.metrics);
     const Trigger* t = strongest_trigger(m, ctx.metrics);  // the one behind `strength`
     // A trigger on the roofline's position that is absent: the method is for the other bound.
-    if (!strength && m.trigger && m.trigger->metric.starts_with("kopt__") && m.trigger->metric.ends_with("_roof_pct")) {
-      a.notes.push_back(fmt::format("{}: for {}-bound kernels", m.id, m.trigger->metric.find("memory") != std::string::npos
-                                                                          ? "memory" : "compute"));
+    if (!strength && m.trigger && m.trigger->metric.starts_with("kopt__") &&
+        m.trigger->metric.ends_with("_roof_pct")) {
+      a.notes.push_back(fmt::format(
+          "{}: for {}-bound kernels", m.id,
+          m.trigger->metric.find("memory") != std::string::npos ? "memory" : "compute"));
       continue;
     }
     bool triggered = strength && *strength >= k_triggered;
     if (!triggered && a.budget.slots[axis] == 0) continue;
     if (strength && *strength <= 0) {
-      a.notes.push_back(fmt::format("{}: its trigger `{}` is already where the method would take it ({})", m.id, t->metric,
-                                    number(*metric(ctx.metrics, t->metric))));
+      a.notes.push_back(
+          fmt::format("{}: its trigger `{}` is already where the method would take it ({})", m.id,
+                      t->metric, number(*metric(ctx.metrics, t->metric))));
       continue;
     }
     Suggestion s;
@@ -74,27 +82,36 @@ Advice advise(const AdviceInputs& in) {
       s.toward = t->good;
     }
     if (triggered)
-      s.why = fmt::format("triggered: {} = {} (good {:g}, bad {:g})", t->metric, number(*s.now), t->good, t->bad);
+      s.why = fmt::format("triggered: {} = {} (good {:g}, bad {:g})", t->metric, number(*s.now),
+                          t->good, t->bad);
     else
-      s.why = fmt::format("untried on the {} axis ({}){}", axis_name(m.axis), a.headroom.of(m.axis).text,
-                          !strength ? (m.trigger ? "; its trigger metric does not apply or was not profiled" : "")
-                                    : fmt::format("; its trigger is at strength {:.2f}", *strength));
+      s.why = fmt::format(
+          "untried on the {} axis ({}){}", axis_name(m.axis), a.headroom.of(m.axis).text,
+          !strength ? (m.trigger ? "; its trigger metric does not apply or was not profiled" : "")
+                    : fmt::format("; its trigger is at strength {:.2f}", *strength));
     a.suggestions.push_back(std::move(s));
   }
   // The axis the bottleneck class names goes first: a grid that cannot fill the GPU is fixed
   // before anything else is worth measuring.
   std::optional<Axis> first;
   switch (e.bottleneck.cls) {
-    case BottleneckClass::memory_bound: first = Axis::memory; break;
-    case BottleneckClass::compute_bound: first = Axis::compute; break;
-    case BottleneckClass::unknown: break;
-    default: first = Axis::latency;
+    case BottleneckClass::memory_bound:
+      first = Axis::memory;
+      break;
+    case BottleneckClass::compute_bound:
+      first = Axis::compute;
+      break;
+    case BottleneckClass::unknown:
+      break;
+    default:
+      first = Axis::latency;
   }
   // A method whose trigger is a metric the bottleneck's rule cites acts on what bounds the
   // kernel (a small grid: the waves); so does one whose metric a finding cites (tensor cores
   // starved by their loads: the LSU pipe).
   auto cites = [&](const std::vector<Evidence>& evidence, const std::string& name) {
-    return std::any_of(evidence.begin(), evidence.end(), [&](const Evidence& x) { return x.metric == name; });
+    return std::any_of(evidence.begin(), evidence.end(),
+                       [&](const Evidence& x) { return x.metric == name; });
   };
   auto cited = [&](const std::string& name) {
     if (cites(e.bottleneck.evidence, name)) return true;
@@ -104,11 +121,15 @@ Advice advise(const AdviceInputs& in) {
   auto key = [&](const Suggestion& s) {
     const Method* m = ctx.catalog->find(s.method);
     double strength = s.strength.value_or(-1);
-    int funded = a.budget.of(s.axis) == 0, other = first && s.axis != *first, aside = !cited(s.metric);
+    int funded = a.budget.of(s.axis) == 0, other = first && s.axis != *first,
+        aside = !cited(s.metric);
     if (s.triggered)
-      return std::tuple{funded, other, -a.budget.of(s.axis), 0, aside, 0, 0.0, m->priority, -pref(s.method), -strength};
-    int unknown = !s.strength;  // no evidence either way: after the methods whose metric leans toward them
-    return std::tuple{funded, other, -a.budget.of(s.axis), 1, aside, unknown, -pref(s.method), m->priority, 0.0, -strength};
+      return std::tuple{funded, other,       -a.budget.of(s.axis), 0,        aside, 0,
+                        0.0,    m->priority, -pref(s.method),      -strength};
+    int unknown =
+        !s.strength;  // no evidence either way: after the methods whose metric leans toward them
+    return std::tuple{funded,  other,           -a.budget.of(s.axis), 1,   aside,
+                      unknown, -pref(s.method), m->priority,          0.0, -strength};
   };
   std::stable_sort(a.suggestions.begin(), a.suggestions.end(),
                    [&](const Suggestion& x, const Suggestion& y) { return key(x) < key(y); });
@@ -125,7 +146,9 @@ Advice advise(const AdviceInputs& in) {
   }
   if (a.suggestions.empty()) {
     a.stop = true;
-    a.stop_reason = a.headroom.summary + ", and no untried method of the catalog addresses it here: tuning only, or stop";
+    a.stop_reason =
+        a.headroom.summary +
+        ", and no untried method of the catalog addresses it here: tuning only, or stop";
   }
   return a;
 }
@@ -133,15 +156,26 @@ Advice advise(const AdviceInputs& in) {
 nlohmann::json to_json(const Advice& a) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& s : a.suggestions)
-    list.push_back({{"rank", s.rank}, {"method", s.method}, {"axis", std::string(axis_name(s.axis))},
-                    {"triggered", s.triggered}, {"within_budget", s.within_budget},
-                    {"strength", to_json(s.strength)}, {"why", s.why},
-                    {"metric", s.metric}, {"now", to_json(s.now)},
-                    {"toward", s.toward}, {"gain_s", s.gain_s}, {"expect", s.expect()}, {"playbook", s.playbook}});
+    list.push_back({{"rank", s.rank},
+                    {"method", s.method},
+                    {"axis", std::string(axis_name(s.axis))},
+                    {"triggered", s.triggered},
+                    {"within_budget", s.within_budget},
+                    {"strength", to_json(s.strength)},
+                    {"why", s.why},
+                    {"metric", s.metric},
+                    {"now", to_json(s.now)},
+                    {"toward", s.toward},
+                    {"gain_s", s.gain_s},
+                    {"expect", s.expect()},
+                    {"playbook", s.playbook}});
   auto budget = [](const AxisBudget& b) {
-    return nlohmann::json{{"compute", b.slots[0]}, {"memory", b.slots[1]}, {"latency", b.slots[2]},
-                          {"gaps", {{"compute", b.gaps[0]}, {"memory", b.gaps[1]}, {"latency", b.gaps[2]}}},
-                          {"text", b.to_string()}};
+    return nlohmann::json{
+        {"compute", b.slots[0]},
+        {"memory", b.slots[1]},
+        {"latency", b.slots[2]},
+        {"gaps", {{"compute", b.gaps[0]}, {"memory", b.gaps[1]}, {"latency", b.gaps[2]}}},
+        {"text", b.to_string()}};
   };
   return {{"formula", std::string(budget_formula_name(a.formula))},
           {"headroom", to_json(a.headroom)},

@@ -1,9 +1,9 @@
 #include "kopt/analysis/axis_budget.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace kopt {
 

@@ -1,8 +1,9 @@
 #include "kopt/analysis/hardware_spec.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cctype>
-#include <toml++/toml.h>
 
 #include "kopt/core/toml_text.hpp"
 
@@ -22,25 +23,33 @@ std::string lower(std::string s) {
   return s;
 }
 
-int line_of(const toml::node* n) { return n ? static_cast<int>(n->source().begin.line) : 0; }
+int line_of(const toml::node* n) {
+  return n ? static_cast<int>(n->source().begin.line) : 0;
+}
 
-Expected<SpecValue> parse_value(const toml::node& node, const GpuSpec& spec, const std::string& field) {
+Expected<SpecValue> parse_value(const toml::node& node, const GpuSpec& spec,
+                                const std::string& field) {
   const std::string where = "values." + field;
   const toml::table* t = node.as_table();
-  if (!t) return Unexpected(bad_input("expected { value = N, source = ID, section = TEXT }", spec.file, line_of(&node), where));
+  if (!t)
+    return Unexpected(bad_input("expected { value = N, source = ID, section = TEXT }", spec.file,
+                                line_of(&node), where));
   SpecValue v;
   v.unsupported = (*t)["unsupported"].value_or(false);
   if (auto n = (*t)["value"].value<double>()) v.value = *n;
   if (!v.value && !v.unsupported)
-    return Unexpected(bad_input("has neither a number `value` nor `unsupported = true`", spec.file, line_of(&node), where));
+    return Unexpected(bad_input("has neither a number `value` nor `unsupported = true`", spec.file,
+                                line_of(&node), where));
   v.source = (*t)["source"].value_or(std::string{});
   v.section = (*t)["section"].value_or(std::string{});
   v.note = (*t)["note"].value_or(std::string{});
   if (v.source.empty() || v.section.empty())
-    return Unexpected(bad_input("every value needs a `source` and a `section`; leave an unsourced value out (UNKNOWN)",
-                                spec.file, line_of(&node), where));
+    return Unexpected(bad_input(
+        "every value needs a `source` and a `section`; leave an unsourced value out (UNKNOWN)",
+        spec.file, line_of(&node), where));
   if (!spec.source(v.source))
-    return Unexpected(bad_input("source '" + v.source + "' is not in [sources]", spec.file, line_of(&node), where + ".source"));
+    return Unexpected(bad_input("source '" + v.source + "' is not in [sources]", spec.file,
+                                line_of(&node), where + ".source"));
   return v;
 }
 
@@ -87,7 +96,8 @@ std::string GpuSpec::citation(const std::string& field) const {
   const SpecValue* v = find(field);
   if (!v) return "UNKNOWN (no source)";
   const SpecSource* s = source(v->source);
-  return (s ? s->title : v->source) + ", " + v->section + (v->note.empty() ? "" : " (" + v->note + ")");
+  return (s ? s->title : v->source) + ", " + v->section +
+         (v->note.empty() ? "" : " (" + v->note + ")");
 }
 
 Expected<GpuSpec> parse_gpu_spec(const std::string& toml_text, const std::string& file) {
@@ -107,12 +117,15 @@ Expected<GpuSpec> parse_gpu_spec(const std::string& toml_text, const std::string
   if (const toml::array* m = root["match"].as_array())
     for (const auto& e : *m)
       if (auto s = e.value<std::string>()) spec.match.push_back(*s);
-  if (spec.match.empty()) return Unexpected(bad_input("needs at least one device-name pattern", file, 1, "match"));
+  if (spec.match.empty())
+    return Unexpected(bad_input("needs at least one device-name pattern", file, 1, "match"));
   const toml::table* sources = root["sources"].as_table();
   if (!sources) return Unexpected(bad_input("missing [sources]", file, 1, "sources"));
   for (const auto& [k, v] : *sources) {
     auto title = v.value<std::string>();
-    if (!title) return Unexpected(bad_input("a source is a document title (string)", file, line_of(&v), "sources." + std::string(k.str())));
+    if (!title)
+      return Unexpected(bad_input("a source is a document title (string)", file, line_of(&v),
+                                  "sources." + std::string(k.str())));
     spec.sources.push_back(SpecSource{std::string(k.str()), *title});
   }
   const toml::table* values = root["values"].as_table();
@@ -120,8 +133,10 @@ Expected<GpuSpec> parse_gpu_spec(const std::string& toml_text, const std::string
   for (const auto& [k, node] : *values) {
     std::string field(k.str());
     const auto& known = spec_fields();
-    if (std::none_of(known.begin(), known.end(), [&](const SpecField& f) { return field == f.name; }))
-      return Unexpected(bad_input("unknown field (see specs/README.md)", file, line_of(&node), "values." + field));
+    if (std::none_of(known.begin(), known.end(),
+                     [&](const SpecField& f) { return field == f.name; }))
+      return Unexpected(bad_input("unknown field (see specs/README.md)", file, line_of(&node),
+                                  "values." + field));
     auto v = parse_value(node, spec, field);
     if (!v) return Unexpected(v.error());
     spec.values[field] = *v;
@@ -133,7 +148,8 @@ const std::vector<GpuSpec>& builtin_gpu_specs() {
   static const std::vector<GpuSpec> specs = [] {
     std::vector<GpuSpec> out;
     for (int i = 0; i < k_builtin_spec_file_count; ++i) {
-      auto s = parse_gpu_spec(k_builtin_spec_files[i].text, std::string("specs/") + k_builtin_spec_files[i].name);
+      auto s = parse_gpu_spec(k_builtin_spec_files[i].text,
+                              std::string("specs/") + k_builtin_spec_files[i].name);
       // The table is tested in CI (tests/unit/analysis/hardware_spec_test.cpp); a broken
       // file cannot ship, so a failure here is a bug.
       if (!s) throw std::runtime_error("built-in spec table: " + s.error().to_string());

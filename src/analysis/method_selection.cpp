@@ -1,8 +1,8 @@
 #include "kopt/analysis/method_selection.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace kopt {
 
@@ -20,7 +20,8 @@ MetricValues trigger_metrics(const MetricValues& m) {
   // f32 kernel reads 0.02 % there): what fragment loads take from the MMAs; absent for a kernel
   // without tensor-core work, so it triggers nothing there.
   auto tensor = metric(m, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
-  if (auto lsu = metric(m, "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"); lsu && tensor && *tensor >= 1)
+  if (auto lsu = metric(m, "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active");
+      lsu && tensor && *tensor >= 1)
     d["kopt__tensor_kernel_lsu_pct"] = *lsu;
   return d;
 }
@@ -54,15 +55,19 @@ std::optional<double> method_strength(const Method& m, const MetricValues& deriv
 
 std::string_view method_outcome_name(MethodOutcome o) {
   switch (o) {
-    case MethodOutcome::effective: return "effective";
-    case MethodOutcome::ineffective: return "ineffective";
-    case MethodOutcome::implementation_failed: return "implementation_failed";
+    case MethodOutcome::effective:
+      return "effective";
+    case MethodOutcome::ineffective:
+      return "ineffective";
+    case MethodOutcome::implementation_failed:
+      return "implementation_failed";
   }
   return "?";
 }
 
 std::optional<MethodOutcome> parse_method_outcome(std::string_view name) {
-  for (auto o : {MethodOutcome::effective, MethodOutcome::ineffective, MethodOutcome::implementation_failed})
+  for (auto o :
+       {MethodOutcome::effective, MethodOutcome::ineffective, MethodOutcome::implementation_failed})
     if (method_outcome_name(o) == name) return o;
   return std::nullopt;
 }
@@ -72,10 +77,10 @@ namespace {
 bool has_features(const Method& m, int sm) {
   if (sm == 0) return m.requires_features.empty();  // not a CUDA target: no CUDA hardware features
   auto have = device_features(sm);
-  return std::all_of(m.requires_features.begin(), m.requires_features.end(),
-                     [&](const std::string& f) { return std::find(have.begin(), have.end(), f) != have.end(); });
+  return std::all_of(
+      m.requires_features.begin(), m.requires_features.end(),
+      [&](const std::string& f) { return std::find(have.begin(), have.end(), f) != have.end(); });
 }
-
 
 }  // namespace
 
@@ -98,9 +103,9 @@ std::vector<MethodCandidate> triggered(const SelectionContext& ctx) {
     auto s = method_strength(m, ctx.metrics);
     if (!s || *s < k_triggered || !applicable(m, ctx)) continue;
     const Trigger& t = *strongest_trigger(m, ctx.metrics);
-    out.push_back(MethodCandidate{
-        m.id, m.axis, m.priority, *s,
-        fmt::format("{} = {:.4g} (good {:g}, bad {:g})", t.metric, *metric(ctx.metrics, t.metric), t.good, t.bad)});
+    out.push_back(MethodCandidate{m.id, m.axis, m.priority, *s,
+                                  fmt::format("{} = {:.4g} (good {:g}, bad {:g})", t.metric,
+                                              *metric(ctx.metrics, t.metric), t.good, t.bad)});
   }
   auto pref = [&](const std::string& m) {
     auto it = ctx.preference.find(m);
@@ -135,13 +140,15 @@ std::vector<MethodCandidate> untriggered_candidates(SelectionContext& ctx, std::
   std::vector<const Method*> open;
   for (const auto& id : *ctx.available)
     if (const Method* m = ctx.catalog->find(id); m && !ctx.history.contains(id)) open.push_back(m);
-  std::stable_sort(open.begin(), open.end(), [](const Method* a, const Method* b) { return a->priority < b->priority; });
+  std::stable_sort(open.begin(), open.end(),
+                   [](const Method* a, const Method* b) { return a->priority < b->priority; });
   for (const Method* m : open) {
     if (out.size() >= limit) break;
     int a = static_cast<int>(m->axis);
     ctx.budget.slots[a] = std::max(ctx.budget.slots[a], 1);
     out.push_back({m->id, m->axis, m->priority, 0.0,
-                   "untriggered: no counters to test its trigger; the kernel can switch it and it has no verdict yet"});
+                   "untriggered: no counters to test its trigger; the kernel can switch it and it "
+                   "has no verdict yet"});
   }
   return out;
 }
@@ -160,33 +167,41 @@ std::vector<ValidationIssue> validate_methods(const SelectionContext& ctx, const
     ++per_axis[a];
     worst_priority[a] = std::max(worst_priority[a], m->priority);
     if ((m->min_sm > 0 && ctx.sm > 0 && ctx.sm < m->min_sm) || !has_features(*m, ctx.sm))
-      issues.push_back({"not_applicable", id,
-                        fmt::format("needs sm_{}{}, the target is sm_{}", m->min_sm,
-                                    m->requires_features.empty() ? "" : " and " + fmt::format("{}", fmt::join(m->requires_features, ", ")),
-                                    ctx.sm)});
+      issues.push_back(
+          {"not_applicable", id,
+           fmt::format("needs sm_{}{}, the target is sm_{}", m->min_sm,
+                       m->requires_features.empty()
+                           ? ""
+                           : " and " + fmt::format("{}", fmt::join(m->requires_features, ", ")),
+                       ctx.sm)});
     if (discredited(ctx, id) && !set.overrides.contains(id))
-      issues.push_back({"reuse_without_override", id,
-                        fmt::format("classified {} in an earlier iteration; reuse needs an override",
-                                    method_outcome_name(ctx.history.at(id)))});
+      issues.push_back(
+          {"reuse_without_override", id,
+           fmt::format("classified {} in an earlier iteration; reuse needs an override",
+                       method_outcome_name(ctx.history.at(id)))});
   }
   if (static_cast<int>(set.methods.size()) > k_budget_slots)
-    issues.push_back({"over_budget", "", fmt::format("{} methods, at most {} per iteration", set.methods.size(), k_budget_slots)});
+    issues.push_back(
+        {"over_budget", "",
+         fmt::format("{} methods, at most {} per iteration", set.methods.size(), k_budget_slots)});
   for (Axis axis : {Axis::compute, Axis::memory, Axis::latency}) {
     int a = static_cast<int>(axis);
     if (per_axis[a] > ctx.budget.slots[a])
       issues.push_back({"over_budget", "",
-                        fmt::format("{} {} methods, the budget allows {} (gap {:.2f})", per_axis[a], axis_name(axis),
-                                    ctx.budget.slots[a], ctx.budget.gaps[a])});
+                        fmt::format("{} {} methods, the budget allows {} (gap {:.2f})", per_axis[a],
+                                    axis_name(axis), ctx.budget.slots[a], ctx.budget.gaps[a])});
   }
   // A triggered method that ranks above one chosen on its axis needs a reason to be skipped.
   for (const auto& c : triggered(ctx)) {
     int a = static_cast<int>(c.axis);
     bool chosen = std::find(set.methods.begin(), set.methods.end(), c.method) != set.methods.end();
-    if (chosen || per_axis[a] == 0 || c.priority >= worst_priority[a] || discredited(ctx, c.method)) continue;
+    if (chosen || per_axis[a] == 0 || c.priority >= worst_priority[a] || discredited(ctx, c.method))
+      continue;
     if (!set.skip_reasons.contains(c.method))
-      issues.push_back({"skipped_without_reason", c.method,
-                        fmt::format("triggered ({}) and ranks above a chosen {} method; say why it is skipped", c.why,
-                                    axis_name(c.axis))});
+      issues.push_back(
+          {"skipped_without_reason", c.method,
+           fmt::format("triggered ({}) and ranks above a chosen {} method; say why it is skipped",
+                       c.why, axis_name(c.axis))});
   }
   return issues;
 }

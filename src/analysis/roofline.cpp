@@ -8,7 +8,9 @@ namespace {
 const char* k_stall_prefix = "smsp__average_warps_issue_stalled_";
 const char* k_stall_suffix = "_per_issue_active.ratio";
 
-double value_or_zero(const MetricValues& m, const std::string& name) { return metric(m, name).value_or(0.0); }
+double value_or_zero(const MetricValues& m, const std::string& name) {
+  return metric(m, name).value_or(0.0);
+}
 
 }  // namespace
 
@@ -19,25 +21,29 @@ std::optional<double> metric(const MetricValues& m, const std::string& name) {
 }
 
 std::string FlopCounts::dominant() const {
-  std::pair<double, const char*> all[] = {{tensor, "tensor"}, {fp64, "fp64"}, {fp32, "fp32"}, {fp16, "fp16"}};
-  auto best = std::max_element(std::begin(all), std::end(all), [](auto& a, auto& b) { return a.first < b.first; });
+  std::pair<double, const char*> all[] = {
+      {tensor, "tensor"}, {fp64, "fp64"}, {fp32, "fp32"}, {fp16, "fp16"}};
+  auto best = std::max_element(std::begin(all), std::end(all),
+                               [](auto& a, auto& b) { return a.first < b.first; });
   return best->first > 0 ? best->second : "fp32";
 }
 
 FlopCounts flops_from_metrics(const MetricValues& m, bool count_half) {
   auto ops = [&](const char* op) {
-    return value_or_zero(m, std::string("smsp__sass_thread_inst_executed_op_") + op + "_pred_on.sum");
+    return value_or_zero(m,
+                         std::string("smsp__sass_thread_inst_executed_op_") + op + "_pred_on.sum");
   };
   FlopCounts f;
   f.fp32 = 2 * ops("ffma") + ops("fadd") + ops("fmul");
   f.fp64 = 2 * ops("dfma") + ops("dadd") + ops("dmul");
   if (count_half) f.fp16 = 4 * ops("hfma") + 2 * ops("hadd") + 2 * ops("hmul");
-  std::pair<const char*, const char*> paths[] = {{"fp16", "sm__ops_path_tensor_src_fp16.sum"},
-                                                 {"bf16", "sm__ops_path_tensor_src_bf16_dst_fp32.sum"},
-                                                 {"tf32", "sm__ops_path_tensor_src_tf32_dst_fp32.sum"},
-                                                 {"fp8", "sm__ops_path_tensor_src_fp8.sum"},
-                                                 {"int8", "sm__ops_path_tensor_src_int8.sum"},
-                                                 {"fp64", "sm__ops_path_tensor_src_fp64.sum"}};
+  std::pair<const char*, const char*> paths[] = {
+      {"fp16", "sm__ops_path_tensor_src_fp16.sum"},
+      {"bf16", "sm__ops_path_tensor_src_bf16_dst_fp32.sum"},
+      {"tf32", "sm__ops_path_tensor_src_tf32_dst_fp32.sum"},
+      {"fp8", "sm__ops_path_tensor_src_fp8.sum"},
+      {"int8", "sm__ops_path_tensor_src_int8.sum"},
+      {"fp64", "sm__ops_path_tensor_src_fp64.sum"}};
   double most = 0;
   for (auto [precision, name] : paths) {
     double v = value_or_zero(m, name);
@@ -57,7 +63,9 @@ std::optional<double> dram_bytes_from_metrics(const MetricValues& m) {
   return r.value_or(0) + w.value_or(0);
 }
 
-nlohmann::json to_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json to_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 nlohmann::json to_json(const std::optional<Roof>& r) {
   if (!r) return nullptr;
@@ -65,20 +73,23 @@ nlohmann::json to_json(const std::optional<Roof>& r) {
 }
 
 std::string compute_ceiling_name(const std::string& precision) {
-  return precision == "fp32" ? "fp32_fma" : "tensor_" + (precision == "fp16" ? std::string("f16") : precision);
+  return precision == "fp32" ? "fp32_fma"
+                             : "tensor_" + (precision == "fp16" ? std::string("f16") : precision);
 }
 
-RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec, const CeilingsResult* ceilings,
-                        const std::string& measured_at) {
+RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec,
+                        const CeilingsResult* ceilings, const std::string& measured_at) {
   RoofChoice c;
   auto measured = [&](const std::string& name) -> std::optional<Roof> {
     if (!ceilings) return std::nullopt;
     for (const auto& x : ceilings->ceilings)
       if (x.name == name && x.error.empty() && x.best > 0)
-        return Roof{name, x.best, "measured", "kopt ceilings (" + x.method + "), measured " + measured_at};
+        return Roof{name, x.best, "measured",
+                    "kopt ceilings (" + x.method + "), measured " + measured_at};
     return std::nullopt;
   };
-  auto from_spec = [&](const std::string& name, const std::string& field, double scale) -> std::optional<Roof> {
+  auto from_spec = [&](const std::string& name, const std::string& field,
+                       double scale) -> std::optional<Roof> {
     if (!spec) return std::nullopt;
     auto v = spec->number(field);
     if (!v) return std::nullopt;
@@ -89,12 +100,14 @@ RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec, const
   c.compute = measured(ceiling);
   if (!c.compute) c.compute = from_spec(precision, field, 1e12);
   if (!c.compute)
-    c.notes.push_back("no " + precision + " compute roof: no measured ceiling '" + ceiling + "' and the spec table has no " +
-                      field + (spec ? " for " + spec->name : " (GPU not in the table)"));
+    c.notes.push_back("no " + precision + " compute roof: no measured ceiling '" + ceiling +
+                      "' and the spec table has no " + field +
+                      (spec ? " for " + spec->name : " (GPU not in the table)"));
   c.memory = measured("dram_copy");
   if (!c.memory) c.memory = from_spec("dram", "memory_bandwidth_gbs", 1e9);
   if (!c.memory)
-    c.notes.push_back("no memory roof: run `kopt ceilings`, or add the GPU to specs/ with a cited bandwidth");
+    c.notes.push_back(
+        "no memory roof: run `kopt ceilings`, or add the GPU to specs/ with a cited bandwidth");
   return c;
 }
 
@@ -104,7 +117,8 @@ Roofline build_roofline(const RooflineInputs& in) {
   r.memory = in.roofs.memory;
   r.notes = in.roofs.notes;
   if (r.compute && r.memory) r.ridge = r.compute->rate / r.memory->rate;
-  auto point = [&](const std::string& basis, std::optional<double> flops, std::optional<double> bytes) {
+  auto point = [&](const std::string& basis, std::optional<double> flops,
+                   std::optional<double> bytes) {
     if (!flops || !bytes || in.time_s <= 0) return;
     RooflinePoint p;
     p.basis = basis;
@@ -123,9 +137,12 @@ Roofline build_roofline(const RooflineInputs& in) {
   };
   point("cost formulas", in.cost_flops, in.cost_bytes);
   point("ncu counters", in.measured_flops, in.measured_bytes);
-  if (in.cost_bytes && in.measured_bytes && *in.cost_bytes > 0 && *in.measured_bytes > 1.5 * *in.cost_bytes)
-    r.notes.push_back("DRAM moved " + std::to_string(*in.measured_bytes / *in.cost_bytes).substr(0, 4) +
-                      "x the bytes the cost formula counts: re-reads that miss in L2, or a formula that undercounts");
+  if (in.cost_bytes && in.measured_bytes && *in.cost_bytes > 0 &&
+      *in.measured_bytes > 1.5 * *in.cost_bytes)
+    r.notes.push_back("DRAM moved " +
+                      std::to_string(*in.measured_bytes / *in.cost_bytes).substr(0, 4) +
+                      "x the bytes the cost formula counts: re-reads that miss in L2, or a formula "
+                      "that undercounts");
   return r;
 }
 
@@ -159,8 +176,8 @@ Gaps roofline_gaps(const MetricValues& m) {
     g.latency = std::clamp(stalls.front().second, 0.0, 1.0);
     g.top_stall = stalls.front().first;
   }
-  g.near_peak = g.compute && g.memory && g.latency && *g.compute < k_near_peak_gap && *g.memory < k_near_peak_gap &&
-                *g.latency < k_near_peak_gap;
+  g.near_peak = g.compute && g.memory && g.latency && *g.compute < k_near_peak_gap &&
+                *g.memory < k_near_peak_gap && *g.latency < k_near_peak_gap;
   return g;
 }
 

@@ -16,19 +16,19 @@ int access_width_bits(const SassInstruction& i) {
 
 std::string instruction_class(const SassInstruction& i) {
   static const std::map<std::string, std::string, std::less<>> k_classes = {
-      {"LDG", "global_load"},     {"STG", "global_store"},   {"LD", "generic_load"},
-      {"ST", "generic_store"},    {"LDS", "shared_load"},    {"STS", "shared_store"},
-      {"LDSM", "ldmatrix"},       {"LDGSTS", "cp_async"},    {"LDGDEPBAR", "cp_async"},
-      {"UTMALDG", "tma"},         {"UTMASTG", "tma"},        {"UTMAPF", "tma"},
-      {"UBLKCP", "tma"},          {"UTMAREDG", "tma"},       {"HMMA", "tensor_core"},
-      {"HGMMA", "tensor_core"},   {"IMMA", "tensor_core"},   {"QGMMA", "tensor_core"},
-      {"IGMMA", "tensor_core"},   {"DMMA", "tensor_core"},   {"BMMA", "tensor_core"},
-      {"FFMA", "fp32_fma"},       {"FADD", "fp32_add"},      {"FMUL", "fp32_mul"},
-      {"HFMA2", "fp16_fma"},      {"DFMA", "fp64_fma"},      {"MUFU", "special_function"},
-      {"SHFL", "shuffle"},        {"BAR", "barrier"},        {"ATOM", "atomic"},
-      {"ATOMG", "atomic"},        {"ATOMS", "atomic"},       {"RED", "reduction"},
-      {"REDG", "reduction"},      {"REDUX", "reduction"},    {"LDL", "local_load"},
-      {"STL", "local_store"},     {"LDC", "constant_load"},  {"ULDC", "constant_load"}};
+      {"LDG", "global_load"},   {"STG", "global_store"},  {"LD", "generic_load"},
+      {"ST", "generic_store"},  {"LDS", "shared_load"},   {"STS", "shared_store"},
+      {"LDSM", "ldmatrix"},     {"LDGSTS", "cp_async"},   {"LDGDEPBAR", "cp_async"},
+      {"UTMALDG", "tma"},       {"UTMASTG", "tma"},       {"UTMAPF", "tma"},
+      {"UBLKCP", "tma"},        {"UTMAREDG", "tma"},      {"HMMA", "tensor_core"},
+      {"HGMMA", "tensor_core"}, {"IMMA", "tensor_core"},  {"QGMMA", "tensor_core"},
+      {"IGMMA", "tensor_core"}, {"DMMA", "tensor_core"},  {"BMMA", "tensor_core"},
+      {"FFMA", "fp32_fma"},     {"FADD", "fp32_add"},     {"FMUL", "fp32_mul"},
+      {"HFMA2", "fp16_fma"},    {"DFMA", "fp64_fma"},     {"MUFU", "special_function"},
+      {"SHFL", "shuffle"},      {"BAR", "barrier"},       {"ATOM", "atomic"},
+      {"ATOMG", "atomic"},      {"ATOMS", "atomic"},      {"RED", "reduction"},
+      {"REDG", "reduction"},    {"REDUX", "reduction"},   {"LDL", "local_load"},
+      {"STL", "local_store"},   {"LDC", "constant_load"}, {"ULDC", "constant_load"}};
   auto it = k_classes.find(i.opcode);
   return it == k_classes.end() ? std::string() : it->second;
 }
@@ -53,7 +53,8 @@ SassFacts sass_facts(const SassFunction& f) {
     return it == m.end() ? 0 : it->second;
   };
   if (std::size_t loads = count(facts.classes, "global_load"))
-    facts.share_128bit_global_loads = double(count(facts.global_loads_by_width, 128)) / double(loads);
+    facts.share_128bit_global_loads =
+        double(count(facts.global_loads_by_width, 128)) / double(loads);
   return facts;
 }
 
@@ -75,7 +76,8 @@ nlohmann::json to_json(const SassFacts& f) {
 }
 
 std::string diff_key(const SassInstruction& i) {
-  static const std::set<std::string, std::less<>> k_sized = {"LDG", "STG", "LDS", "STS", "LD", "ST", "LDL", "STL"};
+  static const std::set<std::string, std::less<>> k_sized = {"LDG", "STG", "LDS", "STS",
+                                                             "LD",  "ST",  "LDL", "STL"};
   if (k_sized.count(i.opcode)) return i.opcode + "." + std::to_string(access_width_bits(i));
   return i.opcode;
 }

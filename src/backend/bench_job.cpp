@@ -6,7 +6,8 @@
 namespace kopt {
 
 Ceiling ceiling_from_times(const std::string& name, const std::string& unit, double amount,
-                           const Expected<std::vector<double>>& seconds, const std::string& method) {
+                           const Expected<std::vector<double>>& seconds,
+                           const std::string& method) {
   Ceiling c{name, unit, 0, 0, method, {}};
   if (!seconds) {
     c.error = seconds.error().message;
@@ -24,8 +25,12 @@ Ceiling ceiling_from_times(const std::string& name, const std::string& unit, dou
 }
 using nlohmann::json;
 
-std::string_view cache_mode_name(CacheMode m) { return m == CacheMode::cold ? "cold" : "hot"; }
-std::string_view flush_method_name(FlushMethod f) { return f == FlushMethod::read ? "read" : "write"; }
+std::string_view cache_mode_name(CacheMode m) {
+  return m == CacheMode::cold ? "cold" : "hot";
+}
+std::string_view flush_method_name(FlushMethod f) {
+  return f == FlushMethod::read ? "read" : "write";
+}
 
 namespace {
 
@@ -80,7 +85,8 @@ BenchOptions bench_options_from_json(const json& j) {
   o.blocking_kernel = j.value("blocking_kernel", o.blocking_kernel);
   o.flush_bytes = j.value("flush_bytes", o.flush_bytes);
   std::string flush = j.value("flush", std::string("read"));
-  if (flush != "read" && flush != "write") throw std::invalid_argument("unknown flush method " + flush);
+  if (flush != "read" && flush != "write")
+    throw std::invalid_argument("unknown flush method " + flush);
   o.flush = flush == "read" ? FlushMethod::read : FlushMethod::write;
   o.paired = j.value("paired", o.paired);
   o.verdict_threshold = j.value("verdict_threshold", o.verdict_threshold);
@@ -91,10 +97,14 @@ BenchOptions bench_options_from_json(const json& j) {
 }
 
 json to_json(const SampleVerification& v) {
-  return {{"enabled", v.enabled},           {"poisoned_samples", v.poisoned_samples},
-          {"last_checked", v.last_checked}, {"failed_sample", v.failed_sample},
-          {"failure", v.failure},           {"note", v.note},
-          {"reference_checked", v.reference_checked}, {"check_failure", v.check_failure},
+  return {{"enabled", v.enabled},
+          {"poisoned_samples", v.poisoned_samples},
+          {"last_checked", v.last_checked},
+          {"failed_sample", v.failed_sample},
+          {"failure", v.failure},
+          {"note", v.note},
+          {"reference_checked", v.reference_checked},
+          {"check_failure", v.check_failure},
           {"secret_samples", v.secret_samples}};
 }
 
@@ -144,17 +154,22 @@ SampleSeries sample_series_from_json(const json& j) {
   s.warmup_s = j.value("warmup_s", 0.0);
   s.wall_s = j.value("wall_s", 0.0);
   s.stop = stop_from(j.value("stop", std::string("not_yet")));
-  if (auto v = j.find("verification"); v != j.end() && v->is_object()) s.verification = sample_verification_from_json(*v);
+  if (auto v = j.find("verification"); v != j.end() && v->is_object())
+    s.verification = sample_verification_from_json(*v);
   return s;
 }
 
 json to_json(const BenchResult& r) {
   json series = json::array();
   for (const auto& s : r.series) series.push_back(to_json(s));
-  return {{"status", run_status_name(r.status)}, {"error", r.error},
-          {"fatal", r.fatal},                    {"series", series},
-          {"clocks_before", r.clocks_before},    {"clocks_after", r.clocks_after},
-          {"flush_bytes", r.flush_bytes},          {"flush_method", r.flush_method}};
+  return {{"status", run_status_name(r.status)},
+          {"error", r.error},
+          {"fatal", r.fatal},
+          {"series", series},
+          {"clocks_before", r.clocks_before},
+          {"clocks_after", r.clocks_after},
+          {"flush_bytes", r.flush_bytes},
+          {"flush_method", r.flush_method}};
 }
 
 BenchResult bench_result_from_json(const json& j) {
@@ -162,7 +177,8 @@ BenchResult bench_result_from_json(const json& j) {
   r.status = status_from(j);
   r.error = j.value("error", std::string{});
   r.fatal = j.value("fatal", false);
-  for (const auto& s : j.value("series", json::array())) r.series.push_back(sample_series_from_json(s));
+  for (const auto& s : j.value("series", json::array()))
+    r.series.push_back(sample_series_from_json(s));
   if (j.contains("clocks_before")) r.clocks_before = j["clocks_before"].get<Clocks>();
   if (j.contains("clocks_after")) r.clocks_after = j["clocks_after"].get<Clocks>();
   r.flush_bytes = j.value("flush_bytes", std::int64_t{0});
@@ -171,8 +187,11 @@ BenchResult bench_result_from_json(const json& j) {
 }
 
 json to_json(const CeilingsResult& r) {
-  return {{"status", run_status_name(r.status)}, {"error", r.error}, {"ceilings", r.ceilings},
-          {"clocks_before", r.clocks_before},    {"clocks_after", r.clocks_after}};
+  return {{"status", run_status_name(r.status)},
+          {"error", r.error},
+          {"ceilings", r.ceilings},
+          {"clocks_before", r.clocks_before},
+          {"clocks_after", r.clocks_after}};
 }
 
 CeilingsResult ceilings_result_from_json(const json& j) {

@@ -18,7 +18,8 @@ ResourceUsage parse_ptxas_info(const std::string& log, const std::string& lowere
   bool in_entry = false;
   static const std::regex compiling(R"(Compiling entry function '([^']+)')");
   static const std::regex properties(R"(Function properties for (\S+))");
-  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex frame(
+      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex regs(R"(Used (\d+) registers)");
   static const std::regex smem(R"((\d+) bytes smem)");
   static const std::regex cmem(R"((\d+) bytes cmem\[0\])");
@@ -74,9 +75,15 @@ json to_json(const CompileRequest& r) {
   json defines = json::array(), dirs = json::array();
   for (const auto& [k, v] : r.defines) defines.push_back({k, v});
   for (const auto& d : r.include_dirs) dirs.push_back(d.string());
-  return json{{"source_path", r.source_path.string()}, {"source_text", r.source_text}, {"entry", r.entry},
-              {"defines", defines}, {"options", r.options}, {"include_dirs", dirs}, {"arch", r.arch},
-              {"solve_abi", r.solve_abi}, {"refused", r.refused}};
+  return json{{"source_path", r.source_path.string()},
+              {"source_text", r.source_text},
+              {"entry", r.entry},
+              {"defines", defines},
+              {"options", r.options},
+              {"include_dirs", dirs},
+              {"arch", r.arch},
+              {"solve_abi", r.solve_abi},
+              {"refused", r.refused}};
 }
 
 CompileRequest compile_request_from_json(const json& j) {
@@ -84,7 +91,8 @@ CompileRequest compile_request_from_json(const json& j) {
   r.source_path = j.at("source_path").get<std::string>();
   r.source_text = j.at("source_text").get<std::string>();
   r.entry = j.at("entry").get<std::string>();
-  for (const auto& d : j.at("defines")) r.defines.emplace_back(d.at(0).get<std::string>(), d.at(1).get<std::string>());
+  for (const auto& d : j.at("defines"))
+    r.defines.emplace_back(d.at(0).get<std::string>(), d.at(1).get<std::string>());
   r.options = j.at("options").get<std::vector<std::string>>();
   for (const auto& d : j.at("include_dirs")) r.include_dirs.emplace_back(d.get<std::string>());
   r.arch = j.value("arch", r.arch);
@@ -105,7 +113,8 @@ Build build_from_json(const json& j) {
   if (j.contains("resources")) b.resources = j["resources"].get<ResourceUsage>();
   b.from_cache = j.value("from_cache", false);
   b.compile_ms = j.value("compile_ms", 0.0);
-  b.module_kind = parse_module_kind(j.value("module_kind", std::string("cubin"))).value_or(ModuleKind::cubin);
+  b.module_kind =
+      parse_module_kind(j.value("module_kind", std::string("cubin"))).value_or(ModuleKind::cubin);
   return b;
 }
 

@@ -15,12 +15,14 @@ namespace {
 
 bool is_header(const fs::path& p) {
   static const char* exts[] = {".h", ".hpp", ".cuh", ".inc", ".inl"};
-  return std::any_of(std::begin(exts), std::end(exts), [&](const char* e) { return p.extension() == e; });
+  return std::any_of(std::begin(exts), std::end(exts),
+                     [&](const char* e) { return p.extension() == e; });
 }
 
 }  // namespace
 
-BuildCache::BuildCache(Compiler& compiler, fs::path dir) : m_compiler(compiler), m_dir(std::move(dir)) {}
+BuildCache::BuildCache(Compiler& compiler, fs::path dir)
+    : m_compiler(compiler), m_dir(std::move(dir)) {}
 
 Expected<std::string> BuildCache::key(const CompileRequest& req) {
   auto toolkit = m_compiler.toolkit();
@@ -33,7 +35,8 @@ Expected<std::string> BuildCache::key(const CompileRequest& req) {
   for (const auto& o : req.options) h.field(o);
   // Headers next to the source and in the include dirs may be #included: their bytes count.
   std::vector<fs::path> dirs = req.include_dirs;
-  dirs.push_back(req.source_path.parent_path().empty() ? fs::path(".") : req.source_path.parent_path());
+  dirs.push_back(req.source_path.parent_path().empty() ? fs::path(".")
+                                                       : req.source_path.parent_path());
   std::vector<fs::path> headers;
   for (const auto& d : dirs) {
     std::error_code ec;
@@ -80,7 +83,8 @@ Expected<Build> BuildCache::build(const CompileRequest& req) {
   return b;
 }
 
-std::vector<Expected<Build>> BuildCache::build_all(const std::vector<CompileRequest>& requests, unsigned jobs) {
+std::vector<Expected<Build>> BuildCache::build_all(const std::vector<CompileRequest>& requests,
+                                                   unsigned jobs) {
   // One build per distinct key: the others copy its result (same key, same binary).
   std::vector<std::optional<Expected<std::string>>> keys(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) keys[i] = key(requests[i]);
@@ -94,8 +98,10 @@ std::vector<Expected<Build>> BuildCache::build_all(const std::vector<CompileRequ
   std::vector<Expected<Build>> out;
   out.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (built[i]) out.push_back(*built[i]);
-    else out.push_back(*built[first.at(**keys[i])]);
+    if (built[i])
+      out.push_back(*built[i]);
+    else
+      out.push_back(*built[first.at(**keys[i])]);
   }
   return out;
 }

@@ -22,7 +22,8 @@ BuildQueue::~BuildQueue() {
 std::vector<std::string> BuildQueue::keys(const std::vector<CompileRequest>& requests) {
   std::vector<std::string> out;
   for (const auto& r : requests)
-    if (auto k = m_cache.key(r)) out.push_back(*k);  // no key: the compiler is missing, the caller's build says so
+    if (auto k = m_cache.key(r))
+      out.push_back(*k);  // no key: the compiler is missing, the caller's build says so
   return out;
 }
 
@@ -59,7 +60,8 @@ void BuildQueue::work() {
       m_queue.pop_front();
       m_state[job.first] = State::building;
     }
-    (void)m_cache.build(job.second);  // the result is in the cache, where the batch's own build finds it
+    (void)m_cache.build(
+        job.second);  // the result is in the cache, where the batch's own build finds it
     {
       std::lock_guard lock(m_mutex);
       m_state[job.first] = State::done;

@@ -26,7 +26,10 @@ Expected<CpuReferenceBuild> build_cpu_reference(CommandRunner& runner, const fs:
     return Unexpected(environment_error("no C++ compiler to build the reference (" + cxx +
                                         "); install g++ or set $CXX"));
   Sha256 h;
-  h.field("kopt-cpu-ref-v1").field(version.out.substr(0, version.out.find('\n'))).field(source.string()).field(*text);
+  h.field("kopt-cpu-ref-v1")
+      .field(version.out.substr(0, version.out.find('\n')))
+      .field(source.string())
+      .field(*text);
   for (const auto& f : cxx_flags) h.field(f);
   std::string key = h.hex();
   fs::path dir = cache_root / key.substr(0, 2) / key;
@@ -39,8 +42,10 @@ Expected<CpuReferenceBuild> build_cpu_reference(CommandRunner& runner, const fs:
   fs::create_directories(dir);
   // Unique per process and per call: two threads (tune --gpus) may build the same reference.
   static std::atomic<std::uint64_t> k_builds{0};
-  fs::path tmp = dir / ("reference.so.tmp." + std::to_string(::getpid()) + "." + std::to_string(k_builds++));
-  std::vector<std::string> argv = {cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-o", tmp.string(), source.string()};
+  fs::path tmp =
+      dir / ("reference.so.tmp." + std::to_string(::getpid()) + "." + std::to_string(k_builds++));
+  std::vector<std::string> argv = {cxx,     "-O2", "-std=c++17", "-shared",
+                                   "-fPIC", "-o",  tmp.string(), source.string()};
   argv.insert(argv.end(), cxx_flags.begin(), cxx_flags.end());
   CommandResult r = runner.run(argv, 300s);
   b.log = r.out + r.err;
@@ -70,7 +75,8 @@ RunResult run_cpu_reference(const RunJob& job) {
   using Entry = int (*)(void**);
   auto entry = reinterpret_cast<Entry>(::dlsym(handle, job.entry.c_str()));
   if (!entry)
-    return fail(RunStatus::load_failed, "symbol '" + job.entry + "' not found in " + job.module_path.string() +
+    return fail(RunStatus::load_failed, "symbol '" + job.entry + "' not found in " +
+                                            job.module_path.string() +
                                             " (is it declared extern \"C\"?)");
   std::map<std::string, std::vector<std::byte>> host;
   for (const auto& t : job.tensors) {
@@ -78,7 +84,8 @@ RunResult run_cpu_reference(const RunJob& job) {
       TensorSpec spec;
       spec.name = t.name;
       spec.dtype = t.dtype;
-      host[t.name] = poisoned_tensor(spec, {static_cast<std::int64_t>(t.bytes / dtype_size(t.dtype))}).data;
+      host[t.name] =
+          poisoned_tensor(spec, {static_cast<std::int64_t>(t.bytes / dtype_size(t.dtype))}).data;
       continue;
     }
     auto data = read_binary_file(t.input_path);
@@ -95,22 +102,30 @@ RunResult run_cpu_reference(const RunJob& job) {
     }
     auto put = [&](auto v) { std::memcpy(scalars[i].data(), &v, sizeof v); };
     if (std::holds_alternative<double>(a.value)) {
-      if (a.dtype == DType::f64) put(std::get<double>(a.value));
-      else put(static_cast<float>(std::get<double>(a.value)));
+      if (a.dtype == DType::f64)
+        put(std::get<double>(a.value));
+      else
+        put(static_cast<float>(std::get<double>(a.value)));
     } else {
       std::int64_t v = std::get<std::int64_t>(a.value);
-      if (a.dtype == DType::i64) put(v);
-      else if (a.dtype == DType::u8) put(static_cast<std::uint8_t>(v));
-      else put(static_cast<std::int32_t>(v));
+      if (a.dtype == DType::i64)
+        put(v);
+      else if (a.dtype == DType::u8)
+        put(static_cast<std::uint8_t>(v));
+      else
+        put(static_cast<std::int32_t>(v));
     }
     args.push_back(scalars[i].data());
   }
   if (int rc = entry(args.data()); rc != 0)
-    return fail(RunStatus::reference_failed, "reference '" + job.entry + "' returned " + std::to_string(rc));
+    return fail(RunStatus::reference_failed,
+                "reference '" + job.entry + "' returned " + std::to_string(rc));
   for (const auto& t : job.tensors) {
     const auto& bytes = host.at(t.name);
-    if (t.role == Role::input) result.input_checksums[t.name] = hex64(checksum64(bytes));
-    else if (auto w = write_file_atomic(t.output_path, bytes); !w) return fail(RunStatus::launch_failed, w.error().to_string());
+    if (t.role == Role::input)
+      result.input_checksums[t.name] = hex64(checksum64(bytes));
+    else if (auto w = write_file_atomic(t.output_path, bytes); !w)
+      return fail(RunStatus::launch_failed, w.error().to_string());
   }
   return result;
 }

@@ -41,7 +41,8 @@ class Elf {
 
   Expected<std::vector<Section>> sections() const {
     static const unsigned char magic[4] = {0x7f, 'E', 'L', 'F'};
-    if (m_data.size() < 64 || std::memcmp(m_data.data(), magic, 4) != 0 || *read<std::uint8_t>(4) != 2)
+    if (m_data.size() < 64 || std::memcmp(m_data.data(), magic, 4) != 0 ||
+        *read<std::uint8_t>(4) != 2)
       return Unexpected(internal_error("not a 64-bit ELF cubin"));
     std::uint64_t shoff = *read<std::uint64_t>(0x28);
     std::uint16_t shentsize = *read<std::uint16_t>(0x3a);
@@ -65,7 +66,8 @@ class Elf {
         return Unexpected(internal_error("ELF section out of bounds"));
     }
     if (shstrndx >= shnum) return Unexpected(internal_error("bad ELF section name table"));
-    for (std::uint16_t i = 0; i < shnum; ++i) out[i].name = string_at(out[shstrndx].offset + names[i]);
+    for (std::uint16_t i = 0; i < shnum; ++i)
+      out[i].name = string_at(out[shstrndx].offset + names[i]);
     return out;
   }
 
@@ -75,7 +77,8 @@ class Elf {
 
 }  // namespace
 
-Expected<ResourceUsage> cubin_resources(std::span<const std::byte> elf_bytes, const std::string& function) {
+Expected<ResourceUsage> cubin_resources(std::span<const std::byte> elf_bytes,
+                                        const std::string& function) {
   Elf elf(elf_bytes);
   auto sections = elf.sections();
   if (!sections) return Unexpected(sections.error());
@@ -85,7 +88,8 @@ Expected<ResourceUsage> cubin_resources(std::span<const std::byte> elf_bytes, co
     const Section& strtab = (*sections)[s.link];
     for (std::uint64_t i = 0; i < s.size / s.entsize; ++i) {
       auto name = elf.read<std::uint32_t>(s.offset + i * s.entsize);
-      if (name && elf.string_at(strtab.offset + *name) == function) symbol = static_cast<std::uint32_t>(i);
+      if (name && elf.string_at(strtab.offset + *name) == function)
+        symbol = static_cast<std::uint32_t>(i);
     }
   }
   if (!symbol) return Unexpected(internal_error("function '" + function + "' is not in the cubin"));
@@ -113,7 +117,8 @@ Expected<ResourceUsage> cubin_resources(std::span<const std::byte> elf_bytes, co
       at += size;
     }
   }
-  if (r.registers < 0) return Unexpected(internal_error("no EIATTR_REGCOUNT for '" + function + "' in the cubin"));
+  if (r.registers < 0)
+    return Unexpected(internal_error("no EIATTR_REGCOUNT for '" + function + "' in the cubin"));
   return r;
 }
 

@@ -37,7 +37,8 @@ json to_json(const DeviceInfo& d) {
   }
   if (!d.host.empty()) j["host"] = d.host;
   if (!d.machine.empty()) j["machine"] = d.machine;
-  if (d.host_memory_available_bytes > 0) j["host_memory_available_bytes"] = d.host_memory_available_bytes;
+  if (d.host_memory_available_bytes > 0)
+    j["host_memory_available_bytes"] = d.host_memory_available_bytes;
   return j;
 }
 

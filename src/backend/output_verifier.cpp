@@ -18,7 +18,8 @@ namespace kopt {
 namespace {
 
 std::string bytes_text(std::size_t b) {
-  if (b >= (std::size_t{1} << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1 << 30));
+  if (b >= (std::size_t{1} << 30))
+    return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1 << 30));
   return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20));
 }
 
@@ -38,7 +39,8 @@ HostTensor host_tensor(const JobTensor& t, std::vector<std::byte> data) {
 // it is missing or of another size. Every candidate of a batch reads the same files: each is
 // read once per worker (keyed by path, size and modification time; up to 1 GiB kept, the
 // oldest dropped).
-std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t, const std::filesystem::path& file) {
+std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t,
+                                              const std::filesystem::path& file) {
   namespace fs = std::filesystem;
   constexpr std::uintmax_t k_kept_bytes = std::uintmax_t{1} << 30;
   static std::mutex mutex;
@@ -74,19 +76,23 @@ std::vector<std::byte>& readback_scratch() {
 
 // What a difference means: elements still holding the poison are work a timed launch skipped.
 std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale) {
-  std::string s = fmt::format("output '{}': {} of {} elements differ from the variant's own output of an untimed "
-                              "launch after warm-up",
-                              c.tensor, c.mismatches, c.numel);
+  std::string s = fmt::format(
+      "output '{}': {} of {} elements differ from the variant's own output of an untimed "
+      "launch after warm-up",
+      c.tensor, c.mismatches, c.numel);
   if (!c.first_mismatches.empty()) {
     const Mismatch& m = c.first_mismatches.front();
-    s += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index), m.got, m.expected);
+    s += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index), m.got,
+                     m.expected);
   }
   if (poisoned && stale)
-    s += "; the outputs had been filled with finite values that look written: the kernel skipped or cut short its "
+    s += "; the outputs had been filled with finite values that look written: the kernel skipped "
+         "or cut short its "
          "work on a timed launch whose output looked done";
   else if (poisoned && c.unwritten > 0)
     s += fmt::format("; {} {} left poisoned: the kernel skipped its work on a timed launch",
-                     (c.unwritten == c.numel ? "all " : "") + std::to_string(c.unwritten), c.unwritten == 1 ? "is" : "are");
+                     (c.unwritten == c.numel ? "all " : "") + std::to_string(c.unwritten),
+                     c.unwritten == 1 ? "is" : "are");
   else if (poisoned)
     s += "; none is left poisoned: a timed launch computed something else than the untimed one";
   else
@@ -109,10 +115,12 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   m_max_poisoned = k_verify_readback_budget / bytes;
   if (m_max_poisoned == 0)
     m_record.note = "outputs of " + bytes_text(bytes) + " exceed the readback budget of " +
-                    bytes_text(k_verify_readback_budget) + ": no timed sample is poisoned, only the last launch is compared";
+                    bytes_text(k_verify_readback_budget) +
+                    ": no timed sample is poisoned, only the last launch is compared";
   else if (m_max_poisoned < 10)
-    m_record.note = fmt::format("outputs of {}: at most {} poisoned sample(s) within the readback budget of {}",
-                                bytes_text(bytes), m_max_poisoned, bytes_text(k_verify_readback_budget));
+    m_record.note =
+        fmt::format("outputs of {}: at most {} poisoned sample(s) within the readback budget of {}",
+                    bytes_text(bytes), m_max_poisoned, bytes_text(k_verify_readback_budget));
   // Two samples among the first min_samples, which every series reaches, are verified for sure.
   std::size_t first = std::max<std::size_t>(2, options.rule.min_samples);
   std::uniform_int_distribution<std::size_t> pick(0, first - 1);
@@ -129,9 +137,11 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
     if (t.role == Role::output) secret = secret && !t.secret_expected_path.empty();
   }
   if (secret && 2 * input_bytes > k_secret_input_budget) {
-    m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
-                     "inputs of " + bytes_text(input_bytes) + ": no secret-seed sample (host copies of both seeds' "
-                     "inputs would exceed " + bytes_text(k_secret_input_budget) + ")";
+    m_record.note += std::string(m_record.note.empty() ? "" : "; ") + "inputs of " +
+                     bytes_text(input_bytes) +
+                     ": no secret-seed sample (host copies of both seeds' "
+                     "inputs would exceed " +
+                     bytes_text(k_secret_input_budget) + ")";
     secret = false;
   }
   while (secret && m_secret_at.size() < 2)
@@ -176,16 +186,22 @@ const std::vector<std::byte>* OutputVerifier::sample_input(std::size_t tensor, s
   return &(m_mixed_in[tensor] = mix).get()->data;
 }
 
-const std::vector<std::byte>* OutputVerifier::seed_input(std::size_t tensor) { return input_bytes(tensor, false); }
+const std::vector<std::byte>* OutputVerifier::seed_input(std::size_t tensor) {
+  return input_bytes(tensor, false);
+}
 
-std::optional<RunResult> OutputVerifier::write_inputs(const WriteTensor& write, std::optional<std::size_t> secret_sample) {
+std::optional<RunResult> OutputVerifier::write_inputs(const WriteTensor& write,
+                                                      std::optional<std::size_t> secret_sample) {
   for (std::size_t i = 0; i < m_job.tensors.size(); ++i) {
     const JobTensor& t = m_job.tensors[i];
     if (t.role != Role::input || t.bytes == 0) continue;
-    const std::vector<std::byte>* bytes = secret_sample ? sample_input(i, *secret_sample) : seed_input(i);
+    const std::vector<std::byte>* bytes =
+        secret_sample ? sample_input(i, *secret_sample) : seed_input(i);
     if (!bytes)
       return RunResult{RunStatus::launch_failed,
-                       "cannot read the " + std::string(secret_sample ? "secret seed's" : "seed's") + " input " + t.name};
+                       "cannot read the " +
+                           std::string(secret_sample ? "secret seed's" : "seed's") + " input " +
+                           t.name};
     if (auto failure = write(i, *bytes)) return failure;
   }
   return std::nullopt;
@@ -194,14 +210,17 @@ std::optional<RunResult> OutputVerifier::write_inputs(const WriteTensor& write, 
 void OutputVerifier::set_batched(int launches_per_sample) {
   m_batch = launches_per_sample;
   if (m_batch > 1 && m_record.enabled)
-    m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
-                     fmt::format("graph batches of {} launches: outputs cannot be poisoned between the launches of a "
-                                 "batch, so they are poisoned before a batch and compared after it",
-                                 m_batch);
+    m_record.note +=
+        std::string(m_record.note.empty() ? "" : "; ") +
+        fmt::format(
+            "graph batches of {} launches: outputs cannot be poisoned between the launches of a "
+            "batch, so they are poisoned before a batch and compared after it",
+            m_batch);
 }
 
 bool OutputVerifier::poison_before(std::size_t index, double wall_elapsed_s) {
-  bool draw = std::bernoulli_distribution(k_verify_rate)(m_rng);  // drawn every time: the choice stays spread out
+  bool draw = std::bernoulli_distribution(k_verify_rate)(
+      m_rng);  // drawn every time: the choice stays spread out
   if (!m_record.enabled || m_record.failed() || m_chosen >= m_max_poisoned) return false;
   bool early = m_early.count(index) > 0 || m_secret_at.count(index) > 0;
   if (!draw && !early) return false;
@@ -242,16 +261,18 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read)
     if (t.expected_path.empty()) continue;
     auto expected = tensor_file(t, t.expected_path);
     if (!expected) {
-      m_record.check_failure = "the reference's output " + t.expected_path.string() + " is missing or of another size";
+      m_record.check_failure =
+          "the reference's output " + t.expected_path.string() + " is missing or of another size";
       break;
     }
     CompareResult c = compare_tensors(m_golden[k], *expected, t.tolerance, 1);
     if (c.passed) continue;
-    m_record.check_failure = fmt::format("output {}: {} of {} elements differ from the reference", t.name,
-                                         c.mismatches, c.numel);
+    m_record.check_failure = fmt::format("output {}: {} of {} elements differ from the reference",
+                                         t.name, c.mismatches, c.numel);
     if (!c.first_mismatches.empty()) {
       const auto& m = c.first_mismatches.front();
-      m_record.check_failure += fmt::format(" (first at {}: {} against {})", index_text(m.index), m.got, m.expected);
+      m_record.check_failure +=
+          fmt::format(" (first at {}: {} against {})", index_text(m.index), m.got, m.expected);
     }
     if (c.unwritten > 0) m_record.check_failure += fmt::format("; {} never written", c.unwritten);
   }
@@ -261,7 +282,8 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read)
     if (t.role != Role::input || t.checksum.empty()) continue;
     std::vector<std::byte> host(t.bytes);
     if (auto failure = read(i, host)) return failure;
-    if (hex64(checksum64(host)) != t.checksum) m_record.check_failure = "the kernel modified input tensor '" + t.name + "'";
+    if (hex64(checksum64(host)) != t.checksum)
+      m_record.check_failure = "the kernel modified input tensor '" + t.name + "'";
   }
   return std::nullopt;
 }
@@ -271,7 +293,9 @@ std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, st
   struct Spent {  // counted however the comparison ends
     double& total;
     std::chrono::steady_clock::time_point t0;
-    ~Spent() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+    ~Spent() {
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
   } spent{m_spent_s, t0};
   ++m_record.poisoned_samples;
   m_last_poisoned = index;
@@ -281,18 +305,22 @@ std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, st
     return std::nullopt;
   }
   if (secret_before(index))
-    return check_secret(read, index, fmt::format("timed sample samples_s[{}] ran on a secret seed's inputs (drawn at "
-                                                 "run time, written before it; outputs {} before it)",
-                                                 index, fill));
-  std::string when = m_batch > 1 ? fmt::format("graph batch samples_s[{}] ({} launches, outputs {} before it)", index,
-                                               m_batch, fill)
-                                 : fmt::format("timed sample samples_s[{}] (outputs {} before it)", index, fill);
+    return check_secret(
+        read, index,
+        fmt::format("timed sample samples_s[{}] ran on a secret seed's inputs (drawn at "
+                    "run time, written before it; outputs {} before it)",
+                    index, fill));
+  std::string when =
+      m_batch > 1 ? fmt::format("graph batch samples_s[{}] ({} launches, outputs {} before it)",
+                                index, m_batch, fill)
+                  : fmt::format("timed sample samples_s[{}] (outputs {} before it)", index, fill);
   return compare(read, index, when, true);
 }
 
 // A secret sample's outputs against the reference's for the secret inputs, at the checker's
 // tolerance.
-std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, std::size_t index, const std::string& when) {
+std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, std::size_t index,
+                                                      const std::string& when) {
   m_record.secret_samples.push_back(static_cast<std::int64_t>(index));
   for (std::size_t k = 0; k < m_outputs.size(); ++k) {
     const JobTensor& t = m_job.tensors[m_outputs[k]];
@@ -302,24 +330,29 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, st
     if (auto failure = read(m_outputs[k], host)) return failure;
     if (!expected) {
       m_record.failed_sample = static_cast<std::int64_t>(index);
-      m_record.failure = when + ": the reference's output for the secret seed " + t.secret_expected_path.string() +
-                         " is missing or of another size";
+      m_record.failure = when + ": the reference's output for the secret seed " +
+                         t.secret_expected_path.string() + " is missing or of another size";
       return std::nullopt;
     }
     CompareResult c = compare_tensors(host_tensor(t, host), *expected, t.tolerance, 1);
     if (c.passed) continue;
     m_record.failed_sample = static_cast<std::int64_t>(index);
-    m_record.failure = fmt::format("{}: output '{}': {} of {} elements differ from the reference's outputs for those "
-                                   "inputs",
-                                   when, c.tensor, c.mismatches, c.numel);
+    m_record.failure = fmt::format(
+        "{}: output '{}': {} of {} elements differ from the reference's outputs for those "
+        "inputs",
+        when, c.tensor, c.mismatches, c.numel);
     if (!c.first_mismatches.empty()) {
       const Mismatch& m = c.first_mismatches.front();
-      m_record.failure += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index), m.got, m.expected);
+      m_record.failure += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index),
+                                      m.got, m.expected);
     }
-    m_record.failure += c.unwritten > 0
-                            ? fmt::format("; {} left as they were before it: the kernel skipped its work", c.unwritten)
-                            : "; the kernel returned answers it did not compute for these inputs (kept from an earlier "
-                              "call, or carried for seed 1)";
+    m_record.failure +=
+        c.unwritten > 0
+            ? fmt::format("; {} left as they were before it: the kernel skipped its work",
+                          c.unwritten)
+            : "; the kernel returned answers it did not compute for these inputs (kept from an "
+              "earlier "
+              "call, or carried for seed 1)";
     return std::nullopt;
   }
   return std::nullopt;
@@ -329,16 +362,19 @@ std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std:
   if (!m_record.enabled || m_record.failed() || samples == 0) return std::nullopt;
   m_record.last_checked = true;
   if (m_held_back > 0)
-    m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
-                     fmt::format("{} more drawn sample(s) were not poisoned, to keep verifying within {:.0f} % of the "
-                                 "wall time",
-                                 m_held_back, 100 * k_verify_time_share);
+    m_record.note +=
+        std::string(m_record.note.empty() ? "" : "; ") +
+        fmt::format(
+            "{} more drawn sample(s) were not poisoned, to keep verifying within {:.0f} % of the "
+            "wall time",
+            m_held_back, 100 * k_verify_time_share);
   if (m_last_poisoned == samples - 1) return std::nullopt;  // that very launch was compared
-  return compare(read, samples - 1, fmt::format("after the last timed launch (samples_s[{}])", samples - 1), false);
+  return compare(read, samples - 1,
+                 fmt::format("after the last timed launch (samples_s[{}])", samples - 1), false);
 }
 
-std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, std::size_t index, const std::string& when,
-                                                 bool poisoned) {
+std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, std::size_t index,
+                                                 const std::string& when, bool poisoned) {
   for (std::size_t k = 0; k < m_outputs.size(); ++k) {
     const JobTensor& t = m_job.tensors[m_outputs[k]];
     std::vector<std::byte>& host = readback_scratch();

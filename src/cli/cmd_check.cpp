@@ -19,8 +19,9 @@ std::string sci(double v) {
 
 std::string resources_text(const ResourceUsage& r) {
   auto n = [](std::int64_t v) { return v < 0 ? std::string("?") : std::to_string(v); };
-  return fmt::format("{} regs, {} B smem, {} B local, {} B spilled", n(r.registers), n(r.shared_static_bytes),
-                     n(r.local_bytes), n(std::max(r.spill_store_bytes, r.spill_load_bytes)));
+  return fmt::format("{} regs, {} B smem, {} B local, {} B spilled", n(r.registers),
+                     n(r.shared_static_bytes), n(r.local_bytes),
+                     n(std::max(r.spill_store_bytes, r.spill_load_bytes)));
 }
 
 // Compiler messages minus ptxas' resource report (which is shown as numbers instead).
@@ -28,20 +29,23 @@ std::string compiler_messages(const std::string& log) {
   std::string out, line;
   std::istringstream in(log);
   while (std::getline(in, line))
-    if (line.rfind("ptxas info", 0) != 0 && line.rfind("ptxas         .", 0) != 0) out += "    " + line + "\n";
+    if (line.rfind("ptxas info", 0) != 0 && line.rfind("ptxas         .", 0) != 0)
+      out += "    " + line + "\n";
   return out;
 }
 
 void print_sanitizer(const std::vector<SanitizerOutcome>& outcomes) {
   for (const auto& o : outcomes) {
     if (o.status != "findings") {
-      std::cout << fmt::format("    {:<10} {}{}\n", o.tool, o.status == "clean" ? "clean" : "UNVERIFIABLE: " + o.reason,
-                               o.findings.empty() ? "" : fmt::format(" ({} warnings)", o.findings.size()));
+      std::cout << fmt::format(
+          "    {:<10} {}{}\n", o.tool, o.status == "clean" ? "clean" : "UNVERIFIABLE: " + o.reason,
+          o.findings.empty() ? "" : fmt::format(" ({} warnings)", o.findings.size()));
       continue;
     }
     std::cout << fmt::format("    {:<10} FINDINGS ({})\n", o.tool, o.reason);
     for (const auto& f : o.findings)
-      std::cout << fmt::format("      {}{}{}{}\n        {}\n", f.kind, f.location.empty() ? "" : " at " + f.location,
+      std::cout << fmt::format("      {}{}{}{}\n        {}\n", f.kind,
+                               f.location.empty() ? "" : " at " + f.location,
                                f.kernel.empty() ? "" : " in " + f.kernel,
                                f.count > 1 ? fmt::format(" ({} reports)", f.count) : "", f.detail);
   }
@@ -50,56 +54,70 @@ void print_sanitizer(const std::vector<SanitizerOutcome>& outcomes) {
 void print_human(const CheckReport& r) {
   std::cout << fmt::format("kopt check {}  ({})\n", r.problem, r.problem_dir);
   if (r.device)
-    std::cout << fmt::format("device: {} · {} · reference: {}{}\n", device_summary(*r.device), r.toolkit,
-                             r.reference_kind, r.reference_cached ? " (cached)" : "");
+    std::cout << fmt::format("device: {} · {} · reference: {}{}\n", device_summary(*r.device),
+                             r.toolkit, r.reference_kind, r.reference_cached ? " (cached)" : "");
   else
-    std::cout << fmt::format("device: none — {}\n        built for {} with {}; nothing was run.\n", r.device_error,
-                             r.arch, r.toolkit);
+    std::cout << fmt::format("device: none — {}\n        built for {} with {}; nothing was run.\n",
+                             r.device_error, r.arch, r.toolkit);
   if (!r.seeds.empty()) {
     std::string seeds;
     for (auto s : r.seeds)
-      seeds += (seeds.empty() ? "" : " ") + std::to_string(s) + (r.secret_seed == s ? " (secret, drawn now)" : "");
+      seeds += (seeds.empty() ? "" : " ") + std::to_string(s) +
+               (r.secret_seed == s ? " (secret, drawn now)" : "");
     std::cout << "seeds: " << seeds << "\n";
-    if (!r.other_shape.empty()) std::cout << "also checked at the other shape ([check] dims): " << r.other_shape << "\n";
+    if (!r.other_shape.empty())
+      std::cout << "also checked at the other shape ([check] dims): " << r.other_shape << "\n";
     if (!r.other_shape_note.empty()) std::cout << r.other_shape_note << "\n";
   }
   std::cout << "\n";
   for (const auto& k : r.kernels) {
     std::string status(kernel_status_name(k.status));
     for (auto& c : status) c = static_cast<char>(std::toupper(c));
-    std::cout << fmt::format("{:<14} {:<15} [{}]  grid {} block {} smem {}\n", k.kernel, status, point_to_string(k.point),
-                             dim3_to_string(k.launch.grid), dim3_to_string(k.launch.block), k.launch.shared_mem);
-    if (k.build.ok) std::cout << "    build: " << resources_text(k.resources) << " (" << k.resources.source << ")\n";
-    if (k.status == KernelStatus::compile_failed) std::cout << compiler_messages(k.build.log);
-    else if (std::string msgs = compiler_messages(k.build.log); !msgs.empty()) std::cout << "    compiler said:\n" << msgs;
+    std::cout << fmt::format("{:<14} {:<15} [{}]  grid {} block {} smem {}\n", k.kernel, status,
+                             point_to_string(k.point), dim3_to_string(k.launch.grid),
+                             dim3_to_string(k.launch.block), k.launch.shared_mem);
+    if (k.build.ok)
+      std::cout << "    build: " << resources_text(k.resources) << " (" << k.resources.source
+                << ")\n";
+    if (k.status == KernelStatus::compile_failed)
+      std::cout << compiler_messages(k.build.log);
+    else if (std::string msgs = compiler_messages(k.build.log); !msgs.empty())
+      std::cout << "    compiler said:\n" << msgs;
     if (k.status == KernelStatus::run_failed) std::cout << "    " << k.error << "\n";
     for (const auto& s : k.seeds) {
       for (const auto& o : s.outputs)
-        std::cout << fmt::format("    seed {} {:<8} max_abs {}  max_rel {}  rel_l2 {}  mismatches {}/{}{}{}\n", s.seed,
-                                 o.tensor, sci(o.max_abs_err), sci(o.max_rel_err), sci(o.rel_l2_err), o.mismatches,
-                                 o.numel, o.nan_count ? fmt::format("  NaN {}", o.nan_count) : "",
-                                 o.unwritten ? fmt::format("  never written {}", o.unwritten) : "");
+        std::cout << fmt::format(
+            "    seed {} {:<8} max_abs {}  max_rel {}  rel_l2 {}  mismatches {}/{}{}{}\n", s.seed,
+            o.tensor, sci(o.max_abs_err), sci(o.max_rel_err), sci(o.rel_l2_err), o.mismatches,
+            o.numel, o.nan_count ? fmt::format("  NaN {}", o.nan_count) : "",
+            o.unwritten ? fmt::format("  never written {}", o.unwritten) : "");
       for (const auto& o : s.outputs)
         for (const auto& m : o.first_mismatches) {
           std::string idx;
           for (auto i : m.index) idx += (idx.empty() ? "" : ",") + std::to_string(i);
-          std::cout << fmt::format("      {}[{}] = {} expected {} (atol {}, rtol {})\n", o.tensor, idx, m.got,
-                                   m.expected, o.tolerance.atol, o.tolerance.rtol);
+          std::cout << fmt::format("      {}[{}] = {} expected {} (atol {}, rtol {})\n", o.tensor,
+                                   idx, m.got, m.expected, o.tolerance.atol, o.tolerance.rtol);
         }
       for (const auto& name : s.modified_inputs)
-        std::cout << fmt::format("    seed {} input tensor '{}' was modified by the kernel\n", s.seed, name);
+        std::cout << fmt::format("    seed {} input tensor '{}' was modified by the kernel\n",
+                                 s.seed, name);
     }
     print_sanitizer(k.sanitizer);
   }
   int passed = 0, failed = 0, not_run = 0;
   for (const auto& k : r.kernels) {
-    if (sanitizer_verdict(k.sanitizer) == "findings") ++failed;
-    else if (k.status == KernelStatus::passed) ++passed;
-    else if (k.status == KernelStatus::not_run) ++not_run;
-    else ++failed;
+    if (sanitizer_verdict(k.sanitizer) == "findings")
+      ++failed;
+    else if (k.status == KernelStatus::passed)
+      ++passed;
+    else if (k.status == KernelStatus::not_run)
+      ++not_run;
+    else
+      ++failed;
   }
   if (r.kernels.empty() && r.device) {
-    std::cout << "no kernels yet: the reference ran on every seed; add a [[kernels]] table to kopt.toml to check one\n";
+    std::cout << "no kernels yet: the reference ran on every seed; add a [[kernels]] table to "
+                 "kopt.toml to check one\n";
     return;
   }
   std::cout << fmt::format("\n{} passed, {} failed", passed, failed);
@@ -139,9 +157,12 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
     tools = *parsed;
   }
   auto report = run_check(sel->problem, co, CheckContext{*compiler, runner, worker});
-  if (!report) return report_error(g, "check", exit_code(report.error().kind), report.error().to_string());
+  if (!report)
+    return report_error(g, "check", exit_code(report.error().kind), report.error().to_string());
   if (o.other_shape && report->device)
-    if (auto r = check_other_shape(sel->problem, co, CheckContext{*compiler, runner, worker}, *report); !r)
+    if (auto r =
+            check_other_shape(sel->problem, co, CheckContext{*compiler, runner, worker}, *report);
+        !r)
       return report_error(g, "check", exit_code(r.error().kind), r.error().to_string());
   if (!tools.empty() && report->device) {
     SanitizeRequest sr = sanitize_request(runner, tools, o.sel.device);
@@ -151,10 +172,13 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
       if (k.status == KernelStatus::passed || k.status == KernelStatus::mismatch)
         k.sanitizer = sanitize_kernel(sel->problem, k, report->device->is_opencl(), sr, runner);
   }
-  if (g.json) std::cout << to_json(*report).dump(2) << "\n";
-  else print_human(*report);
+  if (g.json)
+    std::cout << to_json(*report).dump(2) << "\n";
+  else
+    print_human(*report);
   if (report->exit_code() == 3)
-    std::cerr << (report->device ? "kopt check: a sanitizer could not check a kernel: unverifiable, not passed (exit 3)\n"
+    std::cerr << (report->device ? "kopt check: a sanitizer could not check a kernel: "
+                                   "unverifiable, not passed (exit 3)\n"
                                  : "kopt check: no CUDA device, so no kernel was run (exit 3)\n");
   return report->exit_code();
 }

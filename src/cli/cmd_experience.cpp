@@ -12,23 +12,26 @@ namespace kopt::cli {
 namespace {
 
 void print_records(const std::vector<ExperienceRecord>& rs) {
-  std::cout << fmt::format("{:<5} {:<12} {:<7} {:<22} {:<26} {:>8} {:<11} {}\n", "id", "family", "chip", "bottleneck",
-                           "method", "speedup", "verdict", "run / note");
+  std::cout << fmt::format("{:<5} {:<12} {:<7} {:<22} {:<26} {:>8} {:<11} {}\n", "id", "family",
+                           "chip", "bottleneck", "method", "speedup", "verdict", "run / note");
   for (const auto& r : rs)
-    std::cout << fmt::format("{:<5} {:<12} {:<7} {:<22} {:<26} {:>7.3f}x {:<11} {}{}\n", r.id, r.family, r.chip, r.bottleneck,
-                             r.method, r.speedup, r.verdict, r.run_id, r.note.empty() ? "" : " — " + r.note);
+    std::cout << fmt::format("{:<5} {:<12} {:<7} {:<22} {:<26} {:>7.3f}x {:<11} {}{}\n", r.id,
+                             r.family, r.chip, r.bottleneck, r.method, r.speedup, r.verdict,
+                             r.run_id, r.note.empty() ? "" : " — " + r.note);
 }
 
 }  // namespace
 
 int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o) {
   std::string cmd = "experience " + o.action;
-  auto db = ExperienceDb::open(o.db.empty() ? default_experience_db() : std::filesystem::path(o.db));
+  auto db =
+      ExperienceDb::open(o.db.empty() ? default_experience_db() : std::filesystem::path(o.db));
   if (!db) return report_error(g, cmd, exit_code(db.error().kind), db.error().to_string());
   nlohmann::json out{{"schema_version", 1}, {"command", cmd}, {"db", db->path().string()}};
   if (o.action == "add") {
     if (o.family.empty() || o.chip.empty() || o.method.empty() || o.before_s <= 0 || o.after_s <= 0)
-      return report_error(g, cmd, 2, "add needs --family, --chip, --method, --before and --after (seconds, > 0)");
+      return report_error(
+          g, cmd, 2, "add needs --family, --chip, --method, --before and --after (seconds, > 0)");
     auto params = parse_assignments(o.params, "--param");
     if (!params) return report_error(g, cmd, 2, params.error().to_string());
     ExperienceRecord r;
@@ -46,22 +49,27 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
     r.origin = "manual";
     r.date = utc_timestamp();
     auto added = db->add({r});
-    if (!added) return report_error(g, cmd, exit_code(added.error().kind), added.error().to_string());
+    if (!added)
+      return report_error(g, cmd, exit_code(added.error().kind), added.error().to_string());
     out["added"] = *added;
     if (!g.json)
-      std::cout << fmt::format("recorded: {} on {} {:.3f}x ({})\n", r.method, r.family, r.speedup, experience_verdict(r.speedup));
+      std::cout << fmt::format("recorded: {} on {} {:.3f}x ({})\n", r.method, r.family, r.speedup,
+                               experience_verdict(r.speedup));
   } else if (o.action == "recommend") {
     auto recs = db->recommend(o.family, o.chip, o.bottleneck);
     if (!recs) return report_error(g, cmd, exit_code(recs.error().kind), recs.error().to_string());
     out["recommendations"] = nlohmann::json::array();
     for (const auto& r : *recs)
-      out["recommendations"].push_back({{"method", r.method}, {"score", r.score}, {"demoted", r.demoted},
-                                        {"best_speedup", r.best_speedup}, {"evidence", r.evidence}});
+      out["recommendations"].push_back({{"method", r.method},
+                                        {"score", r.score},
+                                        {"demoted", r.demoted},
+                                        {"best_speedup", r.best_speedup},
+                                        {"evidence", r.evidence}});
     if (!g.json) {
       if (recs->empty()) std::cout << "no experience yet for this family, chip or bottleneck\n";
       for (const auto& r : *recs)
-        std::cout << fmt::format("{:<28} {:>4.0f} %  best {:.2f}x  {}{}\n", r.method, 100 * r.score, r.best_speedup,
-                                 r.evidence, r.demoted ? "  [demoted]" : "");
+        std::cout << fmt::format("{:<28} {:>4.0f} %  best {:.2f}x  {}{}\n", r.method, 100 * r.score,
+                                 r.best_speedup, r.evidence, r.demoted ? "  [demoted]" : "");
     }
   } else if (o.action == "search" || o.action == "list") {
     ExperienceFilter f;
@@ -91,8 +99,8 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
     if (!g.json) {
       if (ps->empty()) std::cout << "no predictions recorded yet\n";
       for (const auto& r : *ps)
-        std::cout << fmt::format("{:<10} {:<6} {:<30} {:<34} {}{}\n", r.family, r.chip, fmt::join(r.methods, ","),
-                                 r.prediction.text, r.prediction.verdict,
+        std::cout << fmt::format("{:<10} {:<6} {:<30} {:<34} {}{}\n", r.family, r.chip,
+                                 fmt::join(r.methods, ","), r.prediction.text, r.prediction.verdict,
                                  r.prediction.note.empty() ? "" : " (" + r.prediction.note + ")");
     }
   } else if (o.action == "merge") {
@@ -104,21 +112,28 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
     auto n = o.direction == "export" ? db->export_jsonl(o.file) : db->import_jsonl(o.file);
     if (!n) return report_error(g, cmd, exit_code(n.error().kind), n.error().to_string());
     out[o.direction == "export" ? "exported" : "imported"] = *n;
-    if (!g.json) std::cout << fmt::format("{} {} records {} {}\n", o.direction == "export" ? "exported" : "imported", *n,
-                                          o.direction == "export" ? "to" : "from", o.file);
+    if (!g.json)
+      std::cout << fmt::format("{} {} records {} {}\n",
+                               o.direction == "export" ? "exported" : "imported", *n,
+                               o.direction == "export" ? "to" : "from", o.file);
   } else if (o.action == "stats") {
     auto st = db->stats(o.by);
     if (!st) return report_error(g, cmd, exit_code(st.error().kind), st.error().to_string());
     out["stats"] = nlohmann::json::array();
     for (const auto& s : *st)
-      out["stats"].push_back({{"key", s.key}, {"trials", s.trials}, {"successes", s.successes},
-                              {"regressions", s.regressions}, {"mean_speedup", s.mean_speedup}});
+      out["stats"].push_back({{"key", s.key},
+                              {"trials", s.trials},
+                              {"successes", s.successes},
+                              {"regressions", s.regressions},
+                              {"mean_speedup", s.mean_speedup}});
     if (!g.json) {
-      std::cout << fmt::format("{:<28} {:>7} {:>9} {:>12} {:>13}\n", o.by, "trials", "success", "regressions", "mean speedup");
+      std::cout << fmt::format("{:<28} {:>7} {:>9} {:>12} {:>13}\n", o.by, "trials", "success",
+                               "regressions", "mean speedup");
       for (const auto& s : *st)
-        std::cout << fmt::format("{:<28} {:>7} {:>8.0f}% {:>12} {:>12.3f}x\n", s.key, s.trials,
-                                 100.0 * double(s.successes) / double(std::max<std::size_t>(1, s.trials)), s.regressions,
-                                 s.mean_speedup);
+        std::cout << fmt::format(
+            "{:<28} {:>7} {:>8.0f}% {:>12} {:>12.3f}x\n", s.key, s.trials,
+            100.0 * double(s.successes) / double(std::max<std::size_t>(1, s.trials)), s.regressions,
+            s.mean_speedup);
     }
   }
   if (g.json) std::cout << out.dump(2) << "\n";

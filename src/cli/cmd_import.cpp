@@ -17,7 +17,8 @@ namespace {
 int import_one_file(const GlobalOptions& g, const ImportCliOptions& o) {
   auto imported = import_kernelbench(o.file, o.out, cache_dir(), o.force);
   if (!imported)
-    return report_error(g, "import kernelbench", exit_code(imported.error().kind), imported.error().to_string());
+    return report_error(g, "import kernelbench", exit_code(imported.error().kind),
+                        imported.error().to_string());
   if (g.json) {
     std::cout << nlohmann::json{{"schema_version", 1},
                                 {"command", "import kernelbench"},
@@ -29,10 +30,12 @@ int import_one_file(const GlobalOptions& g, const ImportCliOptions& o) {
               << "\n";
     return 0;
   }
-  std::cout << "imported " << imported->name << " into " << o.out << ": kopt.toml, ref.py, model.py\n";
+  std::cout << "imported " << imported->name << " into " << o.out
+            << ": kopt.toml, ref.py, model.py\n";
   for (const auto& n : imported->notes) std::cout << "  note: " << n << "\n";
-  std::cout << "next: add a kernel to " << o.out << "/kopt.toml (a template is at its end), then `kopt check "
-            << o.out << "` and `kopt bench " << o.out << " --vs-torch`\n";
+  std::cout << "next: add a kernel to " << o.out
+            << "/kopt.toml (a template is at its end), then `kopt check " << o.out
+            << "` and `kopt bench " << o.out << " --vs-torch`\n";
   return 0;
 }
 
@@ -49,9 +52,11 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   bo.bench.rule.min_time_s = std::min(bo.bench.rule.min_time_s, o.max_time_s / 2);
   bo.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
   if (o.jobs < 0) return report_error(g, "import kernelbench", 2, "--jobs must be at least 1");
-  if (o.max_time_s <= 0) return report_error(g, "import kernelbench", 2, "--max-time must be positive");
+  if (o.max_time_s <= 0)
+    return report_error(g, "import kernelbench", 2, "--max-time must be positive");
 
-  auto importer = [&](const fs::path& file, const fs::path& dir) -> Expected<std::vector<std::string>> {
+  auto importer = [&](const fs::path& file,
+                      const fs::path& dir) -> Expected<std::vector<std::string>> {
     auto p = import_kernelbench(file, dir, bo.cache_root, true);  // the batch decides what to keep
     if (!p) return Unexpected(p.error());
     return p->notes;
@@ -69,15 +74,20 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
     evaluate = worker_evaluator(bo, CheckContext{*compiler, runner, *worker});
   }
   auto batch = run_kernelbench_batch(bo, importer, evaluate);
-  if (!batch) return report_error(g, "import kernelbench", exit_code(batch.error().kind), batch.error().to_string());
+  if (!batch)
+    return report_error(g, "import kernelbench", exit_code(batch.error().kind),
+                        batch.error().to_string());
   batch->device = device;
   std::string table = kernelbench_markdown(*batch);
   if (!o.report.empty())
     if (auto w = write_text_atomic(o.report, table); !w)
       return report_error(g, "import kernelbench", 4, w.error().message);
-  if (g.json) std::cout << to_json(*batch).dump(2) << "\n";
-  else std::cout << table << fmt::format("\n{:.1f} s; the state of each problem is in {}\n", batch->wall_s,
-                                         (fs::path(o.out) / "kernelbench.json").string());
+  if (g.json)
+    std::cout << to_json(*batch).dump(2) << "\n";
+  else
+    std::cout << table
+              << fmt::format("\n{:.1f} s; the state of each problem is in {}\n", batch->wall_s,
+                             (fs::path(o.out) / "kernelbench.json").string());
   return batch->exit_code();
 }
 
@@ -86,9 +96,10 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
 int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOptions& o) {
   if (fs::is_directory(o.file)) return import_folder(g, o);
   if (o.check || o.vs_torch || !o.report.empty())
-    return report_error(g, "import kernelbench", 2,
-                        "--check, --vs-torch and --report apply to a folder; for one problem run `kopt check` and "
-                        "`kopt bench --vs-torch` on what the import wrote");
+    return report_error(
+        g, "import kernelbench", 2,
+        "--check, --vs-torch and --report apply to a folder; for one problem run `kopt check` and "
+        "`kopt bench --vs-torch` on what the import wrote");
   return import_one_file(g, o);
 }
 

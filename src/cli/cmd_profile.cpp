@@ -22,7 +22,8 @@ std::vector<std::string> split_commas(const std::vector<std::string>& items) {
     std::size_t start = 0;
     while (start <= item.size()) {
       std::size_t comma = item.find(',', start);
-      std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string part =
+          item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       if (!part.empty()) out.push_back(part);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -35,8 +36,9 @@ std::vector<std::string> split_commas(const std::vector<std::string>& items) {
 Expected<ToolInfo> find_ncu(CommandRunner& runner) {
   ToolInfo ncu = probe_tool(runner, "ncu");
   if (!ncu.found)
-    return Unexpected(environment_error("ncu (Nsight Compute) not found on PATH or in the CUDA toolkit's bin: install "
-                                        "Nsight Compute or put ncu on PATH"));
+    return Unexpected(environment_error(
+        "ncu (Nsight Compute) not found on PATH or in the CUDA toolkit's bin: install "
+        "Nsight Compute or put ncu on PATH"));
   return ncu;
 }
 
@@ -45,14 +47,16 @@ void print_profile(const ProfileReport& r) {
     if (k.explanation) std::cout << summary_markdown(*k.explanation, k.provenance) << "\n";
     if (k.status != "ok") std::cout << fmt::format("{}: {}: {}\n", k.kernel, k.status, k.error);
     if (k.explanation && k.provenance.report_file.empty())
-      std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json}}\n\n", k.dir.string());
+      std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json}}\n\n",
+                               k.dir.string());
     else if (k.explanation)
-      std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json,profile.csv}}, report {} "
-                               "({}, {:.1f} s)\n\n",
-                               k.dir.string(), k.provenance.report_file,
-                               k.session_kernels > 1 ? fmt::format("one ncu session of {} kernels", k.session_kernels)
-                                                     : std::string("ncu"),
-                               k.ncu_wall_s);
+      std::cout << fmt::format(
+          "written: {}/{{summary.md,details.md,analysis.json,profile.csv}}, report {} "
+          "({}, {:.1f} s)\n\n",
+          k.dir.string(), k.provenance.report_file,
+          k.session_kernels > 1 ? fmt::format("one ncu session of {} kernels", k.session_kernels)
+                                : std::string("ncu"),
+          k.ncu_wall_s);
   }
 }
 
@@ -66,7 +70,8 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
     if (s.find('=') != std::string::npos) {
       o.sel.sets.push_back(s);
     } else if (o.ncu_set && *o.ncu_set != s) {
-      return report_error(g, "profile", 2, "two ncu section sets named: " + *o.ncu_set + " and " + s);
+      return report_error(g, "profile", 2,
+                          "two ncu section sets named: " + *o.ncu_set + " and " + s);
     } else {
       o.ncu_set = s;
     }
@@ -82,9 +87,11 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
     return report_error(g, "profile", 2, used.error().to_string());
   req.sets = sel->sets;
   req.questions = split_commas(o.questions);
-  if (auto m = metrics_for_questions(req.questions); !m) return report_error(g, "profile", 2, m.error().to_string());
+  if (auto m = metrics_for_questions(req.questions); !m)
+    return report_error(g, "profile", 2, m.error().to_string());
   if (o.ncu_set && !req.questions.empty())
-    return report_error(g, "profile", 2, "--ncu-set and --question choose the metrics two ways: give one");
+    return report_error(g, "profile", 2,
+                        "--ncu-set and --question choose the metrics two ways: give one");
   req.ncu_set = o.ncu_set;
   req.clock_control = o.clock_control;
   req.launch_skip = o.launch_skip;
@@ -111,9 +118,12 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));
   auto compiler = make_compiler(worker);
   auto report = run_profile(problem, req, CheckContext{*compiler, runner, worker});
-  if (!report) return report_error(g, "profile", exit_code(report.error().kind), report.error().to_string());
-  if (g.json) std::cout << to_json(*report).dump(2) << "\n";
-  else print_profile(*report);
+  if (!report)
+    return report_error(g, "profile", exit_code(report.error().kind), report.error().to_string());
+  if (g.json)
+    std::cout << to_json(*report).dump(2) << "\n";
+  else
+    print_profile(*report);
   return report->exit_code();
 }
 
@@ -121,11 +131,15 @@ int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
   std::string text;
   SystemCommandRunner runner;
   if (o.file.ends_with(".ncu-rep")) {
-    if (!std::filesystem::exists(o.file)) return report_error(g, "analyze", 2, o.file + ": no such file");
+    if (!std::filesystem::exists(o.file))
+      return report_error(g, "analyze", 2, o.file + ": no such file");
     auto ncu = find_ncu(runner);
     if (!ncu) return report_error(g, "analyze", 3, ncu.error().message);
-    CommandResult r = runner.run(ncu_import_argv(ncu->path, o.file), std::chrono::milliseconds(120000));
-    if (!r.ok()) return report_error(g, "analyze", 2, o.file + ": ncu could not import it: " + r.err.substr(0, 400));
+    CommandResult r =
+        runner.run(ncu_import_argv(ncu->path, o.file), std::chrono::milliseconds(120000));
+    if (!r.ok())
+      return report_error(g, "analyze", 2,
+                          o.file + ": ncu could not import it: " + r.err.substr(0, 400));
     text = r.out;
   } else {
     auto t = read_text_file(o.file);
@@ -133,17 +147,21 @@ int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
     text = *t;
   }
   auto parsed = parse_ncu_csv(text, o.file);
-  if (!parsed) return report_error(g, "analyze", exit_code(parsed.error().kind), parsed.error().to_string());
+  if (!parsed)
+    return report_error(g, "analyze", exit_code(parsed.error().kind), parsed.error().to_string());
   auto target = select_kernel(*parsed, o.kernel);
   if (!target) return report_error(g, "analyze", 2, o.file + ": " + target.error().message);
   ExplainInputs in;
   in.profile = *target;
   for (const auto& l : parsed->launches)
     if (l.kernel == target->kernel)
-      if (auto it = l.attributes.find("device__attribute_display_name"); it != l.attributes.end()) in.device_name = it->second;
+      if (auto it = l.attributes.find("device__attribute_display_name"); it != l.attributes.end())
+        in.device_name = it->second;
   if (o.gpu) {
     in.spec = find_gpu_spec(*o.gpu);
-    if (!in.spec) return report_error(g, "analyze", 2, "--gpu " + *o.gpu + ": not in the spec table (kopt specs lists it)");
+    if (!in.spec)
+      return report_error(g, "analyze", 2,
+                          "--gpu " + *o.gpu + ": not in the spec table (kopt specs lists it)");
     if (in.device_name.empty()) in.device_name = in.spec->name;
   }
   std::optional<StoredCeilings> ceilings;
@@ -169,13 +187,16 @@ int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
   if (!catalog) return report_error(g, "analyze", 4, catalog.error().to_string());
   AdviceInputs ai;
   ai.ctx.catalog = &*catalog;
-  if (const GpuSpec* spec = in.spec ? in.spec : find_gpu_spec(in.device_name); spec && spec->arch.starts_with("sm_"))
+  if (const GpuSpec* spec = in.spec ? in.spec : find_gpu_spec(in.device_name);
+      spec && spec->arch.starts_with("sm_"))
     ai.ctx.sm = std::atoi(spec->arch.c_str() + 3);
   ai.explanation = &e;
   Advice advice = advise(ai);
   if (g.json) {
-    nlohmann::json j{{"schema_version", 1}, {"command", "analyze"}, {"file", o.file}, {"layout", parsed->layout},
-                     {"device", in.device_name}, {"analysis", to_json(e)}, {"advice", to_json(advice)}};
+    nlohmann::json j{{"schema_version", 1},      {"command", "analyze"},
+                     {"file", o.file},           {"layout", parsed->layout},
+                     {"device", in.device_name}, {"analysis", to_json(e)},
+                     {"advice", to_json(advice)}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << summary_markdown(e, prov) << advice_markdown(advice);

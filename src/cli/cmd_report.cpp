@@ -17,24 +17,30 @@ int run_report_command(const GlobalOptions& g, const ReportCliOptions& o) {
       if (auto w = write_text_atomic(std::filesystem::path(o.out) / "leaderboard.md", md); !w)
         return report_error(g, "report", 2, w.error().to_string());
       if (o.html)
-        if (auto w = write_text_atomic(std::filesystem::path(o.out) / "leaderboard.html", leaderboard_html(runs)); !w)
+        if (auto w = write_text_atomic(std::filesystem::path(o.out) / "leaderboard.html",
+                                       leaderboard_html(runs));
+            !w)
           return report_error(g, "report", 2, w.error().to_string());
     }
     std::cout << md;
     return 0;
   }
-  if (o.runs.size() > 1) return report_error(g, "report", 2, "one run at a time (or --leaderboard)");
+  if (o.runs.size() > 1)
+    return report_error(g, "report", 2, "one run at a time (or --leaderboard)");
   std::filesystem::path dir = o.runs[0];
-  if (!std::filesystem::is_directory(dir)) return report_error(g, "report", 2, dir.string() + ": not a directory");
+  if (!std::filesystem::is_directory(dir))
+    return report_error(g, "report", 2, dir.string() + ": not a directory");
   RunReport r = load_run_report(dir);
   std::filesystem::path out = o.out.empty() ? dir : std::filesystem::path(o.out);
-  std::vector<std::pair<std::string, std::string>> files = {{"report.md", report_markdown(r)},
-                                                            {"benchmark.md", benchmark_markdown(r)}};
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"report.md", report_markdown(r)}, {"benchmark.md", benchmark_markdown(r)}};
   if (o.html) files.emplace_back("report.html", report_html(r));
   for (const auto& [name, text] : files)
-    if (auto w = write_text_atomic(out / name, text); !w) return report_error(g, "report", 2, w.error().to_string());
+    if (auto w = write_text_atomic(out / name, text); !w)
+      return report_error(g, "report", 2, w.error().to_string());
   if (g.json) {
-    nlohmann::json j{{"schema_version", 1}, {"command", "report"}, {"run", dir.string()}, {"gaps", r.gaps}};
+    nlohmann::json j{
+        {"schema_version", 1}, {"command", "report"}, {"run", dir.string()}, {"gaps", r.gaps}};
     for (const auto& [name, text] : files) j["files"].push_back((out / name).string());
     std::cout << j.dump(2) << "\n";
   } else {

@@ -29,7 +29,8 @@ json spec_json(const GpuSpec& s) {
                       {"section", v->section},
                       {"note", v->note}};
   }
-  return {{"id", s.id}, {"name", s.name}, {"vendor", s.vendor}, {"arch", s.arch}, {"match", s.match}, {"values", values}};
+  return {{"id", s.id},     {"name", s.name},   {"vendor", s.vendor},
+          {"arch", s.arch}, {"match", s.match}, {"values", values}};
 }
 
 std::string known_ids() {
@@ -43,9 +44,14 @@ std::string known_ids() {
 int run_specs_command(const GlobalOptions& g, const SpecsCliOptions& o) {
   if (o.gpu) {
     const GpuSpec* s = find_gpu_spec(*o.gpu);
-    if (!s) return report_error(g, "specs", 2, "no GPU '" + *o.gpu + "' in the spec table (known: " + known_ids() + ")");
-    if (g.json) std::cout << json{{"schema_version", 1}, {"command", "specs"}, {"gpu", spec_json(*s)}}.dump(2) << "\n";
-    else std::cout << spec_markdown(*s);
+    if (!s)
+      return report_error(g, "specs", 2,
+                          "no GPU '" + *o.gpu + "' in the spec table (known: " + known_ids() + ")");
+    if (g.json)
+      std::cout << json{{"schema_version", 1}, {"command", "specs"}, {"gpu", spec_json(*s)}}.dump(2)
+                << "\n";
+    else
+      std::cout << spec_markdown(*s);
     return 0;
   }
   if (g.json) {
@@ -67,30 +73,39 @@ int run_target_command(const GlobalOptions& g, const TargetCliOptions& o) {
   std::optional<StoredCeilings> ceilings;
   if (o.gpu) {
     spec = find_gpu_spec(*o.gpu);
-    if (!spec) return report_error(g, "target", 2, "--gpu " + *o.gpu + ": not in the spec table (known: " + known_ids() + ")");
+    if (!spec)
+      return report_error(
+          g, "target", 2,
+          "--gpu " + *o.gpu + ": not in the spec table (known: " + known_ids() + ")");
     device_name = spec->name;
     ceilings = find_ceilings_by_name(cache_dir(), device_name);
   } else {
     if (auto probe = cuda::probe_driver(); !probe)
-      return report_error(g, "target", 3, "no GPU here (" + probe.error().message + "): name one with --gpu ID");
+      return report_error(g, "target", 3,
+                          "no GPU here (" + probe.error().message + "): name one with --gpu ID");
     TempDir tmp("kopt-worker");
     WorkerClient worker(worker_options(o.sel.device, tmp.path()));
     auto device = worker.device_info();
     if (!device)
-      return report_error(g, "target", 3, device.error().message + ": name a GPU of the spec table with --gpu ID");
+      return report_error(g, "target", 3,
+                          device.error().message + ": name a GPU of the spec table with --gpu ID");
     device_name = device->name;
     spec = find_gpu_spec(device_name);
     // The roofs kopt optimize uses for its target (roofs.hpp): stored, else measured now.
     ceilings = resolve_roofs(cache_dir(), *device, worker_ceilings(worker)).ceilings;
   }
   std::string precision = o.precision.value_or(default_precision(problem));
-  auto t = compute_target(problem, precision, spec, device_name, ceilings ? &ceilings->result : nullptr,
-                          ceilings ? ceilings->measured_at : "");
+  auto t =
+      compute_target(problem, precision, spec, device_name, ceilings ? &ceilings->result : nullptr,
+                     ceilings ? ceilings->measured_at : "");
   if (!t) return report_error(g, "target", exit_code(t.error().kind), t.error().to_string());
   std::string md = target_markdown(*t);
-  if (auto w = write_text_atomic(o.out, md); !w) return report_error(g, "target", 4, w.error().to_string());
-  if (g.json) std::cout << to_json(*t).dump(2) << "\n";
-  else std::cout << md << "\nwritten: " << o.out << "\n";
+  if (auto w = write_text_atomic(o.out, md); !w)
+    return report_error(g, "target", 4, w.error().to_string());
+  if (g.json)
+    std::cout << to_json(*t).dump(2) << "\n";
+  else
+    std::cout << md << "\nwritten: " << o.out << "\n";
   return 0;
 }
 

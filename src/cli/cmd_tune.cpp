@@ -1,6 +1,5 @@
 // `kopt tune PROBLEM --strategy S --budget N`: search a kernel's parameter space.
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,11 +8,11 @@
 #include <optional>
 
 #include "commands.hpp"
-#include "worker_pool.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/parallel.hpp"
 #include "kopt/engine/tuner.hpp"
 #include "kopt/report/explanation_markdown.hpp"
+#include "worker_pool.hpp"
 
 namespace kopt::cli {
 namespace {
@@ -25,19 +24,22 @@ void print_times(const TuneReport& r) {
       "  screening     {:6.1f} s: build {:.1f}, check {:.1f}, measure {:.1f}, other {:.1f}\n"
       "  confirmation  {:6.1f} s: check {:.1f}, measure {:.1f}, other {:.1f}\n"
       "  comparison    {:6.1f} s (champion against the default)\n",
-      r.wall_s, r.configs_per_min(), r.jobs, r.batch, sc.total(), sc.build_s, sc.check_s, sc.measure_s, sc.other_s,
-      cf.total(), cf.check_s, cf.measure_s, cf.other_s + cf.build_s, r.compare_s);
+      r.wall_s, r.configs_per_min(), r.jobs, r.batch, sc.total(), sc.build_s, sc.check_s,
+      sc.measure_s, sc.other_s, cf.total(), cf.check_s, cf.measure_s, cf.other_s + cf.build_s,
+      r.compare_s);
 }
 
 void print_tune(const TuneReport& r) {
   const SearchResult& s = r.stages.search;
-  std::cout << fmt::format("kopt tune {} / {} · {} · {} over {} points: {} screened, stopped by {}\n", r.problem,
-                           r.kernel, r.device().name, search_strategy_name(s.strategy), r.space_size, s.history.size(),
-                           s.stop_reason);
+  std::cout << fmt::format(
+      "kopt tune {} / {} · {} · {} over {} points: {} screened, stopped by {}\n", r.problem,
+      r.kernel, r.device().name, search_strategy_name(s.strategy), r.space_size, s.history.size(),
+      s.stop_reason);
   if (r.devices.size() > 1) {
     std::vector<std::size_t> per(r.devices.size(), 0);
     for (const auto& e : s.history)
-      if (e.device >= 0 && static_cast<std::size_t>(e.device) < per.size()) ++per[static_cast<std::size_t>(e.device)];
+      if (e.device >= 0 && static_cast<std::size_t>(e.device) < per.size())
+        ++per[static_cast<std::size_t>(e.device)];
     std::cout << "devices:";
     for (std::size_t d = 0; d < r.devices.size(); ++d)
       std::cout << fmt::format("{} {}{}{} ({} screened{})", d ? "," : "", r.devices[d].ordinal,
@@ -48,11 +50,11 @@ void print_tune(const TuneReport& r) {
   }
   for (const auto& n : r.device_notes) std::cout << "note: " << n << "\n";
   if (s.skipped_infeasible || s.skipped_learned)
-    std::cout << fmt::format("skipped: {} violating the constraints, {} by learned constraints\n", s.skipped_infeasible,
-                             s.skipped_learned);
+    std::cout << fmt::format("skipped: {} violating the constraints, {} by learned constraints\n",
+                             s.skipped_infeasible, s.skipped_learned);
   for (const auto& h : s.learned)
-    std::cout << fmt::format("learned: {}={} fails ({} times; e.g. {})\n", h.param, h.value, h.failures,
-                             h.example_failure.substr(0, 120));
+    std::cout << fmt::format("learned: {}={} fails ({} times; e.g. {})\n", h.param, h.value,
+                             h.failures, h.example_failure.substr(0, 120));
   std::size_t failed = 0;
   for (const auto& e : s.history) failed += !e.ok;
   std::cout << "\nconfirmed (full measurement; the screening median beside it ranks only):\n";
@@ -65,17 +67,22 @@ void print_tune(const TuneReport& r) {
     std::string note = c->point == r.default_point ? "  (default)" : "";
     if (r.stages.champion && c->point == r.stages.champion->point) note += "  champion";
     if (c->ok)
-      std::cout << fmt::format("  {:>10} ±{:.1f}%  screened {:>10}  {}{}\n", human_time(c->summary.median),
-                               100 * c->summary.rel_noise, human_time(c->screened_s), point_to_string(c->point), note);
+      std::cout << fmt::format("  {:>10} ±{:.1f}%  screened {:>10}  {}{}\n",
+                               human_time(c->summary.median), 100 * c->summary.rel_noise,
+                               human_time(c->screened_s), point_to_string(c->point), note);
     else
-      std::cout << fmt::format("  {:>10}  {}: {}\n", "failed", point_to_string(c->point), c->failure.substr(0, 160));
+      std::cout << fmt::format("  {:>10}  {}: {}\n", "failed", point_to_string(c->point),
+                               c->failure.substr(0, 160));
   }
-  if (failed) std::cout << fmt::format("  ({} of {} points failed: compile, run or check)\n", failed, s.history.size());
+  if (failed)
+    std::cout << fmt::format("  ({} of {} points failed: compile, run or check)\n", failed,
+                             s.history.size());
   if (r.final_comparison && r.final_comparison->comparison) {
     const Comparison& c = *r.final_comparison->comparison;
-    std::cout << fmt::format("\nchampion / default time ratio {:.4f}, {:.0f}% CI [{:.4f}, {:.4f}] over {} interleaved "
-                             "pairs: the champion is {}\n",
-                             c.ratio, 100 * c.confidence, c.ci_low, c.ci_high, c.pairs, verdict_name(c.verdict));
+    std::cout << fmt::format(
+        "\nchampion / default time ratio {:.4f}, {:.0f}% CI [{:.4f}, {:.4f}] over {} interleaved "
+        "pairs: the champion is {}\n",
+        c.ratio, 100 * c.confidence, c.ci_low, c.ci_high, c.pairs, verdict_name(c.verdict));
   } else if (r.stages.champion && r.stages.champion->point == r.default_point) {
     std::cout << "\nthe default point is the fastest confirmed\n";
   }
@@ -86,13 +93,16 @@ void print_tune(const TuneReport& r) {
 void print_progress(const SearchProgress& p) {
   static const bool tty = ::isatty(STDERR_FILENO) != 0;
   double per_min = p.elapsed_s > 0 ? 60.0 * double(p.evaluations) / p.elapsed_s : 0.0;
-  std::string line = fmt::format("kopt tune: {}/{} screened · {:.0f} configs/min · best {}{}", p.evaluations, p.budget,
-                                 per_min,
-                                 p.best ? human_time(p.best->cost) + " (screening, " + point_to_string(p.best->point) + ")"
-                                        : "none yet",
-                                 p.time_left_s > 0 ? fmt::format(" · {:.0f} s left", p.time_left_s) : "");
-  if (tty) std::cerr << "\r\033[K" << line << std::flush;
-  else std::cerr << line << "\n";
+  std::string line = fmt::format(
+      "kopt tune: {}/{} screened · {:.0f} configs/min · best {}{}", p.evaluations, p.budget,
+      per_min,
+      p.best ? human_time(p.best->cost) + " (screening, " + point_to_string(p.best->point) + ")"
+             : "none yet",
+      p.time_left_s > 0 ? fmt::format(" · {:.0f} s left", p.time_left_s) : "");
+  if (tty)
+    std::cerr << "\r\033[K" << line << std::flush;
+  else
+    std::cerr << line << "\n";
 }
 
 // --confirm: auto, all, or N.
@@ -122,13 +132,15 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   if (!sel) return report_error(g, "tune", exit_code(sel.error().kind), sel.error().to_string());
   const Problem& problem = sel->problem;
   TuneRequest req;
-  if (o.sel.kernels.size() > 1) return report_error(g, "tune", 2, "tune searches one kernel: name it with --kernel");
+  if (o.sel.kernels.size() > 1)
+    return report_error(g, "tune", 2, "tune searches one kernel: name it with --kernel");
   if (!o.sel.kernels.empty()) {
     req.kernel = o.sel.kernels[0];
   } else {
     for (const auto& k : problem.kernels)
       if (!k.params.empty() && req.kernel.empty()) req.kernel = k.name;
-    if (req.kernel.empty()) return report_error(g, "tune", 2, "no kernel of " + problem.name + " has params to tune");
+    if (req.kernel.empty())
+      return report_error(g, "tune", 2, "no kernel of " + problem.name + " has params to tune");
   }
   auto chosen = select_kernels(problem, {req.kernel});
   if (!chosen) return report_error(g, "tune", 2, chosen.error().to_string());
@@ -147,7 +159,9 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   req.bench.rule.max_noise = 0.01;
   req.screen = screen_options(req.bench, o.screen_samples);
   auto confirm = parse_confirm(o.confirm);
-  if (!confirm) return report_error(g, "tune", 2, "--confirm " + o.confirm + ": expected auto, all or a number >= 1");
+  if (!confirm)
+    return report_error(g, "tune", 2,
+                        "--confirm " + o.confirm + ": expected auto, all or a number >= 1");
   req.confirm = *confirm;
   req.jobs = o.jobs > 0 ? o.jobs : hardware_jobs();
   req.search.batch = o.batch;
@@ -159,10 +173,12 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   req.allow_mixed = o.allow_mixed;
   auto pool = WorkerPool::open({o.gpus, o.cluster, o.sel.device, o.allow_mixed});
   if (!pool) return report_error(g, "tune", exit_code(pool.error().kind), pool.error().to_string());
-  if (std::string d = (*pool)->description(); !d.empty() && !g.json) std::cerr << "kopt tune: " << d << "\n";
+  if (std::string d = (*pool)->description(); !d.empty() && !g.json)
+    std::cerr << "kopt tune: " << d << "\n";
   std::vector<CheckContext> devices = (*pool)->contexts();
   auto report = run_tune(problem, req, devices);
-  if (!report) return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
+  if (!report)
+    return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
   if (g.json) {
     std::cout << to_json(*report).dump(2) << "\n";
   } else {

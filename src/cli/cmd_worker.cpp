@@ -7,11 +7,11 @@
 #include <optional>
 
 #include "commands.hpp"
-#include "kopt/backend/python/python_runner.hpp"
 #include "kopt/backend/cuda/executor.hpp"
-#include "kopt/backend/cuda/nvtx_range.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
+#include "kopt/backend/cuda/nvtx_range.hpp"
 #include "kopt/backend/opencl/opencl.hpp"
+#include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/tools/ncu.hpp"
 #include "kopt/worker/protocol.hpp"
@@ -50,8 +50,8 @@ int run_worker_command(int device, const std::string& backend) {
   return run_worker_loop(std::cin, out, factory);
 }
 
-int run_worker_once_command(int device, const std::string& backend, const std::vector<std::string>& job_files,
-                            int warmup, int repeat) {
+int run_worker_once_command(int device, const std::string& backend,
+                            const std::vector<std::string>& job_files, int warmup, int repeat) {
   std::vector<RunJob> jobs;
   for (const auto& file : job_files) {
     auto text = read_text_file(file);
@@ -140,8 +140,10 @@ int run_probe_kernel_command(int device) {
   job.entry = build->lowered_entry;
   job.grid = {n / 256, 1, 1};
   job.block = {256, 1, 1};
-  job.args = {ResolvedArg{"x", DType::f32, std::int64_t{0}}, ResolvedArg{"", DType::i32, std::int64_t{n}}};
-  job.tensors = {JobTensor{"x", DType::f32, zeros.size(), Role::inout, tmp.path() / "x.bin", tmp.path() / "y.bin"}};
+  job.args = {ResolvedArg{"x", DType::f32, std::int64_t{0}},
+              ResolvedArg{"", DType::i32, std::int64_t{n}}};
+  job.tensors = {JobTensor{"x", DType::f32, zeros.size(), Role::inout, tmp.path() / "x.bin",
+                           tmp.path() / "y.bin"}};
   RunResult r = (*executor)->run(job);
   if (!r.ok()) {
     std::cerr << "kopt probe-kernel: " << r.error << "\n";

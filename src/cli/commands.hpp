@@ -51,8 +51,10 @@ struct CheckCliOptions {
   int seeds = 3;
   std::uint64_t first_seed = 1;
   double timeout_s = 10.0;
-  bool secret_seed = true;  // the last seed drawn at run time (--no-secret-seed: first_seed + seeds - 1)
-  bool other_shape = true;  // [check] dims: every passing kernel checked at that shape too (--no-other-shape)
+  bool secret_seed =
+      true;  // the last seed drawn at run time (--no-secret-seed: first_seed + seeds - 1)
+  bool other_shape =
+      true;  // [check] dims: every passing kernel checked at that shape too (--no-other-shape)
   std::string sanitize;  // --sanitize memcheck,racecheck,...: "" runs none
   double sanitize_timeout_s = 600.0;
 };
@@ -73,7 +75,7 @@ struct BenchCliOptions {
   bool blocking = true;
   bool vs_torch = false;
   bool verify_samples = true;
-  std::string gpus;     // --gpus all|N,M,...: variants measured one per device (a comparison on one)
+  std::string gpus;  // --gpus all|N,M,...: variants measured one per device (a comparison on one)
   std::string cluster;  // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
   bool allow_mixed = false;
 };
@@ -93,11 +95,11 @@ struct SassCliOptions {
 int run_sass_command(const GlobalOptions& g, const SassCliOptions& o);
 
 // NAME=VALUE pairs of --set, --vs and --dim; values are integers (or true/false).
-Expected<std::map<std::string, std::int64_t>> parse_assignments(const std::vector<std::string>& items,
-                                                                 const std::string& flag);
+Expected<std::map<std::string, std::int64_t>> parse_assignments(
+    const std::vector<std::string>& items, const std::string& flag);
 int run_worker_command(int device, const std::string& backend);
-int run_worker_once_command(int device, const std::string& backend, const std::vector<std::string>& job_files,
-                            int warmup, int repeat);
+int run_worker_once_command(int device, const std::string& backend,
+                            const std::vector<std::string>& job_files, int warmup, int repeat);
 
 struct ProfileCliOptions {
   ProblemSelection sel;
@@ -128,12 +130,12 @@ struct TuneCliOptions {
   double time_budget_s = 0;
   std::uint64_t seed = 1;
   double max_time_s = 2.0;
-  unsigned jobs = 0;               // 0: the machine's cores
-  std::size_t batch = 32;          // candidates screened together
+  unsigned jobs = 0;       // 0: the machine's cores
+  std::size_t batch = 32;  // candidates screened together
   std::size_t screen_samples = 15;
-  std::string confirm = "auto";    // auto (the rule), all, or a number: at most that many
-  std::string gpus;                // --gpus all|N,M,...: screening split over these devices
-  std::string cluster;             // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
+  std::string confirm = "auto";  // auto (the rule), all, or a number: at most that many
+  std::string gpus;              // --gpus all|N,M,...: screening split over these devices
+  std::string cluster;  // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
   bool allow_mixed = false;
 };
 int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o);
@@ -153,7 +155,7 @@ struct OptimizeCliOptions {
   std::string proposer;
   double proposer_timeout_s = 600;
   std::string budget_formula = "headroom";  // headroom | kernelflow
-  bool profile_branches = true;  // --no-branch-profiles: only the champion is profiled
+  bool profile_branches = true;             // --no-branch-profiles: only the champion is profiled
   bool sanitize = true;  // memcheck and racecheck on a new champion (--no-sanitize)
   std::string gpus;      // --gpus all|N,M,...: a round's branches measured one per device
   std::string cluster;   // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
@@ -169,8 +171,8 @@ struct IterStepCliOptions {
   std::string kernel;
   std::vector<std::string> sets, methods;
   std::string ablates;
-  std::string hypothesis;            // branch: what the author expects and why
-  std::vector<std::string> expect;   // branch: METRIC:up|down[:AMOUNT]
+  std::string hypothesis;                   // branch: what the author expects and why
+  std::vector<std::string> expect;          // branch: METRIC:up|down[:AMOUNT]
   std::string budget_formula = "headroom";  // open: headroom | kernelflow
   std::optional<std::string> arch;
   int device = 0;
@@ -198,7 +200,8 @@ int run_report_command(const GlobalOptions& g, const ReportCliOptions& o);
 struct ExperienceCliOptions {
   std::string action;  // add | recommend | search | list | merge | sync | stats
   std::string db;      // default: default_experience_db()
-  std::string family, chip, bottleneck, method, verdict, text, sass, note, by = "method", file, direction;
+  std::string family, chip, bottleneck, method, verdict, text, sass, note, by = "method", file,
+                                                                           direction;
   std::vector<std::string> params;
   double before_s = 0, after_s = 0;
   std::size_t limit = 50;
@@ -223,7 +226,7 @@ int run_target_command(const GlobalOptions& g, const TargetCliOptions& o);
 
 struct ImportCliOptions {
   std::string file;  // a KernelBench problem (.py), or a folder of them
-  std::string out;   // the problem directory to write (a folder: one directory per problem under it)
+  std::string out;  // the problem directory to write (a folder: one directory per problem under it)
   bool force = false;
   // A folder only: parallel imports, then each reference run once (--check) and its PyTorch
   // baselines timed (--vs-torch) for --max-time each; the table also written to --report.
@@ -271,6 +274,7 @@ WorkerOptions worker_options(int device, const std::filesystem::path& log_dir,
 SanitizeRequest sanitize_request(CommandRunner& runner, std::vector<std::string> tools, int device);
 
 // Prints an error (human or JSON) to the right stream and returns its exit code.
-int report_error(const GlobalOptions& g, const std::string& command, int code, const std::string& message);
+int report_error(const GlobalOptions& g, const std::string& command, int code,
+                 const std::string& message);
 
 }  // namespace kopt::cli

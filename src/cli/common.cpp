@@ -20,14 +20,19 @@ std::filesystem::path self_executable() {
   return ec ? std::filesystem::path("kopt") : p;
 }
 
-SanitizeRequest sanitize_request(CommandRunner& runner, std::vector<std::string> tools, int device) {
+SanitizeRequest sanitize_request(CommandRunner& runner, std::vector<std::string> tools,
+                                 int device) {
   SanitizeRequest r;
   r.tools = std::move(tools);
   r.device = device;
   r.kopt_executable = self_executable();
   ToolInfo t = probe_tool(runner, "compute-sanitizer");
-  if (t.found) r.sanitizer = t.path;
-  else r.missing_reason = "compute-sanitizer not found on PATH or in the CUDA toolkit's bin (it ships with the toolkit)";
+  if (t.found)
+    r.sanitizer = t.path;
+  else
+    r.missing_reason =
+        "compute-sanitizer not found on PATH or in the CUDA toolkit's bin (it ships with the "
+        "toolkit)";
   return r;
 }
 
@@ -121,10 +126,15 @@ Expected<std::vector<int>> select_devices(const std::string& gpus, int default_d
       if (used != item.size()) n = -1;
     } catch (const std::exception&) {
     }
-    if (n < 0) return Unexpected(bad_input("--gpus " + gpus + ": '" + item + "' is not a device ordinal (all, or N,M,...)"));
-    if (n >= count) return Unexpected(bad_input("--gpus " + gpus + ": no device " + std::to_string(n) + "; " + have));
+    if (n < 0)
+      return Unexpected(bad_input("--gpus " + gpus + ": '" + item +
+                                  "' is not a device ordinal (all, or N,M,...)"));
+    if (n >= count)
+      return Unexpected(
+          bad_input("--gpus " + gpus + ": no device " + std::to_string(n) + "; " + have));
     if (std::find(out.begin(), out.end(), n) != out.end())
-      return Unexpected(bad_input("--gpus " + gpus + ": device " + std::to_string(n) + " named twice"));
+      return Unexpected(
+          bad_input("--gpus " + gpus + ": device " + std::to_string(n) + " named twice"));
     out.push_back(n);
     if (comma == std::string::npos) break;
     at = comma + 1;
@@ -196,7 +206,9 @@ Expected<Selected> load_selection(const ProblemSelection& sel) {
   auto problem = load_problem(sel.problem, out.dims);
   if (!problem) return Unexpected(problem.error());
   prefer_backend_of(*problem);
-  if (auto chosen = select_language(*problem, backend_language(active_backend()), sel.allow_no_kernels); !chosen)
+  if (auto chosen =
+          select_language(*problem, backend_language(active_backend()), sel.allow_no_kernels);
+      !chosen)
     return Unexpected(chosen.error());
   out.problem = std::move(*problem);
   return out;

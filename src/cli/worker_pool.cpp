@@ -9,15 +9,17 @@ Expected<std::unique_ptr<WorkerPool>> WorkerPool::open(const WorkerChoice& choic
   std::unique_ptr<WorkerPool> pool(new WorkerPool());
   if (!choice.cluster.empty()) {
     if (!choice.gpus.empty())
-      return Unexpected(bad_input("--gpus chooses devices of this host; with --cluster the workers are one per "
-                                  "device of the cluster"));
+      return Unexpected(
+          bad_input("--gpus chooses devices of this host; with --cluster the workers are one per "
+                    "device of the cluster"));
     if (active_backend() == Backend::triton)
-      return Unexpected(bad_input("--cluster runs CUDA or OpenCL workers; Triton kernels run on this host"));
+      return Unexpected(
+          bad_input("--cluster runs CUDA or OpenCL workers; Triton kernels run on this host"));
     int opencl_devices = 0;
     if (active_backend() == Backend::opencl)
       if (auto d = opencl::list_opencl_devices()) opencl_devices = static_cast<int>(d->size());
-    auto cluster = RayCluster::open(choice.cluster, std::string(backend_name(active_backend())), cache_dir(),
-                                    opencl_devices, pool->m_tmp.path());
+    auto cluster = RayCluster::open(choice.cluster, std::string(backend_name(active_backend())),
+                                    cache_dir(), opencl_devices, pool->m_tmp.path());
     if (!cluster) return Unexpected(cluster.error());
     pool->m_cluster = std::move(*cluster);
     for (std::size_t i = 0; i < pool->m_cluster->slots().size(); ++i)
@@ -27,7 +29,8 @@ Expected<std::unique_ptr<WorkerPool>> WorkerPool::open(const WorkerChoice& choic
     auto ordinals = select_devices(choice.gpus, choice.device);
     if (!ordinals) return Unexpected(ordinals.error());
     for (int d : *ordinals)
-      pool->m_workers.push_back(std::make_unique<WorkerClient>(worker_options(d, pool->m_tmp.path())));
+      pool->m_workers.push_back(
+          std::make_unique<WorkerClient>(worker_options(d, pool->m_tmp.path())));
   }
   // A compiler per worker: an OpenCL build happens in its device's worker, which serves one
   // request at a time (the workers run at once).
@@ -37,14 +40,15 @@ Expected<std::unique_ptr<WorkerPool>> WorkerPool::open(const WorkerChoice& choic
 
 std::vector<CheckContext> WorkerPool::contexts() {
   std::vector<CheckContext> out;
-  for (std::size_t i = 0; i < m_workers.size(); ++i) out.push_back(CheckContext{*m_compilers[i], m_runner, *m_workers[i]});
+  for (std::size_t i = 0; i < m_workers.size(); ++i)
+    out.push_back(CheckContext{*m_compilers[i], m_runner, *m_workers[i]});
   return out;
 }
 
 std::string WorkerPool::description() const {
   if (m_cluster)
-    return std::to_string(m_workers.size()) + " worker(s) on the Ray cluster at " + m_cluster->address() +
-           (m_cluster->local() ? " (a local instance kopt started)" : "");
+    return std::to_string(m_workers.size()) + " worker(s) on the Ray cluster at " +
+           m_cluster->address() + (m_cluster->local() ? " (a local instance kopt started)" : "");
   if (m_workers.size() > 1) return std::to_string(m_workers.size()) + " workers, one per device";
   return "";
 }

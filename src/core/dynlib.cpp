@@ -25,6 +25,8 @@ DynLib::~DynLib() {
   if (m_handle) ::dlclose(m_handle);
 }
 
-void* DynLib::symbol(const char* name) const { return m_handle ? ::dlsym(m_handle, name) : nullptr; }
+void* DynLib::symbol(const char* name) const {
+  return m_handle ? ::dlsym(m_handle, name) : nullptr;
+}
 
 }  // namespace kopt

@@ -16,9 +16,12 @@ std::string Error::to_string() const {
 
 int exit_code(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::bad_input: return 2;
-    case ErrorKind::environment: return 3;
-    case ErrorKind::internal: return 4;
+    case ErrorKind::bad_input:
+      return 2;
+    case ErrorKind::environment:
+      return 3;
+    case ErrorKind::internal:
+      return 4;
   }
   return 4;
 }

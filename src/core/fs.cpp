@@ -14,15 +14,17 @@ namespace fs = std::filesystem;
 
 Expected<std::string> read_text_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Unexpected(bad_input("cannot read file: " + std::string(std::strerror(errno)),
-                                       path.string()));
+  if (!in)
+    return Unexpected(
+        bad_input("cannot read file: " + std::string(std::strerror(errno)), path.string()));
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 Expected<std::vector<std::byte>> read_binary_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return Unexpected(bad_input("cannot read file: " + std::string(std::strerror(errno)),
-                                       path.string()));
+  if (!in)
+    return Unexpected(
+        bad_input("cannot read file: " + std::string(std::strerror(errno)), path.string()));
   std::vector<std::byte> data(static_cast<std::size_t>(in.tellg()));
   in.seekg(0);
   in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()));
@@ -39,9 +41,11 @@ Expected<void> write_file_atomic(const fs::path& path, std::span<const std::byte
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(k_writes++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Unexpected(internal_error("cannot write " + tmp.string() + ": " +
-                                               std::strerror(errno)));
-    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    if (!out)
+      return Unexpected(
+          internal_error("cannot write " + tmp.string() + ": " + std::strerror(errno)));
+    out.write(reinterpret_cast<const char*>(data.data()),
+              static_cast<std::streamsize>(data.size()));
     out.flush();
     if (!out) return Unexpected(internal_error("write failed: " + tmp.string()));
   }
@@ -64,7 +68,8 @@ Expected<void> copy_file_atomic(const fs::path& from, const fs::path& to) {
   if (ec) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
-    return Unexpected(internal_error("cannot copy " + from.string() + " to " + to.string() + ": " + ec.message()));
+    return Unexpected(internal_error("cannot copy " + from.string() + " to " + to.string() + ": " +
+                                     ec.message()));
   }
   return {};
 }
@@ -94,7 +99,8 @@ fs::path scratch_root(std::uintmax_t data_bytes) {
   const char* tmpdir = std::getenv("TMPDIR");
   if (tmpdir && *tmpdir) return fs::temp_directory_path();
   struct statvfs st {};
-  if (::statvfs("/dev/shm", &st) != 0 || ::access("/dev/shm", W_OK) != 0) return fs::temp_directory_path();
+  if (::statvfs("/dev/shm", &st) != 0 || ::access("/dev/shm", W_OK) != 0)
+    return fs::temp_directory_path();
   std::uintmax_t available = static_cast<std::uintmax_t>(st.f_bavail) * st.f_frsize;
   std::uintmax_t margin = std::uintmax_t{2} << 30;  // left for everything else that uses the RAM
   return data_bytes + margin <= available / 2 ? fs::path("/dev/shm") : fs::temp_directory_path();

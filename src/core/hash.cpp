@@ -15,7 +15,9 @@ constexpr std::uint32_t k_round[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+std::uint32_t rotr(std::uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
 
 }  // namespace
 
@@ -36,13 +38,26 @@ void Sha256::block(const std::uint8_t* p) {
   std::uint32_t a = m_h[0], b = m_h[1], c = m_h[2], d = m_h[3];
   std::uint32_t e = m_h[4], f = m_h[5], g = m_h[6], h = m_h[7];
   for (int i = 0; i < 64; ++i) {
-    std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                       k_round[i] + w[i];
+    std::uint32_t t1 =
+        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k_round[i] + w[i];
     std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+    h = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
   }
-  m_h[0] += a; m_h[1] += b; m_h[2] += c; m_h[3] += d;
-  m_h[4] += e; m_h[5] += f; m_h[6] += g; m_h[7] += h;
+  m_h[0] += a;
+  m_h[1] += b;
+  m_h[2] += c;
+  m_h[3] += d;
+  m_h[4] += e;
+  m_h[5] += f;
+  m_h[6] += g;
+  m_h[7] += h;
 }
 
 Sha256& Sha256::update(std::span<const std::byte> data) {
@@ -88,7 +103,9 @@ std::string Sha256::hex() {
   return out;
 }
 
-std::string sha256_hex(std::string_view text) { return Sha256().update(text).hex(); }
+std::string sha256_hex(std::string_view text) {
+  return Sha256().update(text).hex();
+}
 
 std::uint64_t checksum64(std::span<const std::byte> data) {
   // FNV-1a over 8-byte words, then a final avalanche: fast and order-sensitive.

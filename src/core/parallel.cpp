@@ -2,7 +2,9 @@
 
 namespace kopt {
 
-unsigned hardware_jobs() { return std::max(1u, std::thread::hardware_concurrency()); }
+unsigned hardware_jobs() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 std::vector<std::pair<std::size_t, std::size_t>> split_ranges(std::size_t n, std::size_t parts) {
   std::vector<std::pair<std::size_t, std::size_t>> out;

@@ -32,8 +32,10 @@ std::optional<fs::path> resolve_program(const std::vector<std::string>& argv) {
   return find_program(argv[0]);
 }
 
-// In the child: exec the resolved program; on failure, report errno through `report_fd` and exit 127.
-[[noreturn]] void exec_or_report(const std::optional<fs::path>& program, std::vector<char*>& args, int report_fd) {
+// In the child: exec the resolved program; on failure, report errno through `report_fd` and exit
+// 127.
+[[noreturn]] void exec_or_report(const std::optional<fs::path>& program, std::vector<char*>& args,
+                                 int report_fd) {
   int e = ENOENT;
   if (program) {
     ::execv(program->c_str(), args.data());
@@ -185,16 +187,19 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
   if (argv.empty()) return Unexpected(internal_error("spawn: no program given"));
   auto program = resolve_program(argv);
   if (!program)
-    return Unexpected(environment_error("cannot start '" + argv[0] + "': " +
-                                        (argv[0].find('/') == std::string::npos ? "not found on PATH"
-                                                                                : "no executable file there")));
+    return Unexpected(
+        environment_error("cannot start '" + argv[0] + "': " +
+                          (argv[0].find('/') == std::string::npos ? "not found on PATH"
+                                                                  : "no executable file there")));
   int in_pipe[2], out_pipe[2], exec_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0)
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(exec_pipe, O_CLOEXEC) != 0)
     return Unexpected(internal_error("pipe failed: " + std::string(std::strerror(errno))));
   auto args = to_argv(argv);
   std::string err_path = stderr_file.string();
   pid_t pid = ::fork();
-  if (pid < 0) return Unexpected(internal_error("fork failed: " + std::string(std::strerror(errno))));
+  if (pid < 0)
+    return Unexpected(internal_error("fork failed: " + std::string(std::strerror(errno))));
   if (pid == 0) {
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
@@ -210,7 +215,8 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
     ::waitpid(pid, &status, 0);
     ::close(in_pipe[1]);
     ::close(out_pipe[0]);
-    return Unexpected(environment_error("cannot start " + program->string() + ": " + std::strerror(e)));
+    return Unexpected(
+        environment_error("cannot start " + program->string() + ": " + std::strerror(e)));
   }
   ::signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill the orchestrator
   Subprocess p;
@@ -220,7 +226,9 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
   return p;
 }
 
-Subprocess::Subprocess(Subprocess&& other) noexcept { *this = std::move(other); }
+Subprocess::Subprocess(Subprocess&& other) noexcept {
+  *this = std::move(other);
+}
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {

@@ -13,7 +13,8 @@ std::vector<fs::path> tools_roots() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec)
-    for (fs::path dir = exe.parent_path(); !dir.empty() && roots.size() < 5; dir = dir.parent_path()) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && roots.size() < 5;
+         dir = dir.parent_path()) {
       roots.push_back(dir / ".tools");
       if (dir == dir.root_path()) break;
     }

@@ -5,7 +5,8 @@ namespace kopt {
 namespace {
 
 // The CUDA or OpenCL timer verifies every variant's outputs (output_verifier.hpp).
-bool timer_verifies(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants) {
+bool timer_verifies(const Problem& p, const BenchRequest& r,
+                    const std::vector<BenchVariant>& variants) {
   if (!r.options.verify_samples) return false;
   bool outputs = false;
   for (const auto& t : p.tensors) {
@@ -13,18 +14,21 @@ bool timer_verifies(const Problem& p, const BenchRequest& r, const std::vector<B
     outputs = outputs || t.role == Role::output;
   }
   for (const auto& v : variants)
-    if (v.status == "ok" && (is_python(v.build.module_kind) || v.build.module_kind == ModuleKind::cpu_library))
+    if (v.status == "ok" &&
+        (is_python(v.build.module_kind) || v.build.module_kind == ModuleKind::cpu_library))
       return false;
   return outputs;
 }
 
 }  // namespace
 
-bool check_in_timing_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants) {
+bool check_in_timing_possible(const Problem& p, const BenchRequest& r,
+                              const std::vector<BenchVariant>& variants) {
   return r.check_in_timing && !r.compare && timer_verifies(p, r, variants);
 }
 
-bool secret_samples_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants) {
+bool secret_samples_possible(const Problem& p, const BenchRequest& r,
+                             const std::vector<BenchVariant>& variants) {
   return r.secret_samples && timer_verifies(p, r, variants);
 }
 
@@ -39,7 +43,8 @@ Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, Ch
   co.cache_root = r.cache_root;
   auto report = run_check(p, co, ctx);
   if (!report) return Unexpected(report.error());
-  if (report->reference_files.empty()) return Unexpected(environment_error("the reference produced no outputs"));
+  if (report->reference_files.empty())
+    return Unexpected(environment_error("the reference produced no outputs"));
   return report;
 }
 
@@ -51,7 +56,8 @@ void expect_reference(RunJob& job, const CheckReport& reference, bool golden) {
     }
     if (auto f = reference.secret_input_files.find(t.name); f != reference.secret_input_files.end())
       t.secret_input_path = f->second;
-    if (auto f = reference.secret_reference_files.find(t.name); f != reference.secret_reference_files.end())
+    if (auto f = reference.secret_reference_files.find(t.name);
+        f != reference.secret_reference_files.end())
       t.secret_expected_path = f->second;
   }
 }
@@ -72,7 +78,8 @@ Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckCont
   std::vector<BenchVariant*> checked;
   for (auto& v : variants) {
     if (v.status != "ok") continue;
-    co.points.push_back({v.kernel, std::map<std::string, std::int64_t>(v.point.begin(), v.point.end())});
+    co.points.push_back(
+        {v.kernel, std::map<std::string, std::int64_t>(v.point.begin(), v.point.end())});
     checked.push_back(&v);
   }
   if (checked.empty()) return {};
@@ -88,8 +95,8 @@ Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckCont
     v.check_s = kc.check_s;
     if (kc.status != KernelStatus::passed) {
       v.status = "wrong";
-      v.error = "kopt check " + std::string(kernel_status_name(kc.status)) + (kc.error.empty() ? "" : ": " + kc.error) +
-                "; not timed";
+      v.error = "kopt check " + std::string(kernel_status_name(kc.status)) +
+                (kc.error.empty() ? "" : ": " + kc.error) + "; not timed";
     }
   }
   return {};

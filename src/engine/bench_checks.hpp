@@ -12,10 +12,12 @@ namespace kopt {
 // comparison, verified samples on (the golden output is taken), outputs only (an inout changes
 // from launch to launch), and every variant timed by the CUDA or OpenCL timer (not a Python
 // variant, not a C++ library).
-bool check_in_timing_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants);
+bool check_in_timing_possible(const Problem& p, const BenchRequest& r,
+                              const std::vector<BenchVariant>& variants);
 // Whether the timing job can run secret-seed samples: asked for, verified samples on, outputs
 // only, every variant timed by the CUDA or OpenCL timer.
-bool secret_samples_possible(const Problem& p, const BenchRequest& r, const std::vector<BenchVariant>& variants);
+bool secret_samples_possible(const Problem& p, const BenchRequest& r,
+                             const std::vector<BenchVariant>& variants);
 
 // Seed 1's reference outputs (computed once, then from the cache) and their tolerances; with
 // `secret_dir`, also a secret seed (drawn now): its inputs and the reference's outputs for

@@ -9,18 +9,22 @@
 namespace kopt {
 
 std::optional<std::string> lost_after(const Expected<BenchReport>& b, WorkerClient& worker) {
-  if (b && std::any_of(b->variants.begin(), b->variants.end(), [](const BenchVariant& v) { return v.status == "ok"; }))
+  if (b && std::any_of(b->variants.begin(), b->variants.end(),
+                       [](const BenchVariant& v) { return v.status == "ok"; }))
     return std::nullopt;
   return worker_lost(worker);
 }
 
 Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
-                                const std::vector<CheckContext>& workers, std::vector<std::string>& notes) {
+                                const std::vector<CheckContext>& workers,
+                                std::vector<std::string>& notes) {
   if (workers.empty()) return Unexpected(internal_error("bench: no worker to run on"));
   if (workers.size() == 1) return run_bench(problem, request, workers.front());
   if (request.compare || request.vs_torch || request.variants.size() <= 1) {
-    if (request.compare) notes.push_back("a comparison runs on one device: all of it on worker 0");
-    else if (request.vs_torch) notes.push_back("the PyTorch baselines are timed beside the kernels: all on worker 0");
+    if (request.compare)
+      notes.push_back("a comparison runs on one device: all of it on worker 0");
+    else if (request.vs_torch)
+      notes.push_back("the PyTorch baselines are timed beside the kernels: all on worker 0");
     return run_bench(problem, request, workers.front());
   }
   auto t0 = std::chrono::steady_clock::now();

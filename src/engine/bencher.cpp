@@ -1,13 +1,12 @@
 #include "kopt/engine/bencher.hpp"
 
-#include "bench_checks.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <optional>
 
+#include "bench_checks.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/engine/roofs.hpp"
 #include "kopt/engine/variant_jobs.hpp"
@@ -19,11 +18,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 }  // namespace
 
-BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare, const BenchOptions& options,
-                           double threshold, const std::optional<std::string>& arch, const fs::path& cache_root) {
+BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare,
+                           const BenchOptions& options, double threshold,
+                           const std::optional<std::string>& arch, const fs::path& cache_root) {
   BenchRequest r;
   r.variants = std::move(variants);
   r.compare = compare;
@@ -53,11 +55,14 @@ class BenchRun {
     std::vector<std::pair<const KernelSpec*, ParamPoint>> points;
     for (const auto& spec : m_r.variants) {
       const KernelSpec* k = m_p.find_kernel(spec.kernel);
-      if (!k) return Unexpected(bad_input("no kernel named '" + spec.kernel + "'", m_p.spec_path.string()));
+      if (!k)
+        return Unexpected(
+            bad_input("no kernel named '" + spec.kernel + "'", m_p.spec_path.string()));
       for (const auto& [name, value] : spec.sets)
         if (!k->find_param(name))
           return Unexpected(bad_input("kernel '" + k->name + "' has no param named '" + name + "'",
-                                      m_p.spec_path.string(), k->where.line, k->where.field + ".params"));
+                                      m_p.spec_path.string(), k->where.line,
+                                      k->where.field + ".params"));
       auto point = resolve_point(m_p, *k, spec.sets);
       if (!point) return Unexpected(point.error());
       points.emplace_back(k, *point);
@@ -102,15 +107,18 @@ class BenchRun {
     m_inside = m_r.check_first && check_in_timing_possible(m_p, m_r, m_report.variants);
     bool secret = secret_samples_possible(m_p, m_r, m_report.variants);
     if (m_r.check_first && !m_inside)
-      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e) return Unexpected(e.error());
+      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e)
+        return Unexpected(e.error());
     if (m_inside || secret) {
-      auto r = seed_reference(m_p, m_r, m_ctx, secret ? m_tmp.path() / "secret" : std::filesystem::path{});
+      auto r = seed_reference(m_p, m_r, m_ctx,
+                              secret ? m_tmp.path() / "secret" : std::filesystem::path{});
       if (!r) return Unexpected(r.error());
       reference = std::move(*r);
     }
     m_report.check_s = seconds_since(phase);
     std::vector<std::size_t> timed = ok_variants();  // nothing wrong is ever timed
-    if (timed.size() < m_report.variants.size() && (!m_r.time_the_rest || timed.empty())) return m_report;
+    if (timed.size() < m_report.variants.size() && (!m_r.time_the_rest || timed.empty()))
+      return m_report;
 
     auto inputs = write_seed_inputs(m_p, 1, m_tmp.path() / "inputs");
     if (!inputs) return Unexpected(inputs.error());
@@ -121,11 +129,13 @@ class BenchRun {
       m_r.log("the timing job failed (" + std::string(run_status_name(result.status)) +
               "): checking each variant on its own");
       phase = Clock::now();
-      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e) return Unexpected(e.error());
+      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e)
+        return Unexpected(e.error());
       m_report.check_s += seconds_since(phase);
       timed = ok_variants();
       if (!timed.empty()) result = time_variants(timed, launches, *inputs, reference);
-      if (!result.ok() && timed.size() > 1) result = time_one_by_one(timed, launches, *inputs, reference);
+      if (!result.ok() && timed.size() > 1)
+        result = time_one_by_one(timed, launches, *inputs, reference);
     }
     if (result.ok() && m_r.vs_torch) {
       auto torch = time_torch(*inputs);
@@ -152,9 +162,10 @@ class BenchRun {
   // The PyTorch reference, eager and compiled, timed by the Python worker: two more rows.
   Expected<BenchResult> time_torch(const SeedInputs& inputs) {
     if (m_p.reference.kind != ReferenceKind::python)
-      return Unexpected(bad_input("--vs-torch times the PyTorch reference: the reference must be a ref.py (kind = "
-                                  "\"python\")",
-                                  m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference.kind"));
+      return Unexpected(bad_input(
+          "--vs-torch times the PyTorch reference: the reference must be a ref.py (kind = "
+          "\"python\")",
+          m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference.kind"));
     // One job per baseline: a torch without torch.compile still gets its eager row.
     BenchResult all;
     for (ModuleKind kind : {ModuleKind::torch_eager, ModuleKind::torch_compile}) {
@@ -178,7 +189,8 @@ class BenchRun {
       } else {
         std::string first_line = r.error.substr(0, r.error.find('\n'));
         // A torch before 2.0 has no torch.compile: a fact of this machine, not a failure.
-        v.status = first_line.find("has no torch.compile") != std::string::npos ? "unavailable" : "run_failed";
+        v.status = first_line.find("has no torch.compile") != std::string::npos ? "unavailable"
+                                                                                : "run_failed";
         v.error = first_line;
         all.series.push_back(SampleSeries{});  // keeps the rows aligned with their series
       }
@@ -190,29 +202,33 @@ class BenchRun {
   // One timing job over the variants `timed` (indices into the report): one series per
   // variant of the report, empty for those not timed; with `reference`, the job checks each
   // variant against it first and the wrong ones are marked.
-  BenchResult time_variants(const std::vector<std::size_t>& timed, const std::vector<ResolvedLaunch>& launches,
-                            const SeedInputs& inputs, const std::optional<CheckReport>& reference) {
+  BenchResult time_variants(const std::vector<std::size_t>& timed,
+                            const std::vector<ResolvedLaunch>& launches, const SeedInputs& inputs,
+                            const std::optional<CheckReport>& reference) {
     BenchJob job;
     job.options = m_r.options;
     job.options.paired = m_r.compare;
     job.options.verdict_threshold = m_r.threshold;
     for (std::size_t i : timed) {
       const auto& v = m_report.variants[i];
-      job.variants.push_back(kernel_job(v.kernel + " [" + point_to_string(v.point) + "]", v.build, launches[i],
-                                        job_tensors(m_p, inputs, m_tmp.path() / ("out" + std::to_string(i)))));
+      job.variants.push_back(
+          kernel_job(v.kernel + " [" + point_to_string(v.point) + "]", v.build, launches[i],
+                     job_tensors(m_p, inputs, m_tmp.path() / ("out" + std::to_string(i)))));
       if (reference) expect_reference(job.variants.back(), *reference, m_inside);
     }
     m_r.log("timing " + std::to_string(job.variants.size()) + " variant(s), " +
             std::string(cache_mode_name(m_r.options.mode)) + " cache");
     // With --vs-torch and no kernel (a fresh import), only the PyTorch baselines are timed.
     BenchResult result;
-    if (job.variants.empty()) result.clocks_before = result.clocks_after = m_report.device.clocks;  // at device_info
+    if (job.variants.empty())
+      result.clocks_before = result.clocks_after = m_report.device.clocks;  // at device_info
     else {
       auto t0 = Clock::now();
       result = m_ctx.worker.bench(job);
       m_report.measure_s += seconds_since(t0);
     }
-    if (result.ok() && timed.size() < m_report.variants.size()) {  // one series per variant, untimed ones empty
+    if (result.ok() &&
+        timed.size() < m_report.variants.size()) {  // one series per variant, untimed ones empty
       std::vector<SampleSeries> aligned(m_report.variants.size());
       for (std::size_t t = 0; t < timed.size() && t < result.series.size(); ++t)
         aligned[timed[t]] = std::move(result.series[t]);
@@ -235,8 +251,9 @@ class BenchRun {
   }
 
   // Each variant in a job of its own: the one whose job fails is that variant's failure alone.
-  BenchResult time_one_by_one(const std::vector<std::size_t>& timed, const std::vector<ResolvedLaunch>& launches,
-                              const SeedInputs& inputs, const std::optional<CheckReport>& reference) {
+  BenchResult time_one_by_one(const std::vector<std::size_t>& timed,
+                              const std::vector<ResolvedLaunch>& launches, const SeedInputs& inputs,
+                              const std::optional<CheckReport>& reference) {
     BenchResult merged;
     merged.series.resize(m_report.variants.size());
     for (std::size_t i : timed) {
@@ -276,7 +293,8 @@ class BenchRun {
     if (!eager) return;
     for (auto& v : m_report.variants) {
       if (&v == eager || v.kernel.rfind("torch", 0) == 0 || v.status != "ok") continue;
-      if (auto note = review_speedup_over_eager(v.summary.median, eager->summary.median)) v.reviews.push_back(*note);
+      if (auto note = review_speedup_over_eager(v.summary.median, eager->summary.median))
+        v.reviews.push_back(*note);
     }
   }
 
@@ -305,15 +323,18 @@ class BenchRun {
       if (t <= 0) continue;
       v.gbps = bytes / t / 1e9;
       v.gflops = flops / t / 1e9;
-      if (roofs.bandwidth.rate > 0) v.pct_bandwidth_ceiling = 100.0 * bytes / t / roofs.bandwidth.rate;
-      if (m_report.compute_roof.rate > 0) v.pct_compute_ceiling = 100.0 * flops / t / m_report.compute_roof.rate;
+      if (roofs.bandwidth.rate > 0)
+        v.pct_bandwidth_ceiling = 100.0 * bytes / t / roofs.bandwidth.rate;
+      if (m_report.compute_roof.rate > 0)
+        v.pct_compute_ceiling = 100.0 * flops / t / m_report.compute_roof.rate;
       // The DRAM floor holds only when the data come from DRAM: in cold mode.
       v.floor_s = roofline_floor_s(roofs, bytes, flops, m_r.options.mode == CacheMode::cold);
       if (v.status == "ok" && is_below_floor(roofs, t, v.floor_s)) {
         v.status = "below_floor";
-        v.error = "median " + std::to_string(t * 1e6) + " us is below the roofline floor of " +
-                  std::to_string(v.floor_s * 1e6) + " us (roofs: " + roofs.source +
-                  "): an error of the harness or of the kernel (does it do all its work?), not a result";
+        v.error =
+            "median " + std::to_string(t * 1e6) + " us is below the roofline floor of " +
+            std::to_string(v.floor_s * 1e6) + " us (roofs: " + roofs.source +
+            "): an error of the harness or of the kernel (does it do all its work?), not a result";
       }
     }
   }
@@ -322,33 +343,38 @@ class BenchRun {
   // give them (roofs.hpp: stored, measured now on first use, or the spec table), so the floor
   // applies on a fresh cache too.
   void derive(const BenchResult& result) {
-    m_report.roofs = resolve_roofs(m_r.cache_root, m_report.device, worker_ceilings(m_ctx.worker), m_r.log);
+    m_report.roofs =
+        resolve_roofs(m_r.cache_root, m_report.device, worker_ceilings(m_ctx.worker), m_r.log);
     judge(result);
     // A CPU's roofs measured while the host was busy can be low: before a time below their
     // floor is called an error, they are measured once more and the best of both kept.
     if (roofs_may_be_low(m_report.roofs, m_report.device) &&
         std::any_of(m_report.variants.begin(), m_report.variants.end(),
                     [](const BenchVariant& v) { return v.status == "below_floor"; })) {
-      m_report.roofs = remeasure_roofs(m_r.cache_root, m_report.device, worker_ceilings(m_ctx.worker), m_report.roofs,
-                                       m_r.log);
+      m_report.roofs = remeasure_roofs(m_r.cache_root, m_report.device,
+                                       worker_ceilings(m_ctx.worker), m_report.roofs, m_r.log);
       judge(result);
     }
     m_report.ceilings_source = m_report.roofs.source;
     if (m_r.compare && result.series.size() == 2)
-      m_report.comparison = compare_paired(result.series[0].samples_s, result.series[1].samples_s, m_r.threshold);
+      m_report.comparison =
+          compare_paired(result.series[0].samples_s, result.series[1].samples_s, m_r.threshold);
   }
 
   const Problem& m_p;
   const BenchRequest& m_r;
   CheckContext m_ctx;
   BenchReport m_report;
-  TempDir m_tmp{"kopt-bench", 3 * problem_tensor_bytes(m_p)};  // seed 1's inputs, a secret seed's, each variant's outputs
-  bool m_inside = false;  // the check is inside the timing job
+  TempDir m_tmp{
+      "kopt-bench",
+      3 * problem_tensor_bytes(m_p)};  // seed 1's inputs, a secret seed's, each variant's outputs
+  bool m_inside = false;               // the check is inside the timing job
 };
 
 }  // namespace
 
-Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request, CheckContext ctx) {
+Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
+                                CheckContext ctx) {
   try {
     auto t0 = Clock::now();
     BenchRun run(problem, request, ctx);
@@ -371,22 +397,23 @@ json flags_json(const std::vector<DistributionFlag>& flags) {
 json to_json(const BenchReport& r) {
   json variants = json::array();
   for (const auto& v : r.variants)
-    variants.push_back({{"kernel", v.kernel},
-                        {"params", v.point},
-                        {"status", v.status},
-                        {"error", v.error},
-                        {"build_key", v.build.key},
-                        {"arch", v.build.arch},
-                        {"summary", to_json(v.summary)},
-                        {"throttled_samples", v.throttled_samples},
-                        {"gbps", r.cost.bytes ? json(v.gbps) : json(nullptr)},
-                        {"gflops", r.cost.flops ? json(v.gflops) : json(nullptr)},  // null: no flops formula
-                        {"pct_bandwidth_ceiling", v.pct_bandwidth_ceiling},
-                        {"pct_compute_ceiling", v.pct_compute_ceiling},
-                        {"floor_s", v.floor_s},
-                        {"flags", flags_json(v.flags)},
-                        {"reviews", v.reviews},
-                        {"series", to_json(v.series)}});
+    variants.push_back(
+        {{"kernel", v.kernel},
+         {"params", v.point},
+         {"status", v.status},
+         {"error", v.error},
+         {"build_key", v.build.key},
+         {"arch", v.build.arch},
+         {"summary", to_json(v.summary)},
+         {"throttled_samples", v.throttled_samples},
+         {"gbps", r.cost.bytes ? json(v.gbps) : json(nullptr)},
+         {"gflops", r.cost.flops ? json(v.gflops) : json(nullptr)},  // null: no flops formula
+         {"pct_bandwidth_ceiling", v.pct_bandwidth_ceiling},
+         {"pct_compute_ceiling", v.pct_compute_ceiling},
+         {"floor_s", v.floor_s},
+         {"flags", flags_json(v.flags)},
+         {"reviews", v.reviews},
+         {"series", to_json(v.series)}});
   for (std::size_t i = 0; i < r.variants.size(); ++i)
     if (!r.variants[i].device.empty()) variants[i]["device"] = r.variants[i].device;
   json j{{"schema_version", 1},
@@ -401,9 +428,16 @@ json to_json(const BenchReport& r) {
          {"clocks_after", r.clocks_after},
          {"ceilings", r.ceilings_source},
          {"roofs", to_json(r.roofs)},
-         {"compute_roof", {{"name", r.compute_roof.name}, {"flops", r.compute_roof.rate}, {"source", r.compute_roof.source}}},
+         {"compute_roof",
+          {{"name", r.compute_roof.name},
+           {"flops", r.compute_roof.rate},
+           {"source", r.compute_roof.source}}},
          {"variants", variants},
-         {"times", {{"build_s", r.build_s}, {"check_s", r.check_s}, {"measure_s", r.measure_s}, {"wall_s", r.wall_s}}},
+         {"times",
+          {{"build_s", r.build_s},
+           {"check_s", r.check_s},
+           {"measure_s", r.measure_s},
+           {"wall_s", r.wall_s}}},
          {"exit_code", r.exit_code()}};
   j["comparison"] = r.comparison ? to_json(*r.comparison) : json(nullptr);
   return j;

@@ -1,7 +1,7 @@
 #include "kopt/engine/ceilings_store.hpp"
 
-#include "kopt/core/fs.hpp"
 #include "kopt/core/clock.hpp"
+#include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 
 namespace kopt {
@@ -25,7 +25,9 @@ fs::path ceilings_path(const fs::path& cache_root, const DeviceInfo& d) {
 }
 
 json to_json(const StoredCeilings& c) {
-  return {{"schema_version", 1}, {"device", to_json(c.device)}, {"measured_at", c.measured_at},
+  return {{"schema_version", 1},
+          {"device", to_json(c.device)},
+          {"measured_at", c.measured_at},
           {"result", to_json(c.result)}};
 }
 
@@ -52,12 +54,14 @@ std::optional<StoredCeilings> load_ceilings(const fs::path& cache_root, const De
   return load_ceilings_file(ceilings_path(cache_root, d));
 }
 
-std::optional<StoredCeilings> find_ceilings_by_name(const fs::path& cache_root, const std::string& device_name) {
+std::optional<StoredCeilings> find_ceilings_by_name(const fs::path& cache_root,
+                                                    const std::string& device_name) {
   std::optional<StoredCeilings> newest;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(cache_root / "ceilings", ec)) {
     auto c = load_ceilings_file(entry.path());
-    if (c && c->device.name == device_name && (!newest || c->measured_at > newest->measured_at)) newest = c;
+    if (c && c->device.name == device_name && (!newest || c->measured_at > newest->measured_at))
+      newest = c;
   }
   return newest;
 }
@@ -79,8 +83,8 @@ double best_compute_rate(const CeilingsResult& r) {
   return best;
 }
 
-Expected<std::pair<StoredCeilings, bool>> ensure_ceilings(const fs::path& cache_root, WorkerClient& worker,
-                                                          bool refresh) {
+Expected<std::pair<StoredCeilings, bool>> ensure_ceilings(const fs::path& cache_root,
+                                                          WorkerClient& worker, bool refresh) {
   auto device = worker.device_info();
   if (!device) return Unexpected(device.error());
   if (!refresh)

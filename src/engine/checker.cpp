@@ -19,21 +19,28 @@ using nlohmann::json;
 
 std::string_view kernel_status_name(KernelStatus s) {
   switch (s) {
-    case KernelStatus::passed: return "passed";
-    case KernelStatus::mismatch: return "mismatch";
-    case KernelStatus::compile_failed: return "compile_failed";
-    case KernelStatus::run_failed: return "run_failed";
-    case KernelStatus::not_run: return "not_run";
+    case KernelStatus::passed:
+      return "passed";
+    case KernelStatus::mismatch:
+      return "mismatch";
+    case KernelStatus::compile_failed:
+      return "compile_failed";
+    case KernelStatus::run_failed:
+      return "run_failed";
+    case KernelStatus::not_run:
+      return "not_run";
   }
   return "?";
 }
 
 int CheckReport::exit_code() const {
-  if (kernels.empty()) return device ? 0 : 3;  // a fresh import: its reference ran, or nothing could
+  if (kernels.empty())
+    return device ? 0 : 3;  // a fresh import: its reference ran, or nothing could
   bool any_failed = false, any_ran = false, unverifiable = false;
   for (const auto& k : kernels) {
     std::string sanitized = sanitizer_verdict(k.sanitizer);
-    any_failed = any_failed || (k.status != KernelStatus::passed && k.status != KernelStatus::not_run) ||
+    any_failed = any_failed ||
+                 (k.status != KernelStatus::passed && k.status != KernelStatus::not_run) ||
                  sanitized == "findings";
     any_ran = any_ran || k.status != KernelStatus::not_run;
     unverifiable = unverifiable || sanitized == "unverifiable";
@@ -51,8 +58,10 @@ struct SeedData : SeedInputs {
   mutable std::map<std::string, HostTensor> loaded;
 };
 
-HostTensor load_tensor(const fs::path& file, const TensorSpec& spec, const std::vector<std::int64_t>& shape) {
-  HostTensor t{spec.name, spec.dtype, shape, read_binary_file(file).value_or(std::vector<std::byte>{})};
+HostTensor load_tensor(const fs::path& file, const TensorSpec& spec,
+                       const std::vector<std::int64_t>& shape) {
+  HostTensor t{spec.name, spec.dtype, shape,
+               read_binary_file(file).value_or(std::vector<std::byte>{})};
   return t;
 }
 
@@ -81,7 +90,8 @@ class CheckRun {
     BuildCache cache(m_ctx.compiler, m_o.cache_root / "builds");
     std::vector<CompileRequest> requests;
     for (const auto& kc : m_report.kernels)
-      requests.push_back(compile_request(m_p, *m_p.find_kernel(kc.kernel), kc.point, m_report.arch));
+      requests.push_back(
+          compile_request(m_p, *m_p.find_kernel(kc.kernel), kc.point, m_report.arch));
     auto builds = cache.build_all(requests, m_o.jobs);
     for (std::size_t i = 0; i < m_report.kernels.size(); ++i) {
       KernelCheck& kc = m_report.kernels[i];
@@ -102,7 +112,8 @@ class CheckRun {
     m_report.reference_cached = true;
     for (std::int64_t i = 0; i < m_o.seeds; ++i) {
       bool secret = m_o.secret_seed && m_o.seeds >= 2 && i == m_o.seeds - 1;
-      std::uint64_t seed = secret ? draw_secret_seed() : m_o.first_seed + static_cast<std::uint64_t>(i);
+      std::uint64_t seed =
+          secret ? draw_secret_seed() : m_o.first_seed + static_cast<std::uint64_t>(i);
       if (secret) m_report.secret_seed = seed;
       auto s = prepare_seed(seed, secret);
       if (!s) return Unexpected(s.error());
@@ -137,7 +148,8 @@ class CheckRun {
   Expected<void> select_points() {
     for (const auto& p : m_o.points) {
       const KernelSpec* k = m_p.find_kernel(p.kernel);
-      if (!k) return Unexpected(bad_input("no kernel named '" + p.kernel + "'", m_p.spec_path.string()));
+      if (!k)
+        return Unexpected(bad_input("no kernel named '" + p.kernel + "'", m_p.spec_path.string()));
       if (auto used = check_assignments_used(m_p, {k}, p.sets, "--set"); !used) return used;
       add_kernel(*k, p.sets);
     }
@@ -193,7 +205,9 @@ class CheckRun {
       // A ref.py is its own build: its content keys the cached outputs.
       m_ref_module = fs::absolute(m_p.dir / k.source);
       auto text = read_text_file(m_ref_module);
-      if (!text) return Unexpected(bad_input(text.error().message, m_p.spec_path.string(), k.where.line, "reference.source"));
+      if (!text)
+        return Unexpected(bad_input(text.error().message, m_p.spec_path.string(), k.where.line,
+                                    "reference.source"));
       m_ref_entry = k.entry;
       Sha256 h;
       h.field("ref.py").field(*text);
@@ -236,7 +250,10 @@ class CheckRun {
     h.field("kopt-reference-v1").field(m_ref_key).field(std::to_string(seed));
     for (const auto& d : m_p.dims) h.field(d.name).field(std::to_string(d.value));
     for (const auto& t : m_p.tensors) {
-      h.field(t.name).field(dtype_name(t.dtype)).field(role_name(t.role)).field(init_kind_name(t.init.kind));
+      h.field(t.name)
+          .field(dtype_name(t.dtype))
+          .field(role_name(t.role))
+          .field(init_kind_name(t.init.kind));
       h.field(std::to_string(t.init.a)).field(std::to_string(t.init.b));
       for (const auto& e : t.shape) h.field(e.text());
     }
@@ -275,7 +292,9 @@ class CheckRun {
     auto copy = [&](const fs::path& from, const std::string& name) -> Expected<fs::path> {
       fs::path to = m_o.secret_dir / name;
       fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-      if (ec) return Unexpected(environment_error("cannot keep the secret seed's " + from.string() + ": " + ec.message()));
+      if (ec)
+        return Unexpected(environment_error("cannot keep the secret seed's " + from.string() +
+                                            ": " + ec.message()));
       return to;
     };
     for (const auto& [name, file] : s.files) {
@@ -298,7 +317,8 @@ class CheckRun {
     SeedData in;
     // A secret seed's reference is computed for this run only: caching it would fill the
     // cache with references nobody asks for again.
-    fs::path ref_dir = secret ? dir / "reference-secret" : m_o.cache_root / "references" / reference_key(seed);
+    fs::path ref_dir =
+        secret ? dir / "reference-secret" : m_o.cache_root / "references" / reference_key(seed);
     bool cached = !secret;
     for (const auto& t : m_p.tensors)
       if (t.role != Role::input) {
@@ -323,19 +343,24 @@ class CheckRun {
     if (!r.ok())
       return Unexpected(bad_input("the reference failed on seed " + std::to_string(seed) + " (" +
                                       std::string(run_status_name(r.status)) + "): " + r.error,
-                                  m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference"));
+                                  m_p.spec_path.string(), m_p.reference.kernel.where.line,
+                                  "reference"));
     for (const auto& [name, sum] : in.checksums)
       if (r.input_checksums[name] != sum)
         return Unexpected(bad_input("the reference modified input tensor '" + name + "'",
-                                    m_p.spec_path.string(), m_p.reference.kernel.where.line, "reference"));
+                                    m_p.spec_path.string(), m_p.reference.kernel.where.line,
+                                    "reference"));
     for (const auto& [name, file] : in.reference)
-      if (auto w = move_file_atomic(scratch / (name + ".bin"), file); !w) return Unexpected(w.error());
+      if (auto w = move_file_atomic(scratch / (name + ".bin"), file); !w)
+        return Unexpected(w.error());
     if (r.reference_atol >= 0 || r.reference_rtol >= 0) {
-      nlohmann::json tol{{"atol", std::max(r.reference_atol, 0.0)}, {"rtol", std::max(r.reference_rtol, 0.0)}};
+      nlohmann::json tol{{"atol", std::max(r.reference_atol, 0.0)},
+                         {"rtol", std::max(r.reference_rtol, 0.0)}};
       (void)write_text_atomic(ref_dir / "tolerance.json", tol.dump());
       load_reference_tolerance(ref_dir);
     }
-    m_o.log("seed " + std::to_string(seed) + (secret ? " (secret): reference computed" : ": reference computed and cached"));
+    m_o.log("seed " + std::to_string(seed) +
+            (secret ? " (secret): reference computed" : ": reference computed and cached"));
     return in;
   }
 
@@ -368,8 +393,8 @@ class CheckRun {
       SeedCheck sc;
       sc.seed = in.seed;
       fs::path out_dir = m_tmp.path() / ("seed" + std::to_string(in.seed)) / kc.kernel;
-      RunJob job = kernel_job(m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point), kc.build, kc.launch,
-                              job_tensors(m_p, in, out_dir));
+      RunJob job = kernel_job(m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point),
+                              kc.build, kc.launch, job_tensors(m_p, in, out_dir));
       RunResult r = m_ctx.worker.run(job);
       sc.status = r.status;
       sc.error = r.error;
@@ -400,7 +425,8 @@ class CheckRun {
         sc.outputs.push_back(std::move(c));
       }
       all_passed = all_passed && sc.passed;
-      m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": " + (sc.passed ? "ok" : "MISMATCH"));
+      m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": " +
+              (sc.passed ? "ok" : "MISMATCH"));
       kc.seeds.push_back(std::move(sc));
     }
     kc.status = all_passed ? KernelStatus::passed : KernelStatus::mismatch;
@@ -427,26 +453,35 @@ class CheckRun {
   std::vector<std::map<std::string, std::int64_t>> m_sets;  // each KernelCheck's --set values
   std::optional<Tolerance> m_ref_tolerance;
   // Each seed's inputs and every kernel's outputs: in RAM where there is room (scratch_root).
-  TempDir m_tmp{"kopt-check", problem_tensor_bytes(m_p) * static_cast<std::uintmax_t>(m_o.seeds + 1)};
+  TempDir m_tmp{"kopt-check",
+                problem_tensor_bytes(m_p) * static_cast<std::uintmax_t>(m_o.seeds + 1)};
 };
 
 json to_json(const CompareResult& c) {
   json mism = json::array();
   for (const auto& m : c.first_mismatches)
-    mism.push_back({{"index", m.index}, {"flat", m.flat}, {"got", m.got}, {"expected", m.expected}});
+    mism.push_back(
+        {{"index", m.index}, {"flat", m.flat}, {"got", m.got}, {"expected", m.expected}});
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(std::to_string(v)); };
-  return json{{"tensor", c.tensor},     {"numel", c.numel},
-              {"atol", c.tolerance.atol}, {"rtol", c.tolerance.rtol},
-              {"max_abs_err", num(c.max_abs_err)}, {"max_rel_err", num(c.max_rel_err)},
-              {"rel_l2_err", num(c.rel_l2_err)},   {"mismatches", c.mismatches},
-              {"first_mismatches", mism}, {"nan_count", c.nan_count},
-              {"inf_count", c.inf_count}, {"unwritten", c.unwritten},
+  return json{{"tensor", c.tensor},
+              {"numel", c.numel},
+              {"atol", c.tolerance.atol},
+              {"rtol", c.tolerance.rtol},
+              {"max_abs_err", num(c.max_abs_err)},
+              {"max_rel_err", num(c.max_rel_err)},
+              {"rel_l2_err", num(c.rel_l2_err)},
+              {"mismatches", c.mismatches},
+              {"first_mismatches", mism},
+              {"nan_count", c.nan_count},
+              {"inf_count", c.inf_count},
+              {"unwritten", c.unwritten},
               {"passed", c.passed}};
 }
 
 }  // namespace
 
-Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options, CheckContext ctx) {
+Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options,
+                                CheckContext ctx) {
   try {
     CheckRun run(problem, options, ctx);
     return run.run();
@@ -484,7 +519,8 @@ json to_json(const CheckReport& r) {
     if (!k.sanitizer.empty()) {
       json outcomes = json::array();
       for (const auto& o : k.sanitizer) outcomes.push_back(to_json(o));
-      kernels.back()["sanitizer"] = {{"verdict", sanitizer_verdict(k.sanitizer)}, {"tools", outcomes}};
+      kernels.back()["sanitizer"] = {{"verdict", sanitizer_verdict(k.sanitizer)},
+                                     {"tools", outcomes}};
     }
   }
   json j{{"schema_version", 1},

@@ -58,7 +58,8 @@ void Dispatcher::run(std::size_t tasks, const Work& work, const GiveUp& give_up)
     left.swap(queue);
     held.unlock();
     for (const auto& q : left)
-      give_up(q.task, q.last_loss.empty() ? "no live worker to run it" : "no live worker left to retry it; " + q.last_loss);
+      give_up(q.task, q.last_loss.empty() ? "no live worker to run it"
+                                          : "no live worker left to retry it; " + q.last_loss);
     held.lock();
   };
 
@@ -88,7 +89,8 @@ void Dispatcher::run(std::size_t tasks, const Work& work, const GiveUp& give_up)
         queue.push_front(std::move(q));
       } else {
         held.unlock();
-        give_up(q.task, q.tries >= k_tries ? "its worker was lost twice; " + q.last_loss : q.last_loss);
+        give_up(q.task,
+                q.tries >= k_tries ? "its worker was lost twice; " + q.last_loss : q.last_loss);
         held.lock();
       }
       if (!others) drain(held);
@@ -122,7 +124,8 @@ std::optional<std::string> worker_lost(WorkerClient& worker) {
 }
 
 std::string device_label(const DeviceInfo& d) {
-  return "device " + std::to_string(d.ordinal) + (d.host.empty() ? "" : " on " + d.host) + " (" + d.name + ")";
+  return "device " + std::to_string(d.ordinal) + (d.host.empty() ? "" : " on " + d.host) + " (" +
+         d.name + ")";
 }
 
 std::string worker_label(std::size_t index, WorkerClient& worker) {
@@ -130,7 +133,8 @@ std::string worker_label(std::size_t index, WorkerClient& worker) {
   return "worker " + std::to_string(index) + (d ? " (" + device_label(*d) + ")" : "");
 }
 
-Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>& ctxs, bool allow_mixed,
+Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>& ctxs,
+                                                 bool allow_mixed,
                                                  std::vector<std::string>& notes) {
   std::vector<DeviceInfo> devices;
   for (const auto& c : ctxs) {
@@ -146,14 +150,17 @@ Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>
       return Unexpected(bad_input(which + " is not the model of " + device_label(first) +
                                   "; a run compares candidates measured on one model "
                                   "(--allow-mixed to run on both anyway)"));
-    if (d.name != first.name) notes.push_back(which + " is another model than " + device_label(first));
+    if (d.name != first.name)
+      notes.push_back(which + " is another model than " + device_label(first));
     if (d.clocks.max_sm_mhz != first.clocks.max_sm_mhz)
-      notes.push_back(which + ": max SM clock " + std::to_string(d.clocks.max_sm_mhz) + " MHz against " +
-                      std::to_string(first.clocks.max_sm_mhz) + " MHz on " + device_label(first));
+      notes.push_back(which + ": max SM clock " + std::to_string(d.clocks.max_sm_mhz) +
+                      " MHz against " + std::to_string(first.clocks.max_sm_mhz) + " MHz on " +
+                      device_label(first));
   }
   for (const auto& d : devices)
     if (!d.clocks.throttle_reasons.empty() && d.clocks.throttle_reasons != "none")
-      notes.push_back(device_label(d) + " reported throttling at the start: " + d.clocks.throttle_reasons);
+      notes.push_back(device_label(d) +
+                      " reported throttling at the start: " + d.clocks.throttle_reasons);
   return devices;
 }
 

@@ -1,8 +1,8 @@
 #include "kopt/engine/gpu_lab.hpp"
 
-#include <deque>
 #include <fmt/format.h>
 
+#include <deque>
 #include <mutex>
 #include <set>
 
@@ -12,23 +12,29 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/engine/dispatcher.hpp"
-#include "kopt/engine/roofs.hpp"
 #include "kopt/engine/profiler.hpp"
+#include "kopt/engine/roofs.hpp"
 #include "kopt/engine/sass_report.hpp"
 #include "kopt/engine/variant_jobs.hpp"
 #include "kopt/problem/launch.hpp"
-#include "kopt/worker/protocol.hpp"
 #include "kopt/report/target_markdown.hpp"
+#include "kopt/worker/protocol.hpp"
 
 namespace kopt {
 namespace {
 
-std::map<std::string, std::int64_t> sets_of(const ParamPoint& p) { return {p.begin(), p.end()}; }
+std::map<std::string, std::int64_t> sets_of(const ParamPoint& p) {
+  return {p.begin(), p.end()};
+}
 
 class GpuLab final : public Lab {
  public:
   GpuLab(const Problem& p, const MethodCatalog& c, GpuLabOptions o, std::vector<CheckContext> ctxs)
-      : m_p(p), m_catalog(c), m_o(std::move(o)), m_ctxs(std::move(ctxs)), m_dispatch(m_ctxs.size()) {}
+      : m_p(p),
+        m_catalog(c),
+        m_o(std::move(o)),
+        m_ctxs(std::move(ctxs)),
+        m_dispatch(m_ctxs.size()) {}
 
   std::string device_name() override { return device() ? device()->name : "no device"; }
   int sm() override { return device() ? device()->cc_major * 10 + device()->cc_minor : 0; }
@@ -44,11 +50,14 @@ class GpuLab final : public Lab {
     h.field("kopt-evaluation-v2").field(*build_key).field(device_name());
     // The launch is kopt.toml's, not the build's: a grid, block, shared-memory size or argument
     // changed there is another measurement of the same build.
-    auto launch = resolve_launch(p, *k, v.point, device() ? device()->limits : architectural_limits());
+    auto launch =
+        resolve_launch(p, *k, v.point, device() ? device()->limits : architectural_limits());
     if (!launch) {
       h.field("launch error").field(launch.error().message);  // measured, it fails with this
     } else {
-      h.field(dim3_to_string(launch->grid)).field(dim3_to_string(launch->block)).field(std::to_string(launch->shared_mem));
+      h.field(dim3_to_string(launch->grid))
+          .field(dim3_to_string(launch->block))
+          .field(std::to_string(launch->shared_mem));
       for (const auto& a : launch->args) h.field(to_json(a).dump());
     }
     for (const auto& d : m_p.dims) h.field(d.name).field(std::to_string(d.value));
@@ -60,7 +69,8 @@ class GpuLab final : public Lab {
 
   // One variant per worker at a time, handed out by the dispatcher: a variant whose worker is
   // lost is measured again on another (dispatcher.hpp).
-  std::vector<Measured> measure_all(const std::vector<Variant>& vs, const MeasuredFn& each) override {
+  std::vector<Measured> measure_all(const std::vector<Variant>& vs,
+                                    const MeasuredFn& each) override {
     std::vector<Measured> out(vs.size());
     std::mutex done;
     auto finish = [&](std::size_t i, Measured m) {
@@ -71,14 +81,18 @@ class GpuLab final : public Lab {
     m_dispatch.run(
         vs.size(),
         [&](std::size_t i, std::size_t w) {
-          auto b = run_bench(problem_for(vs[i]), request({{vs[i].kernel, sets_of(vs[i].point)}}, false), m_ctxs[w]);
+          auto b = run_bench(problem_for(vs[i]),
+                             request({{vs[i].kernel, sets_of(vs[i].point)}}, false), m_ctxs[w]);
           if (auto lost = lost_after(b, m_ctxs[w].worker)) return DispatchOutcome{true, *lost};
-          Measured m = b ? measured(b->variants.at(0), *b) : Measured{"error", 0, 0, 0, b.error().message};
+          Measured m =
+              b ? measured(b->variants.at(0), *b) : Measured{"error", 0, 0, 0, b.error().message};
           if (m_ctxs.size() > 1) m.device = worker_label(w, m_ctxs[w].worker);
           finish(i, std::move(m));
           return DispatchOutcome{};
         },
-        [&](std::size_t i, const std::string& why) { finish(i, Measured{"error", 0, 0, 0, why}); });
+        [&](std::size_t i, const std::string& why) {
+          finish(i, Measured{"error", 0, 0, 0, why});
+        });
     for (auto& n : m_dispatch.notes())
       if (m_logged_losses.insert(n).second) m_o.log("  " + n);
     return out;
@@ -110,8 +124,7 @@ class GpuLab final : public Lab {
     auto b = run_bench(baselines, r, home());
     if (!b) return {{"torch eager", Measured{"error", 0, 0, 0, b.error().message, ""}}};
     std::vector<std::pair<std::string, Measured>> out;
-    for (const BenchVariant& bv : b->variants)
-      out.emplace_back(bv.kernel, measured(bv, *b));
+    for (const BenchVariant& bv : b->variants) out.emplace_back(bv.kernel, measured(bv, *b));
     return out;
   }
 
@@ -123,7 +136,8 @@ class GpuLab final : public Lab {
 
   Expected<Comparison> compare(const Variant& a, const Variant& b) override {
     if (!a.source.empty() && !b.source.empty() && a.source != b.source && a.kernel == b.kernel)
-      return Unexpected(bad_input("two branch sources of one kernel cannot be compared in one bench"));
+      return Unexpected(
+          bad_input("two branch sources of one kernel cannot be compared in one bench"));
     BenchRequest r = request({{a.kernel, sets_of(a.point)}, {b.kernel, sets_of(b.point)}}, true);
     r.options.rule.max_time_s = m_o.compare_max_time_s;
     // Only one source can replace the kernel's: the branch's (the champion is the problem's).
@@ -131,8 +145,10 @@ class GpuLab final : public Lab {
     if (!rep) return Unexpected(rep.error());
     // A variant whose timed launches skipped work has times that compare nothing.
     for (const auto& v : rep->variants)
-      if (v.status == "inconsistent") return Unexpected(bad_input(v.kernel + " " + v.status + ": " + v.error));
-    if (!rep->comparison) return Unexpected(internal_error("no comparison: " + rep->variants.at(0).error));
+      if (v.status == "inconsistent")
+        return Unexpected(bad_input(v.kernel + " " + v.status + ": " + v.error));
+    if (!rep->comparison)
+      return Unexpected(internal_error("no comparison: " + rep->variants.at(0).error));
     return *rep->comparison;
   }
 
@@ -141,12 +157,15 @@ class GpuLab final : public Lab {
   }
 
   // One ncu session for all of them (profiler.hpp: run_profile_items).
-  std::vector<Expected<Explanation>> profile_all(const std::vector<Variant>& vs,
-                                                 const std::vector<std::filesystem::path>& dirs,
-                                                 const std::filesystem::path& session_dir) override {
-    auto all = [&](const Error& e) { return std::vector<Expected<Explanation>>(vs.size(), Unexpected(e)); };
+  std::vector<Expected<Explanation>> profile_all(
+      const std::vector<Variant>& vs, const std::vector<std::filesystem::path>& dirs,
+      const std::filesystem::path& session_dir) override {
+    auto all = [&](const Error& e) {
+      return std::vector<Expected<Explanation>>(vs.size(), Unexpected(e));
+    };
     bool opencl = device() && device()->is_opencl();
-    if (m_o.ncu.empty() && !opencl) return all(environment_error("ncu (Nsight Compute) is not installed"));
+    if (m_o.ncu.empty() && !opencl)
+      return all(environment_error("ncu (Nsight Compute) is not installed"));
     ProfileRequest r;
     r.arch = m_o.arch;
     r.device = m_o.device;
@@ -157,7 +176,8 @@ class GpuLab final : public Lab {
     std::deque<Problem> problems;  // a branch's source makes its own problem
     std::vector<ProfileItem> items;
     for (std::size_t i = 0; i < vs.size(); ++i)
-      items.push_back({&problems.emplace_back(problem_for(vs[i])), vs[i].kernel, sets_of(vs[i].point), dirs.at(i)});
+      items.push_back({&problems.emplace_back(problem_for(vs[i])), vs[i].kernel,
+                       sets_of(vs[i].point), dirs.at(i)});
     auto profiles = run_profile_items(items, r, home(), session_dir);
     if (!profiles) return all(profiles.error());
     std::vector<Expected<Explanation>> out;
@@ -169,7 +189,8 @@ class GpuLab final : public Lab {
     return out;
   }
 
-  std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) override {
+  std::map<std::string, SassVerdictKind> verify(const Variant& v,
+                                                const std::vector<std::string>& methods) override {
     std::map<std::string, SassVerdictKind> out;
     for (const auto& m : methods) out[m] = SassVerdictKind::unverifiable;
     // OpenCL builds are the driver's business: there is no SASS of them to read.
@@ -211,15 +232,17 @@ class GpuLab final : public Lab {
       out.wrong = std::string(kernel_status_name(k.status)) + ": " + k.error;
       for (const auto& s : k.seeds)
         if (!s.passed) {
-          out.wrong = fmt::format("wrong on {} {} ({}{})", checked->secret_seed == s.seed ? "the secret seed" : "seed",
-                                  s.seed, run_status_name(s.status), s.error.empty() ? "" : ": " + s.error);
+          out.wrong = fmt::format(
+              "wrong on {} {} ({}{})", checked->secret_seed == s.seed ? "the secret seed" : "seed",
+              s.seed, run_status_name(s.status), s.error.empty() ? "" : ": " + s.error);
           break;
         }
       return out;
     }
     // The build the check just ran, under the tools.
     if (!m_o.sanitize.tools.empty())
-      out.sanitizer = sanitize_kernel(p, k, device() && device()->is_opencl(), m_o.sanitize, home().runner);
+      out.sanitizer =
+          sanitize_kernel(p, k, device() && device()->is_opencl(), m_o.sanitize, home().runner);
     return out;
   }
 
@@ -230,11 +253,14 @@ class GpuLab final : public Lab {
   }
 
   nlohmann::json environment() override {
-    nlohmann::json j{{"schema_version", 1}, {"recorded_at", utc_timestamp()}, {"kopt_version", KOPT_VERSION}};
+    nlohmann::json j{
+        {"schema_version", 1}, {"recorded_at", utc_timestamp()}, {"kopt_version", KOPT_VERSION}};
     j["device"] = device() ? to_json(*device()) : nlohmann::json(nullptr);
     auto toolkit = home().compiler.toolkit();
     j["toolkit"] = toolkit ? *toolkit : "unavailable: " + toolkit.error().message;
-    j["ncu"] = m_o.ncu.empty() ? nlohmann::json(nullptr) : nlohmann::json{{"path", m_o.ncu.string()}, {"version", m_o.ncu_version}};
+    j["ncu"] = m_o.ncu.empty()
+                   ? nlohmann::json(nullptr)
+                   : nlohmann::json{{"path", m_o.ncu.string()}, {"version", m_o.ncu_version}};
     j["bench_options"] = to_json(m_o.bench);
     return j;
   }
@@ -292,13 +318,15 @@ class GpuLab final : public Lab {
   std::string arch() { return m_o.arch.value_or(device() ? device()->arch() : "sm_90"); }
 
   static Measured measured(const BenchVariant& bv, const BenchReport& b) {
-    Measured m{bv.status, bv.summary.median, bv.summary.rel_noise, bv.summary.n, bv.error, clocks_text(b.clocks_after)};
+    Measured m{bv.status,    bv.summary.median, bv.summary.rel_noise,
+               bv.summary.n, bv.error,          clocks_text(b.clocks_after)};
     for (const auto& f : bv.flags) m.flags.push_back(flag_text(f));
     return m;
   }
 
   BenchRequest request(std::vector<BenchVariantSpec> variants, bool compare) {
-    return bench_request(std::move(variants), compare, m_o.bench, m_o.compare_threshold, m_o.arch, m_o.cache_root);
+    return bench_request(std::move(variants), compare, m_o.bench, m_o.compare_threshold, m_o.arch,
+                         m_o.cache_root);
   }
 
   const Problem& m_p;
@@ -312,13 +340,13 @@ class GpuLab final : public Lab {
 
 }  // namespace
 
-std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog, GpuLabOptions options,
-                                  CheckContext ctx) {
+std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog,
+                                  GpuLabOptions options, CheckContext ctx) {
   return make_gpu_lab(problem, catalog, std::move(options), std::vector<CheckContext>{ctx});
 }
 
-std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog, GpuLabOptions options,
-                                  std::vector<CheckContext> workers) {
+std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog,
+                                  GpuLabOptions options, std::vector<CheckContext> workers) {
   return std::make_unique<GpuLab>(problem, catalog, std::move(options), std::move(workers));
 }
 

@@ -24,13 +24,13 @@ fs::path find_package(const std::string& name) {
   for (const auto& py : pythons) {
     auto found = find_program(py);
     if (!found) continue;
-    CommandResult r = runner.run(
-        {found->string(), "-c",
-         "import importlib.util, sys\n"
-         "s = importlib.util.find_spec(sys.argv[1])\n"
-         "print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')",
-         name},
-        std::chrono::seconds(20));
+    CommandResult r = runner.run({found->string(), "-c",
+                                  "import importlib.util, sys\n"
+                                  "s = importlib.util.find_spec(sys.argv[1])\n"
+                                  "print(list(s.submodule_search_locations)[0] if s and "
+                                  "s.submodule_search_locations else '')",
+                                  name},
+                                 std::chrono::seconds(20));
     std::string out = r.out;
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
     if (r.ok() && !out.empty() && fs::is_directory(out, ec)) return out;
@@ -61,7 +61,8 @@ ResolvedIncludes resolve_include_dirs(const Problem& p, const KernelSpec& k) {
       fs::path pkg = python_package_dir(d.python_package);
       if (pkg.empty()) {
         out.missing = at(d) + "the Python package '" + d.python_package +
-                      "' is not installed (looked in .tools/* beside kopt's checkout and in python3's path): " +
+                      "' is not installed (looked in .tools/* beside kopt's checkout and in "
+                      "python3's path): " +
                       (d.pip.empty() ? "install it" : "pip install " + d.pip) +
                       (d.pip == "nvidia-cutlass" ? ", or run scripts/bootstrap --cutlass" : "");
         return out;

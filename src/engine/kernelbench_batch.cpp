@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -22,7 +22,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // KernelBench names its files "<number>_<Name>.py": sorted by that number, then by name.
 long leading_number(const std::string& name) {
@@ -31,7 +33,9 @@ long leading_number(const std::string& name) {
   return digits == 0 || digits > 9 ? -1 : std::stol(name.substr(0, digits));
 }
 
-bool imported(const KernelbenchEntry& e) { return e.status == "imported" || e.status == "kept"; }
+bool imported(const KernelbenchEntry& e) {
+  return e.status == "imported" || e.status == "kept";
+}
 
 bool needs_evaluation(const KernelbenchEntry& e, const KernelbenchBatchOptions& o) {
   if (!imported(e)) return false;
@@ -39,8 +43,9 @@ bool needs_evaluation(const KernelbenchEntry& e, const KernelbenchBatchOptions& 
 }
 
 json to_json(const BaselineOutcome& b) {
-  return {{"status", b.status}, {"label", b.label}, {"median_s", b.median_s}, {"rel_noise", b.rel_noise},
-          {"n", b.n},           {"flags", b.flags}, {"error", b.error}};
+  return {{"status", b.status},       {"label", b.label}, {"median_s", b.median_s},
+          {"rel_noise", b.rel_noise}, {"n", b.n},         {"flags", b.flags},
+          {"error", b.error}};
 }
 
 BaselineOutcome baseline_from_json(const json& j) {
@@ -85,8 +90,9 @@ class BatchState {
   std::mutex m_mutex;
 };
 
-void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir, const KernelbenchBatchOptions& o,
-                const KernelbenchImporter& importer, std::optional<Error>& environment) {
+void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
+                const KernelbenchBatchOptions& o, const KernelbenchImporter& importer,
+                std::optional<Error>& environment) {
   auto t0 = Clock::now();
   e.error.clear();
   if (!o.force && fs::exists(dir / "kopt.toml")) {
@@ -153,12 +159,14 @@ std::vector<fs::path> kernelbench_files(const fs::path& folder) {
   return files;
 }
 
-Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& o, const KernelbenchImporter& importer,
+Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& o,
+                                                 const KernelbenchImporter& importer,
                                                  const KernelbenchEvaluator& evaluate) {
   auto t0 = Clock::now();
   if (!fs::is_directory(o.source)) return Unexpected(bad_input("not a folder", o.source.string()));
   auto files = kernelbench_files(o.source);
-  if (files.empty()) return Unexpected(bad_input("holds no KernelBench files (*.py)", o.source.string()));
+  if (files.empty())
+    return Unexpected(bad_input("holds no KernelBench files (*.py)", o.source.string()));
   std::error_code ec;
   fs::create_directories(o.out, ec);
   BatchState state(o.out / "kernelbench.json");
@@ -168,7 +176,8 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
     KernelbenchEntry e;
     e.file = f.filename().string();
     e.problem = f.stem().string();
-    auto before = std::find_if(earlier.begin(), earlier.end(), [&](auto& x) { return x.file == e.file; });
+    auto before =
+        std::find_if(earlier.begin(), earlier.end(), [&](auto& x) { return x.file == e.file; });
     batch.entries.push_back(before != earlier.end() ? *before : e);
   }
 
@@ -176,7 +185,8 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
   std::atomic<std::size_t> next{0};
   std::optional<Error> environment;
   std::mutex env_mutex;
-  unsigned jobs = o.jobs > 0 ? static_cast<unsigned>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  unsigned jobs = o.jobs > 0 ? static_cast<unsigned>(o.jobs)
+                             : std::max(1u, std::thread::hardware_concurrency());
   auto work = [&] {
     for (std::size_t i; (i = next++) < files.size();) {
       {
@@ -191,8 +201,8 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
       if (imported(e) && !o.force && fs::exists(o.out / e.problem / "kopt.toml")) continue;
       std::optional<Error> env;
       import_one(e, files[i], o.out / e.problem, o, importer, env);
-      o.log(fmt::format("[{:.0f} s] import {}: {} ({:.1f} s){}", seconds_since(t0), e.file, e.status, e.import_s,
-                        e.error.empty() ? "" : ": " + e.error));
+      o.log(fmt::format("[{:.0f} s] import {}: {} ({:.1f} s){}", seconds_since(t0), e.file,
+                        e.status, e.import_s, e.error.empty() ? "" : ": " + e.error));
       if (env) {
         std::lock_guard lock(env_mutex);
         environment = env;
@@ -214,9 +224,10 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
     for (auto& e : batch.entries) {
       if (!needs_evaluation(e, o) && !(o.force && imported(e))) continue;
       evaluate(e, o.out / e.problem);
-      o.log(fmt::format("[{:.0f} s] {}: reference {} ({:.1f} s), eager {}, torch.compile {} ({:.1f} s)",
-                        seconds_since(t0), e.problem, e.reference, e.reference_s, time_cell(e.eager),
-                        time_cell(e.compiled), e.baselines_s));
+      o.log(fmt::format(
+          "[{:.0f} s] {}: reference {} ({:.1f} s), eager {}, torch.compile {} ({:.1f} s)",
+          seconds_since(t0), e.problem, e.reference, e.reference_s, time_cell(e.eager),
+          time_cell(e.compiled), e.baselines_s));
       state.save(batch);
     }
   batch.wall_s = seconds_since(t0);
@@ -243,7 +254,9 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o, CheckCon
       auto report = run_check(*problem, co, ctx);
       e.reference_s = seconds_since(t0);
       e.reference = report && report->device ? "ok" : "failed";
-      e.reference_error = !report ? report.error().message : report->device ? "" : report->device_error;
+      e.reference_error = !report          ? report.error().message
+                          : report->device ? ""
+                                           : report->device_error;
     }
     if (o.baselines) {
       auto t0 = Clock::now();
@@ -266,7 +279,8 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o, CheckCon
         b.median_s = v.summary.median;
         b.rel_noise = v.summary.rel_noise;
         b.n = v.summary.n;
-        if (v.summary.n > 0) b.flags = torch_baseline_flags(v.series, v.summary, v.throttled_samples);
+        if (v.summary.n > 0)
+          b.flags = torch_baseline_flags(v.series, v.summary, v.throttled_samples);
       }
     }
   };
@@ -317,41 +331,41 @@ json to_json(const KernelbenchBatch& b) {
     reference_ok += e.reference == "ok";
     both_timed += e.eager.status == "ok" && e.compiled.status == "ok";
   }
-  return {{"schema_version", 1},
-          {"command", "import kernelbench"},
-          {"device", b.device},
-          {"wall_s", b.wall_s},
-          {"files", b.entries.size()},
-          {"imported", n_imported},
-          {"refused", refused},
-          {"failed", failed},
-          {"reference_ok", reference_ok},
-          {"baselines_timed", both_timed},
-          {"problems", problems},
-          {"exit_code", b.exit_code()}};
+  return {{"schema_version", 1},          {"command", "import kernelbench"},
+          {"device", b.device},           {"wall_s", b.wall_s},
+          {"files", b.entries.size()},    {"imported", n_imported},
+          {"refused", refused},           {"failed", failed},
+          {"reference_ok", reference_ok}, {"baselines_timed", both_timed},
+          {"problems", problems},         {"exit_code", b.exit_code()}};
 }
 
 std::string kernelbench_markdown(const KernelbenchBatch& b) {
   json totals = to_json(b);
   std::string md = fmt::format(
-      "{} files: {} imported, {} refused, {} failed; reference ran on {}; both baselines timed on {}{}.\n\n",
-      totals["files"].get<std::size_t>(), totals["imported"].get<std::size_t>(), totals["refused"].get<std::size_t>(),
-      totals["failed"].get<std::size_t>(), totals["reference_ok"].get<std::size_t>(),
-      totals["baselines_timed"].get<std::size_t>(), b.device.empty() ? "" : " (" + b.device + ")");
-  md += "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | why not, flags |\n";
+      "{} files: {} imported, {} refused, {} failed; reference ran on {}; both baselines timed on "
+      "{}{}.\n\n",
+      totals["files"].get<std::size_t>(), totals["imported"].get<std::size_t>(),
+      totals["refused"].get<std::size_t>(), totals["failed"].get<std::size_t>(),
+      totals["reference_ok"].get<std::size_t>(), totals["baselines_timed"].get<std::size_t>(),
+      b.device.empty() ? "" : " (" + b.device + ")");
+  md +=
+      "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | "
+      "why not, flags |\n";
   md += "|---|---:|---|---|---:|---:|---|---|\n";
   for (const auto& e : b.entries) {
     std::string why = e.error;
     for (const std::string* s : {&e.reference_error, &e.eager.error, &e.compiled.error})
       if (!s->empty()) why += (why.empty() ? "" : "; ") + *s;
     for (const auto* bl : {&e.eager, &e.compiled})
-      for (const auto& f : bl->flags) why += (why.empty() ? "" : "; ") + std::string(bl == &e.eager ? "eager " : "compile ") + f;
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} | {} |\n", cell(e.problem),
-                      e.status == "kept" ? std::string("kept") : fmt::format("{:.1f}", e.import_s),
-                      imported(e) ? (e.flops_known ? "formula" : "unknown") : "-",
-                      e.reference == "ok" ? fmt::format("ok ({:.1f} s)", e.reference_s) : e.reference,
-                      time_cell(e.eager), time_cell(e.compiled), noise_cell(e.eager), noise_cell(e.compiled),
-                      cell(imported(e) ? why : e.status + ": " + why));
+      for (const auto& f : bl->flags)
+        why += (why.empty() ? "" : "; ") + std::string(bl == &e.eager ? "eager " : "compile ") + f;
+    md +=
+        fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} | {} |\n", cell(e.problem),
+                    e.status == "kept" ? std::string("kept") : fmt::format("{:.1f}", e.import_s),
+                    imported(e) ? (e.flops_known ? "formula" : "unknown") : "-",
+                    e.reference == "ok" ? fmt::format("ok ({:.1f} s)", e.reference_s) : e.reference,
+                    time_cell(e.eager), time_cell(e.compiled), noise_cell(e.eager),
+                    noise_cell(e.compiled), cell(imported(e) ? why : e.status + ": " + why));
   }
   return md;
 }

@@ -95,14 +95,17 @@ fs::path Optimizer::version_dir(int i) const {
 EvaluationRecord Optimizer::record(const std::string& key, const std::string& kernel,
                                    const ParamPoint& point, const Measured& m) {
   return EvaluationRecord{key,       kernel,  point,           m.status, m.median_s, m.noise,
-                          m.samples, m.error, utc_timestamp(), m.clocks, m.flags, m.device};
+                          m.samples, m.error, utc_timestamp(), m.clocks, m.flags,    m.device};
 }
 
-std::pair<std::string, Measured> Optimizer::measure(const Variant& v) { return measure_all({v}).at(0); }
+std::pair<std::string, Measured> Optimizer::measure(const Variant& v) {
+  return measure_all({v}).at(0);
+}
 
 // Recorded evaluations are reused; the rest are measured together (one per worker where the
 // lab has several), each recorded and saved as it is done.
-std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(const std::vector<Variant>& vs) {
+std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(
+    const std::vector<Variant>& vs) {
   std::vector<std::pair<std::string, Measured>> out(vs.size());
   std::vector<Variant> todo;
   std::vector<std::size_t> where;
@@ -114,7 +117,8 @@ std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(const std::
     }
     out[i].first = *key;
     if (const EvaluationRecord* e = m_state.find_evaluation(*key)) {
-      out[i].second = Measured{e->status, e->median_s, e->noise, e->samples, e->error, e->clocks, e->flags, e->device};
+      out[i].second = Measured{e->status, e->median_s, e->noise, e->samples,
+                               e->error,  e->clocks,   e->flags, e->device};
       continue;
     }
     todo.push_back(vs[i]);
@@ -126,7 +130,8 @@ std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(const std::
     const std::string& key = out[where[j]].first;
     m_state.evaluations[key] = record(key, v.kernel, v.point, m);
     (void)save();  // each as it is done: a run killed in the middle keeps what was measured
-    m_o.log(fmt::format("  {:<40} {}{}", v.label(), m.ok() ? human_time(m.median_s) : m.status + ": " + m.error,
+    m_o.log(fmt::format("  {:<40} {}{}", v.label(),
+                        m.ok() ? human_time(m.median_s) : m.status + ": " + m.error,
                         m.device.empty() ? "" : "  (" + m.device + ")"));
     for (const auto& f : m.flags) m_o.log("    flagged: " + f);
     out[where[j]].second = m;
@@ -315,13 +320,16 @@ Expected<void> Optimizer::iterate(int i) {
   return decide(i, o, winner->first, winner->second, winner_key, nullptr);
 }
 
-void Optimizer::profile_round(const fs::path& session_dir, const std::vector<RoundBranch>& measured) {
-  std::vector<const RoundBranch*> todo;  // those not profiled before (a branch may be the champion's point)
+void Optimizer::profile_round(const fs::path& session_dir,
+                              const std::vector<RoundBranch>& measured) {
+  std::vector<const RoundBranch*>
+      todo;  // those not profiled before (a branch may be the champion's point)
   std::vector<Variant> vs;
   std::vector<fs::path> dirs;
   for (const RoundBranch& b : measured)
     if (!m_round_profiles.contains(b.key) &&
-        std::none_of(todo.begin(), todo.end(), [&](const RoundBranch* t) { return t->key == b.key; })) {
+        std::none_of(todo.begin(), todo.end(),
+                     [&](const RoundBranch* t) { return t->key == b.key; })) {
       todo.push_back(&b);
       vs.push_back(b.variant);
       dirs.push_back(b.dir);
@@ -331,17 +339,20 @@ void Optimizer::profile_round(const fs::path& session_dir, const std::vector<Rou
   for (std::size_t t = 0; t < todo.size(); ++t) {
     const auto& e = profiles.at(t);
     m_o.log(fmt::format("    profiled {:<31} {}", vs[t].label(),
-                        e ? std::string(bottleneck_name(e->bottleneck.cls)) : "not profiled: " + e.error().message));
+                        e ? std::string(bottleneck_name(e->bottleneck.cls))
+                          : "not profiled: " + e.error().message));
     if (e) m_round_profiles[todo[t]->key] = {*e, todo[t]->dir};
   }
 }
 
-Expected<Explanation> Optimizer::champion_profile(const std::string& key, const Variant& champ, const fs::path& dir) {
+Expected<Explanation> Optimizer::champion_profile(const std::string& key, const Variant& champ,
+                                                  const fs::path& dir) {
   if (auto it = m_round_profiles.find(key); it != m_round_profiles.end() && !key.empty()) {
     // The same build at the same point, profiled in the last round's session: its files here too.
     std::error_code ec;
     fs::create_directories(dir, ec);
-    fs::copy(it->second.second, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    fs::copy(it->second.second, dir,
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
     m_o.log("    profile: " + champ.label() + "'s from the last round's ncu session");
     return it->second.first;
   }

@@ -106,7 +106,8 @@ void Optimizer::judge_predictions(int i, VersionRecord& rec,
     wanted.push_back(k);
     vs.push_back(Variant{branches[k].kernel, branches[k].point, branches[k].source});
     bool candidate = out.winner_index && *out.winner_index == k;
-    dirs.push_back(candidate ? version_dir(i) / "candidate-profile" : version_dir(i) / "branch-profiles" / branches[k].id);
+    dirs.push_back(candidate ? version_dir(i) / "candidate-profile"
+                             : version_dir(i) / "branch-profiles" / branches[k].id);
   }
   std::map<std::size_t, Expected<MetricValues>> after;  // by branch
   if (!vs.empty()) {
@@ -134,8 +135,9 @@ void Optimizer::judge_predictions(int i, VersionRecord& rec,
       else if (mine != after.end() && mine->second)
         judge_prediction(p, before, *mine->second);
       else
-        leave_unjudged(p, p.branch + " could not be profiled" +
-                              (mine != after.end() ? ": " + mine->second.error().message : std::string()));
+        leave_unjudged(
+            p, p.branch + " could not be profiled" +
+                   (mine != after.end() ? ": " + mine->second.error().message : std::string()));
       m_o.log(fmt::format("    prediction {} {}: {}{}", p.branch, p.text, p.verdict,
                           p.note.empty() ? "" : " (" + p.note + ")"));
       rec.predictions.push_back(p);

@@ -54,7 +54,9 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   std::vector<ParamPoint> taken{base};
   for (const auto& [key, e] : m_state.evaluations)
     if (e.kernel == k->name) taken.push_back(e.point);
-  auto is_taken = [&](const ParamPoint& q) { return std::find(taken.begin(), taken.end(), q) != taken.end(); };
+  auto is_taken = [&](const ParamPoint& q) {
+    return std::find(taken.begin(), taken.end(), q) != taken.end();
+  };
   std::vector<Variant> out;
   // The base first, made feasible where the methods' settings break a constraint (a kernel
   // entered with cp.async off may need a shallower pipeline); then, tuning the champion's
@@ -64,8 +66,9 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
     if (champ.kernel == k->name)
       if (auto d = default_point(m_p, *k)) {
         for (const auto& p : switched) (*d)[p] = base.at(p);
-        if (auto f = space.nearest_feasible(*d); f && (out.empty() || *f != out.front().point) &&
-                                                    !is_taken(*f))  // once it is known, its slot goes to a move
+        if (auto f = space.nearest_feasible(*d);
+            f && (out.empty() || *f != out.front().point) &&
+            !is_taken(*f))  // once it is known, its slot goes to a move
           out.push_back(Variant{k->name, *f, {}});
       }
   }
@@ -86,7 +89,8 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
       ParamPoint q = base;
       q[name] = value;
       for (auto& f : space.repairs(q, name))
-        if (!is_taken(f) && std::find(moves.begin(), moves.end(), f) == moves.end()) moves.push_back(std::move(f));
+        if (!is_taken(f) && std::find(moves.begin(), moves.end(), f) == moves.end())
+          moves.push_back(std::move(f));
     }
   std::shuffle(moves.begin(), moves.end(), rng);
   std::size_t want_moves = (static_cast<std::size_t>(count) - out.size() + 1) / 2;

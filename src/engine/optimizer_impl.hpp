@@ -96,7 +96,8 @@ class Optimizer {
     std::string key;  // its evaluation key
   };
   void profile_round(const fs::path& session_dir, const std::vector<RoundBranch>& measured);
-  Expected<Explanation> champion_profile(const std::string& key, const Variant& champ, const fs::path& dir);
+  Expected<Explanation> champion_profile(const std::string& key, const Variant& champ,
+                                         const fs::path& dir);
 
   // --- the proposer hook ------------------------------------------------------------------------
   static std::string shell_quote(const std::string& s);
@@ -225,7 +226,8 @@ class Optimizer {
   std::string m_candidate_branch;
   std::vector<std::string> m_experience_notes;
   std::map<std::string, std::string> m_last_sass;
-  std::map<std::string, std::pair<Explanation, fs::path>> m_round_profiles;  // evaluation key -> profile, its folder
+  std::map<std::string, std::pair<Explanation, fs::path>>
+      m_round_profiles;  // evaluation key -> profile, its folder
 };
 
 }  // namespace kopt::optimizer_detail

@@ -1,9 +1,9 @@
 #include "profile_session.hpp"
 
-#include <chrono>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <chrono>
 
 #include "kopt/core/fs.hpp"
 #include "kopt/tools/ncu.hpp"
@@ -29,7 +29,8 @@ void fail(KernelProfile& kp, const std::string& status, const std::string& error
   kp.error = error;
 }
 
-ExplainInputs explain_inputs(const Problem& p, const DeviceInfo& device, const std::optional<StoredCeilings>& c) {
+ExplainInputs explain_inputs(const Problem& p, const DeviceInfo& device,
+                             const std::optional<StoredCeilings>& c) {
   ExplainInputs in;
   in.device_name = device.name;
   if (c) {
@@ -49,8 +50,8 @@ void write_profile_files(const KernelProfile& kp) {
   (void)write_text_atomic(kp.dir / "analysis.json", to_json(*kp.explanation).dump(2));
 }
 
-void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& profiles, const SessionContext& sc,
-                 const fs::path& session_dir) {
+void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& profiles,
+                 const SessionContext& sc, const fs::path& session_dir) {
   if (batch.empty()) return;
   const ProfileRequest& r = sc.request;
   NcuRequest nr;
@@ -69,7 +70,8 @@ void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& p
   nr.program.insert(nr.program.end(), {"--warmup", std::to_string(r.launch_skip), "--repeat",
                                        std::to_string(r.launch_count)});
   auto argv = ncu_profile_argv(nr);
-  std::string collection = nr.set ? "--set " + *nr.set : "questions " + fmt::format("{}", fmt::join(nr.questions, ","));
+  std::string collection =
+      nr.set ? "--set " + *nr.set : "questions " + fmt::format("{}", fmt::join(nr.questions, ","));
   const std::string command = join_command(argv);
   for (const auto& b : batch) {
     KernelProfile& kp = profiles[b.profile];
@@ -77,13 +79,15 @@ void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& p
     kp.provenance.collection = collection;
     kp.session_kernels = static_cast<int>(batch.size());
   }
-  r.log(batch.size() == 1 ? "profiling " + profiles[batch[0].profile].provenance.variant + " under ncu"
-                          : fmt::format("profiling {} kernels in one ncu session", batch.size()));
+  r.log(batch.size() == 1
+            ? "profiling " + profiles[batch[0].profile].provenance.variant + " under ncu"
+            : fmt::format("profiling {} kernels in one ncu session", batch.size()));
   std::error_code ec;
   fs::create_directories(session_dir, ec);
   auto t0 = std::chrono::steady_clock::now();
   CommandResult run = sc.ctx.runner.run(
-      argv, std::chrono::milliseconds(static_cast<long>(r.timeout_s * 1000 * static_cast<double>(batch.size()))));
+      argv, std::chrono::milliseconds(
+                static_cast<long>(r.timeout_s * 1000 * static_cast<double>(batch.size()))));
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& b : batch) profiles[b.profile].ncu_wall_s = wall;
   (void)write_text_atomic(session_dir / "ncu.log", run.out + run.err);
@@ -97,9 +101,12 @@ void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& p
       degrade(*b.problem, b.check, sc, kp, "no_counters", outcome.message);
     });
   // A job that failed under ncu leaves the others' launches in the report.
-  if (outcome.failure != NcuFailure::none && (outcome.failure != NcuFailure::program_failed || !fs::exists(rep)))
-    return each([&](const Staged&, KernelProfile& kp) { fail(kp, "profile_failed", outcome.message); });
-  CommandResult csv = sc.ctx.runner.run(ncu_import_argv(r.ncu, rep), std::chrono::milliseconds(120000));
+  if (outcome.failure != NcuFailure::none &&
+      (outcome.failure != NcuFailure::program_failed || !fs::exists(rep)))
+    return each(
+        [&](const Staged&, KernelProfile& kp) { fail(kp, "profile_failed", outcome.message); });
+  CommandResult csv =
+      sc.ctx.runner.run(ncu_import_argv(r.ncu, rep), std::chrono::milliseconds(120000));
   if (!csv.ok())
     return each([&](const Staged&, KernelProfile& kp) {
       fail(kp, "profile_failed", "ncu --import failed: " + csv.err.substr(0, 400));
@@ -149,7 +156,8 @@ void degrade(const Problem& p, const KernelCheck& kc, const SessionContext& sc, 
   in.profile.metrics["launch__registers_per_thread"] = kc.resources.registers;
   Explanation e = explain(in);
   e.time_source = "one event-timed launch of kopt check (no counters)";
-  e.bottleneck.rule = "no counters: " + why + " The analysis is limited to timing, the cost-formula roofline "
+  e.bottleneck.rule = "no counters: " + why +
+                      " The analysis is limited to timing, the cost-formula roofline "
                       "and the build's resources.";
   kp.explanation = std::move(e);
   write_profile_files(kp);

@@ -24,7 +24,8 @@ struct Staged {
 };
 
 // What the analysis is told besides the counters: the device, the roofs, the problem's cost.
-ExplainInputs explain_inputs(const Problem& p, const DeviceInfo& device, const std::optional<StoredCeilings>& c);
+ExplainInputs explain_inputs(const Problem& p, const DeviceInfo& device,
+                             const std::optional<StoredCeilings>& c);
 // The profile did not come about: `status` (compile_failed, wrong, profile_failed, ...) and why.
 void fail(KernelProfile& kp, const std::string& status, const std::string& error);
 // summary.md, details.md and analysis.json in the profile's folder.
@@ -44,7 +45,7 @@ void degrade(const Problem& p, const KernelCheck& kc, const SessionContext& sc, 
 
 // Profiles `batch` in one ncu session whose report and log go to `session_dir`; fills each
 // one's KernelProfile in `profiles`.
-void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& profiles, const SessionContext& sc,
-                 const std::filesystem::path& session_dir);
+void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& profiles,
+                 const SessionContext& sc, const std::filesystem::path& session_dir);
 
 }  // namespace kopt::profile_detail

@@ -49,7 +49,8 @@ class ProfileRun {
   }
 
   // The loop's items: checked per problem (branches of other sources are other problems).
-  Expected<std::vector<KernelProfile>> run_items(const std::vector<ProfileItem>& items, const fs::path& session_dir) {
+  Expected<std::vector<KernelProfile>> run_items(const std::vector<ProfileItem>& items,
+                                                 const fs::path& session_dir) {
     std::vector<KernelProfile> out;
     std::vector<Staged> staged;
     for (const auto& item : items) {
@@ -79,7 +80,8 @@ class ProfileRun {
       m_device = *checked->device;
       // The roofs every command uses (roofs.hpp): stored ceilings, else measured now, else the
       // spec table, which choose_roofs falls back to by itself.
-      m_ceilings = resolve_roofs(m_r.cache_root, *m_device, worker_ceilings(m_ctx.worker), m_r.log).ceilings;
+      m_ceilings =
+          resolve_roofs(m_r.cache_root, *m_device, worker_ceilings(m_ctx.worker), m_r.log).ceilings;
     }
     return checked;
   }
@@ -105,23 +107,28 @@ class ProfileRun {
     KernelProfile& kp = profiles.back();
     if (kc.status == KernelStatus::compile_failed || kc.status == KernelStatus::run_failed ||
         kc.status == KernelStatus::not_run)
-      return fail(kp, kc.status == KernelStatus::compile_failed ? "compile_failed" : "run_failed", kc.error);
+      return fail(kp, kc.status == KernelStatus::compile_failed ? "compile_failed" : "run_failed",
+                  kc.error);
     if (kc.status == KernelStatus::mismatch && m_r.check_first)
-      return fail(kp, "wrong", "the output is wrong (kopt check); not profiled (--no-check profiles it anyway)");
+      return fail(kp, "wrong",
+                  "the output is wrong (kopt check); not profiled (--no-check profiles it anyway)");
     std::error_code ec;
     fs::create_directories(kp.dir, ec);
-    if (ec) return fail(kp, "profile_failed", "cannot create " + kp.dir.string() + ": " + ec.message());
+    if (ec)
+      return fail(kp, "profile_failed", "cannot create " + kp.dir.string() + ": " + ec.message());
     if (m_device->is_opencl())
-      return profile_detail::degrade(p, kc, session(), kp, "timing_only",
-                                     "the OpenCL backend has no hardware-counter profiler (ncu profiles CUDA kernels only).");
+      return profile_detail::degrade(
+          p, kc, session(), kp, "timing_only",
+          "the OpenCL backend has no hardware-counter profiler (ncu profiles CUDA kernels only).");
     Staged s{profiles.size() - 1, &p, kc, kc.build.lowered_entry, {}};
     if (kc.build.module_kind == ModuleKind::triton) {
       // ncu follows the Python worker and picks out the @triton.jit kernels.
       auto names = triton_kernel_names(read_text_file(kc.build.cubin_path).value_or(""));
       if (names.empty())
         return profile_detail::degrade(p, kc, session(), kp, "timing_only",
-                                       "no @triton.jit function in " + kc.kernel + "'s source for ncu to pick out (it "
-                                       "calls library code only): timed, not profiled.");
+                                       "no @triton.jit function in " + kc.kernel +
+                                           "'s source for ncu to pick out (it "
+                                           "calls library code only): timed, not profiled.");
       s.filter = "regex:^(" + fmt::format("{}", fmt::join(names, "|")) + ")$";
     }
     // A solve() library launches kernels whose names kopt does not know (CUTLASS's, cuBLAS's):
@@ -131,18 +138,21 @@ class ProfileRun {
     if (!inputs) return fail(kp, "profile_failed", inputs.error().message);
     fs::path job_dir = m_tmp.path() / ("job" + std::to_string(staged.size()));
     fs::create_directories(job_dir, ec);
-    RunJob job = kernel_job(p.name + "/" + kc.kernel + " " + point_to_string(kc.point), kc.build, kc.launch,
-                            job_tensors(p, **inputs, job_dir));
+    RunJob job = kernel_job(p.name + "/" + kc.kernel + " " + point_to_string(kc.point), kc.build,
+                            kc.launch, job_tensors(p, **inputs, job_dir));
     s.job_file = job_dir / "job.json";
-    if (auto w = write_text_atomic(s.job_file, to_json(job).dump()); !w) return fail(kp, "profile_failed", w.error().message);
+    if (auto w = write_text_atomic(s.job_file, to_json(job).dump()); !w)
+      return fail(kp, "profile_failed", w.error().message);
     staged.push_back(std::move(s));
   }
 
   // One session for all (or one per kernel: one_session off); a single kernel's files stay in
   // its own folder.
-  void profile(const std::vector<Staged>& staged, std::vector<KernelProfile>& profiles, const fs::path& session_dir) {
+  void profile(const std::vector<Staged>& staged, std::vector<KernelProfile>& profiles,
+               const fs::path& session_dir) {
     if (staged.size() == 1 || !m_r.one_session) {
-      for (const auto& s : staged) profile_detail::run_session({s}, profiles, session(), profiles[s.profile].dir);
+      for (const auto& s : staged)
+        profile_detail::run_session({s}, profiles, session(), profiles[s.profile].dir);
       return;
     }
     profile_detail::run_session(staged, profiles, session(), session_dir);
@@ -151,7 +161,8 @@ class ProfileRun {
   // Seed 1's inputs, written once per problem for every job of it.
   Expected<const SeedInputs*> seed_inputs(const Problem& p) {
     if (auto it = m_inputs.find(&p); it != m_inputs.end()) return &it->second;
-    auto inputs = write_seed_inputs(p, 1, m_tmp.path() / ("inputs" + std::to_string(m_inputs.size())));
+    auto inputs =
+        write_seed_inputs(p, 1, m_tmp.path() / ("inputs" + std::to_string(m_inputs.size())));
     if (!inputs) return Unexpected(inputs.error());
     return &m_inputs.emplace(&p, std::move(*inputs)).first->second;
   }
@@ -168,7 +179,8 @@ class ProfileRun {
 
 }  // namespace
 
-Expected<ProfileReport> run_profile(const Problem& problem, const ProfileRequest& request, CheckContext ctx) {
+Expected<ProfileReport> run_profile(const Problem& problem, const ProfileRequest& request,
+                                    CheckContext ctx) {
   try {
     return ProfileRun(request, ctx).run(problem);
   } catch (const std::exception& e) {
@@ -177,7 +189,8 @@ Expected<ProfileReport> run_profile(const Problem& problem, const ProfileRequest
 }
 
 Expected<std::vector<KernelProfile>> run_profile_items(const std::vector<ProfileItem>& items,
-                                                       const ProfileRequest& request, CheckContext ctx,
+                                                       const ProfileRequest& request,
+                                                       CheckContext ctx,
                                                        const fs::path& session_dir) {
   try {
     return ProfileRun(request, ctx).run_items(items, session_dir);
@@ -189,15 +202,24 @@ Expected<std::vector<KernelProfile>> run_profile_items(const std::vector<Profile
 json to_json(const ProfileReport& r) {
   json kernels = json::array();
   for (const auto& k : r.kernels) {
-    json j{{"kernel", k.kernel}, {"params", k.point}, {"status", k.status}, {"error", k.error},
-           {"dir", k.dir.string()}, {"ncu_wall_s", k.ncu_wall_s}, {"ncu_session_kernels", k.session_kernels},
+    json j{{"kernel", k.kernel},
+           {"params", k.point},
+           {"status", k.status},
+           {"error", k.error},
+           {"dir", k.dir.string()},
+           {"ncu_wall_s", k.ncu_wall_s},
+           {"ncu_session_kernels", k.session_kernels},
            {"ncu_command", k.provenance.command},
-           {"collection", k.provenance.collection}, {"report_file", k.provenance.report_file},
+           {"collection", k.provenance.collection},
+           {"report_file", k.provenance.report_file},
            {"csv_file", k.provenance.csv_file}};
     j["analysis"] = k.explanation ? to_json(*k.explanation) : json(nullptr);
     kernels.push_back(std::move(j));
   }
-  return {{"schema_version", 1}, {"command", "profile"}, {"problem", r.problem}, {"device", r.device.name},
+  return {{"schema_version", 1},
+          {"command", "profile"},
+          {"problem", r.problem},
+          {"device", r.device.name},
           {"kernels", kernels}};
 }
 

@@ -1,7 +1,5 @@
 #include "kopt/engine/roofs.hpp"
 
-#include "kopt/analysis/roofline.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "kopt/analysis/roofline.hpp"
 #include "kopt/core/clock.hpp"
 
 namespace kopt {
@@ -38,7 +37,9 @@ constexpr double k_margin_measured_on_cpu = 0.8;
 
 constexpr auto k_measure_timeout = std::chrono::minutes(5);
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 // Measurements that failed in this process, by cache and device: not tried again.
 class FailedMeasurements {
@@ -67,7 +68,8 @@ FailedMeasurements& failed_measurements() {
 std::optional<RoofRate> measured_bandwidth(const StoredCeilings& s) {
   for (const auto& c : s.result.ceilings)
     if (c.name == "dram_copy" && c.error.empty() && c.best > 0)
-      return RoofRate{c.best, c.name, "kopt ceilings (" + c.method + "), measured " + s.measured_at};
+      return RoofRate{c.best, c.name,
+                      "kopt ceilings (" + c.method + "), measured " + s.measured_at};
   return std::nullopt;
 }
 
@@ -75,7 +77,8 @@ std::optional<RoofRate> measured_compute(const StoredCeilings& s) {
   std::optional<RoofRate> best;
   for (const auto& c : s.result.ceilings)
     if (c.unit == "FLOP/s" && c.error.empty() && c.best > 0 && (!best || c.best > best->rate))
-      best = RoofRate{c.best, c.name, "kopt ceilings (" + c.method + "), measured " + s.measured_at};
+      best =
+          RoofRate{c.best, c.name, "kopt ceilings (" + c.method + "), measured " + s.measured_at};
   return best;
 }
 
@@ -94,12 +97,15 @@ std::optional<RoofRate> spec_compute(const GpuSpec* spec) {
   for (const SpecField& f : spec_fields()) {
     if (std::string(f.unit) != "TFLOP/s") continue;
     auto v = spec->number(f.name);
-    if (v && *v > 0 && (!best || *v * 1e12 > best->rate)) best = RoofRate{*v * 1e12, f.name, spec->citation(f.name)};
+    if (v && *v > 0 && (!best || *v * 1e12 > best->rate))
+      best = RoofRate{*v * 1e12, f.name, spec->citation(f.name)};
   }
   return best;
 }
 
-bool usable(const StoredCeilings& s) { return measured_bandwidth(s) || measured_compute(s); }
+bool usable(const StoredCeilings& s) {
+  return measured_bandwidth(s) || measured_compute(s);
+}
 
 double margin_for(RoofsOrigin origin, const DeviceInfo& device) {
   if (origin == RoofsOrigin::spec) return k_margin_spec;
@@ -107,19 +113,22 @@ double margin_for(RoofsOrigin origin, const DeviceInfo& device) {
 }
 
 // Roofs from a measurement; a roof it lacks comes from the spec table, and the source says so.
-DeviceRoofs from_measurement(const StoredCeilings& s, RoofsOrigin origin, std::string source, const DeviceInfo& device) {
+DeviceRoofs from_measurement(const StoredCeilings& s, RoofsOrigin origin, std::string source,
+                             const DeviceInfo& device) {
   const GpuSpec* spec = find_gpu_spec(device.name);
   DeviceRoofs r;
   r.origin = origin;
   r.source = std::move(source);
   r.ceilings = s;
   r.floor_margin = margin_for(origin, device);
-  if (auto bw = measured_bandwidth(s)) r.bandwidth = *bw;
+  if (auto bw = measured_bandwidth(s))
+    r.bandwidth = *bw;
   else if (auto from_spec = spec_bandwidth(spec)) {
     r.bandwidth = *from_spec;
     r.source += "; bandwidth from the spec table (not measured)";
   }
-  if (auto c = measured_compute(s)) r.compute = *c;
+  if (auto c = measured_compute(s))
+    r.compute = *c;
   else if (auto from_spec = spec_compute(spec)) {
     r.compute = *from_spec;
     r.source += "; compute from the spec table (not measured)";
@@ -135,14 +144,16 @@ DeviceRoofs from_spec_or_none(const DeviceInfo& device, const std::string& why) 
   if (!bw && !compute) {
     r.origin = RoofsOrigin::none;
     r.source = "none: " + why + "; '" + device.name +
-               (spec ? "' has no bandwidth or FLOP rate in the spec table" : "' is not in the spec table (kopt specs)");
+               (spec ? "' has no bandwidth or FLOP rate in the spec table"
+                     : "' is not in the spec table (kopt specs)");
     return r;
   }
   r.origin = RoofsOrigin::spec;
   r.floor_margin = margin_for(r.origin, device);
   if (bw) r.bandwidth = *bw;
   if (compute) r.compute = *compute;
-  r.source = "spec table: " + spec->name + ", " + (bw ? bw->source : compute->source) + " (not measured: " + why + ")";
+  r.source = "spec table: " + spec->name + ", " + (bw ? bw->source : compute->source) +
+             " (not measured: " + why + ")";
   return r;
 }
 
@@ -154,10 +165,14 @@ std::string seconds_text(std::chrono::steady_clock::duration d) {
 
 std::string_view roofs_origin_name(RoofsOrigin o) {
   switch (o) {
-    case RoofsOrigin::measured: return "measured";
-    case RoofsOrigin::measured_now: return "measured_now";
-    case RoofsOrigin::spec: return "spec";
-    case RoofsOrigin::none: return "none";
+    case RoofsOrigin::measured:
+      return "measured";
+    case RoofsOrigin::measured_now:
+      return "measured_now";
+    case RoofsOrigin::spec:
+      return "spec";
+    case RoofsOrigin::none:
+      return "none";
   }
   return "none";
 }
@@ -166,11 +181,12 @@ MeasureCeilings worker_ceilings(WorkerClient& worker) {
   return [&worker]() { return worker.ceilings(k_measure_timeout); };
 }
 
-DeviceRoofs resolve_roofs(const fs::path& cache_root, const DeviceInfo& device, const MeasureCeilings& measure,
-                          const RoofsLog& log) {
+DeviceRoofs resolve_roofs(const fs::path& cache_root, const DeviceInfo& device,
+                          const MeasureCeilings& measure, const RoofsLog& log) {
   auto stored = load_ceilings(cache_root, device);
   if (stored && usable(*stored))
-    return from_measurement(*stored, RoofsOrigin::measured, "measured " + stored->measured_at, device);
+    return from_measurement(*stored, RoofsOrigin::measured, "measured " + stored->measured_at,
+                            device);
   const std::string key = (cache_root / ceilings_key(device)).string();
   std::string why;
   if (!measure) {
@@ -178,23 +194,28 @@ DeviceRoofs resolve_roofs(const fs::path& cache_root, const DeviceInfo& device, 
   } else if (auto failed = failed_measurements().find(key)) {
     why = *failed;
   } else {
-    if (log) log("measuring the ceilings of " + device.name + " on first use (stored for later runs; kopt ceilings shows them)");
+    if (log)
+      log("measuring the ceilings of " + device.name +
+          " on first use (stored for later runs; kopt ceilings shows them)");
     auto t0 = std::chrono::steady_clock::now();
     auto measured = measure();
     auto took = std::chrono::steady_clock::now() - t0;
     if (measured && measured->error.empty()) {
       StoredCeilings s{device, *measured, utc_timestamp()};
       if (usable(s)) {
-        DeviceRoofs r = from_measurement(s, RoofsOrigin::measured_now, "measured now (first use, " + seconds_text(took) + ")",
-                                         device);
-        if (auto w = save_ceilings(cache_root, s); !w) r.notes.push_back("the ceilings were not stored: " + w.error().message);
+        DeviceRoofs r =
+            from_measurement(s, RoofsOrigin::measured_now,
+                             "measured now (first use, " + seconds_text(took) + ")", device);
+        if (auto w = save_ceilings(cache_root, s); !w)
+          r.notes.push_back("the ceilings were not stored: " + w.error().message);
         return r;
       }
       why = "measuring the ceilings gave no usable figure";
       for (const auto& c : measured->ceilings)
         if (!c.error.empty()) why += "; " + c.name + ": " + c.error;
     } else {
-      why = "measuring the ceilings failed: " + first_line(measured ? measured->error : measured.error().message);
+      why = "measuring the ceilings failed: " +
+            first_line(measured ? measured->error : measured.error().message);
     }
     failed_measurements().add(key, why);
   }
@@ -208,13 +229,16 @@ bool roofs_may_be_low(const DeviceRoofs& roofs, const DeviceInfo& device) {
          (roofs.origin == RoofsOrigin::measured || roofs.origin == RoofsOrigin::measured_now);
 }
 
-DeviceRoofs remeasure_roofs(const fs::path& cache_root, const DeviceInfo& device, const MeasureCeilings& measure,
-                            const DeviceRoofs& previous, const RoofsLog& log) {
+DeviceRoofs remeasure_roofs(const fs::path& cache_root, const DeviceInfo& device,
+                            const MeasureCeilings& measure, const DeviceRoofs& previous,
+                            const RoofsLog& log) {
   DeviceRoofs r = previous;
   r.remeasured = true;
   if (!measure || !previous.ceilings) return r;
   const std::string before = previous.ceilings->measured_at;
-  if (log) log("a time fell below the floor of the ceilings measured " + before + " on this CPU: measuring them again");
+  if (log)
+    log("a time fell below the floor of the ceilings measured " + before +
+        " on this CPU: measuring them again");
   auto t0 = std::chrono::steady_clock::now();
   auto measured = measure();
   auto took = std::chrono::steady_clock::now() - t0;
@@ -225,21 +249,26 @@ DeviceRoofs remeasure_roofs(const fs::path& cache_root, const DeviceInfo& device
   }
   StoredCeilings merged{device, best_of(previous.ceilings->result, *measured), utc_timestamp()};
   r = from_measurement(merged, RoofsOrigin::measured_now,
-                       "measured again now (" + seconds_text(took) + "), the best of this and the measurement of " +
-                           before + ": a time fell below the floor of the earlier one",
+                       "measured again now (" + seconds_text(took) +
+                           "), the best of this and the measurement of " + before +
+                           ": a time fell below the floor of the earlier one",
                        device);
   r.remeasured = true;
   r.notes = previous.notes;
-  if (auto w = save_ceilings(cache_root, merged); !w) r.notes.push_back("the ceilings were not stored: " + w.error().message);
+  if (auto w = save_ceilings(cache_root, merged); !w)
+    r.notes.push_back("the ceilings were not stored: " + w.error().message);
   return r;
 }
 
 CeilingsResult best_of(const CeilingsResult& a, const CeilingsResult& b) {
   CeilingsResult out = b;
   for (const Ceiling& old : a.ceilings) {
-    auto it = std::find_if(out.ceilings.begin(), out.ceilings.end(), [&](const Ceiling& c) { return c.name == old.name; });
-    if (it == out.ceilings.end()) out.ceilings.push_back(old);
-    else if (old.error.empty() && (!it->error.empty() || old.best > it->best)) *it = old;
+    auto it = std::find_if(out.ceilings.begin(), out.ceilings.end(),
+                           [&](const Ceiling& c) { return c.name == old.name; });
+    if (it == out.ceilings.end())
+      out.ceilings.push_back(old);
+    else if (old.error.empty() && (!it->error.empty() || old.best > it->best))
+      *it = old;
   }
   return out;
 }
@@ -257,12 +286,14 @@ bool is_below_floor(const DeviceRoofs& roofs, double median_s, double floor_s) {
 RoofRate precision_roof(const DeviceRoofs& roofs, const std::string& precision) {
   if (!roofs.ceilings || precision.empty()) return roofs.compute;
   std::vector<std::string> names{compute_ceiling_name(precision)};
-  if (precision == "fp32") names.push_back("tensor_tf32");  // an f32 kernel may use the TF32 tensor cores
+  if (precision == "fp32")
+    names.push_back("tensor_tf32");  // an f32 kernel may use the TF32 tensor cores
   std::optional<RoofRate> best;
   for (const auto& c : roofs.ceilings->result.ceilings)
-    if (std::find(names.begin(), names.end(), c.name) != names.end() && c.error.empty() && c.best > 0 &&
-        (!best || c.best > best->rate))
-      best = RoofRate{c.best, c.name, "kopt ceilings (" + c.method + "), measured " + roofs.ceilings->measured_at};
+    if (std::find(names.begin(), names.end(), c.name) != names.end() && c.error.empty() &&
+        c.best > 0 && (!best || c.best > best->rate))
+      best = RoofRate{c.best, c.name,
+                      "kopt ceilings (" + c.method + "), measured " + roofs.ceilings->measured_at};
   return best ? *best : roofs.compute;
 }
 
@@ -271,7 +302,10 @@ std::string problem_precision(const Problem& p) {
   std::string out;
   for (const auto& t : p.tensors) {
     if (t.role == Role::output) continue;
-    int rank = t.dtype == DType::f64 ? 1 : t.dtype == DType::f32 ? 2 : (t.dtype == DType::f16 || t.dtype == DType::bf16) ? 3 : 0;
+    int rank = t.dtype == DType::f64                               ? 1
+               : t.dtype == DType::f32                             ? 2
+               : (t.dtype == DType::f16 || t.dtype == DType::bf16) ? 3
+                                                                   : 0;
     if (rank > best) {
       best = rank;
       out = rank == 1 ? "fp64" : rank == 2 ? "fp32" : t.dtype == DType::f16 ? "fp16" : "bf16";
@@ -285,8 +319,9 @@ json to_json(const DeviceRoofs& r) {
     if (x.rate <= 0) return nullptr;
     return {{"rate", x.rate}, {"name", x.name}, {"source", x.source}};
   };
-  return {{"origin", roofs_origin_name(r.origin)}, {"source", r.source},           {"bandwidth", rate(r.bandwidth)},
-          {"compute", rate(r.compute)},            {"floor_margin", r.floor_margin}, {"notes", r.notes}};
+  return {{"origin", roofs_origin_name(r.origin)}, {"source", r.source},
+          {"bandwidth", rate(r.bandwidth)},        {"compute", rate(r.compute)},
+          {"floor_margin", r.floor_margin},        {"notes", r.notes}};
 }
 
 }  // namespace kopt

@@ -24,7 +24,9 @@ int SassReport::exit_code() const {
 namespace {
 
 // 90 for sm_90 and for the arch-specific sm_90a; 0 for what is no sm_ arch.
-int sm_of(const std::string& arch) { return arch_number(arch).value_or(0); }
+int sm_of(const std::string& arch) {
+  return arch_number(arch).value_or(0);
+}
 
 }  // namespace
 
@@ -39,7 +41,8 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
     if (!m) {
       std::string known;
       for (const auto& x : ctx.catalog.methods) known += (known.empty() ? "" : ", ") + x.id;
-      return Unexpected(bad_input("--method " + id + ": not in the catalog (known: " + known + ")", ctx.catalog.source));
+      return Unexpected(bad_input("--method " + id + ": not in the catalog (known: " + known + ")",
+                                  ctx.catalog.source));
     }
     methods.push_back(m);
   }
@@ -50,10 +53,13 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
   auto selected = select_kernels(p, req.kernels);
   if (!selected) return Unexpected(selected.error());
   const std::vector<const KernelSpec*>& chosen = *selected;
-  if (req.vs && chosen.size() != 1) return Unexpected(bad_input("--vs compares one kernel: name it with --kernel"));
-  if (auto used = check_assignments_used(p, chosen, req.sets, "--set"); !used) return Unexpected(used.error());
+  if (req.vs && chosen.size() != 1)
+    return Unexpected(bad_input("--vs compares one kernel: name it with --kernel"));
+  if (auto used = check_assignments_used(p, chosen, req.sets, "--set"); !used)
+    return Unexpected(used.error());
   if (req.vs)
-    if (auto used = check_assignments_used(p, chosen, *req.vs, "--vs"); !used) return Unexpected(used.error());
+    if (auto used = check_assignments_used(p, chosen, *req.vs, "--vs"); !used)
+      return Unexpected(used.error());
   for (const KernelSpec* k : chosen) {
     auto own = assignments_for(*k, req.sets);
     targets.emplace_back(k, own);
@@ -78,7 +84,8 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
     if (!b->ok) {
       kr.error = "does not compile";
       for (const Method* m : methods)
-        kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::not_applicable, "no binary: the kernel does not compile"));
+        kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::not_applicable,
+                                               "no binary: the kernel does not compile"));
       report.kernels.push_back(std::move(kr));
       continue;
     }
@@ -87,7 +94,8 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
     if (!dis) {
       kr.error = dis.error().message;
       for (const Method* m : methods)
-        kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::unverifiable, dis.error().message));
+        kr.verdicts.push_back(
+            unchecked_method(*m, SassVerdictKind::unverifiable, dis.error().message));
       report.kernels.push_back(std::move(kr));
       continue;
     }
@@ -95,10 +103,13 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
     auto functions = parse_sass(dis->text);
     SassFunction merged;
     if (library && !functions.empty()) merged = merge_functions(functions);
-    const SassFunction* f = library ? (functions.empty() ? nullptr : &merged) : find_function(functions, b->lowered_entry);
+    const SassFunction* f = library ? (functions.empty() ? nullptr : &merged)
+                                    : find_function(functions, b->lowered_entry);
     if (!f) {
-      kr.error = library ? "the solve() library embeds no device code" : "the disassembly has no function " + b->lowered_entry;
-      for (const Method* m : methods) kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::unverifiable, kr.error));
+      kr.error = library ? "the solve() library embeds no device code"
+                         : "the disassembly has no function " + b->lowered_entry;
+      for (const Method* m : methods)
+        kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::unverifiable, kr.error));
       report.kernels.push_back(std::move(kr));
       continue;
     }
@@ -128,9 +139,10 @@ json to_json(const SassReport& r) {
                        {"error", k.error}});
   }
   json diff = json::array();
-  for (const auto& d : r.diff) diff.push_back({{"key", d.key}, {"before", d.before}, {"after", d.after}});
-  return {{"schema_version", 1}, {"command", "sass"}, {"problem", r.problem}, {"arch", r.arch},
-          {"kernels", kernels},  {"diff", diff},         {"exit_code", r.exit_code()}};
+  for (const auto& d : r.diff)
+    diff.push_back({{"key", d.key}, {"before", d.before}, {"after", d.after}});
+  return {{"schema_version", 1}, {"command", "sass"}, {"problem", r.problem},      {"arch", r.arch},
+          {"kernels", kernels},  {"diff", diff},      {"exit_code", r.exit_code()}};
 }
 
 }  // namespace kopt

@@ -6,7 +6,8 @@
 
 namespace kopt {
 
-Expected<void> check_other_shape(const Problem& p, const CheckOptions& o, CheckContext ctx, CheckReport& report) {
+Expected<void> check_other_shape(const Problem& p, const CheckOptions& o, CheckContext ctx,
+                                 CheckReport& report) {
   if (p.check_dims.empty() || o.reference_only) return {};
   std::map<std::string, std::int64_t> dims;
   bool same = true;
@@ -17,7 +18,8 @@ Expected<void> check_other_shape(const Problem& p, const CheckOptions& o, CheckC
   }
   if (same) return {};  // it is the shape just checked
   std::string shape;
-  for (const auto& [name, value] : p.check_dims) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", name, value);
+  for (const auto& [name, value] : p.check_dims)
+    shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", name, value);
   CheckOptions co = o;
   co.seeds = 1;
   co.secret_seed = false;
@@ -28,7 +30,8 @@ Expected<void> check_other_shape(const Problem& p, const CheckOptions& o, CheckC
   std::vector<KernelCheck*> passed;
   for (auto& kc : report.kernels)
     if (kc.status == KernelStatus::passed) {
-      co.points.push_back({kc.kernel, std::map<std::string, std::int64_t>(kc.point.begin(), kc.point.end())});
+      co.points.push_back(
+          {kc.kernel, std::map<std::string, std::int64_t>(kc.point.begin(), kc.point.end())});
       passed.push_back(&kc);
     }
   if (passed.empty()) return {};
@@ -36,7 +39,8 @@ Expected<void> check_other_shape(const Problem& p, const CheckOptions& o, CheckC
   for (auto& d : other.dims) d.value = dims.at(d.name);
   auto r = run_check(other, co, ctx);
   if (!r || r->kernels.size() != passed.size()) {
-    report.other_shape_note = "not checked at " + shape + ": " + (r ? std::string("no kernel ran") : r.error().message);
+    report.other_shape_note =
+        "not checked at " + shape + ": " + (r ? std::string("no kernel ran") : r.error().message);
     return {};
   }
   report.other_shape = shape;
@@ -48,11 +52,13 @@ Expected<void> check_other_shape(const Problem& p, const CheckOptions& o, CheckC
     for (const auto& seed : at.seeds)
       for (const auto& c : seed.outputs)
         if (!c.passed && what.empty())
-          what = fmt::format("{} of {} elements of '{}' differ from the reference", c.mismatches, c.numel, c.tensor);
+          what = fmt::format("{} of {} elements of '{}' differ from the reference", c.mismatches,
+                             c.numel, c.tensor);
     kc.status = KernelStatus::mismatch;
-    kc.error = fmt::format("at the other shape ({}, [check] dims): {}{}: it does not compute the problem at other "
-                           "sizes (a shape hard-coded into it?)",
-                           shape, kernel_status_name(at.status), what.empty() ? "" : ", " + what);
+    kc.error = fmt::format(
+        "at the other shape ({}, [check] dims): {}{}: it does not compute the problem at other "
+        "sizes (a shape hard-coded into it?)",
+        shape, kernel_status_name(at.status), what.empty() ? "" : ", " + what);
   }
   return {};
 }

@@ -14,11 +14,14 @@ StageTimes& StageTimes::operator+=(const StageTimes& o) {
   return *this;
 }
 
-std::vector<std::size_t> select_for_confirmation(const std::vector<Evaluation>& screened, const ConfirmRule& rule) {
+std::vector<std::size_t> select_for_confirmation(const std::vector<Evaluation>& screened,
+                                                 const ConfirmRule& rule) {
   std::vector<std::size_t> ok;
   for (std::size_t i = 0; i < screened.size(); ++i)
     if (screened[i].ok && screened[i].cost > 0) ok.push_back(i);
-  std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) { return screened[a].cost < screened[b].cost; });
+  std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) {
+    return screened[a].cost < screened[b].cost;
+  });
   if (ok.empty()) return ok;
   if (rule.max == 0) return ok;
   const Evaluation& leader = screened[ok.front()];
@@ -37,7 +40,9 @@ TwoStageResult run_two_stage(const SearchSpace& space, TuneLab& lab, const Searc
                              const ConfirmRule& rule) {
   auto t0 = std::chrono::steady_clock::now();
   TwoStageResult out;
-  BatchObjective screen = [&](const std::vector<ParamPoint>& points) { return lab.screen(points, out.screening); };
+  BatchObjective screen = [&](const std::vector<ParamPoint>& points) {
+    return lab.screen(points, out.screening);
+  };
   SearchOptions options = search;
   options.prefetch = [&](const std::vector<ParamPoint>& next) { lab.prefetch(next); };
   out.search = run_search(space, screen, options);
@@ -52,7 +57,8 @@ TwoStageResult run_two_stage(const SearchSpace& space, TuneLab& lab, const Searc
   for (std::size_t i = 0; i < out.confirmed.size() && i < screened_s.size(); ++i) {
     Confirmed& c = out.confirmed[i];
     c.screened_s = screened_s[i];
-    if (c.ok && c.summary.median > 0 && (!out.champion || c.summary.median < out.champion->summary.median))
+    if (c.ok && c.summary.median > 0 &&
+        (!out.champion || c.summary.median < out.champion->summary.median))
       out.champion = c;
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -60,12 +66,18 @@ TwoStageResult run_two_stage(const SearchSpace& space, TuneLab& lab, const Searc
 }
 
 json to_json(const StageTimes& t) {
-  return {{"build_s", t.build_s}, {"check_s", t.check_s}, {"measure_s", t.measure_s}, {"other_s", t.other_s}};
+  return {{"build_s", t.build_s},
+          {"check_s", t.check_s},
+          {"measure_s", t.measure_s},
+          {"other_s", t.other_s}};
 }
 
 json to_json(const Confirmed& c) {
-  return {{"point", c.point},   {"screened_s", c.screened_s},         {"ok", c.ok},
-          {"failure", c.failure}, {"summary", c.ok ? to_json(c.summary) : json(nullptr)}};
+  return {{"point", c.point},
+          {"screened_s", c.screened_s},
+          {"ok", c.ok},
+          {"failure", c.failure},
+          {"summary", c.ok ? to_json(c.summary) : json(nullptr)}};
 }
 
 }  // namespace kopt

@@ -18,7 +18,9 @@
 namespace kopt {
 using nlohmann::json;
 
-int TuneReport::exit_code() const { return stages.champion ? 0 : 1; }
+int TuneReport::exit_code() const {
+  return stages.champion ? 0 : 1;
+}
 
 double TuneReport::configs_per_min() const {
   return wall_s > 0 ? 60.0 * double(stages.search.history.size()) / wall_s : 0.0;
@@ -39,7 +41,8 @@ CandidateFootprint candidate_footprint(const Problem& p) {
   return {problem_tensor_bytes(p), problem_tensor_bytes(p, Role::output)};
 }
 
-std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per, const std::vector<DeviceInfo>& devices) {
+std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per,
+                             const std::vector<DeviceInfo>& devices) {
   wanted = std::max<std::size_t>(wanted, 1);
   if (devices.empty()) return wanted;
   std::uintmax_t fits = wanted;
@@ -62,7 +65,8 @@ std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per, 
     if (!d.is_host_cpu()) cap(d.memory_bytes, per.device_bytes, 1);
     Machine& m = machines[d.machine];
     if (d.host_memory_available_bytes > 0)
-      m.available = m.available > 0 ? std::min(m.available, d.host_memory_available_bytes) : d.host_memory_available_bytes;
+      m.available = m.available > 0 ? std::min(m.available, d.host_memory_available_bytes)
+                                    : d.host_memory_available_bytes;
     m.bytes = std::max(m.bytes, per.host_bytes + (d.is_host_cpu() ? per.device_bytes : 0));
     ++m.devices;
   }
@@ -72,17 +76,25 @@ std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per, 
 
 namespace {
 
-std::map<std::string, std::int64_t> as_sets(const ParamPoint& p) { return {p.begin(), p.end()}; }
+std::map<std::string, std::int64_t> as_sets(const ParamPoint& p) {
+  return {p.begin(), p.end()};
+}
 
 // The stages' lab on the device: kopt bench over a batch of one kernel's points.
 class BenchTuneLab final : public TuneLab {
  public:
   // One context per device: screening batches are split over them; confirmation runs on the
   // first, so that every comparison is made on one device.
-  BenchTuneLab(const Problem& p, const KernelSpec& k, const TuneRequest& r, const std::vector<CheckContext>& ctxs,
-               const DeviceInfo& device)
-      : m_p(p), m_k(k), m_r(r), m_ctxs(ctxs), m_ctx(ctxs.front()), m_device(device),
-        m_arch(r.arch.value_or(device.arch())), m_dispatch(ctxs.size()) {
+  BenchTuneLab(const Problem& p, const KernelSpec& k, const TuneRequest& r,
+               const std::vector<CheckContext>& ctxs, const DeviceInfo& device)
+      : m_p(p),
+        m_k(k),
+        m_r(r),
+        m_ctxs(ctxs),
+        m_ctx(ctxs.front()),
+        m_device(device),
+        m_arch(r.arch.value_or(device.arch())),
+        m_dispatch(ctxs.size()) {
     if (m_ctx.compiler.concurrent())
       m_queue = std::make_unique<BuildQueue>(m_ctx.compiler, m_r.cache_root / "builds", m_r.jobs);
   }
@@ -94,10 +106,13 @@ class BenchTuneLab final : public TuneLab {
     m_queue->add(requests_for(points));
   }
 
-  std::vector<Evaluation> screen(const std::vector<ParamPoint>& points, StageTimes& times) override {
+  std::vector<Evaluation> screen(const std::vector<ParamPoint>& points,
+                                 StageTimes& times) override {
     std::vector<Evaluation> out(points.size());
     if (m_first) first_batch(points, times);
-    if (m_queue) times.build_s += m_queue->wait(requests_for(points));  // what did not overlap the device's work
+    if (m_queue)
+      times.build_s +=
+          m_queue->wait(requests_for(points));  // what did not overlap the device's work
     // One slice per live worker, handed out by the dispatcher: a slice whose worker is lost
     // is screened again on another. Each phase's time is the longest slice's.
     auto ranges = split_ranges(points.size(), std::max<std::size_t>(1, m_dispatch.live()));
@@ -107,7 +122,8 @@ class BenchTuneLab final : public TuneLab {
     m_dispatch.run(
         ranges.size(),
         [&](std::size_t t, std::size_t w) {
-          std::vector<ParamPoint> slice(points.begin() + ranges[t].first, points.begin() + ranges[t].second);
+          std::vector<ParamPoint> slice(points.begin() + ranges[t].first,
+                                        points.begin() + ranges[t].second);
           slice_times[t] = {};
           auto b = bench(slice, m_r.screen, slice_times[t], m_ctxs[w], /*screening=*/true);
           if (auto lost = lost_after(b, m_ctxs[w].worker)) return DispatchOutcome{true, *lost};
@@ -115,7 +131,9 @@ class BenchTuneLab final : public TuneLab {
           ran_on[t] = static_cast<int>(w);
           return DispatchOutcome{};
         },
-        [&](std::size_t t, const std::string& why) { reports[t] = Unexpected(environment_error(why)); });
+        [&](std::size_t t, const std::string& why) {
+          reports[t] = Unexpected(environment_error(why));
+        });
     StageTimes longest;
     for (const auto& t : slice_times) {
       longest.build_s = std::max(longest.build_s, t.build_s);
@@ -135,9 +153,11 @@ class BenchTuneLab final : public TuneLab {
         e.cost = v->summary.median;
         e.cost_low = v->summary.median_low;
         e.cost_high = v->summary.median_high;
-        e.build_s = v->build.compile_ms / 1000;  // its compile's, in this run or (cached) an earlier one
+        e.build_s =
+            v->build.compile_ms / 1000;  // its compile's, in this run or (cached) an earlier one
         e.wall_s = b->wall_s / double(ranges[d].second - ranges[d].first);
-        m_r.log((e.ok ? "  " : "  FAILED ") + point_to_string(e.point) + (e.ok ? "" : ": " + e.failure));
+        m_r.log((e.ok ? "  " : "  FAILED ") + point_to_string(e.point) +
+                (e.ok ? "" : ": " + e.failure));
       }
     }
     return out;
@@ -145,9 +165,11 @@ class BenchTuneLab final : public TuneLab {
 
   // On the first live worker, so that every confirmed time comes from one device: when that
   // worker is lost, the confirmation starts again on the next.
-  std::vector<Confirmed> confirm(const std::vector<ParamPoint>& points, StageTimes& times) override {
+  std::vector<Confirmed> confirm(const std::vector<ParamPoint>& points,
+                                 StageTimes& times) override {
     std::vector<Confirmed> out(points.size());
-    m_r.log("confirming " + std::to_string(points.size()) + " candidate(s) with the full measurement");
+    m_r.log("confirming " + std::to_string(points.size()) +
+            " candidate(s) with the full measurement");
     // Side by side in groups of k_group (a comparison of many in one job drifts less, one of
     // hundreds would hold all their buffers at once).
     constexpr std::size_t k_group = 8;
@@ -161,7 +183,8 @@ class BenchTuneLab final : public TuneLab {
       std::size_t w = live.front();
       bool restarted = false;
       for (std::size_t first = 0; first < points.size() && !restarted; first += k_group) {
-        std::vector<ParamPoint> group(points.begin() + first, points.begin() + std::min(points.size(), first + k_group));
+        std::vector<ParamPoint> group(points.begin() + first,
+                                      points.begin() + std::min(points.size(), first + k_group));
         auto b = bench(group, m_r.bench, times, m_ctxs[w]);
         if (auto lost = lost_after(b, m_ctxs[w].worker)) {
           m_dispatch.retire(w, *lost);
@@ -188,7 +211,8 @@ class BenchTuneLab final : public TuneLab {
 
  private:
   // Variant i of a bench run: ok, or why not (the run's own error when it failed as a whole).
-  static const BenchVariant* outcome(const Expected<BenchReport>& b, std::size_t i, bool& ok, std::string& failure) {
+  static const BenchVariant* outcome(const Expected<BenchReport>& b, std::size_t i, bool& ok,
+                                     std::string& failure) {
     ok = false;
     if (!b) {
       failure = b.error().message;
@@ -196,7 +220,8 @@ class BenchTuneLab final : public TuneLab {
     }
     const BenchVariant& v = b->variants.at(i);
     ok = v.status == "ok";
-    if (!ok) failure = v.status + (v.error.empty() ? "" : ": " + v.error.substr(0, v.error.find('\n')));
+    if (!ok)
+      failure = v.status + (v.error.empty() ? "" : ": " + v.error.substr(0, v.error.find('\n')));
     return &v;
   }
 
@@ -215,7 +240,8 @@ class BenchTuneLab final : public TuneLab {
     roofs.get();
     auto now = std::chrono::steady_clock::now();
     times.build_s += std::chrono::duration<double>(built - t0).count();
-    times.other_s += std::chrono::duration<double>(now - built).count();  // the roofs, past the builds
+    times.other_s +=
+        std::chrono::duration<double>(now - built).count();  // the roofs, past the builds
   }
 
   std::vector<CompileRequest> requests_for(const std::vector<ParamPoint>& points) const {
@@ -226,15 +252,16 @@ class BenchTuneLab final : public TuneLab {
 
   // Screening ranks and is never reported as a result: it runs without secret-seed samples,
   // which the confirmation of every candidate that may win runs (output_verifier.hpp).
-  Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options, StageTimes& times,
-                              CheckContext ctx, bool screening = false) {
+  Expected<BenchReport> bench(const std::vector<ParamPoint>& points, const BenchOptions& options,
+                              StageTimes& times, CheckContext ctx, bool screening = false) {
     std::vector<BenchVariantSpec> specs;
     for (const auto& p : points) specs.push_back({m_k.name, as_sets(p)});
     // The time cap is the timing job's wall time and its candidates take turns: n of them
     // get n caps, so each gets what it would get alone.
     BenchOptions scaled = options;
     scaled.rule.max_time_s *= double(std::max<std::size_t>(points.size(), 1));
-    BenchRequest req = bench_request(std::move(specs), false, scaled, m_r.threshold, m_r.arch, m_r.cache_root);
+    BenchRequest req =
+        bench_request(std::move(specs), false, scaled, m_r.threshold, m_r.arch, m_r.cache_root);
     req.time_the_rest = true;    // a failed candidate costs no one else its measurement
     req.check_in_timing = true;  // one job checks and times a batch where it can
     req.secret_samples = !screening;
@@ -255,8 +282,8 @@ class BenchTuneLab final : public TuneLab {
   std::vector<CheckContext> m_ctxs;
   CheckContext m_ctx;  // the first device's: confirmation, roofs, the compiler
   DeviceInfo m_device;
-  std::string m_arch;  // what the prefetched builds are for: what run_bench builds for
-  bool m_first = true;                 // no batch screened yet
+  std::string m_arch;   // what the prefetched builds are for: what run_bench builds for
+  bool m_first = true;  // no batch screened yet
   Dispatcher m_dispatch;
   std::size_t m_confirmed_on = 0;
   std::unique_ptr<BuildQueue> m_queue;  // announced batches' builds; none for a worker's compiler
@@ -264,7 +291,8 @@ class BenchTuneLab final : public TuneLab {
 
 }  // namespace
 
-Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx) {
+Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request,
+                              CheckContext ctx) {
   return run_tune(problem, request, std::vector<CheckContext>{ctx});
 }
 
@@ -273,10 +301,13 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
   auto t0 = std::chrono::steady_clock::now();
   if (ctxs.empty()) return Unexpected(internal_error("tune: no device to run on"));
   const KernelSpec* k = problem.find_kernel(request.kernel);
-  if (!k) return Unexpected(bad_input("no kernel named '" + request.kernel + "'", problem.spec_path.string()));
+  if (!k)
+    return Unexpected(
+        bad_input("no kernel named '" + request.kernel + "'", problem.spec_path.string()));
   if (k->params.empty())
-    return Unexpected(bad_input("kernel '" + k->name + "' has no params to tune", problem.spec_path.string(),
-                                k->where.line, k->where.field + ".params"));
+    return Unexpected(bad_input("kernel '" + k->name + "' has no params to tune",
+                                problem.spec_path.string(), k->where.line,
+                                k->where.field + ".params"));
   auto def = resolve_point(problem, *k, request.fixed);
   if (!def) return Unexpected(def.error());
   TuneReport report;
@@ -295,17 +326,19 @@ Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request
 
   SearchOptions so = request.search;
   so.start.insert(so.start.begin(), *def);
-  so.batch = report.batch = batch_for_memory(so.batch, candidate_footprint(problem), report.devices);
+  so.batch = report.batch =
+      batch_for_memory(so.batch, candidate_footprint(problem), report.devices);
   BenchTuneLab lab(problem, *k, request, ctxs, report.device());
   report.stages = run_two_stage(space, lab, so, request.confirm);
 
   auto c0 = std::chrono::steady_clock::now();
   const auto& champion = report.stages.champion;
   if (champion && champion->point != *def) {
-    auto cmp = run_bench(problem,
-                         bench_request({{k->name, as_sets(champion->point)}, {k->name, as_sets(*def)}}, true,
-                                       request.bench, request.threshold, request.arch, request.cache_root),
-                         lab.context(lab.confirmed_on()));
+    auto cmp = run_bench(
+        problem,
+        bench_request({{k->name, as_sets(champion->point)}, {k->name, as_sets(*def)}}, true,
+                      request.bench, request.threshold, request.arch, request.cache_root),
+        lab.context(lab.confirmed_on()));
     if (cmp) report.final_comparison = *cmp;
   }
   report.confirmed_on = lab.confirmed_on();
@@ -320,7 +353,10 @@ namespace {
 json gpus_json(const std::vector<DeviceInfo>& devices) {
   json out = json::array();
   for (const auto& d : devices) {
-    json g{{"ordinal", d.ordinal}, {"name", d.name}, {"pci_bus_id", d.pci_bus_id}, {"clocks", d.clocks}};
+    json g{{"ordinal", d.ordinal},
+           {"name", d.name},
+           {"pci_bus_id", d.pci_bus_id},
+           {"clocks", d.clocks}};
     if (!d.host.empty()) g["host"] = d.host;
     out.push_back(g);
   }

@@ -9,7 +9,8 @@
 namespace kopt {
 namespace fs = std::filesystem;
 
-CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point, const std::string& arch) {
+CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point,
+                               const std::string& arch) {
   CompileRequest req;
   req.source_path = p.dir / k.source;
   req.source_text = read_text_file(p.dir / k.source).value_or("");
@@ -48,7 +49,8 @@ Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed, con
   return in;
 }
 
-std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const fs::path& out_dir) {
+std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
+                                   const fs::path& out_dir) {
   std::vector<JobTensor> out;
   for (const auto& t : p.tensors) {
     JobTensor jt;
@@ -66,7 +68,8 @@ std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const
   return out;
 }
 
-RunJob kernel_job(std::string label, const Build& build, const ResolvedLaunch& launch, std::vector<JobTensor> tensors) {
+RunJob kernel_job(std::string label, const Build& build, const ResolvedLaunch& launch,
+                  std::vector<JobTensor> tensors) {
   RunJob job;
   job.label = std::move(label);
   job.kind = build.module_kind;

@@ -10,8 +10,9 @@ namespace {
 
 // The element loop, with how to read element i (as a double) and whether it is still poison.
 template <class Load, class Poisoned>
-void compare_elements(CompareResult& r, Load got_at, Load expected_at, Poisoned poisoned, Tolerance tol,
-                      std::size_t max_reported, const std::vector<std::int64_t>& shape) {
+void compare_elements(CompareResult& r, Load got_at, Load expected_at, Poisoned poisoned,
+                      Tolerance tol, std::size_t max_reported,
+                      const std::vector<std::int64_t>& shape) {
   double diff_sq = 0.0, ref_sq = 0.0;
   for (std::size_t i = 0; i < r.numel; ++i) {
     double g = got_at(i);
@@ -32,7 +33,8 @@ void compare_elements(CompareResult& r, Load got_at, Load expected_at, Poisoned 
       ref_sq += e * e;
     }
     if (!ok) {
-      if (r.first_mismatches.size() < max_reported) r.first_mismatches.push_back({i, unflatten(i, shape), g, e});
+      if (r.first_mismatches.size() < max_reported)
+        r.first_mismatches.push_back({i, unflatten(i, shape), g, e});
       ++r.mismatches;
     }
   }
@@ -66,12 +68,17 @@ CompareResult compare_tensors(const HostTensor& got, const HostTensor& expected,
       };
     };
     const std::uint32_t poison = poison_for(DType::f32).pattern;
-    compare_elements(r, as_float(gd), as_float(ed), [&](std::size_t i) { return word(gd, i) == poison; }, tol,
-                     max_reported, expected.shape);
+    compare_elements(
+        r, as_float(gd), as_float(ed), [&](std::size_t i) { return word(gd, i) == poison; }, tol,
+        max_reported, expected.shape);
   } else {
-    auto load = [](const std::byte* d, DType t) { return [d, t](std::size_t i) { return load_as_double(d, i, t); }; };
-    compare_elements(r, load(gd, got.dtype), load(ed, expected.dtype),
-                     [&](std::size_t i) { return is_poison(gd, i, got.dtype); }, tol, max_reported, expected.shape);
+    auto load = [](const std::byte* d, DType t) {
+      return [d, t](std::size_t i) { return load_as_double(d, i, t); };
+    };
+    compare_elements(
+        r, load(gd, got.dtype), load(ed, expected.dtype),
+        [&](std::size_t i) { return is_poison(gd, i, got.dtype); }, tol, max_reported,
+        expected.shape);
   }
   r.passed = size_ok && r.mismatches == 0;
   return r;

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "kopt/measure/statistics.hpp"
 
@@ -49,9 +49,11 @@ std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples) {
   const std::size_t n = samples.size();
   if (n < k_min_samples_for_flags) return std::nullopt;
   std::vector<double> x = sorted_copy(samples);
-  const auto min_side = std::max(k_min_cluster_size,
-                                 static_cast<std::size_t>(std::ceil(k_min_cluster_share * static_cast<double>(n))));
-  const auto w = std::max(k_min_edge_size, static_cast<std::size_t>(std::ceil(k_edge_share * static_cast<double>(n))));
+  const auto min_side =
+      std::max(k_min_cluster_size,
+               static_cast<std::size_t>(std::ceil(k_min_cluster_share * static_cast<double>(n))));
+  const auto w = std::max(
+      k_min_edge_size, static_cast<std::size_t>(std::ceil(k_edge_share * static_cast<double>(n))));
   if (2 * min_side > n) return std::nullopt;
   // The emptiest gap x[k - 1] .. x[k] with enough samples on each side: the widest relative to
   // the span of the w samples next to it on either side.
@@ -75,10 +77,12 @@ std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples) {
   if (fast_median > k_max_mode_ratio * slow_median) return std::nullopt;
   const double share = 100.0 * static_cast<double>(fast.size()) / static_cast<double>(n);
   return DistributionFlag{
-      "bimodal", fmt::format("two clusters: {:.0f} % of the samples near {} and {:.0f} % near {}, none between {} "
-                             "and {} (a gap wider than the span of the {} samples on either side of it)",
-                             share, time_text(fast_median), 100.0 - share, time_text(slow_median),
-                             time_text(x[split - 1]), time_text(x[split]), w)};
+      "bimodal",
+      fmt::format(
+          "two clusters: {:.0f} % of the samples near {} and {:.0f} % near {}, none between {} "
+          "and {} (a gap wider than the span of the {} samples on either side of it)",
+          share, time_text(fast_median), 100.0 - share, time_text(slow_median),
+          time_text(x[split - 1]), time_text(x[split]), w)};
 }
 
 std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples) {
@@ -92,19 +96,23 @@ std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples) 
   const double median = quantile_sorted(x, 0.5), q1 = quantile_sorted(x, 0.25);
   const double fence = q1 - k_fast_fence_iqrs * (quantile_sorted(x, 0.75) - q1);
   const double limit = std::min({k_fast_below * median, fence, median - 2 * smallest_step(x, 0)});
-  const auto fast = static_cast<std::size_t>(std::lower_bound(x.begin(), x.end(), limit) - x.begin());
-  const auto need = std::max(k_fast_min_count,
-                             static_cast<std::size_t>(std::ceil(k_fast_min_share * static_cast<double>(n))));
+  const auto fast =
+      static_cast<std::size_t>(std::lower_bound(x.begin(), x.end(), limit) - x.begin());
+  const auto need =
+      std::max(k_fast_min_count,
+               static_cast<std::size_t>(std::ceil(k_fast_min_share * static_cast<double>(n))));
   if (median <= 0 || fast < need) return std::nullopt;
   return DistributionFlag{
-      "fast_tail", fmt::format("{} of {} samples ({:.0f} %) are below {}: under {} x the median {} and beyond "
-                               "Q1 - 3 IQR ({}); fastest {}",
-                               fast, n, 100.0 * static_cast<double>(fast) / static_cast<double>(n),
-                               time_text(limit), k_fast_below, time_text(median), time_text(fence),
-                               time_text(x.front()))};
+      "fast_tail",
+      fmt::format("{} of {} samples ({:.0f} %) are below {}: under {} x the median {} and beyond "
+                  "Q1 - 3 IQR ({}); fastest {}",
+                  fast, n, 100.0 * static_cast<double>(fast) / static_cast<double>(n),
+                  time_text(limit), k_fast_below, time_text(median), time_text(fence),
+                  time_text(x.front()))};
 }
 
-std::optional<DistributionFlag> secret_slow_flag(std::span<const double> samples, std::span<const std::int64_t> secret) {
+std::optional<DistributionFlag> secret_slow_flag(std::span<const double> samples,
+                                                 std::span<const std::int64_t> secret) {
   std::set<std::int64_t> left_out;
   std::vector<double> on_secret, others;
   for (std::int64_t i : secret)
@@ -122,14 +130,16 @@ std::optional<DistributionFlag> secret_slow_flag(std::span<const double> samples
   if (median <= 0 || fastest <= k_secret_slower * median) return std::nullopt;
   std::string times;
   for (double t : on_secret) times += (times.empty() ? "" : ", ") + time_text(t);
-  return DistributionFlag{"secret_slow",
-                          fmt::format("the {} samples on inputs nobody had seen (a secret seed's, and a mix) took {} "
-                                      "against a median of {} for the others ({:.1f}x or more): faster on inputs it "
-                                      "has seen before, as a cache across calls is",
-                                      on_secret.size(), times, time_text(median), fastest / median)};
+  return DistributionFlag{
+      "secret_slow",
+      fmt::format("the {} samples on inputs nobody had seen (a secret seed's, and a mix) took {} "
+                  "against a median of {} for the others ({:.1f}x or more): faster on inputs it "
+                  "has seen before, as a cache across calls is",
+                  on_secret.size(), times, time_text(median), fastest / median)};
 }
 
-std::vector<DistributionFlag> distribution_flags(std::span<const double> samples, std::span<const std::int64_t> secret) {
+std::vector<DistributionFlag> distribution_flags(std::span<const double> samples,
+                                                 std::span<const std::int64_t> secret) {
   std::vector<DistributionFlag> out;
   if (auto f = bimodal_flag(samples)) out.push_back(std::move(*f));
   if (auto f = fast_tail_flag(samples)) out.push_back(std::move(*f));
@@ -137,6 +147,8 @@ std::vector<DistributionFlag> distribution_flags(std::span<const double> samples
   return out;
 }
 
-std::string flag_text(const DistributionFlag& f) { return f.name + " (" + f.detail + ")"; }
+std::string flag_text(const DistributionFlag& f) {
+  return f.name + " (" + f.detail + ")";
+}
 
 }  // namespace kopt

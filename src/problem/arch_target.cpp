@@ -32,7 +32,9 @@ std::optional<int> arch_number(std::string_view arch) {
   return a->number;
 }
 
-bool is_arch_target(std::string_view arch) { return parse_arch(arch).has_value(); }
+bool is_arch_target(std::string_view arch) {
+  return parse_arch(arch).has_value();
+}
 
 bool arch_runs_on(std::string_view target, std::string_view device_arch) {
   auto t = parse_arch(target);
@@ -43,19 +45,22 @@ bool arch_runs_on(std::string_view target, std::string_view device_arch) {
   return d->number == t->number;
 }
 
-BuildTarget build_target(const Problem& problem, const KernelSpec& kernel, const std::string& device_arch) {
+BuildTarget build_target(const Problem& problem, const KernelSpec& kernel,
+                         const std::string& device_arch) {
   bool cuda = language_of(kernel.source) == KernelLanguage::cuda;
   if (kernel.arch.empty() || !cuda) return {device_arch, ""};
   if (arch_runs_on(kernel.arch, device_arch)) return {kernel.arch, ""};
   auto t = parse_arch(kernel.arch);
   std::string runs_on = t && t->suffix == 'f'
-                            ? "sm_" + std::to_string(t->number) + " and later devices of its family (sm_" +
+                            ? "sm_" + std::to_string(t->number) +
+                                  " and later devices of its family (sm_" +
                                   std::to_string(t->number / 10) + "x)"
                             : "sm_" + std::to_string(t ? t->number : 0) + " devices";
-  std::string why = "kernel '" + kernel.name + "' is built for " + kernel.arch + ", which runs only on " + runs_on +
-                    "; this device is " + device_arch;
-  return {kernel.arch,
-          bad_input(why, problem.spec_path.string(), kernel.arch_where.line, kernel.arch_where.field).to_string()};
+  std::string why = "kernel '" + kernel.name + "' is built for " + kernel.arch +
+                    ", which runs only on " + runs_on + "; this device is " + device_arch;
+  return {kernel.arch, bad_input(why, problem.spec_path.string(), kernel.arch_where.line,
+                                 kernel.arch_where.field)
+                           .to_string()};
 }
 
 }  // namespace kopt

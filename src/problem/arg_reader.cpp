@@ -8,7 +8,8 @@ namespace {
 
 // { tensor_map = "A", box = ["BM", "BK"], swizzle = 128 }: the box is checked at each point
 // (resolve_tensor_map); here its shape and the swizzle.
-void read_tensor_map(TomlReader& ar, ArgSpec& a, const Problem& p, const std::set<std::string>& names) {
+void read_tensor_map(TomlReader& ar, ArgSpec& a, const Problem& p,
+                     const std::set<std::string>& names) {
   a.tensor = ar.get_string("tensor_map");
   const TensorSpec* t = p.find_tensor(a.tensor);
   if (!t) ar.fail("tensor_map", "unknown tensor '" + a.tensor + "'");
@@ -22,13 +23,14 @@ void read_tensor_map(TomlReader& ar, ArgSpec& a, const Problem& p, const std::se
   if (!box) ar.fail("box", "missing required field");
   const toml::array* arr = box->as_array();
   if (!arr || arr->size() != t->shape.size())
-    ar.fail("box", "expected " + std::to_string(t->shape.size()) + " extents, one per dim of tensor '" + a.tensor +
+    ar.fail("box", "expected " + std::to_string(t->shape.size()) +
+                       " extents, one per dim of tensor '" + a.tensor +
                        "' (outermost first, as its shape)");
   for (std::size_t d = 0; d < arr->size(); ++d) {
     std::string field = indexed(ar.field("box"), d);
     const toml::node& item = *arr->get(d);
-    map.box.push_back(parse_spec_expr(ar.expr_text(item, field), ar.file(), line_of(item), field, names,
-                                      "known dims and params"));
+    map.box.push_back(parse_spec_expr(ar.expr_text(item, field), ar.file(), line_of(item), field,
+                                      names, "known dims and params"));
   }
   if (ar.has("swizzle")) {
     std::int64_t s = ar.get_int("swizzle");
@@ -41,23 +43,24 @@ void read_tensor_map(TomlReader& ar, ArgSpec& a, const Problem& p, const std::se
 
 }  // namespace
 
-Expr parse_spec_expr(const std::string& text, const std::string& file, int line, const std::string& field,
-                     const std::set<std::string>& allowed, const std::string& allowed_what) {
+Expr parse_spec_expr(const std::string& text, const std::string& file, int line,
+                     const std::string& field, const std::set<std::string>& allowed,
+                     const std::string& allowed_what) {
   auto e = Expr::parse(text);
   if (!e) throw SpecError{bad_input(e.error().message, file, line, field)};
   for (const auto& name : e->names())
     if (!allowed.count(name)) {
       std::string known;
       for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-      throw SpecError{bad_input("unknown name '" + name + "' in expression '" + text + "' (" + allowed_what + ": " +
-                                    (known.empty() ? "none" : known) + ")",
+      throw SpecError{bad_input("unknown name '" + name + "' in expression '" + text + "' (" +
+                                    allowed_what + ": " + (known.empty() ? "none" : known) + ")",
                                 file, line, field)};
     }
   return *e;
 }
 
-ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p, const std::set<std::string>& names,
-                 const std::string& file) {
+ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p,
+                 const std::set<std::string>& names, const std::string& file) {
   ArgSpec a;
   a.where = {line_of(n), field};
   std::string text;
@@ -76,8 +79,10 @@ ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p
     }
     const toml::node* e = ar.node("expr");
     if (!e)
-      throw SpecError{bad_input("expected { tensor = ... }, { tensor_map = ..., box = [...] } or { expr = ..., dtype = ... }",
-                                file, line_of(n), field)};
+      throw SpecError{
+          bad_input("expected { tensor = ... }, { tensor_map = ..., box = [...] } or { expr = ..., "
+                    "dtype = ... }",
+                    file, line_of(n), field)};
     text = ar.expr_text(*e, ar.field("expr"));
     std::string dtype = ar.get_string("dtype", "i32");
     auto dt = parse_dtype(dtype);
@@ -91,7 +96,8 @@ ArgSpec read_arg(const toml::node& n, const std::string& field, const Problem& p
       return a;
     }
   }
-  a.scalar = parse_spec_expr(text, file, line_of(n), field, names, "not a tensor; known dims and params");
+  a.scalar =
+      parse_spec_expr(text, file, line_of(n), field, names, "not a tensor; known dims and params");
   return a;
 }
 
@@ -100,7 +106,9 @@ std::vector<IncludeDir> read_include_dirs(TomlReader& kr) {
   const toml::node* n = kr.node("include_dirs");
   if (!n) return out;
   const toml::array* arr = n->as_array();
-  if (!arr) kr.fail("include_dirs", "expected an array of folders (strings or { python_package, path } tables)");
+  if (!arr)
+    kr.fail("include_dirs",
+            "expected an array of folders (strings or { python_package, path } tables)");
   for (std::size_t i = 0; i < arr->size(); ++i) {
     const toml::node& item = *arr->get(i);
     std::string field = indexed(kr.field("include_dirs"), i);
@@ -115,7 +123,8 @@ std::vector<IncludeDir> read_include_dirs(TomlReader& kr) {
       d.pip = ir.get_string("pip", "");
       ir.reject_unknown();
     } else {
-      kr.fail_at(item, field, "expected a folder (a string) or { python_package = ..., path = ... }");
+      kr.fail_at(item, field,
+                 "expected a folder (a string) or { python_package = ..., path = ... }");
     }
     if (d.path.empty() && d.python_package.empty()) kr.fail_at(item, field, "an empty folder name");
     out.push_back(std::move(d));

@@ -52,8 +52,12 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view dtype_name(DType t) { return k_dtypes[static_cast<int>(t)].name; }
-std::size_t dtype_size(DType t) { return k_dtypes[static_cast<int>(t)].size; }
+std::string_view dtype_name(DType t) {
+  return k_dtypes[static_cast<int>(t)].name;
+}
+std::size_t dtype_size(DType t) {
+  return k_dtypes[static_cast<int>(t)].size;
+}
 bool is_float(DType t) {
   return t == DType::f64 || t == DType::f32 || t == DType::f16 || t == DType::bf16;
 }
@@ -72,7 +76,7 @@ std::uint16_t float_to_half(float f) {
   if (exp == 0xff) return static_cast<std::uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
   int e = static_cast<int>(exp) - 127 + 15;
   if (e >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow to inf
-  if (e <= 0) {                                                   // subnormal or zero
+  if (e <= 0) {                                                    // subnormal or zero
     if (e < -10) return static_cast<std::uint16_t>(sign);
     mant |= 0x800000u;
     int shift = 14 - e;
@@ -113,59 +117,102 @@ float bfloat16_to_float(std::uint16_t b) {
 
 double load_as_double(const std::byte* data, std::size_t i, DType t) {
   switch (t) {
-    case DType::f64: return load<double>(data, i);
-    case DType::f32: return load<float>(data, i);
-    case DType::f16: return half_to_float(load<std::uint16_t>(data, i));
-    case DType::bf16: return bfloat16_to_float(load<std::uint16_t>(data, i));
-    case DType::i64: return static_cast<double>(load<std::int64_t>(data, i));
-    case DType::i32: return load<std::int32_t>(data, i);
-    case DType::i16: return load<std::int16_t>(data, i);
-    case DType::i8: return load<std::int8_t>(data, i);
-    case DType::u8: return load<std::uint8_t>(data, i);
+    case DType::f64:
+      return load<double>(data, i);
+    case DType::f32:
+      return load<float>(data, i);
+    case DType::f16:
+      return half_to_float(load<std::uint16_t>(data, i));
+    case DType::bf16:
+      return bfloat16_to_float(load<std::uint16_t>(data, i));
+    case DType::i64:
+      return static_cast<double>(load<std::int64_t>(data, i));
+    case DType::i32:
+      return load<std::int32_t>(data, i);
+    case DType::i16:
+      return load<std::int16_t>(data, i);
+    case DType::i8:
+      return load<std::int8_t>(data, i);
+    case DType::u8:
+      return load<std::uint8_t>(data, i);
   }
   return 0.0;
 }
 
 void store_from_double(std::byte* data, std::size_t i, DType t, double v) {
   switch (t) {
-    case DType::f64: store(data, i, v); break;
-    case DType::f32: store(data, i, static_cast<float>(v)); break;
-    case DType::f16: store(data, i, float_to_half(static_cast<float>(v))); break;
-    case DType::bf16: store(data, i, float_to_bfloat16(static_cast<float>(v))); break;
-    case DType::i64: store(data, i, saturate<std::int64_t>(v)); break;
-    case DType::i32: store(data, i, saturate<std::int32_t>(v)); break;
-    case DType::i16: store(data, i, saturate<std::int16_t>(v)); break;
-    case DType::i8: store(data, i, saturate<std::int8_t>(v)); break;
-    case DType::u8: store(data, i, saturate<std::uint8_t>(v)); break;
+    case DType::f64:
+      store(data, i, v);
+      break;
+    case DType::f32:
+      store(data, i, static_cast<float>(v));
+      break;
+    case DType::f16:
+      store(data, i, float_to_half(static_cast<float>(v)));
+      break;
+    case DType::bf16:
+      store(data, i, float_to_bfloat16(static_cast<float>(v)));
+      break;
+    case DType::i64:
+      store(data, i, saturate<std::int64_t>(v));
+      break;
+    case DType::i32:
+      store(data, i, saturate<std::int32_t>(v));
+      break;
+    case DType::i16:
+      store(data, i, saturate<std::int16_t>(v));
+      break;
+    case DType::i8:
+      store(data, i, saturate<std::int8_t>(v));
+      break;
+    case DType::u8:
+      store(data, i, saturate<std::uint8_t>(v));
+      break;
   }
 }
 
 Poison poison_for(DType t) {
   switch (t) {
-    case DType::f64: return {0x7ff87ff8u, 4};  // 0x7ff87ff87ff87ff8: a quiet NaN
-    case DType::f32: return {0x7fc00000u, 4};
-    case DType::f16: return {0x7e00u, 2};
-    case DType::bf16: return {0x7fc0u, 2};
-    case DType::i64: return {0xdeadbeefu, 4};
-    case DType::i32: return {0xdeadbeefu, 4};
-    case DType::i16: return {0xbeefu, 2};
-    case DType::i8: return {0xa5u, 1};
-    case DType::u8: return {0xa5u, 1};
+    case DType::f64:
+      return {0x7ff87ff8u, 4};  // 0x7ff87ff87ff87ff8: a quiet NaN
+    case DType::f32:
+      return {0x7fc00000u, 4};
+    case DType::f16:
+      return {0x7e00u, 2};
+    case DType::bf16:
+      return {0x7fc0u, 2};
+    case DType::i64:
+      return {0xdeadbeefu, 4};
+    case DType::i32:
+      return {0xdeadbeefu, 4};
+    case DType::i16:
+      return {0xbeefu, 2};
+    case DType::i8:
+      return {0xa5u, 1};
+    case DType::u8:
+      return {0xa5u, 1};
   }
   return {0, 1};
 }
 
 Poison stale_fill_for(DType t, std::uint32_t random) {
   switch (t) {
-    case DType::f64: return {0x3ff00000u | (random & 0xfffffu), 4};  // both halves: a double in [1, 2)
-    case DType::f32: return {0x3f800000u | (random & 0x7fffffu), 4};
-    case DType::f16: return {0x3c00u | (random & 0x3ffu), 2};
-    case DType::bf16: return {0x3f80u | (random & 0x7fu), 2};
+    case DType::f64:
+      return {0x3ff00000u | (random & 0xfffffu), 4};  // both halves: a double in [1, 2)
+    case DType::f32:
+      return {0x3f800000u | (random & 0x7fffffu), 4};
+    case DType::f16:
+      return {0x3c00u | (random & 0x3ffu), 2};
+    case DType::bf16:
+      return {0x3f80u | (random & 0x7fu), 2};
     case DType::i64:
-    case DType::i32: return {0x01000000u | (random & 0xffffffu), 4};
-    case DType::i16: return {0x0100u | (random & 0xffu), 2};
+    case DType::i32:
+      return {0x01000000u | (random & 0xffffffu), 4};
+    case DType::i16:
+      return {0x0100u | (random & 0xffu), 2};
     case DType::i8:
-    case DType::u8: return {0x40u | (random & 0x3fu), 1};
+    case DType::u8:
+      return {0x40u | (random & 0x3fu), 1};
   }
   return {0, 1};
 }
@@ -175,7 +222,8 @@ bool is_poison(const std::byte* data, std::size_t i, DType t) {
   std::size_t size = dtype_size(t);
   const std::byte* e = data + i * size;
   for (std::size_t b = 0; b < size; ++b) {
-    auto want = static_cast<std::byte>((p.pattern >> (8 * (b % static_cast<std::size_t>(p.width)))) & 0xffu);
+    auto want = static_cast<std::byte>(
+        (p.pattern >> (8 * (b % static_cast<std::size_t>(p.width)))) & 0xffu);
     if (e[b] != want) return false;
   }
   return true;

@@ -160,7 +160,8 @@ class Parser {
         {"pow", {2, 2}},  {"log2", {1, 1}}, {"sqrt", {1, 1}}};
     auto it = arity.find(name);
     if (it == arity.end())
-      return fail("unknown function " + name + "() (known: min, max, abs, ceil_div, pow, log2, sqrt)");
+      return fail("unknown function " + name +
+                  "() (known: min, max, abs, ceil_div, pow, log2, sqrt)");
     int n = static_cast<int>(args.size());
     if (n < it->second.first || n > it->second.second)
       return fail(name + "() takes " + std::to_string(it->second.first) +
@@ -179,7 +180,8 @@ class Parser {
       } else if (c == '.' || c == 'e' || c == 'E') {
         is_real = true;
         ++m_pos;
-        if ((c == 'e' || c == 'E') && m_pos < m_s.size() && (m_s[m_pos] == '-' || m_s[m_pos] == '+'))
+        if ((c == 'e' || c == 'E') && m_pos < m_s.size() &&
+            (m_s[m_pos] == '-' || m_s[m_pos] == '+'))
           ++m_pos;
       } else {
         break;
@@ -213,8 +215,12 @@ Unexpected eval_fail(const std::string& text, const std::string& why) {
   return Unexpected(bad_input("in expression '" + text + "': " + why));
 }
 
-bool is_int(const Value& v) { return std::holds_alternative<std::int64_t>(v); }
-std::int64_t as_int(const Value& v) { return std::get<std::int64_t>(v); }
+bool is_int(const Value& v) {
+  return std::holds_alternative<std::int64_t>(v);
+}
+std::int64_t as_int(const Value& v) {
+  return std::get<std::int64_t>(v);
+}
 
 struct Evaluator {
   const Scope& scope;
@@ -222,14 +228,15 @@ struct Evaluator {
 
   Expected<Value> eval(const ExprNode& n) const {
     switch (n.kind) {
-      case ExprNode::Kind::number: return n.value;
+      case ExprNode::Kind::number:
+        return n.value;
       case ExprNode::Kind::name: {
         auto it = scope.find(n.text);
         if (it == scope.end()) {
           std::string known;
           for (const auto& [k, v] : scope) known += (known.empty() ? "" : ", ") + k;
-          return eval_fail(text, "unknown name '" + n.text + "' (known: " +
-                                     (known.empty() ? "none" : known) + ")");
+          return eval_fail(text, "unknown name '" + n.text +
+                                     "' (known: " + (known.empty() ? "none" : known) + ")");
         }
         return it->second;
       }
@@ -244,8 +251,10 @@ struct Evaluator {
         }
         return Value(-std::get<double>(*v));
       }
-      case ExprNode::Kind::binary: return binary(n);
-      case ExprNode::Kind::call: return call(n);
+      case ExprNode::Kind::binary:
+        return binary(n);
+      case ExprNode::Kind::call:
+        return call(n);
     }
     return eval_fail(text, "internal: bad node");
   }
@@ -262,10 +271,18 @@ struct Evaluator {
     if (op == "&&" || op == "||") return Value(std::int64_t(as_double(*b) != 0.0));
     bool ints = is_int(*a) && is_int(*b);
     if (op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=") {
-      int cmp = ints ? (as_int(*a) < as_int(*b) ? -1 : as_int(*a) > as_int(*b) ? 1 : 0)
-                     : (as_double(*a) < as_double(*b) ? -1 : as_double(*a) > as_double(*b) ? 1 : 0);
-      bool r = op == "==" ? cmp == 0 : op == "!=" ? cmp != 0 : op == "<" ? cmp < 0
-             : op == "<=" ? cmp <= 0 : op == ">" ? cmp > 0 : cmp >= 0;
+      int cmp = ints ? (as_int(*a) < as_int(*b)   ? -1
+                        : as_int(*a) > as_int(*b) ? 1
+                                                  : 0)
+                     : (as_double(*a) < as_double(*b)   ? -1
+                        : as_double(*a) > as_double(*b) ? 1
+                                                        : 0);
+      bool r = op == "=="   ? cmp == 0
+               : op == "!=" ? cmp != 0
+               : op == "<"  ? cmp < 0
+               : op == "<=" ? cmp <= 0
+               : op == ">"  ? cmp > 0
+                            : cmp >= 0;
       return Value(std::int64_t(r));
     }
     if (ints) return int_arith(op, as_int(*a), as_int(*b));
@@ -404,8 +421,7 @@ Expected<Value> Expr::evaluate(const Scope& scope) const {
 Expected<std::int64_t> Expr::evaluate_int(const Scope& scope) const {
   auto v = evaluate(scope);
   if (!v) return Unexpected(v.error());
-  if (!is_int(*v))
-    return eval_fail(m_text, "expected an integer, got " + value_to_string(*v));
+  if (!is_int(*v)) return eval_fail(m_text, "expected an integer, got " + value_to_string(*v));
   return as_int(*v);
 }
 

@@ -38,8 +38,8 @@ Expected<void> select_language(Problem& p, KernelLanguage language, bool allow_n
                                 "reference.kind"));
   if (p.kernels.empty()) {
     if (allow_no_kernels) return {};
-    return Unexpected(bad_input("the problem has no kernels yet: add a [[kernels]] table", p.spec_path.string(),
-                                0, "kernels"));
+    return Unexpected(bad_input("the problem has no kernels yet: add a [[kernels]] table",
+                                p.spec_path.string(), 0, "kernels"));
   }
   std::vector<KernelSpec> kept;
   p.skipped_kernels.clear();
@@ -60,7 +60,8 @@ Expected<void> select_language(Problem& p, KernelLanguage language, bool allow_n
                                     " sources end in " +
                                     (language == KernelLanguage::opencl   ? ".cl"
                                      : language == KernelLanguage::triton ? ".py"
-                                                                          : ".cu") + ")",
+                                                                          : ".cu") +
+                                    ")",
                                 p.spec_path.string(), 0, "kernels.source"));
   return {};
 }

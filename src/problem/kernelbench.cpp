@@ -47,14 +47,15 @@ std::string init_from_stats(const json& st, const std::string& dtype) {
   if (st.empty()) return "";
   double lo = st.at("min"), hi = st.at("max"), mean = st.at("mean"), sd = st.at("std");
   if (dtype[0] == 'i' || dtype[0] == 'u')
-    return fmt::format("{{ kind = \"randint\", low = {}, high = {} }}", static_cast<std::int64_t>(lo),
-                       static_cast<std::int64_t>(hi) + 1);
+    return fmt::format("{{ kind = \"randint\", low = {}, high = {} }}",
+                       static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi) + 1);
   if (sd == 0) return fmt::format("{{ kind = \"constant\", value = {} }}", number(mean));
   if ((hi - lo) / sd < 4.0)
     return fmt::format("{{ kind = \"uniform\", low = {}, high = {} }}", number(lo), number(hi));
   if (lo >= 0) {
     double top = std::min(hi, mean + 4 * sd);
-    return fmt::format("{{ kind = \"uniform\", low = {}, high = {} }}", number(lo), number(top > lo ? top : hi));
+    return fmt::format("{{ kind = \"uniform\", low = {}, high = {} }}", number(lo),
+                       number(top > lo ? top : hi));
   }
   return fmt::format("{{ kind = \"normal\", mean = {}, std = {} }}", number(mean), number(sd));
 }
@@ -75,18 +76,23 @@ std::string unique_name(std::string n, std::set<std::string>& taken) {
   return out;
 }
 
-std::string python_string(const std::string& s) { return json(s).dump(); }
+std::string python_string(const std::string& s) {
+  return json(s).dump();
+}
 
 }  // namespace
 
-Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std::string& file_name) {
-  if (facts.contains("error")) return Unexpected(bad_input(facts.at("error").get<std::string>(), file_name));
+Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
+                                                   const std::string& file_name) {
+  if (facts.contains("error"))
+    return Unexpected(bad_input(facts.at("error").get<std::string>(), file_name));
   ImportedProblem out;
   std::string stem = std::filesystem::path(file_name).stem().string();
   out.name = stem;
   try {
     std::set<std::string> taken;
-    std::vector<std::pair<std::string, std::string>> forward;  // ("tensor", name) or ("constant", repr)
+    std::vector<std::pair<std::string, std::string>>
+        forward;  // ("tensor", name) or ("constant", repr)
     std::vector<TensorOut> tensors;
     std::vector<std::pair<std::string, std::string>> parameters;  // model name -> tensor name
     for (const auto& in : facts.at("inputs"))
@@ -94,16 +100,19 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
     ShapeNamer namer(facts.at("globals"), taken);
     taken.clear();
     // `weight`: one of the model's parameters or buffers (loaded into it before each call).
-    auto add = [&](const std::string& wanted, const json& t, const std::string& role, const std::string& origin,
-                   bool weight = false) -> Expected<std::string> {
+    auto add = [&](const std::string& wanted, const json& t, const std::string& role,
+                   const std::string& origin, bool weight = false) -> Expected<std::string> {
       std::string dtype = t.at("dtype");
       if (dtype == "bool")
-        return Unexpected(bad_input("the " + origin + " '" + wanted + "' is a bool tensor, which kopt has no dtype for",
-                                    file_name, 0, wanted));
-      static const std::set<std::string> known = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8"};
+        return Unexpected(bad_input(
+            "the " + origin + " '" + wanted + "' is a bool tensor, which kopt has no dtype for",
+            file_name, 0, wanted));
+      static const std::set<std::string> known = {"f64", "f32", "f16", "bf16", "i64",
+                                                  "i32", "i16", "i8",  "u8"};
       if (!known.count(dtype))
-        return Unexpected(bad_input("the " + origin + " '" + wanted + "' has dtype " + dtype + ", which kopt has not",
-                                    file_name, 0, wanted));
+        return Unexpected(bad_input(
+            "the " + origin + " '" + wanted + "' has dtype " + dtype + ", which kopt has not",
+            file_name, 0, wanted));
       TensorOut o;
       o.name = unique_name(wanted, taken);
       o.dtype = dtype;
@@ -111,13 +120,15 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
       std::set<std::string> in_tensor;
       Extents s = t.at("shape").get<Extents>();
       if (s.empty()) s.push_back(1);  // a 0-d result (a loss) is one element
-      for (std::size_t i = 0; i < s.size(); ++i) o.shape.push_back(namer.axis(o.name, i, s[i], in_tensor));
+      for (std::size_t i = 0; i < s.size(); ++i)
+        o.shape.push_back(namer.axis(o.name, i, s[i], in_tensor));
       namer.remember(s, o.shape);
       const json stats = t.value("stats", json::object());
       if (weight && !stats.empty() && stats.at("std") == 0 && dtype[0] != 'i' && dtype[0] != 'u') {
         // nn's constant inits (a norm's weight 1, bias 0): kopt draws around that value, so
         // that a kernel that ignores the tensor fails its check.
-        o.init = fmt::format("{{ kind = \"normal\", mean = {}, std = 0.1 }}", number(stats.at("mean")));
+        o.init =
+            fmt::format("{{ kind = \"normal\", mean = {}, std = 0.1 }}", number(stats.at("mean")));
         o.comment = origin + "; the model sets it to " + number(stats.at("mean")) +
                     ", kopt draws around that so that a kernel must use it";
       } else if (role == "input") {
@@ -133,17 +144,20 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
     for (const auto& in : facts.at("inputs")) {
       if (!in.at("tensor")) {
         forward.emplace_back("constant", in.at("value").get<std::string>());
-        out.notes.push_back("forward's argument " + in.at("name").get<std::string>() + " is the constant " +
-                            in.at("value").get<std::string>() + " from get_inputs(); ref.py passes it as it is");
+        out.notes.push_back("forward's argument " + in.at("name").get<std::string>() +
+                            " is the constant " + in.at("value").get<std::string>() +
+                            " from get_inputs(); ref.py passes it as it is");
         continue;
       }
-      auto n = add(in.at("name"), in, "input", "get_inputs(): forward's argument " + in.at("name").get<std::string>());
+      auto n = add(in.at("name"), in, "input",
+                   "get_inputs(): forward's argument " + in.at("name").get<std::string>());
       if (!n) return Unexpected(n.error());
       forward.emplace_back("tensor", *n);
     }
     for (const auto& p : facts.at("parameters")) {
       std::string model_name = p.at("name");
-      auto n = add(model_name, p, "input", "the model's " + p.at("kind").get<std::string>() + " " + model_name, true);
+      auto n = add(model_name, p, "input",
+                   "the model's " + p.at("kind").get<std::string>() + " " + model_name, true);
       if (!n) return Unexpected(n.error());
       parameters.emplace_back(model_name, *n);
     }
@@ -155,7 +169,8 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
       if (!n) return Unexpected(n.error());
       outputs.push_back(*n);
     }
-    if (outputs.empty()) return Unexpected(bad_input("Model.forward returned no tensor", file_name));
+    if (outputs.empty())
+      return Unexpected(bad_input("Model.forward returned no tensor", file_name));
 
     auto derived = kernelbench_cost(facts.at("ops"), namer);
     if (!derived) return Unexpected(derived.error());
@@ -165,31 +180,40 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
     for (const auto& t : tensors) {
       auto& terms = by_size[dtype_bytes(t.dtype)];
       std::string numel = ShapeNamer::product(t.shape);
-      auto same = std::find_if(terms.begin(), terms.end(), [&](auto& x) { return x.first == numel; });
-      if (same != terms.end()) ++same->second;
-      else terms.emplace_back(numel, 1);
+      auto same =
+          std::find_if(terms.begin(), terms.end(), [&](auto& x) { return x.first == numel; });
+      if (same != terms.end())
+        ++same->second;
+      else
+        terms.emplace_back(numel, 1);
     }
     std::string bytes;
     for (const auto& [size, terms] : by_size) {
       std::string sum;
       for (const auto& [numel, count] : terms)
-        sum += (sum.empty() ? "" : " + ") + (count > 1 ? std::to_string(count) + " * " : "") + numel;
+        sum +=
+            (sum.empty() ? "" : " + ") + (count > 1 ? std::to_string(count) + " * " : "") + numel;
       bool several = terms.size() > 1;
-      bytes += (bytes.empty() ? "" : " + ") + (several ? "(" + sum + ")" : sum) + " * " + std::to_string(size);
+      bytes += (bytes.empty() ? "" : " + ") + (several ? "(" + sum + ")" : sum) + " * " +
+               std::to_string(size);
     }
     if (!cost.unknown_ops.empty()) {
       std::string ops;
       for (const auto& o : cost.unknown_ops) ops += (ops.empty() ? "" : ", ") + o;
-      out.notes.push_back("flops not derived: kopt has no formula for " + ops + "; write [cost] flops by hand");
+      out.notes.push_back("flops not derived: kopt has no formula for " + ops +
+                          "; write [cost] flops by hand");
     }
     out.notes.insert(out.notes.end(), namer.notes.begin(), namer.notes.end());
 
     // kopt.toml
     std::string t;
-    t += fmt::format("# The KernelBench problem {}, imported by `kopt import kernelbench` (torch {}).\n", file_name,
-                     facts.value("torch", std::string("?")));
-    t += "# model.py is the file as it came; ref.py runs its Model on kopt's inputs. Extents are named\n";
-    t += "# after the file's size constants by value: check them before changing a dim with --dim.\n";
+    t += fmt::format(
+        "# The KernelBench problem {}, imported by `kopt import kernelbench` (torch {}).\n",
+        file_name, facts.value("torch", std::string("?")));
+    t += "# model.py is the file as it came; ref.py runs its Model on kopt's inputs. Extents are "
+         "named\n";
+    t += "# after the file's size constants by value: check them before changing a dim with "
+         "--dim.\n";
     for (const auto& n : out.notes) t += "# NOTE: " + n + "\n";
     t += fmt::format("name = {}\n", python_string(stem));
     t += fmt::format("family = {}\n", python_string(cost.family.empty() ? stem : cost.family));
@@ -199,7 +223,8 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
     for (const auto& ts : tensors) {
       t += "\n# " + ts.comment + "\n[[tensors]]\n";
       t += fmt::format("name = {}\ndtype = \"{}\"\nshape = [", python_string(ts.name), ts.dtype);
-      for (std::size_t i = 0; i < ts.shape.size(); ++i) t += (i ? ", " : "") + python_string(ts.shape[i]);
+      for (std::size_t i = 0; i < ts.shape.size(); ++i)
+        t += (i ? ", " : "") + python_string(ts.shape[i]);
       t += fmt::format("]\nrole = \"{}\"\n", ts.role);
       if (!ts.init.empty()) t += "init = " + ts.init + "\n";
     }
@@ -210,11 +235,14 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
       t += "# flops = \"...\"  (not derived: see the NOTE above)\n";
     t += fmt::format("bytes = {}  # every tensor read or written once\n", python_string(bytes));
     t += "\n[reference]\nkind = \"python\"\nsource = \"ref.py\"\n";
-    const TensorOut& first_out = *std::find_if(tensors.begin(), tensors.end(), [](auto& x) { return x.role == "output"; });
+    const TensorOut& first_out =
+        *std::find_if(tensors.begin(), tensors.end(), [](auto& x) { return x.role == "output"; });
     std::string arg_list;
-    for (const auto& ts : tensors) arg_list += (arg_list.empty() ? "" : ", ") + python_string(ts.name);
+    for (const auto& ts : tensors)
+      arg_list += (arg_list.empty() ? "" : ", ") + python_string(ts.name);
     std::string n_out = ShapeNamer::product(first_out.shape);
-    t += "\n# Kernels go here. A CUDA kernel, for example (args: tensor names, then expressions):\n";
+    t +=
+        "\n# Kernels go here. A CUDA kernel, for example (args: tensor names, then expressions):\n";
     t += "# [[kernels]]\n# name = \"cuda\"\n# source = \"kernel.cu\"\n# entry = \"my_kernel\"\n";
     t += fmt::format("# args = [{}, \"{}\"]\n", arg_list, n_out);
     t += fmt::format("# grid = [\"ceil_div({}, BLOCK)\"]\n# block = [\"BLOCK\"]\n", n_out);
@@ -227,31 +255,45 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
     Sha256 h;
     h.field(file_name);
     std::string r;
-    r += fmt::format("# The PyTorch reference of the KernelBench problem {} (model.py, as it came), written by\n",
-                     file_name);
-    r += "# `kopt import kernelbench`. kopt calls reference(**tensors, **dims) with its own inputs and\n";
-    r += "# checks kernels against what it writes; `kopt bench --vs-torch` times setup_baseline()'s\n";
+    r += fmt::format(
+        "# The PyTorch reference of the KernelBench problem {} (model.py, as it came), written "
+        "by\n",
+        file_name);
+    r += "# `kopt import kernelbench`. kopt calls reference(**tensors, **dims) with its own inputs "
+         "and\n";
+    r += "# checks kernels against what it writes; `kopt bench --vs-torch` times "
+         "setup_baseline()'s\n";
     r += "# model on the same inputs, eager and through torch.compile, as KernelBench times it.\n";
     r += "import importlib.util\nimport os\nimport sys\n\nimport torch\n\n";
-    r += "# KernelBench's own correctness check: torch.allclose(output, reference, atol=1e-02, rtol=1e-02).\n";
+    r += "# KernelBench's own correctness check: torch.allclose(output, reference, atol=1e-02, "
+         "rtol=1e-02).\n";
     r += "atol = 1e-02\nrtol = 1e-02\n\n";
-    r += "FORWARD = [  # Model.forward's arguments, in order: kopt tensors, or get_inputs()' constants\n";
-    for (const auto& [kind, v] : forward) r += fmt::format("    ({}, {}),\n", python_string(kind), kind == "tensor" ? python_string(v) : v);
-    r += "]\nPARAMETERS = {  # the model's parameters and buffers, loaded from these kopt tensors\n";
-    for (const auto& [m, k] : parameters) r += fmt::format("    {}: {},\n", python_string(m), python_string(k));
+    r += "FORWARD = [  # Model.forward's arguments, in order: kopt tensors, or get_inputs()' "
+         "constants\n";
+    for (const auto& [kind, v] : forward)
+      r += fmt::format("    ({}, {}),\n", python_string(kind),
+                       kind == "tensor" ? python_string(v) : v);
+    r +=
+        "]\nPARAMETERS = {  # the model's parameters and buffers, loaded from these kopt tensors\n";
+    for (const auto& [m, k] : parameters)
+      r += fmt::format("    {}: {},\n", python_string(m), python_string(k));
     r += "}\nOUTPUTS = [";
-    for (std::size_t i = 0; i < outputs.size(); ++i) r += (i ? ", " : "") + python_string(outputs[i]);
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      r += (i ? ", " : "") + python_string(outputs[i]);
     r += "]\n\n";
     r += fmt::format(
         "_spec = importlib.util.spec_from_file_location(\n"
-        "    \"kopt_kernelbench_{}\", os.path.join(os.path.dirname(os.path.abspath(__file__)), \"model.py\"))\n",
+        "    \"kopt_kernelbench_{}\", os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+        "\"model.py\"))\n",
         h.hex().substr(0, 12));
     // Registered in sys.modules, as importlib's recipe does: torch.compile (dynamo) looks
     // modules up by name when it traces into them.
-    r += "_kb = importlib.util.module_from_spec(_spec)\nsys.modules[_spec.name] = _kb\n_spec.loader.exec_module(_kb)\n"
+    r += "_kb = importlib.util.module_from_spec(_spec)\nsys.modules[_spec.name] = "
+         "_kb\n_spec.loader.exec_module(_kb)\n"
          "_models = {}\n\n\n";
     r += "def _bound(kw):\n"
-         "    \"\"\"The model on the outputs' device, its weights those of kw, and forward's arguments.\"\"\"\n"
+         "    \"\"\"The model on the outputs' device, its weights those of kw, and forward's "
+         "arguments.\"\"\"\n"
          "    device = kw[OUTPUTS[0]].device\n"
          "    if device not in _models:\n"
          "        torch.manual_seed(0)\n"
@@ -262,7 +304,8 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
          "        state = dict(entry[0].named_parameters())\n"
          "        state.update(dict(entry[0].named_buffers()))\n"
          "        with torch.no_grad():\n"
-         "            for name, tensor in PARAMETERS.items():  # a 0-dim buffer is a kopt tensor of shape [1]\n"
+         "            for name, tensor in PARAMETERS.items():  # a 0-dim buffer is a kopt tensor "
+         "of shape [1]\n"
          "                state[name].copy_(kw[tensor].reshape(state[name].shape))\n"
          "        entry[1] = source\n"
          "    return entry[0], [kw[v] if k == \"tensor\" else v for k, v in FORWARD]\n\n\n";
@@ -276,7 +319,8 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts, const std:
          "        kw[name].copy_(value.reshape(kw[name].shape))\n";
     out.ref_py = std::move(r);
   } catch (const json::exception& e) {
-    return Unexpected(internal_error(std::string("the KernelBench import script's facts are malformed: ") + e.what()));
+    return Unexpected(internal_error(
+        std::string("the KernelBench import script's facts are malformed: ") + e.what()));
   }
   return out;
 }

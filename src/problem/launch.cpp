@@ -11,20 +11,29 @@ Error at(const Problem& p, const SourceRef& where, std::string why) {
 
 bool fits(DType t, std::int64_t v) {
   switch (t) {
-    case DType::i32: return v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max();
-    case DType::i16: return v >= -32768 && v <= 32767;
-    case DType::i8: return v >= -128 && v <= 127;
-    case DType::u8: return v >= 0 && v <= 255;
-    default: return true;
+    case DType::i32:
+      return v >= std::numeric_limits<std::int32_t>::min() &&
+             v <= std::numeric_limits<std::int32_t>::max();
+    case DType::i16:
+      return v >= -32768 && v <= 32767;
+    case DType::i8:
+      return v >= -128 && v <= 127;
+    case DType::u8:
+      return v >= 0 && v <= 255;
+    default:
+      return true;
   }
 }
 
 }  // namespace
 
-DeviceLimits architectural_limits() { return DeviceLimits{}; }
+DeviceLimits architectural_limits() {
+  return DeviceLimits{};
+}
 
 std::string dim3_to_string(const std::array<std::int64_t, 3>& d) {
-  return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + ")";
+  return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) +
+         ")";
 }
 
 Expected<std::vector<ResolvedArg>> resolve_args(const Problem& problem, const KernelSpec& kernel,
@@ -51,17 +60,20 @@ Expected<std::vector<ResolvedArg>> resolve_args(const Problem& problem, const Ke
     r.dtype = a.scalar_dtype;
     if (is_float(r.dtype)) {
       if (r.dtype == DType::f16 || r.dtype == DType::bf16)
-        return Unexpected(at(problem, a.where, "scalar arguments of type f16/bf16 are not supported; use f32"));
+        return Unexpected(
+            at(problem, a.where, "scalar arguments of type f16/bf16 are not supported; use f32"));
       r.value = as_double(*v);
     } else {
       if (!std::holds_alternative<std::int64_t>(*v))
-        return Unexpected(at(problem, a.where, "integer argument '" + a.scalar.text() +
-                                                    "' evaluates to " + value_to_string(*v)));
+        return Unexpected(
+            at(problem, a.where,
+               "integer argument '" + a.scalar.text() + "' evaluates to " + value_to_string(*v)));
       std::int64_t iv = std::get<std::int64_t>(*v);
       if (!fits(r.dtype, iv))
-        return Unexpected(at(problem, a.where, "value " + std::to_string(iv) + " of '" + a.scalar.text() +
-                                                    "' does not fit " + std::string(dtype_name(r.dtype)) +
-                                                    "; declare it { expr = ..., dtype = \"i64\" }"));
+        return Unexpected(at(problem, a.where,
+                             "value " + std::to_string(iv) + " of '" + a.scalar.text() +
+                                 "' does not fit " + std::string(dtype_name(r.dtype)) +
+                                 "; declare it { expr = ..., dtype = \"i64\" }"));
       r.value = iv;
     }
     out.push_back(r);
@@ -86,11 +98,13 @@ Expected<ResolvedLaunch> resolve_launch(const Problem& problem, const KernelSpec
     if (*g < 1 || *g > limits.max_grid[i])
       return Unexpected(at(problem, kernel.launch.grid_where,
                            std::string("grid.") + axis[i] + " = " + std::to_string(*g) + at_point +
-                               " is outside the device limit [1, " + std::to_string(limits.max_grid[i]) + "]"));
+                               " is outside the device limit [1, " +
+                               std::to_string(limits.max_grid[i]) + "]"));
     if (*b < 1 || *b > limits.max_block[i])
       return Unexpected(at(problem, kernel.launch.block_where,
                            std::string("block.") + axis[i] + " = " + std::to_string(*b) + at_point +
-                               " is outside the device limit [1, " + std::to_string(limits.max_block[i]) + "]"));
+                               " is outside the device limit [1, " +
+                               std::to_string(limits.max_block[i]) + "]"));
   }
   std::int64_t threads = l.block[0] * l.block[1] * l.block[2];
   if (threads > limits.max_threads_per_block)
@@ -104,7 +118,8 @@ Expected<ResolvedLaunch> resolve_launch(const Problem& problem, const KernelSpec
     return Unexpected(at(problem, kernel.launch.shared_where,
                          "dynamic shared memory of " + std::to_string(*smem) + " bytes at " +
                              point_to_string(point) + " exceeds the device limit of " +
-                             std::to_string(limits.max_shared_per_block_optin) + " bytes per block"));
+                             std::to_string(limits.max_shared_per_block_optin) +
+                             " bytes per block"));
   l.shared_mem = *smem;
   auto args = resolve_args(problem, kernel, point);
   if (!args) return Unexpected(args.error());

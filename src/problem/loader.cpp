@@ -2,12 +2,12 @@
 
 #include <set>
 
+#include "arg_reader.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/toml_text.hpp"
 #include "kopt/problem/arch_target.hpp"
 #include "kopt/problem/param_space.hpp"
 #include "kopt/problem/solve_abi.hpp"
-#include "arg_reader.hpp"
 #include "toml_reader.hpp"
 
 namespace kopt {
@@ -79,8 +79,8 @@ class Loader {
     }
     for (const auto& [name, value] : m_dim_overrides)
       if (!m_dim_names.count(name))
-        fail(r.line("dims"), "dims", "--dim " + name + "=" + std::to_string(value) +
-                                          ": no such dim in the problem");
+        fail(r.line("dims"), "dims",
+             "--dim " + name + "=" + std::to_string(value) + ": no such dim in the problem");
   }
 
   InitSpec read_init(const toml::node& n, const std::string& field, DType dtype) {
@@ -110,8 +110,8 @@ class Loader {
     } else if (kind == "constant") {
       init = {InitKind::constant, ir.get_number("value", 1.0), 0.0};
     } else {
-      fail(line_of(n), field, "unknown init kind '" + kind +
-                                  "' (known: normal, uniform, randint, arange, constant)");
+      fail(line_of(n), field,
+           "unknown init kind '" + kind + "' (known: normal, uniform, randint, arange, constant)");
     }
     ir.reject_unknown();
     return init;
@@ -148,10 +148,14 @@ class Loader {
       ts.dtype = *dt;
       read_shape(tr, ts, p);
       std::string role = tr.get_string("role");
-      if (role == "input") ts.role = Role::input;
-      else if (role == "output") ts.role = Role::output;
-      else if (role == "inout") ts.role = Role::inout;
-      else tr.fail("role", "unknown role '" + role + "' (known: input, output, inout)");
+      if (role == "input")
+        ts.role = Role::input;
+      else if (role == "output")
+        ts.role = Role::output;
+      else if (role == "inout")
+        ts.role = Role::inout;
+      else
+        tr.fail("role", "unknown role '" + role + "' (known: input, output, inout)");
       if (const toml::node* init = tr.node("init")) {
         if (ts.role == Role::output)
           tr.fail("init", "an output tensor is poisoned before each run, not initialized");
@@ -178,7 +182,8 @@ class Loader {
     for (std::size_t d = 0; d < arr->size(); ++d) {
       std::string field = indexed(tr.field("shape"), d);
       const toml::node& item = *arr->get(d);
-      Expr e = parse_expr(tr.expr_text(item, field), line_of(item), field, m_dim_names, "known dims");
+      Expr e =
+          parse_expr(tr.expr_text(item, field), line_of(item), field, m_dim_names, "known dims");
       auto v = e.evaluate_int(dims);
       if (!v) fail(line_of(item), field, v.error().message);
       if (*v <= 0) fail(line_of(item), field, "extent must be > 0, got " + std::to_string(*v));
@@ -218,7 +223,8 @@ class Loader {
       for (const auto& [k, v] : *t) {
         std::string name(k.str()), field = "check.dims." + name;
         if (!m_dim_names.count(name)) fail(line_of(v), field, "no such dim in [dims]");
-        if (!v.is_integer() || v.as_integer()->get() <= 0) fail(line_of(v), field, "expected an integer > 0");
+        if (!v.is_integer() || v.as_integer()->get() <= 0)
+          fail(line_of(v), field, "expected an integer > 0");
         p.check_dims[name] = v.as_integer()->get();
       }
     }
@@ -232,7 +238,8 @@ class Loader {
       std::string name(k.str());
       auto dt = parse_dtype(name);
       if (!dt)
-        fail(line_of(v), "tolerance." + name, "unknown dtype '" + name + "' (known: " + known_dtypes() + ")");
+        fail(line_of(v), "tolerance." + name,
+             "unknown dtype '" + name + "' (known: " + known_dtypes() + ")");
       p.tolerances[*dt] = read_tolerance(v, "tolerance." + name, default_tolerance(*dt));
     }
   }
@@ -274,7 +281,8 @@ class Loader {
       if (const toml::table* pt = v.as_table()) {
         TomlReader pr(*pt, field, m_file);
         const toml::node* vals = pr.node("values");
-        if (!vals || !vals->is_array()) fail(line_of(v), field + ".values", "expected an array of integers");
+        if (!vals || !vals->is_array())
+          fail(line_of(v), field + ".values", "expected an array of integers");
         values = vals->as_array();
         if (pr.has("default")) explicit_default = pr.get_int("default");
         pr.reject_unknown();
@@ -283,19 +291,24 @@ class Loader {
         fail(line_of(v), field, "expected a non-empty array of integers or booleans");
       for (std::size_t i = 0; i < values->size(); ++i) {
         const toml::node& item = *values->get(i);
-        if (item.is_integer()) ps.values.push_back(item.as_integer()->get());
-        else if (item.is_boolean()) ps.values.push_back(item.as_boolean()->get() ? 1 : 0);
-        else fail(line_of(item), indexed(field, i), "expected an integer or a boolean");
+        if (item.is_integer())
+          ps.values.push_back(item.as_integer()->get());
+        else if (item.is_boolean())
+          ps.values.push_back(item.as_boolean()->get() ? 1 : 0);
+        else
+          fail(line_of(item), indexed(field, i), "expected an integer or a boolean");
       }
       ps.default_value = explicit_default.value_or(ps.values.front());
-      if (explicit_default && std::find(ps.values.begin(), ps.values.end(), *explicit_default) == ps.values.end())
-        fail(line_of(v), field + ".default", "default " + std::to_string(*explicit_default) +
-                                                 " is not one of the values");
+      if (explicit_default &&
+          std::find(ps.values.begin(), ps.values.end(), *explicit_default) == ps.values.end())
+        fail(line_of(v), field + ".default",
+             "default " + std::to_string(*explicit_default) + " is not one of the values");
       k.params.push_back(std::move(ps));
     }
   }
 
-  // [kernels.methods]: METHOD = { on = "P=V [P=V...]", off = "P=V [P=V...]" }, over declared values.
+  // [kernels.methods]: METHOD = { on = "P=V [P=V...]", off = "P=V [P=V...]" }, over declared
+  // values.
   void read_methods(TomlReader& kr, KernelSpec& k) {
     if (!kr.has("methods")) return;
     const toml::table& t = table_at(kr, "methods", true);
@@ -314,18 +327,20 @@ class Loader {
     }
   }
 
-  std::map<std::string, std::int64_t> read_assignments(const KernelSpec& k, const std::string& text, int line,
-                                                       const std::string& field) {
+  std::map<std::string, std::int64_t> read_assignments(const KernelSpec& k, const std::string& text,
+                                                       int line, const std::string& field) {
     std::map<std::string, std::int64_t> out;
     std::size_t start = 0;
     while (start < text.size()) {
       std::size_t end = text.find(' ', start);
-      std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      std::string item =
+          text.substr(start, end == std::string::npos ? std::string::npos : end - start);
       start = end == std::string::npos ? text.size() : end + 1;
       if (item.empty()) continue;
       auto eq = item.find('=');
       const ParamSpec* ps = eq == std::string::npos ? nullptr : k.find_param(item.substr(0, eq));
-      if (!ps) fail(line, field, "'" + item + "': expected PARAM=VALUE with a param of this kernel");
+      if (!ps)
+        fail(line, field, "'" + item + "': expected PARAM=VALUE with a param of this kernel");
       std::int64_t value = 0;
       try {
         value = std::stoll(item.substr(eq + 1));
@@ -333,7 +348,9 @@ class Loader {
         fail(line, field, "'" + item + "': the value must be an integer");
       }
       if (std::find(ps->values.begin(), ps->values.end(), value) == ps->values.end())
-        fail(line, field, "'" + item + "': " + std::to_string(value) + " is not a declared value of " + ps->name);
+        fail(
+            line, field,
+            "'" + item + "': " + std::to_string(value) + " is not a declared value of " + ps->name);
       out[ps->name] = value;
     }
     if (out.empty()) fail(line, field, "expected at least one PARAM=VALUE");
@@ -344,8 +361,10 @@ class Loader {
   void read_sources(TomlReader& kr, KernelSpec& k, bool is_reference) {
     const toml::node* n = kr.node("source");
     std::vector<std::string> files;
-    if (n && n->is_array() && !is_reference) files = kr.get_string_list("source");
-    else files.push_back(kr.get_string("source"));
+    if (n && n->is_array() && !is_reference)
+      files = kr.get_string_list("source");
+    else
+      files.push_back(kr.get_string("source"));
     if (files.empty()) kr.fail("source", "expected a file name, or a non-empty array of them");
     std::set<KernelLanguage> seen;
     for (std::size_t i = 0; i < files.size(); ++i) {
@@ -355,9 +374,11 @@ class Loader {
       if (!fs::is_regular_file(full)) fail(line, f, "file not found: " + full.string());
       auto lang = kernel_language_of(files[i]);
       if (files.size() > 1 && !lang)
-        fail(line, f, "'" + files[i] + "': a kernel in several languages needs .cu, .cl or .py sources");
+        fail(line, f,
+             "'" + files[i] + "': a kernel in several languages needs .cu, .cl or .py sources");
       if (lang && !seen.insert(*lang).second)
-        fail(line, f, "two sources in " + std::string(kernel_language_name(*lang)) + " for one kernel");
+        fail(line, f,
+             "two sources in " + std::string(kernel_language_name(*lang)) + " for one kernel");
       k.sources.emplace_back(files[i]);
     }
     k.source = k.sources.front();
@@ -371,8 +392,9 @@ class Loader {
       kr.fail("source", "a solve() kernel is one .cu file");
     for (const char* key : {"args", "grid", "block", "shared_mem"})
       if (kr.node(key))
-        fail(line_of(*kr.node(key)), kr.field(key),
-             "a solve() kernel launches its own kernels and takes its arguments from its signature");
+        fail(
+            line_of(*kr.node(key)), kr.field(key),
+            "a solve() kernel launches its own kernels and takes its arguments from its signature");
     auto text = read_text_file(m_dir / k.source);
     if (!text) kr.fail("source", text.error().message);
     auto params = parse_solve_signature(*text, k.entry, src);
@@ -380,21 +402,28 @@ class Loader {
     std::set<std::string> names = m_dim_names;
     for (const auto& prm : k.params) names.insert(prm.name);
     for (const auto& sp : *params) {
-      auto bad = [&](const std::string& why) { throw SpecError{bad_input(why, src, sp.line, sp.name)}; };
+      auto bad = [&](const std::string& why) {
+        throw SpecError{bad_input(why, src, sp.line, sp.name)};
+      };
       ArgSpec a;
       a.where = {sp.line, kr.field("source") + ":" + sp.name};
       if (sp.pointer) {
         const TensorSpec* t = p.find_tensor(sp.name);
         if (!t) bad("solve()'s pointer " + sp.name + " names no tensor of kopt.toml");
         if (t->dtype != sp.dtype)
-          bad(sp.name + " is " + sp.type + " in solve() but " + std::string(dtype_name(t->dtype)) + " in kopt.toml");
+          bad(sp.name + " is " + sp.type + " in solve() but " + std::string(dtype_name(t->dtype)) +
+              " in kopt.toml");
         if (sp.is_const && t->role != Role::input)
-          bad(sp.name + " is const in solve() but kopt.toml makes it an " + std::string(role_name(t->role)));
+          bad(sp.name + " is const in solve() but kopt.toml makes it an " +
+              std::string(role_name(t->role)));
         if (!sp.is_const && t->role == Role::input)
-          bad(sp.name + " is an input in kopt.toml: declare it const in solve() (other pointers are outputs)");
+          bad(sp.name +
+              " is an input in kopt.toml: declare it const in solve() (other pointers are "
+              "outputs)");
         a.tensor = sp.name;
       } else {
-        if (!names.count(sp.name)) bad("solve()'s scalar " + sp.name + " names no dim or param of kopt.toml");
+        if (!names.count(sp.name))
+          bad("solve()'s scalar " + sp.name + " names no dim or param of kopt.toml");
         a.scalar = parse_expr(sp.name, sp.line, sp.name, names, "known dims and params");
         a.scalar_dtype = sp.dtype;
       }
@@ -412,22 +441,25 @@ class Loader {
     for (std::size_t i = 0; i < texts.size(); ++i) {
       int line = line_of(*kr.node("constraints")->as_array()->get(i));
       std::string cf = indexed(kr.field("constraints"), i);
-      k.constraints.push_back({parse_expr(texts[i], line, cf, names, "known dims and params"), {line, cf}});
+      k.constraints.push_back(
+          {parse_expr(texts[i], line, cf, names, "known dims and params"), {line, cf}});
     }
   }
 
   // Why `k` cannot use a CUDA-only feature (an arch target, tensor-map args); empty when it
   // can. `every_source`: its ports in other languages would have to take it too.
-  std::string not_cuda(const KernelSpec& k, const Problem& p, bool is_reference, bool every_source) const {
+  std::string not_cuda(const KernelSpec& k, const Problem& p, bool is_reference,
+                       bool every_source) const {
     if (is_reference && p.reference.kind != ReferenceKind::cuda)
-      return "the reference is of kind \"" + std::string(reference_kind_name(p.reference.kind)) + "\"";
+      return "the reference is of kind \"" + std::string(reference_kind_name(p.reference.kind)) +
+             "\"";
     bool any_cuda = false;
     for (const auto& s : k.sources) {
       KernelLanguage lang = language_of(s);
       any_cuda = any_cuda || lang == KernelLanguage::cuda;
       if (every_source && lang != KernelLanguage::cuda)
-        return "kernel '" + k.name + "' has a source in " + std::string(kernel_language_name(lang)) + " (" +
-               s.string() + ")";
+        return "kernel '" + k.name + "' has a source in " +
+               std::string(kernel_language_name(lang)) + " (" + s.string() + ")";
     }
     return any_cuda ? "" : "kernel '" + k.name + "' has no CUDA (.cu) source";
   }
@@ -438,7 +470,8 @@ class Loader {
     k.arch_where = {kr.line("arch"), kr.field("arch")};
     if (!is_arch_target(k.arch))
       kr.fail("arch", "unknown arch '" + k.arch +
-                          "': expected sm_<digits>, optionally with an a or f suffix (sm_90a, sm_100a, sm_100f)");
+                          "': expected sm_<digits>, optionally with an a or f suffix (sm_90a, "
+                          "sm_100a, sm_100f)");
     if (std::string why = not_cuda(k, p, is_reference, false); !why.empty())
       kr.fail("arch", "an arch target is for CUDA kernels: " + why);
   }
@@ -454,12 +487,14 @@ class Loader {
     bool python_ref = is_reference && p.reference.kind == ReferenceKind::python;
     // Triton kernels (.py only) take tensors, dims and params by name and launch themselves:
     // args, grid and block are optional for them.
-    bool triton_only = std::all_of(k.sources.begin(), k.sources.end(),
-                                   [](const fs::path& s) { return kernel_language_of(s) == KernelLanguage::triton; });
+    bool triton_only = std::all_of(k.sources.begin(), k.sources.end(), [](const fs::path& s) {
+      return kernel_language_of(s) == KernelLanguage::triton;
+    });
     std::string abi = is_reference ? "kernel" : kr.get_string("abi", "kernel");
-    if (abi != "kernel" && abi != "solve") kr.fail("abi", "unknown abi '" + abi + "' (known: kernel, solve)");
+    if (abi != "kernel" && abi != "solve")
+      kr.fail("abi", "unknown abi '" + abi + "' (known: kernel, solve)");
     if (abi == "solve") k.abi = KernelSpec::Abi::solve;
-    k.entry = python_ref ? kr.get_string("entry", "reference")
+    k.entry = python_ref       ? kr.get_string("entry", "reference")
               : abi == "solve" ? kr.get_string("entry", "solve")
                                : kr.get_string("entry");
     if (!is_reference) {
@@ -478,14 +513,17 @@ class Loader {
     launch_names.insert("sm_count");  // the device's SM count, for grid-stride launches
     // A ref.py takes every tensor and dim by name: it needs no args list.
     const toml::node* args = kr.node("args");
-    if (!python_ref && !triton_only && (!args || !args->is_array())) fail(line_of(t), kr.field("args"), "missing required array");
+    if (!python_ref && !triton_only && (!args || !args->is_array()))
+      fail(line_of(t), kr.field("args"), "missing required array");
     if (args && args->is_array())
       for (std::size_t i = 0; i < args->as_array()->size(); ++i)
-        k.args.push_back(detail::read_arg(*args->as_array()->get(i), indexed(kr.field("args"), i), p, names, m_file));
+        k.args.push_back(detail::read_arg(*args->as_array()->get(i), indexed(kr.field("args"), i),
+                                          p, names, m_file));
     for (const auto& a : k.args)
       if (a.tensor_map)
         if (std::string why = not_cuda(k, p, is_reference, true); !why.empty())
-          fail(a.where.line, a.where.field + ".tensor_map", "a tensor map is passed only to CUDA kernels: " + why);
+          fail(a.where.line, a.where.field + ".tensor_map",
+               "a tensor map is passed only to CUDA kernels: " + why);
     bool cuda = !is_reference || p.reference.kind == ReferenceKind::cuda;
     if (cuda && triton_only && !kr.node("grid") && !kr.node("block")) {
       k.launch.grid = k.launch.block = {Expr::constant(1), Expr::constant(1), Expr::constant(1)};
@@ -497,8 +535,9 @@ class Loader {
       k.launch.shared_where = {kr.table_line(), kr.field("shared_mem")};
       if (const toml::node* smem = kr.node("shared_mem")) {
         k.launch.shared_where.line = line_of(*smem);
-        k.launch.shared_mem = parse_expr(kr.expr_text(*smem, kr.field("shared_mem")), line_of(*smem),
-                                         kr.field("shared_mem"), names, "known dims and params");
+        k.launch.shared_mem =
+            parse_expr(kr.expr_text(*smem, kr.field("shared_mem")), line_of(*smem),
+                       kr.field("shared_mem"), names, "known dims and params");
       }
       k.compile_options = kr.get_string_list("options");
       k.include_dirs = read_include_dirs(kr);
@@ -536,7 +575,8 @@ class Loader {
       if (!t) fail(line_of(*arr->get(i)), indexed("kernels", i), "expected a table");
       KernelSpec k = read_kernel(*t, indexed("kernels", i), p, false);
       if (p.find_kernel(k.name))
-        fail(line_of(*t), indexed("kernels", i) + ".name", "duplicate kernel name '" + k.name + "'");
+        fail(line_of(*t), indexed("kernels", i) + ".name",
+             "duplicate kernel name '" + k.name + "'");
       p.kernels.push_back(std::move(k));
       // A space in which no point satisfies the constraints is an error of the spec.
       auto point = default_point(p, p.kernels.back());

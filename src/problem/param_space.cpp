@@ -36,12 +36,12 @@ Expected<const Constraint*> violated_constraint(const KernelSpec& kernel, const 
 std::uint64_t product_size(const KernelSpec& kernel) {
   std::uint64_t n = 1;
   for (const auto& p : kernel.params)
-    if (__builtin_mul_overflow(n, p.values.size(), &n)) return std::numeric_limits<std::uint64_t>::max();
+    if (__builtin_mul_overflow(n, p.values.size(), &n))
+      return std::numeric_limits<std::uint64_t>::max();
   return n;
 }
 
-Expected<std::size_t> for_each_point(const KernelSpec& kernel, const Scope& dims,
-                                     std::size_t limit,
+Expected<std::size_t> for_each_point(const KernelSpec& kernel, const Scope& dims, std::size_t limit,
                                      const std::function<bool(const ParamPoint&)>& visit) {
   std::vector<std::size_t> idx(kernel.params.size(), 0);
   std::size_t visited = 0;
@@ -49,7 +49,8 @@ Expected<std::size_t> for_each_point(const KernelSpec& kernel, const Scope& dims
     if (p.values.empty()) return visited;
   while (visited < limit) {
     ParamPoint point;
-    for (std::size_t i = 0; i < idx.size(); ++i) point[kernel.params[i].name] = kernel.params[i].values[idx[i]];
+    for (std::size_t i = 0; i < idx.size(); ++i)
+      point[kernel.params[i].name] = kernel.params[i].values[idx[i]];
     auto bad = violated_constraint(kernel, dims, point);
     if (!bad) return Unexpected(bad.error());
     if (*bad == nullptr) {
@@ -83,15 +84,17 @@ Expected<ParamPoint> default_point(const Problem& problem, const KernelSpec& ker
   });
   if (!n) return Unexpected(n.error());
   if (!first)
-    return Unexpected(bad_input("no point of the parameter space satisfies the constraints (" +
-                                    std::to_string(product_size(kernel)) + " points tried)",
-                                problem.spec_path.string(),
-                                kernel.constraints.empty() ? kernel.where.line : kernel.constraints[0].where.line,
-                                kernel.where.field + ".constraints"));
+    return Unexpected(
+        bad_input("no point of the parameter space satisfies the constraints (" +
+                      std::to_string(product_size(kernel)) + " points tried)",
+                  problem.spec_path.string(),
+                  kernel.constraints.empty() ? kernel.where.line : kernel.constraints[0].where.line,
+                  kernel.where.field + ".constraints"));
   return *first;
 }
 
-Expected<std::vector<const KernelSpec*>> select_kernels(const Problem& problem, const std::vector<std::string>& names) {
+Expected<std::vector<const KernelSpec*>> select_kernels(const Problem& problem,
+                                                        const std::vector<std::string>& names) {
   std::vector<const KernelSpec*> chosen;
   for (const auto& name : names) {
     const KernelSpec* k = problem.find_kernel(name);
@@ -108,8 +111,10 @@ Expected<std::vector<const KernelSpec*>> select_kernels(const Problem& problem, 
   return chosen;
 }
 
-Expected<void> check_assignments_used(const Problem& problem, const std::vector<const KernelSpec*>& kernels,
-                                      const std::map<std::string, std::int64_t>& assignments, const std::string& flag) {
+Expected<void> check_assignments_used(const Problem& problem,
+                                      const std::vector<const KernelSpec*>& kernels,
+                                      const std::map<std::string, std::int64_t>& assignments,
+                                      const std::string& flag) {
   for (const auto& [name, value] : assignments) {
     bool used = false;
     for (const KernelSpec* k : kernels) used = used || k->find_param(name);
@@ -121,8 +126,8 @@ Expected<void> check_assignments_used(const Problem& problem, const std::vector<
   return {};
 }
 
-std::map<std::string, std::int64_t> assignments_for(const KernelSpec& kernel,
-                                                    const std::map<std::string, std::int64_t>& assignments) {
+std::map<std::string, std::int64_t> assignments_for(
+    const KernelSpec& kernel, const std::map<std::string, std::int64_t>& assignments) {
   std::map<std::string, std::int64_t> own;
   for (const auto& [name, value] : assignments)
     if (kernel.find_param(name)) own[name] = value;
@@ -139,9 +144,10 @@ Expected<ParamPoint> resolve_point(const Problem& problem, const KernelSpec& ker
     if (std::find(param->values.begin(), param->values.end(), v) == param->values.end()) {
       std::string declared;
       for (auto d : param->values) declared += (declared.empty() ? "" : ", ") + std::to_string(d);
-      return Unexpected(bad_input(k + "=" + std::to_string(v) + " is outside the parameter space of kernel '" +
-                                      kernel.name + "' (declared values: " + declared + ")",
-                                  problem.spec_path.string(), param->where.line, param->where.field));
+      return Unexpected(
+          bad_input(k + "=" + std::to_string(v) + " is outside the parameter space of kernel '" +
+                        kernel.name + "' (declared values: " + declared + ")",
+                    problem.spec_path.string(), param->where.line, param->where.field));
     }
     (*point)[k] = v;
   }

@@ -4,31 +4,44 @@ namespace kopt {
 
 std::string_view role_name(Role r) {
   switch (r) {
-    case Role::input: return "input";
-    case Role::output: return "output";
-    case Role::inout: return "inout";
+    case Role::input:
+      return "input";
+    case Role::output:
+      return "output";
+    case Role::inout:
+      return "inout";
   }
   return "?";
 }
 
 std::string_view init_kind_name(InitKind k) {
   switch (k) {
-    case InitKind::normal: return "normal";
-    case InitKind::uniform: return "uniform";
-    case InitKind::randint: return "randint";
-    case InitKind::arange: return "arange";
-    case InitKind::constant: return "constant";
+    case InitKind::normal:
+      return "normal";
+    case InitKind::uniform:
+      return "uniform";
+    case InitKind::randint:
+      return "randint";
+    case InitKind::arange:
+      return "arange";
+    case InitKind::constant:
+      return "constant";
   }
   return "?";
 }
 
 Tolerance default_tolerance(DType t) {
   switch (t) {
-    case DType::f64: return {1e-10, 1e-8};
-    case DType::f32: return {1e-5, 1e-5};
-    case DType::f16: return {1e-3, 1e-3};
-    case DType::bf16: return {1e-2, 1.6e-2};
-    default: return {0.0, 0.0};
+    case DType::f64:
+      return {1e-10, 1e-8};
+    case DType::f32:
+      return {1e-5, 1e-5};
+    case DType::f16:
+      return {1e-3, 1e-3};
+    case DType::bf16:
+      return {1e-2, 1.6e-2};
+    default:
+      return {0.0, 0.0};
   }
 }
 
@@ -52,9 +65,12 @@ const TensorSpec* Problem::find_tensor(std::string_view tensor) const {
 
 std::string_view reference_kind_name(ReferenceKind k) {
   switch (k) {
-    case ReferenceKind::cuda: return "cuda";
-    case ReferenceKind::cpp: return "cpp";
-    case ReferenceKind::python: return "python";
+    case ReferenceKind::cuda:
+      return "cuda";
+    case ReferenceKind::cpp:
+      return "cpp";
+    case ReferenceKind::python:
+      return "python";
   }
   return "?";
 }

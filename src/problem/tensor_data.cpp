@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <thread>
 #include <numbers>
+#include <thread>
 
 #include "kopt/core/hash.hpp"
 
@@ -19,7 +19,9 @@ std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finalizer
 }
 
 // Uniform double in [0, 1) from a 64-bit word.
-double unit(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+double unit(std::uint64_t bits) {
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
 
 // Runs work(begin, end) over [0, n) on the machine's cores when n is large enough to pay for
 // the threads (KernelBench's inputs reach billions of elements).
@@ -32,12 +34,14 @@ void parallel_chunks(std::size_t n, const std::function<void(std::size_t, std::s
   }
   std::size_t chunk = (n + threads - 1) / threads;
   std::vector<std::thread> pool;
-  for (std::size_t begin = 0; begin < n; begin += chunk) pool.emplace_back(work, begin, std::min(n, begin + chunk));
+  for (std::size_t begin = 0; begin < n; begin += chunk)
+    pool.emplace_back(work, begin, std::min(n, begin + chunk));
   for (auto& t : pool) t.join();
 }
 
 // Elements [begin, end) of `t`, drawn from the counter-based stream `key`.
-void fill_values(HostTensor& t, const InitSpec& init, std::uint64_t key, std::size_t begin, std::size_t end) {
+void fill_values(HostTensor& t, const InitSpec& init, std::uint64_t key, std::size_t begin,
+                 std::size_t end) {
   for (std::size_t i = begin; i < end; ++i) {
     std::uint64_t r0 = mix64(key + 2 * i);
     double v = 0.0;
@@ -45,17 +49,24 @@ void fill_values(HostTensor& t, const InitSpec& init, std::uint64_t key, std::si
       case InitKind::normal: {
         double u1 = 1.0 - unit(r0);  // (0, 1]
         double u2 = unit(mix64(key + 2 * i + 1));
-        v = init.a + init.b * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+        v = init.a +
+            init.b * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
         break;
       }
-      case InitKind::uniform: v = init.a + (init.b - init.a) * unit(r0); break;
+      case InitKind::uniform:
+        v = init.a + (init.b - init.a) * unit(r0);
+        break;
       case InitKind::randint: {
         double lo = std::ceil(init.a), span = std::ceil(init.b) - lo;
         v = lo + std::floor(unit(r0) * span);
         break;
       }
-      case InitKind::arange: v = init.a + init.b * static_cast<double>(i); break;
-      case InitKind::constant: v = init.a; break;
+      case InitKind::arange:
+        v = init.a + init.b * static_cast<double>(i);
+        break;
+      case InitKind::constant:
+        v = init.a;
+        break;
     }
     store_from_double(t.data.data(), i, t.dtype, v);
   }
@@ -69,7 +80,9 @@ std::size_t shape_numel(const std::vector<std::int64_t>& shape) {
   return n;
 }
 
-std::size_t HostTensor::numel() const { return shape_numel(shape); }
+std::size_t HostTensor::numel() const {
+  return shape_numel(shape);
+}
 
 Expected<std::vector<std::int64_t>> tensor_shape(const TensorSpec& spec, const Scope& dims) {
   std::vector<std::int64_t> shape;
@@ -96,7 +109,8 @@ HostTensor generate_tensor(const TensorSpec& spec, const std::vector<std::int64_
   const std::uint64_t key = mix64(seed ^ checksum64(std::as_bytes(std::span(spec.name))));
   const InitSpec& init = spec.init;
   // Element i depends on (key, i) alone, so the work splits over threads with the same bytes.
-  parallel_chunks(n, [&](std::size_t begin, std::size_t end) { fill_values(t, init, key, begin, end); });
+  parallel_chunks(
+      n, [&](std::size_t begin, std::size_t end) { fill_values(t, init, key, begin, end); });
   return t;
 }
 
@@ -106,7 +120,8 @@ HostTensor poisoned_tensor(const TensorSpec& spec, const std::vector<std::int64_
   Poison p = poison_for(spec.dtype);
   parallel_chunks(t.data.size(), [&](std::size_t begin, std::size_t end) {
     for (std::size_t b = begin; b < end; ++b)
-      t.data[b] = static_cast<std::byte>((p.pattern >> (8 * (b % static_cast<std::size_t>(p.width)))) & 0xffu);
+      t.data[b] = static_cast<std::byte>(
+          (p.pattern >> (8 * (b % static_cast<std::size_t>(p.width)))) & 0xffu);
   });
   return t;
 }
@@ -115,8 +130,10 @@ std::uintmax_t problem_tensor_bytes(const Problem& p, std::optional<Role> role) 
   std::uintmax_t bytes = 0;
   Scope dims = p.dim_scope();
   for (const auto& t : p.tensors)
-    if (role && t.role != *role) continue;
-    else if (auto shape = tensor_shape(t, dims)) bytes += shape_numel(*shape) * dtype_size(t.dtype);
+    if (role && t.role != *role)
+      continue;
+    else if (auto shape = tensor_shape(t, dims))
+      bytes += shape_numel(*shape) * dtype_size(t.dtype);
   return bytes;
 }
 

@@ -2,9 +2,13 @@
 
 namespace kopt::detail {
 
-int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
+int line_of(const toml::node& n) {
+  return static_cast<int>(n.source().begin.line);
+}
 
-std::string indexed(const std::string& base, std::size_t i) { return base + "[" + std::to_string(i) + "]"; }
+std::string indexed(const std::string& base, std::size_t i) {
+  return base + "[" + std::to_string(i) + "]";
+}
 
 TomlReader::TomlReader(const toml::table& table, std::string path, const std::string& file)
     : m_table(table), m_path(std::move(path)), m_file(file) {}
@@ -22,11 +26,14 @@ void TomlReader::fail(const std::string& key, const std::string& why) const {
   throw SpecError{bad_input(why, m_file, line(key), field(key))};
 }
 
-void TomlReader::fail_at(const toml::node& n, const std::string& fld, const std::string& why) const {
+void TomlReader::fail_at(const toml::node& n, const std::string& fld,
+                         const std::string& why) const {
   throw SpecError{bad_input(why, m_file, line_of(n), fld)};
 }
 
-bool TomlReader::has(const std::string& key) const { return m_table.contains(key); }
+bool TomlReader::has(const std::string& key) const {
+  return m_table.contains(key);
+}
 
 const toml::node* TomlReader::node(const std::string& key) {
   m_used.insert(key);
@@ -35,7 +42,8 @@ const toml::node* TomlReader::node(const std::string& key) {
 
 std::string TomlReader::get_string(const std::string& key) {
   const toml::node* n = node(key);
-  if (!n) throw SpecError{bad_input("missing required field", m_file, line_of(m_table), field(key))};
+  if (!n)
+    throw SpecError{bad_input("missing required field", m_file, line_of(m_table), field(key))};
   if (!n->is_string()) fail(key, "expected a string");
   return n->as_string()->get();
 }
@@ -46,7 +54,8 @@ std::string TomlReader::get_string(const std::string& key, const std::string& fa
 
 std::int64_t TomlReader::get_int(const std::string& key) {
   const toml::node* n = node(key);
-  if (!n) throw SpecError{bad_input("missing required field", m_file, line_of(m_table), field(key))};
+  if (!n)
+    throw SpecError{bad_input("missing required field", m_file, line_of(m_table), field(key))};
   if (!n->is_integer()) fail(key, "expected an integer");
   return n->as_integer()->get();
 }

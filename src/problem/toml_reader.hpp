@@ -2,9 +2,10 @@
 // Internal to the loader: typed, position-aware access to a toml++ table.
 // Errors are thrown as SpecError inside the loader and turned into a kopt::Error at its
 // boundary (load_problem), which keeps the many small checks readable.
+#include <toml++/toml.h>
+
 #include <set>
 #include <string>
-#include <toml++/toml.h>
 
 #include "kopt/core/error.hpp"
 

@@ -18,14 +18,17 @@ std::optional<double> RunReport::pct_of_roof(const VersionRecord& v) const {
   return 100.0 * *work / v.median_s / roof->rate;
 }
 
-std::string RunReport::title() const { return state ? state->problem : dir.filename().string(); }
+std::string RunReport::title() const {
+  return state ? state->problem : dir.filename().string();
+}
 
 namespace {
 
 std::optional<RoofUse> roof_from(const json& t, const char* key, const char* unit) {
   if (!t.is_object() || !t.contains(key) || !t[key].is_object()) return std::nullopt;
   const json& r = t[key];
-  return RoofUse{r.value("name", ""), r.value("origin", ""), r.value("source", ""), r.value("rate", 0.0), unit};
+  return RoofUse{r.value("name", ""), r.value("origin", ""), r.value("source", ""),
+                 r.value("rate", 0.0), unit};
 }
 
 // The "## Hypothesis" paragraph of hypothesis.md.
@@ -59,16 +62,21 @@ RunReport load_run_report(const fs::path& run_dir) {
     if (auto sj = read_text_file(dir / "sass.json")) {
       try {
         json parsed = json::parse(*sj);
-        for (auto it = parsed.begin(); it != parsed.end(); ++it) view.sass[it.key()] = it.value().get<std::string>();
+        for (auto it = parsed.begin(); it != parsed.end(); ++it)
+          view.sass[it.key()] = it.value().get<std::string>();
       } catch (const std::exception&) {
         r.gaps.push_back("v" + std::to_string(v.index) + "/sass.json is damaged");
       }
     }
     if (v.index > 0) {
-      if (auto h = read_text_file(dir / "hypothesis.md")) view.hypothesis = hypothesis_paragraph(*h);
-      else r.gaps.push_back("v" + std::to_string(v.index) + "/hypothesis.md is missing");
+      if (auto h = read_text_file(dir / "hypothesis.md"))
+        view.hypothesis = hypothesis_paragraph(*h);
+      else
+        r.gaps.push_back("v" + std::to_string(v.index) + "/hypothesis.md is missing");
     }
-    if (v.masked) r.gaps.push_back("v" + std::to_string(v.index) + " is masked (" + v.mask_reason + "): shown, not counted");
+    if (v.masked)
+      r.gaps.push_back("v" + std::to_string(v.index) + " is masked (" + v.mask_reason +
+                       "): shown, not counted");
     r.versions.push_back(std::move(view));
   }
   for (const auto& v : st.versions)
@@ -85,12 +93,15 @@ RunReport load_run_report(const fs::path& run_dir) {
     r.compute_roof = roof_from(t, "compute_roof", "FLOP/s");
     r.memory_roof = roof_from(t, "memory_roof", "B/s");
     r.roof = r.bound == "compute" ? r.compute_roof : r.memory_roof;
-    if (!r.roof) r.gaps.push_back("the target names no " + (r.bound.empty() ? std::string("usable") : r.bound) + " roof");
+    if (!r.roof)
+      r.gaps.push_back("the target names no " +
+                       (r.bound.empty() ? std::string("usable") : r.bound) + " roof");
   } else {
     r.gaps.push_back("no target recorded (no roofs): % of the ceiling is unknown");
   }
   if (!st.reference && st.baselines.empty())
-    r.gaps.push_back("the reference implementation was not timed in this run (a C++ reference runs on the CPU)");
+    r.gaps.push_back(
+        "the reference implementation was not timed in this run (a C++ reference runs on the CPU)");
   return r;
 }
 

@@ -15,11 +15,20 @@ std::string esc(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -40,7 +49,9 @@ svg text { font: 11px system-ui, sans-serif; fill: #1d2430; }
 // Log-scale axis: value -> pixel.
 struct LogAxis {
   double lo, hi, p0, p1;
-  double operator()(double v) const { return p0 + (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) * (p1 - p0); }
+  double operator()(double v) const {
+    return p0 + (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) * (p1 - p0);
+  }
 };
 
 // Ticks at 1, 2 and 5 times the powers of ten when the axis spans less than three decades.
@@ -48,15 +59,22 @@ std::string decade_ticks(const LogAxis& a, bool horizontal, double other, const 
   std::string out;
   bool fine = std::log10(a.hi / a.lo) < 3;
   std::vector<double> ticks;
-  for (int e = static_cast<int>(std::floor(std::log10(a.lo))); e <= static_cast<int>(std::ceil(std::log10(a.hi))); ++e)
-    for (double m : fine ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) ticks.push_back(m * std::pow(10.0, e));
+  for (int e = static_cast<int>(std::floor(std::log10(a.lo)));
+       e <= static_cast<int>(std::ceil(std::log10(a.hi))); ++e)
+    for (double m : fine ? std::vector<double>{1, 2, 5} : std::vector<double>{1})
+      ticks.push_back(m * std::pow(10.0, e));
   for (double v : ticks) {
     if (v < a.lo || v > a.hi) continue;
     double p = a(v);
-    out += horizontal ? fmt::format(R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#eef1f5"/><text x="{0:.1f}" y="{3:.1f}" text-anchor="middle">{4}</text>)",
-                                    p, 20.0, other, other + 14, esc(human_rate(v, unit)))
-                      : fmt::format(R"(<line x1="{1:.1f}" y1="{0:.1f}" x2="{2:.1f}" y2="{0:.1f}" stroke="#eef1f5"/><text x="{3:.1f}" y="{0:.1f}" text-anchor="end" dy="4">{4}</text>)",
-                                    p, other, 680.0, other - 4, esc(unit == "s" ? human_time(v) : human_rate(v, unit)));
+    out +=
+        horizontal
+            ? fmt::format(
+                  R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#eef1f5"/><text x="{0:.1f}" y="{3:.1f}" text-anchor="middle">{4}</text>)",
+                  p, 20.0, other, other + 14, esc(human_rate(v, unit)))
+            : fmt::format(
+                  R"(<line x1="{1:.1f}" y1="{0:.1f}" x2="{2:.1f}" y2="{0:.1f}" stroke="#eef1f5"/><text x="{3:.1f}" y="{0:.1f}" text-anchor="end" dy="4">{4}</text>)",
+                  p, other, 680.0, other - 4,
+                  esc(unit == "s" ? human_time(v) : human_rate(v, unit)));
   }
   return out;
 }
@@ -70,12 +88,17 @@ const char* outcome_color(const std::string& o) {
 
 std::string roofline_svg(const RunReport& r) {
   const int w = 700, h = 360;
-  std::string head = fmt::format(R"(<svg id="roofline" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="roofline">)", w, h, w, h);
+  std::string head = fmt::format(
+      R"(<svg id="roofline" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="roofline">)",
+      w, h, w, h);
   if (!r.flops || *r.flops <= 0 || !r.bytes || *r.bytes <= 0 || !r.compute_roof || !r.memory_roof)
-    return head + R"(<text x="20" y="40">No roofline: the records hold no FLOPs (cost formula) or no roofs for this run.</text>)" +
+    return head +
+           R"(<text x="20" y="40">No roofline: the records hold no FLOPs (cost formula) or no roofs for this run.</text>)" +
            (r.bytes && r.memory_roof && r.best
-                ? fmt::format(R"(<text x="20" y="64">Memory only: the champion moves {} against a {} roof.</text>)",
-                              esc(human_rate(*r.bytes / r.best->median_s, "B/s")), esc(human_rate(r.memory_roof->rate, "B/s")))
+                ? fmt::format(
+                      R"(<text x="20" y="64">Memory only: the champion moves {} against a {} roof.</text>)",
+                      esc(human_rate(*r.bytes / r.best->median_s, "B/s")),
+                      esc(human_rate(r.memory_roof->rate, "B/s")))
                 : std::string()) +
            "</svg>";
   double c = r.compute_roof->rate, b = r.memory_roof->rate, ridge = c / b;
@@ -85,27 +108,33 @@ std::string roofline_svg(const RunReport& r) {
   for (const auto& v : r.versions)
     if (v.record.median_s > 0) lowest = std::min(lowest, *r.flops / v.record.median_s);
   LogAxis y{lowest / 4, c * 3, h - 40.0, 20};
-  std::string out = head + decade_ticks(x, true, h - 40.0, "FLOP/B") + decade_ticks(y, false, 70, "FLOP/s");
+  std::string out =
+      head + decade_ticks(x, true, h - 40.0, "FLOP/B") + decade_ticks(y, false, 70, "FLOP/s");
   // The roofs: bandwidth up to the ridge, compute after it.
-  out += fmt::format(R"(<polyline fill="none" stroke="#0b5cad" stroke-width="2" points="{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}"><title>{}</title></polyline>)",
-                     x(x.lo), y(b * x.lo), x(ridge), y(c), x(x.hi), y(c),
-                     esc(fmt::format("memory roof {} ({}), compute roof {} ({})", human_rate(b, "B/s"), r.memory_roof->origin,
-                                     human_rate(c, "FLOP/s"), r.compute_roof->origin)));
-  out += fmt::format(R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#8c959f" stroke-dasharray="4 3"/><text x="{0:.1f}" y="{3:.1f}" dx="4">ridge {4:.3g} FLOP/B</text>)",
-                     x(ridge), y(c), h - 40.0, y(c) + 14, ridge);
+  out += fmt::format(
+      R"(<polyline fill="none" stroke="#0b5cad" stroke-width="2" points="{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}"><title>{}</title></polyline>)",
+      x(x.lo), y(b * x.lo), x(ridge), y(c), x(x.hi), y(c),
+      esc(fmt::format("memory roof {} ({}), compute roof {} ({})", human_rate(b, "B/s"),
+                      r.memory_roof->origin, human_rate(c, "FLOP/s"), r.compute_roof->origin)));
+  out += fmt::format(
+      R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#8c959f" stroke-dasharray="4 3"/><text x="{0:.1f}" y="{3:.1f}" dx="4">ridge {4:.3g} FLOP/B</text>)",
+      x(ridge), y(c), h - 40.0, y(c) + 14, ridge);
   int n = 0;
   for (const auto& view : r.versions) {
     const VersionRecord& v = view.record;
     if (v.median_s <= 0 || v.masked) continue;
     double rate = *r.flops / v.median_s;
     double px = x(intensity) + 16.0 * (n++ % 6);  // same intensity: spread the markers apart
-    out += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="5" fill="{}"><title>{}</title></circle><text x="{:.1f}" y="{:.1f}" text-anchor="middle">v{}</text>)",
-                       px, y(rate), outcome_color(v.outcome),
-                       esc(fmt::format("v{} {} {}: {}, {} ({})", v.index, v.kernel, point_to_string(v.point), human_time(v.median_s),
-                                       human_rate(rate, "FLOP/s"), v.outcome)),
-                       px, y(rate) + (n % 2 ? -9.0 : 16.0), v.index);
+    out += fmt::format(
+        R"(<circle cx="{:.1f}" cy="{:.1f}" r="5" fill="{}"><title>{}</title></circle><text x="{:.1f}" y="{:.1f}" text-anchor="middle">v{}</text>)",
+        px, y(rate), outcome_color(v.outcome),
+        esc(fmt::format("v{} {} {}: {}, {} ({})", v.index, v.kernel, point_to_string(v.point),
+                        human_time(v.median_s), human_rate(rate, "FLOP/s"), v.outcome)),
+        px, y(rate) + (n % 2 ? -9.0 : 16.0), v.index);
   }
-  out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">arithmetic intensity (cost formulas)</text>)", w / 2, h - 6);
+  out += fmt::format(
+      R"(<text x="{}" y="{}" text-anchor="middle">arithmetic intensity (cost formulas)</text>)",
+      w / 2, h - 6);
   return out + "</svg>";
 }
 
@@ -119,7 +148,9 @@ std::string timeline_svg(const RunReport& r) {
       lo = std::min(lo, view.record.median_s * (1 - view.record.noise));
       hi = std::max(hi, view.record.median_s * (1 + view.record.noise));
     }
-  std::string out = fmt::format(R"(<svg id="timeline" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="time per version">)", w, h, w, h);
+  std::string out = fmt::format(
+      R"(<svg id="timeline" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="time per version">)",
+      w, h, w, h);
   if (vs.empty()) return out + R"(<text x="20" y="40">No version has a time.</text></svg>)";
   LogAxis y{lo / 1.5, hi * 1.5, h - 40.0, 20};
   out += decade_ticks(y, false, 70, "s");
@@ -128,15 +159,21 @@ std::string timeline_svg(const RunReport& r) {
     const VersionRecord& v = *vs[i];
     double px = 90 + step * (static_cast<double>(i) + 0.5);
     double spread = v.median_s * v.noise;
-    out += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}" stroke="#57606a"/>)", px,
-                       y(v.median_s + spread), y(std::max(v.median_s - spread, y.lo)));
-    out += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="12" height="12" fill="{}"{}><title>{}</title></rect><text x="{:.1f}" y="{}" text-anchor="middle">v{}</text>)",
-                       px - 6, y(v.median_s) - 6, outcome_color(v.outcome), v.masked ? R"( fill-opacity="0.3")" : "",
-                       esc(fmt::format("v{} {}: median {} ± {:.2f} % ({})", v.index, v.kernel, human_time(v.median_s),
-                                       100 * v.noise, v.outcome)),
-                       px, h - 22, v.index);
+    out += fmt::format(
+        R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}" stroke="#57606a"/>)", px,
+        y(v.median_s + spread), y(std::max(v.median_s - spread, y.lo)));
+    out += fmt::format(
+        R"(<rect x="{:.1f}" y="{:.1f}" width="12" height="12" fill="{}"{}><title>{}</title></rect><text x="{:.1f}" y="{}" text-anchor="middle">v{}</text>)",
+        px - 6, y(v.median_s) - 6, outcome_color(v.outcome),
+        v.masked ? R"( fill-opacity="0.3")" : "",
+        esc(fmt::format("v{} {}: median {} ± {:.2f} % ({})", v.index, v.kernel,
+                        human_time(v.median_s), 100 * v.noise, v.outcome)),
+        px, h - 22, v.index);
   }
-  return out + fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">version (bars: median ± noise)</text></svg>)", w / 2, h - 6);
+  return out +
+         fmt::format(
+             R"(<text x="{}" y="{}" text-anchor="middle">version (bars: median ± noise)</text></svg>)",
+             w / 2, h - 6);
 }
 
 std::string attribution_svg(const RunReport& r) {
@@ -152,21 +189,28 @@ std::string attribution_svg(const RunReport& r) {
                       cls == view.record.method_outcomes.end() ? "" : cls->second, ms * 1e3});
     }
   int h = 40 + 26 * static_cast<int>(std::max<std::size_t>(1, bars.size()));
-  std::string out = fmt::format(R"(<svg id="attribution" width="700" height="{}" viewBox="0 0 700 {}" role="img" aria-label="attribution">)", h, h);
-  if (bars.empty()) return out + R"(<text x="20" y="30">No method was ablated in this run.</text></svg>)";
+  std::string out = fmt::format(
+      R"(<svg id="attribution" width="700" height="{}" viewBox="0 0 700 {}" role="img" aria-label="attribution">)",
+      h, h);
+  if (bars.empty())
+    return out + R"(<text x="20" y="30">No method was ablated in this run.</text></svg>)";
   double most = 0;
   for (const auto& b : bars) most = std::max(most, std::fabs(b.us));
   double zero = 330, scale = 320 / std::max(most, 1e-9);
-  out += fmt::format(R"(<line x1="{0}" x2="{0}" y1="10" y2="{1}" stroke="#8c959f"/>)", zero, h - 20);
+  out +=
+      fmt::format(R"(<line x1="{0}" x2="{0}" y1="10" y2="{1}" stroke="#8c959f"/>)", zero, h - 20);
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     double y = 20 + 26.0 * static_cast<double>(i), len = b.us * scale;
-    const char* color = b.cls == "effective" ? "#1a7f37" : b.cls == "ineffective" ? "#9a6700" : "#cf222e";
-    out += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="16" fill="{}"><title>{}</title></rect><text x="{:.1f}" y="{:.1f}" text-anchor="{}">{}</text>)",
-                       len >= 0 ? zero : zero + len, y, std::fabs(len), color,
-                       esc(fmt::format("{}: removing it costs {:+.3g} us ({})", b.label, b.us, b.cls)),
-                       len >= 0 ? zero - 6 : zero + 6, y + 12, len >= 0 ? "end" : "start",
-                       esc(fmt::format("{} ({:+.3g} us)", b.label, b.us)));
+    const char* color = b.cls == "effective"     ? "#1a7f37"
+                        : b.cls == "ineffective" ? "#9a6700"
+                                                 : "#cf222e";
+    out += fmt::format(
+        R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="16" fill="{}"><title>{}</title></rect><text x="{:.1f}" y="{:.1f}" text-anchor="{}">{}</text>)",
+        len >= 0 ? zero : zero + len, y, std::fabs(len), color,
+        esc(fmt::format("{}: removing it costs {:+.3g} us ({})", b.label, b.us, b.cls)),
+        len >= 0 ? zero - 6 : zero + 6, y + 12, len >= 0 ? "end" : "start",
+        esc(fmt::format("{} ({:+.3g} us)", b.label, b.us)));
   }
   return out + "</svg>";
 }
@@ -174,53 +218,67 @@ std::string attribution_svg(const RunReport& r) {
 }  // namespace
 
 std::string report_html(const RunReport& r) {
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(r.title()) +
-                    " — kopt report</title><style>" + k_style + "</style></head><body>\n";
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
+                    esc(r.title()) + " — kopt report</title><style>" + k_style +
+                    "</style></head><body>\n";
   out += "<h1>" + esc(r.title()) + ": optimization report</h1>\n";
   if (r.state) {
     const RunState& s = *r.state;
-    out += fmt::format("<p class=\"note\">{} · started {} · {} iterations · {}</p>\n", esc(s.device), esc(s.created_at),
-                       s.iteration, esc(s.status == "finished" ? "stopped: " + s.stop_reason : "still running"));
+    out += fmt::format("<p class=\"note\">{} · started {} · {} iterations · {}</p>\n",
+                       esc(s.device), esc(s.created_at), s.iteration,
+                       esc(s.status == "finished" ? "stopped: " + s.stop_reason : "still running"));
     out += "<p class=\"headline\">";
     if (r.baseline && r.best && r.best != r.baseline) {
-      out += fmt::format("<b>{} → {}</b>, <b>{:.2f}× faster</b>", esc(human_time(r.baseline->median_s)),
-                         esc(human_time(r.best->median_s)), *r.speedup());
+      out += fmt::format("<b>{} → {}</b>, <b>{:.2f}× faster</b>",
+                         esc(human_time(r.baseline->median_s)), esc(human_time(r.best->median_s)),
+                         *r.speedup());
       if (auto pct = r.pct_of_roof(*r.best); pct && r.roof)
-        out += fmt::format(", {:.0f} % of the {} ceiling ({} {}, {})", *pct, esc(r.bound), esc(human_rate(r.roof->rate, r.roof->unit)),
-                           esc(r.roof->name), esc(r.roof->origin));
+        out += fmt::format(", {:.0f} % of the {} ceiling ({} {}, {})", *pct, esc(r.bound),
+                           esc(human_rate(r.roof->rate, r.roof->unit)), esc(r.roof->name),
+                           esc(r.roof->origin));
     } else {
       out += "No version beat the baseline.";
     }
     out += "</p>\n";
   }
-  out += "<h2>Roofline</h2>\n" + roofline_svg(r) + "\n<h2>Time per version</h2>\n" + timeline_svg(r) +
-         "\n<h2>Attribution per method</h2>\n" + attribution_svg(r) + "\n";
-  out += "<h2>Versions</h2>\n<table><tr><th>v</th><th>outcome</th><th>time</th><th>vs v0</th><th>% of roof</th>"
-         "<th>bottleneck at the start</th><th>hypothesis</th><th>methods</th></tr>\n";
+  out += "<h2>Roofline</h2>\n" + roofline_svg(r) + "\n<h2>Time per version</h2>\n" +
+         timeline_svg(r) + "\n<h2>Attribution per method</h2>\n" + attribution_svg(r) + "\n";
+  out +=
+      "<h2>Versions</h2>\n<table><tr><th>v</th><th>outcome</th><th>time</th><th>vs v0</th><th>% of "
+      "roof</th>"
+      "<th>bottleneck at the start</th><th>hypothesis</th><th>methods</th></tr>\n";
   for (const auto& view : r.versions) {
     const VersionRecord& v = view.record;
     auto pct = r.pct_of_roof(v);
     std::string methods;
     for (const auto& m : v.methods) {
       auto o = v.method_outcomes.find(m);
-      methods += (methods.empty() ? "" : "<br>") + esc(m) + (o == v.method_outcomes.end() ? "" : " — " + esc(o->second));
+      methods += (methods.empty() ? "" : "<br>") + esc(m) +
+                 (o == v.method_outcomes.end() ? "" : " — " + esc(o->second));
     }
-    out += fmt::format("<tr><td>v{}{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                       "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       v.index, v.masked ? " (masked)" : "", esc(v.outcome), v.median_s > 0 ? esc(human_time(v.median_s)) : "—",
-                       r.baseline && v.median_s > 0 ? fmt::format("{:.2f}×", r.baseline->median_s / v.median_s) : "—",
-                       pct ? fmt::format("{:.0f} %", *pct) : "—", esc(v.bottleneck.empty() ? "—" : v.bottleneck),
-                       esc(!v.agent_hypothesis.empty() ? "(agent) " + v.agent_hypothesis
-                           : view.hypothesis.empty()     ? v.hypothesis
-                                                         : view.hypothesis),
-                       methods.empty() ? "—" : methods);
+    out += fmt::format(
+        "<tr><td>v{}{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td "
+        "class=\"num\">{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        v.index, v.masked ? " (masked)" : "", esc(v.outcome),
+        v.median_s > 0 ? esc(human_time(v.median_s)) : "—",
+        r.baseline && v.median_s > 0 ? fmt::format("{:.2f}×", r.baseline->median_s / v.median_s)
+                                     : "—",
+        pct ? fmt::format("{:.0f} %", *pct) : "—", esc(v.bottleneck.empty() ? "—" : v.bottleneck),
+        esc(!v.agent_hypothesis.empty() ? "(agent) " + v.agent_hypothesis
+            : view.hypothesis.empty()   ? v.hypothesis
+                                        : view.hypothesis),
+        methods.empty() ? "—" : methods);
   }
   out += "</table>\n";
   std::string predictions;
   for (const auto& view : r.versions)
     for (const auto& p : view.record.predictions)
-      predictions += "<li>" + esc(fmt::format("v{} {}: {}", view.record.index, p.branch, prediction_line(p))) + "</li>\n";
-  if (!predictions.empty()) out += "<h2>Predictions against outcomes</h2>\n<ul>\n" + predictions + "</ul>\n";
+      predictions +=
+          "<li>" + esc(fmt::format("v{} {}: {}", view.record.index, p.branch, prediction_line(p))) +
+          "</li>\n";
+  if (!predictions.empty())
+    out += "<h2>Predictions against outcomes</h2>\n<ul>\n" + predictions + "</ul>\n";
   if (!r.gaps.empty()) {
     out += "<h2>What the records do not say</h2>\n<ul>\n";
     for (const auto& g : r.gaps) out += "<li>" + esc(g) + "</li>\n";
@@ -231,7 +289,9 @@ std::string report_html(const RunReport& r) {
 
 std::string leaderboard_html(const std::vector<RunReport>& runs) {
   std::string md = leaderboard_markdown(runs);
-  std::string out = std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kopt leaderboard</title><style>") +
+  std::string out = std::string(
+                        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
+                        "charset=\"utf-8\"><title>kopt leaderboard</title><style>") +
                     k_style + "</style></head><body>\n<h1>Leaderboard</h1>\n<table>\n";
   // The markdown table's rows, as HTML.
   std::size_t start = md.find("| # |");

@@ -10,7 +10,9 @@
 namespace kopt {
 namespace {
 
-std::string time_or_dash(double s) { return s > 0 ? human_time(s) : "—"; }
+std::string time_or_dash(double s) {
+  return s > 0 ? human_time(s) : "—";
+}
 
 std::string methods_cell(const VersionRecord& v) {
   std::string out;
@@ -21,8 +23,9 @@ std::string methods_cell(const VersionRecord& v) {
     out += (out.empty() ? "" : "; ") + m;
     if (o != v.method_outcomes.end()) out += " — " + o->second;
     if (ms != v.attribution_ms.end())
-      out += fmt::format(" ({:+.3g} us{})", ms->second * 1e3,
-                         pct != v.attribution_pct.end() ? fmt::format(", {:.0f} % of the gain", pct->second) : "");
+      out += fmt::format(
+          " ({:+.3g} us{})", ms->second * 1e3,
+          pct != v.attribution_pct.end() ? fmt::format(", {:.0f} % of the gain", pct->second) : "");
   }
   return out.empty() ? "—" : out;
 }
@@ -46,34 +49,42 @@ std::string report_markdown(const RunReport& r) {
     return out;
   }
   const RunState& s = *r.state;
-  out += fmt::format("Device: {} · started {} · {} iterations · {}\n\n", s.device, s.created_at, s.iteration,
+  out += fmt::format("Device: {} · started {} · {} iterations · {}\n\n", s.device, s.created_at,
+                     s.iteration,
                      s.status == "finished" ? "stopped: " + s.stop_reason : "still running");
   out += "## Headline\n\n";
   if (r.baseline && r.best && r.best != r.baseline) {
-    out += fmt::format("**{} → {}** ({} → {}), **{:.2f}× faster**", time_or_dash(r.baseline->median_s),
-                       time_or_dash(r.best->median_s), "v0 " + r.baseline->kernel,
-                       fmt::format("v{} {}", r.best->index, r.best->kernel), *r.speedup());
+    out +=
+        fmt::format("**{} → {}** ({} → {}), **{:.2f}× faster**", time_or_dash(r.baseline->median_s),
+                    time_or_dash(r.best->median_s), "v0 " + r.baseline->kernel,
+                    fmt::format("v{} {}", r.best->index, r.best->kernel), *r.speedup());
     if (auto pct = r.pct_of_roof(*r.best); pct && r.roof)
       out += fmt::format(", {:.0f} % of the {} ceiling: {}", *pct, r.bound, roof_text(*r.roof));
     out += ".\n";
   } else if (r.baseline) {
-    out += fmt::format("No version beat the baseline v0 {} at {}.\n", r.baseline->kernel, time_or_dash(r.baseline->median_s));
+    out += fmt::format("No version beat the baseline v0 {} at {}.\n", r.baseline->kernel,
+                       time_or_dash(r.baseline->median_s));
   } else {
     out += "No successful version.\n";
   }
-  out += "\n## Versions\n\n| v | outcome | time | vs v0 | % of roof | bottleneck at the start | hypothesis | methods (class, attribution) |\n"
-         "|---|---|---:|---:|---:|---|---|---|\n";
+  out +=
+      "\n## Versions\n\n| v | outcome | time | vs v0 | % of roof | bottleneck at the start | "
+      "hypothesis | methods (class, attribution) |\n"
+      "|---|---|---:|---:|---:|---|---|---|\n";
   for (const auto& view : r.versions) {
     const VersionRecord& v = view.record;
     auto pct = r.pct_of_roof(v);
-    std::string vs = r.baseline && v.median_s > 0 ? fmt::format("{:.2f}×", r.baseline->median_s / v.median_s) : "—";
+    std::string vs = r.baseline && v.median_s > 0
+                         ? fmt::format("{:.2f}×", r.baseline->median_s / v.median_s)
+                         : "—";
     std::string hyp = !v.agent_hypothesis.empty() ? "(agent) " + v.agent_hypothesis
-                      : view.hypothesis.empty()     ? v.hypothesis
-                                                    : view.hypothesis;
+                      : view.hypothesis.empty()   ? v.hypothesis
+                                                  : view.hypothesis;
     std::replace(hyp.begin(), hyp.end(), '\n', ' ');
-    out += fmt::format("| v{}{} | {} | {} | {} | {} | {} | {} | {} |\n", v.index, v.masked ? " (masked)" : "", v.outcome,
-                       time_or_dash(v.median_s), vs, pct ? fmt::format("{:.0f} %", *pct) : "—",
-                       v.bottleneck.empty() ? "—" : v.bottleneck, hyp.empty() ? "—" : hyp, methods_cell(v));
+    out += fmt::format(
+        "| v{}{} | {} | {} | {} | {} | {} | {} | {} |\n", v.index, v.masked ? " (masked)" : "",
+        v.outcome, time_or_dash(v.median_s), vs, pct ? fmt::format("{:.0f} %", *pct) : "—",
+        v.bottleneck.empty() ? "—" : v.bottleneck, hyp.empty() ? "—" : hyp, methods_cell(v));
   }
   // Each branch's predictions against what the metrics did.
   std::string predictions;
@@ -128,9 +139,11 @@ std::string report_markdown(const RunReport& r) {
   }
   if (r.best && r.roof)
     if (auto pct = r.pct_of_roof(*r.best); pct && *pct < 90)
-      out += fmt::format("- {:.0f} % of the {} roof is left: methods on that axis the problem cannot switch yet need "
-                         "toggles in kopt.toml, or a new kernel (`kopt iter branch`).\n",
-                         100 - *pct, r.bound);
+      out += fmt::format(
+          "- {:.0f} % of the {} roof is left: methods on that axis the problem cannot switch yet "
+          "need "
+          "toggles in kopt.toml, or a new kernel (`kopt iter branch`).\n",
+          100 - *pct, r.bound);
   gaps_section(out, r);
   return out;
 }
@@ -142,24 +155,33 @@ std::string benchmark_markdown(const RunReport& r) {
     return out;
   }
   const RunState& s = *r.state;
-  out += fmt::format("Device: {}. Cold L2 (flushed before each sample), medians of event-timed launches.\n\n", s.device);
-  out += "| implementation | median | noise | samples | vs baseline | clocks after |\n|---|---:|---:|---:|---:|---|\n";
+  out += fmt::format(
+      "Device: {}. Cold L2 (flushed before each sample), medians of event-timed launches.\n\n",
+      s.device);
+  out +=
+      "| implementation | median | noise | samples | vs baseline | clocks after "
+      "|\n|---|---:|---:|---:|---:|---|\n";
   auto row = [&](const std::string& name, const EvaluationRecord* e, double median, double noise) {
     std::string clocks = e && !e->clocks.empty() ? e->clocks : "not recorded";
     std::string samples = e ? std::to_string(e->samples) : "—";
-    std::string vs = r.baseline && median > 0 ? fmt::format("{:.2f}×", r.baseline->median_s / median) : "—";
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", name, time_or_dash(median),
-                       median > 0 ? fmt::format("±{:.2f} %", 100 * noise) : "—", samples, vs, clocks);
+    std::string vs =
+        r.baseline && median > 0 ? fmt::format("{:.2f}×", r.baseline->median_s / median) : "—";
+    out +=
+        fmt::format("| {} | {} | {} | {} | {} | {} |\n", name, time_or_dash(median),
+                    median > 0 ? fmt::format("±{:.2f} %", 100 * noise) : "—", samples, vs, clocks);
   };
   if (r.best && r.best != r.baseline)
-    row(fmt::format("best: v{} {} {}", r.best->index, r.best->kernel, point_to_string(r.best->point)),
+    row(fmt::format("best: v{} {} {}", r.best->index, r.best->kernel,
+                    point_to_string(r.best->point)),
         s.find_evaluation(r.best->evaluation), r.best->median_s, r.best->noise);
   if (r.baseline)
-    row("baseline: v0 " + r.baseline->kernel, s.find_evaluation(r.baseline->evaluation), r.baseline->median_s,
-        r.baseline->noise);
-  if (s.reference) row("reference implementation", &*s.reference, s.reference->median_s, s.reference->noise);
+    row("baseline: v0 " + r.baseline->kernel, s.find_evaluation(r.baseline->evaluation),
+        r.baseline->median_s, r.baseline->noise);
+  if (s.reference)
+    row("reference implementation", &*s.reference, s.reference->median_s, s.reference->noise);
   for (const auto& b : s.baselines) {
-    if (b.status == "ok") row("PyTorch: " + b.kernel, &b, b.median_s, b.noise);
+    if (b.status == "ok")
+      row("PyTorch: " + b.kernel, &b, b.median_s, b.noise);
     else {
       std::string why = b.error;
       std::replace(why.begin(), why.end(), '|', '/');  // a table cell
@@ -177,15 +199,19 @@ std::string leaderboard_markdown(const std::vector<RunReport>& runs) {
   std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
     return a->speedup().value_or(0) > b->speedup().value_or(0);
   });
-  std::string out = "# Leaderboard\n\n| # | operator | device | baseline | best | speedup | % of ceiling | ceiling |\n"
-                    "|---:|---|---|---:|---:|---:|---:|---|\n";
+  std::string out =
+      "# Leaderboard\n\n| # | operator | device | baseline | best | speedup | % of ceiling | "
+      "ceiling |\n"
+      "|---:|---|---|---:|---:|---:|---:|---|\n";
   int rank = 0;
   for (const RunReport* r : sorted) {
     auto pct = r->best ? r->pct_of_roof(*r->best) : std::nullopt;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", ++rank, r->title(), r->state ? r->state->device : "?",
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", ++rank, r->title(),
+                       r->state ? r->state->device : "?",
                        r->baseline ? time_or_dash(r->baseline->median_s) : "—",
                        r->best ? time_or_dash(r->best->median_s) : "—",
-                       r->speedup() ? fmt::format("{:.2f}×", *r->speedup()) : "—", pct ? fmt::format("{:.0f} %", *pct) : "—",
+                       r->speedup() ? fmt::format("{:.2f}×", *r->speedup()) : "—",
+                       pct ? fmt::format("{:.0f} %", *pct) : "—",
                        r->roof ? r->roof->name + " (" + r->roof->origin + ")" : "unknown");
   }
   return out;

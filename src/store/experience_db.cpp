@@ -43,7 +43,8 @@ CREATE INDEX IF NOT EXISTS predictions_context ON predictions (family, chip, met
 )SQL";
 
 const char* k_columns =
-    "id, uid, family, backend, chip, bottleneck, method, params, time_before_s, time_after_s, speedup, verdict, "
+    "id, uid, family, backend, chip, bottleneck, method, params, time_before_s, time_after_s, "
+    "speedup, verdict, "
     "sass_verdict, attribution_ms, run_id, date, note, origin";
 
 ExperienceRecord row(const Statement& s) {
@@ -84,20 +85,30 @@ std::string experience_verdict(double speedup) {
 
 std::string experience_uid(const ExperienceRecord& r) {
   Sha256 h;
-  h.field("kopt-experience-v1").field(r.family).field(r.backend).field(r.chip).field(r.bottleneck).field(r.method);
-  h.field(json(r.params).dump()).field(std::to_string(r.time_before_s)).field(std::to_string(r.time_after_s));
+  h.field("kopt-experience-v1")
+      .field(r.family)
+      .field(r.backend)
+      .field(r.chip)
+      .field(r.bottleneck)
+      .field(r.method);
+  h.field(json(r.params).dump())
+      .field(std::to_string(r.time_before_s))
+      .field(std::to_string(r.time_after_s));
   h.field(r.run_id).field(r.date);
   return h.hex().substr(0, 32);
 }
 
 fs::path default_experience_db() {
   if (const char* v = std::getenv("KOPT_EXPERIENCE_DB"); v && *v) return v;
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "kopt" / "experience.db";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".local/share/kopt/experience.db";
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
+    return fs::path(x) / "kopt" / "experience.db";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".local/share/kopt/experience.db";
   return fs::temp_directory_path() / "kopt-experience.db";
 }
 
-ExperienceDb::ExperienceDb(std::unique_ptr<Handle> h, fs::path path) : m_h(std::move(h)), m_path(std::move(path)) {}
+ExperienceDb::ExperienceDb(std::unique_ptr<Handle> h, fs::path path)
+    : m_h(std::move(h)), m_path(std::move(path)) {}
 ExperienceDb::ExperienceDb(ExperienceDb&&) noexcept = default;
 ExperienceDb& ExperienceDb::operator=(ExperienceDb&&) noexcept = default;
 ExperienceDb::~ExperienceDb() = default;
@@ -107,29 +118,34 @@ Expected<ExperienceDb> ExperienceDb::open(const fs::path& path) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   bool existed = fs::exists(path);
   auto h = std::make_unique<Handle>();
-  if (sqlite3_open_v2(path.c_str(), &h->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
-      SQLITE_OK)
+  if (sqlite3_open_v2(path.c_str(), &h->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK)
     return Unexpected(db_error(h->db, "cannot open the experience DB", path));
   sqlite3_busy_timeout(h->db, 30000);  // other writers hold the lock briefly: wait, do not fail
   // Is it ours? An existing file must be SQLite with our meta table and magic.
   if (existed) {
     Statement magic(h->db, "SELECT value FROM meta WHERE key = 'magic'");
     if (!magic.ok() || magic.step() != SQLITE_ROW || magic.text(0) != k_magic)
-      return Unexpected(bad_input("not a kopt experience DB (no kopt meta table); left untouched", path.string()));
+      return Unexpected(bad_input("not a kopt experience DB (no kopt meta table); left untouched",
+                                  path.string()));
     Statement version(h->db, "SELECT value FROM meta WHERE key = 'schema_version'");
     int v = version.ok() && version.step() == SQLITE_ROW ? std::atoi(version.text(0).c_str()) : 0;
     if (v > k_experience_schema_version)
-      return Unexpected(bad_input("written by a newer kopt (schema " + std::to_string(v) + "; this kopt reads up to " +
-                                      std::to_string(k_experience_schema_version) + "); left untouched",
-                                  path.string(), 0, "schema_version"));
+      return Unexpected(bad_input(
+          "written by a newer kopt (schema " + std::to_string(v) + "; this kopt reads up to " +
+              std::to_string(k_experience_schema_version) + "); left untouched",
+          path.string(), 0, "schema_version"));
     if (v < k_experience_schema_version) {
       // Migrations, oldest first, in one transaction: the file is either migrated or unchanged.
       bool ok = exec(h->db, "BEGIN IMMEDIATE;");
-      if (ok && v < 2) ok = exec(h->db, "ALTER TABLE experience ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';");
+      if (ok && v < 2)
+        ok = exec(h->db, "ALTER TABLE experience ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';");
       if (ok)
-        ok = exec(h->db, ("UPDATE meta SET value = '" + std::to_string(k_experience_schema_version) +
-                          "' WHERE key = 'schema_version';")
-                             .c_str());
+        ok =
+            exec(h->db, ("UPDATE meta SET value = '" + std::to_string(k_experience_schema_version) +
+                         "' WHERE key = 'schema_version';")
+                            .c_str());
       if (!ok || !exec(h->db, "COMMIT;")) {
         Error e = db_error(h->db, "cannot migrate from schema " + std::to_string(v), path);
         exec(h->db, "ROLLBACK;");
@@ -140,9 +156,10 @@ Expected<ExperienceDb> ExperienceDb::open(const fs::path& path) {
   if (!exec(h->db, "PRAGMA journal_mode=WAL;") || !exec(h->db, "PRAGMA synchronous=NORMAL;"))
     return Unexpected(db_error(h->db, "cannot set the journal mode", path));
   if (!exec(h->db, "BEGIN IMMEDIATE;") || !exec(h->db, k_schema) ||
-      !exec(h->db, ("INSERT OR IGNORE INTO meta VALUES ('magic', '" + std::string(k_magic) + "');").c_str()) ||
-      !exec(h->db, ("INSERT OR IGNORE INTO meta VALUES ('schema_version', '" + std::to_string(k_experience_schema_version) +
-                    "');")
+      !exec(h->db, ("INSERT OR IGNORE INTO meta VALUES ('magic', '" + std::string(k_magic) + "');")
+                       .c_str()) ||
+      !exec(h->db, ("INSERT OR IGNORE INTO meta VALUES ('schema_version', '" +
+                    std::to_string(k_experience_schema_version) + "');")
                        .c_str()) ||
       !exec(h->db, "COMMIT;")) {
     exec(h->db, "ROLLBACK;");
@@ -173,19 +190,22 @@ Expected<std::size_t> ExperienceDb::add(std::vector<ExperienceRecord> records) {
     ins.bind(16, r.note);
     ins.bind(17, r.origin);
   };
-  return sqlite::insert_all(m_h->db,
-                            "INSERT OR IGNORE INTO experience (uid, family, backend, chip, bottleneck, method, params, "
-                            "time_before_s, time_after_s, speedup, verdict, sass_verdict, attribution_ms, run_id, date, "
-                            "note, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                            records, bind, m_path, "a record");
+  return sqlite::insert_all(
+      m_h->db,
+      "INSERT OR IGNORE INTO experience (uid, family, backend, chip, bottleneck, method, params, "
+      "time_before_s, time_after_s, speedup, verdict, sass_verdict, attribution_ms, run_id, date, "
+      "note, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+      records, bind, m_path, "a record");
 }
 
 Expected<std::vector<ExperienceRecord>> ExperienceDb::list(const ExperienceFilter& f) const {
-  std::string sql = std::string("SELECT ") + k_columns +
-                    " FROM experience WHERE (?1 = '' OR family = ?1) AND (?2 = '' OR chip = ?2) AND (?3 = '' OR "
-                    "bottleneck = ?3) AND (?4 = '' OR method = ?4) AND (?5 = '' OR verdict = ?5) AND (?6 = '' OR "
-                    "instr(family || ' ' || chip || ' ' || bottleneck || ' ' || method || ' ' || note || ' ' || params, ?6) > 0) "
-                    "ORDER BY id DESC LIMIT ?7";
+  std::string sql =
+      std::string("SELECT ") + k_columns +
+      " FROM experience WHERE (?1 = '' OR family = ?1) AND (?2 = '' OR chip = ?2) AND (?3 = '' OR "
+      "bottleneck = ?3) AND (?4 = '' OR method = ?4) AND (?5 = '' OR verdict = ?5) AND (?6 = '' OR "
+      "instr(family || ' ' || chip || ' ' || bottleneck || ' ' || method || ' ' || note || ' ' || "
+      "params, ?6) > 0) "
+      "ORDER BY id DESC LIMIT ?7";
   Statement s(m_h->db, sql.c_str());
   if (!s.ok()) return Unexpected(db_error(m_h->db, "cannot query", m_path));
   s.bind(1, f.family);
@@ -200,10 +220,12 @@ Expected<std::vector<ExperienceRecord>> ExperienceDb::list(const ExperienceFilte
   return out;
 }
 
-Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string& family, const std::string& chip,
-                                                             const std::string& bottleneck) const {
-  Statement s(m_h->db, "SELECT method, family, chip, bottleneck, verdict, speedup FROM experience "
-                       "WHERE family = ?1 OR bottleneck = ?3");
+Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string& family,
+                                                              const std::string& chip,
+                                                              const std::string& bottleneck) const {
+  Statement s(m_h->db,
+              "SELECT method, family, chip, bottleneck, verdict, speedup FROM experience "
+              "WHERE family = ?1 OR bottleneck = ?3");
   if (!s.ok()) return Unexpected(db_error(m_h->db, "cannot query", m_path));
   s.bind(1, family);
   s.bind(3, bottleneck);
@@ -211,7 +233,8 @@ Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string&
   while (s.step() == SQLITE_ROW) {
     Recommendation& r = by[s.text(0)];
     r.method = s.text(0);
-    bool same_family = s.text(1) == family, same_chip = s.text(2) == chip, same_bn = s.text(3) == bottleneck;
+    bool same_family = s.text(1) == family, same_chip = s.text(2) == chip,
+         same_bn = s.text(3) == bottleneck;
     bool success = s.text(4) == "success";
     if (same_family && same_chip && same_bn) {
       ++r.exact_trials;
@@ -226,8 +249,10 @@ Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string&
     r.best_speedup = std::max(r.best_speedup, s.real(5));
   }
   // Same-chip failures on this family, whatever the bottleneck, demote.
-  Statement fails(m_h->db, "SELECT method, SUM(verdict = 'success'), SUM(verdict IN ('failure', 'regression')) "
-                           "FROM experience WHERE family = ?1 AND chip = ?2 GROUP BY method");
+  Statement fails(
+      m_h->db,
+      "SELECT method, SUM(verdict = 'success'), SUM(verdict IN ('failure', 'regression')) "
+      "FROM experience WHERE family = ?1 AND chip = ?2 GROUP BY method");
   fails.bind(1, family);
   fails.bind(2, chip);
   while (fails.step() == SQLITE_ROW)
@@ -241,10 +266,12 @@ Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string&
     double w_succ = r.exact_successes + 0.5 * r.family_successes + 0.25 * r.bottleneck_successes;
     double w_trials = r.exact_trials + 0.5 * r.family_trials + 0.25 * r.bottleneck_trials;
     r.score = (w_succ + 1) / (w_trials + 2);
-    r.evidence = std::to_string(r.exact_successes) + " of " + std::to_string(r.exact_trials) + " here, " +
-                 std::to_string(r.family_successes) + " of " + std::to_string(r.family_trials) + " on other chips, " +
-                 std::to_string(r.bottleneck_successes) + " of " + std::to_string(r.bottleneck_trials) +
-                 " in other families" + (r.demoted ? "; failed repeatedly on this family and chip" : "");
+    r.evidence = std::to_string(r.exact_successes) + " of " + std::to_string(r.exact_trials) +
+                 " here, " + std::to_string(r.family_successes) + " of " +
+                 std::to_string(r.family_trials) + " on other chips, " +
+                 std::to_string(r.bottleneck_successes) + " of " +
+                 std::to_string(r.bottleneck_trials) + " in other families" +
+                 (r.demoted ? "; failed repeatedly on this family and chip" : "");
     out.push_back(r);
   }
   std::sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) {
@@ -258,13 +285,17 @@ Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string&
 Expected<std::vector<MethodStats>> ExperienceDb::stats(const std::string& by) const {
   if (by != "method" && by != "bottleneck" && by != "chip")
     return Unexpected(bad_input("stats by '" + by + "': method, bottleneck or chip"));
-  std::string sql = "SELECT " + by + ", COUNT(*), SUM(verdict = 'success'), SUM(verdict = 'regression'), AVG(speedup) "
-                    "FROM experience GROUP BY " + by + " ORDER BY COUNT(*) DESC, SUM(verdict = 'success') DESC, 1";
+  std::string sql =
+      "SELECT " + by +
+      ", COUNT(*), SUM(verdict = 'success'), SUM(verdict = 'regression'), AVG(speedup) "
+      "FROM experience GROUP BY " +
+      by + " ORDER BY COUNT(*) DESC, SUM(verdict = 'success') DESC, 1";
   Statement s(m_h->db, sql.c_str());
   if (!s.ok()) return Unexpected(db_error(m_h->db, "cannot query", m_path));
   std::vector<MethodStats> out;
   while (s.step() == SQLITE_ROW)
-    out.push_back(MethodStats{s.text(0), static_cast<std::size_t>(s.integer(1)), static_cast<std::size_t>(s.integer(2)),
+    out.push_back(MethodStats{s.text(0), static_cast<std::size_t>(s.integer(1)),
+                              static_cast<std::size_t>(s.integer(2)),
                               static_cast<std::size_t>(s.integer(3)), s.real(4)});
   return out;
 }
@@ -323,17 +354,30 @@ Expected<std::size_t> ExperienceDb::import_jsonl(const fs::path& file) {
 }
 
 json to_json(const ExperienceRecord& r) {
-  return {{"uid", r.uid},       {"family", r.family},   {"backend", r.backend}, {"chip", r.chip},
-          {"bottleneck", r.bottleneck}, {"method", r.method}, {"params", r.params}, {"time_before_s", r.time_before_s},
-          {"time_after_s", r.time_after_s}, {"speedup", r.speedup}, {"verdict", r.verdict}, {"sass_verdict", r.sass_verdict},
-          {"attribution_ms", r.attribution_ms}, {"run_id", r.run_id}, {"date", r.date}, {"note", r.note},
+  return {{"uid", r.uid},
+          {"family", r.family},
+          {"backend", r.backend},
+          {"chip", r.chip},
+          {"bottleneck", r.bottleneck},
+          {"method", r.method},
+          {"params", r.params},
+          {"time_before_s", r.time_before_s},
+          {"time_after_s", r.time_after_s},
+          {"speedup", r.speedup},
+          {"verdict", r.verdict},
+          {"sass_verdict", r.sass_verdict},
+          {"attribution_ms", r.attribution_ms},
+          {"run_id", r.run_id},
+          {"date", r.date},
+          {"note", r.note},
           {"origin", r.origin}};
 }
 
 Expected<ExperienceRecord> experience_from_json(const json& j) {
   if (!j.is_object()) return Unexpected(bad_input("a record is a JSON object"));
   for (const char* k : {"family", "chip", "method", "speedup"})
-    if (!j.contains(k)) return Unexpected(bad_input(std::string("missing field '") + k + "'", "", 0, k));
+    if (!j.contains(k))
+      return Unexpected(bad_input(std::string("missing field '") + k + "'", "", 0, k));
   try {
     ExperienceRecord r;
     r.uid = j.value("uid", "");

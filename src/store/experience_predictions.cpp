@@ -12,7 +12,9 @@ using sqlite::Statement;
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
+std::string join(const std::vector<std::string>& v) {
+  return fmt::format("{}", fmt::join(v, ","));
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -25,7 +27,11 @@ std::vector<std::string> split(const std::string& s) {
 
 std::string uid(const PredictionRecord& r) {
   Sha256 h;
-  h.field("kopt-prediction-v1").field(r.family).field(r.chip).field(r.run_id).field(r.prediction.branch);
+  h.field("kopt-prediction-v1")
+      .field(r.family)
+      .field(r.chip)
+      .field(r.run_id)
+      .field(r.prediction.branch);
   h.field(r.prediction.text).field(r.date);
   return h.hex().substr(0, 32);
 }
@@ -59,18 +65,23 @@ Expected<std::size_t> ExperienceDb::add_predictions(std::vector<PredictionRecord
     ins.bind(17, r.run_id);
     ins.bind(18, r.date);
   };
-  return sqlite::insert_all(m_h->db,
-                            "INSERT OR IGNORE INTO predictions (uid, family, chip, bottleneck, methods, hypothesis, "
-                            "prediction, metric, direction, amount, relative, before, after, verdict, note, accepted, "
-                            "run_id, date) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                            records, bind, m_path, "a prediction");
+  return sqlite::insert_all(
+      m_h->db,
+      "INSERT OR IGNORE INTO predictions (uid, family, chip, bottleneck, methods, hypothesis, "
+      "prediction, metric, direction, amount, relative, before, after, verdict, note, accepted, "
+      "run_id, date) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+      records, bind, m_path, "a prediction");
 }
 
-Expected<std::vector<PredictionRecord>> ExperienceDb::list_predictions(const ExperienceFilter& f) const {
+Expected<std::vector<PredictionRecord>> ExperienceDb::list_predictions(
+    const ExperienceFilter& f) const {
   Statement s(m_h->db,
-              "SELECT id, uid, family, chip, bottleneck, methods, hypothesis, prediction, metric, direction, amount, relative, "
-              "before, after, verdict, note, accepted, run_id, date FROM predictions WHERE (?1 = '' OR family = ?1) AND "
-              "(?2 = '' OR chip = ?2) AND (?3 = '' OR instr(',' || methods || ',', ',' || ?3 || ',') > 0) AND "
+              "SELECT id, uid, family, chip, bottleneck, methods, hypothesis, prediction, metric, "
+              "direction, amount, relative, "
+              "before, after, verdict, note, accepted, run_id, date FROM predictions WHERE (?1 = "
+              "'' OR family = ?1) AND "
+              "(?2 = '' OR chip = ?2) AND (?3 = '' OR instr(',' || methods || ',', ',' || ?3 || "
+              "',') > 0) AND "
               "(?4 = '' OR verdict = ?4) ORDER BY id DESC LIMIT ?5");
   if (!s.ok()) return Unexpected(db_error(m_h->db, "cannot query the predictions", m_path));
   s.bind(1, f.family);
@@ -109,9 +120,12 @@ Expected<std::vector<PredictionRecord>> ExperienceDb::list_predictions(const Exp
 json to_json(const PredictionRecord& r) {
   json p;
   to_json(p, r.prediction);
-  return {{"id", r.id},       {"family", r.family},   {"chip", r.chip},           {"bottleneck", r.bottleneck},
-          {"methods", r.methods}, {"hypothesis", r.hypothesis}, {"prediction", p}, {"accepted", r.accepted},
-          {"run_id", r.run_id}, {"date", r.date}, {"uid", r.uid}};
+  return {{"id", r.id},           {"family", r.family},
+          {"chip", r.chip},       {"bottleneck", r.bottleneck},
+          {"methods", r.methods}, {"hypothesis", r.hypothesis},
+          {"prediction", p},      {"accepted", r.accepted},
+          {"run_id", r.run_id},   {"date", r.date},
+          {"uid", r.uid}};
 }
 
 }  // namespace kopt

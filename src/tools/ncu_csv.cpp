@@ -48,15 +48,20 @@ int column(const std::vector<std::string>& header, std::string_view name) {
 }
 
 std::string field(const std::vector<std::string>& row, int col) {
-  return col >= 0 && static_cast<std::size_t>(col) < row.size() ? row[static_cast<std::size_t>(col)] : std::string{};
+  return col >= 0 && static_cast<std::size_t>(col) < row.size() ? row[static_cast<std::size_t>(col)]
+                                                                : std::string{};
 }
 
 // The identity columns both layouts share.
 struct IdColumns {
   int id, kernel, block, grid, device, cc;
   explicit IdColumns(const std::vector<std::string>& h)
-      : id(column(h, "ID")), kernel(column(h, "Kernel Name")), block(column(h, "Block Size")),
-        grid(column(h, "Grid Size")), device(column(h, "Device")), cc(column(h, "CC")) {}
+      : id(column(h, "ID")),
+        kernel(column(h, "Kernel Name")),
+        block(column(h, "Block Size")),
+        grid(column(h, "Grid Size")),
+        device(column(h, "Device")),
+        cc(column(h, "CC")) {}
   NcuLaunch launch(const std::vector<std::string>& row) const {
     NcuLaunch l;
     l.id = std::atoi(field(row, id).c_str());
@@ -69,7 +74,8 @@ struct IdColumns {
   }
 };
 
-void store(NcuLaunch& l, const std::string& name, const std::string& unit, const std::string& text) {
+void store(NcuLaunch& l, const std::string& name, const std::string& unit,
+           const std::string& text) {
   auto v = parse_ncu_number(text);
   if (!v) {
     if (text.empty() || text == "n/a" || text == "N/A" || text == "nan")
@@ -88,7 +94,9 @@ Expected<NcuReport> parse_wide(const std::vector<Line>& lines, const std::string
   r.layout = "wide";
   const auto& header = lines[0].fields;
   IdColumns ids(header);
-  std::size_t first_metric = static_cast<std::size_t>(std::max({ids.id, ids.kernel, ids.block, ids.grid, ids.device, ids.cc})) + 1;
+  std::size_t first_metric = static_cast<std::size_t>(std::max(
+                                 {ids.id, ids.kernel, ids.block, ids.grid, ids.device, ids.cc})) +
+                             1;
   std::size_t row = 1;
   std::vector<std::string> units(header.size());
   // The units row has an empty ID (ncu prints it under the header).
@@ -117,7 +125,8 @@ Expected<NcuReport> parse_long(const std::vector<Line>& lines, const std::string
   for (std::size_t row = 1; row < lines.size(); ++row) {
     const auto& f = lines[row].fields;
     if (f.size() < static_cast<std::size_t>(value) + 1)
-      return Unexpected(bad_input("row has " + std::to_string(f.size()) + " fields, fewer than the header's " +
+      return Unexpected(bad_input("row has " + std::to_string(f.size()) +
+                                      " fields, fewer than the header's " +
                                       std::to_string(value + 1) + " (truncated CSV?)",
                                   source, lines[row].number));
     NcuLaunch l = ids.launch(f);
@@ -158,13 +167,15 @@ std::pair<double, std::string> ncu_unit_scale(std::string_view unit) {
     const char* base;
   };
   static const Scaled table[] = {
-      {"nsecond", 1, "ns"},       {"usecond", 1e3, "ns"},    {"msecond", 1e6, "ns"},   {"second", 1e9, "ns"},
-      {"ns", 1, "ns"},            {"us", 1e3, "ns"},         {"ms", 1e6, "ns"},
-      {"byte", 1, "byte"},        {"Kbyte", 1e3, "byte"},    {"Mbyte", 1e6, "byte"},   {"Gbyte", 1e9, "byte"},
-      {"Tbyte", 1e12, "byte"},    {"KB", 1e3, "byte"},       {"MB", 1e6, "byte"},      {"GB", 1e9, "byte"},
-      {"hz", 1, "hz"},            {"Khz", 1e3, "hz"},        {"Mhz", 1e6, "hz"},       {"Ghz", 1e9, "hz"},
-      {"cycle", 1, "cycle"},      {"Kcycle", 1e3, "cycle"},  {"Mcycle", 1e6, "cycle"},
-      {"inst", 1, "inst"},        {"Kinst", 1e3, "inst"},    {"Minst", 1e6, "inst"},   {"Ginst", 1e9, "inst"},
+      {"nsecond", 1, "ns"},     {"usecond", 1e3, "ns"}, {"msecond", 1e6, "ns"},
+      {"second", 1e9, "ns"},    {"ns", 1, "ns"},        {"us", 1e3, "ns"},
+      {"ms", 1e6, "ns"},        {"byte", 1, "byte"},    {"Kbyte", 1e3, "byte"},
+      {"Mbyte", 1e6, "byte"},   {"Gbyte", 1e9, "byte"}, {"Tbyte", 1e12, "byte"},
+      {"KB", 1e3, "byte"},      {"MB", 1e6, "byte"},    {"GB", 1e9, "byte"},
+      {"hz", 1, "hz"},          {"Khz", 1e3, "hz"},     {"Mhz", 1e6, "hz"},
+      {"Ghz", 1e9, "hz"},       {"cycle", 1, "cycle"},  {"Kcycle", 1e3, "cycle"},
+      {"Mcycle", 1e6, "cycle"}, {"inst", 1, "inst"},    {"Kinst", 1e3, "inst"},
+      {"Minst", 1e6, "inst"},   {"Ginst", 1e9, "inst"},
   };
   // A rate "X/second" keeps its per-second base: Gbyte/second -> byte/s.
   if (per == "/second" || per == "/s") {
@@ -189,27 +200,38 @@ std::string metric_for_label(std::string_view section, std::string_view label) {
   };
   static const Entry table[] = {
       {"GPU Speed Of Light Throughput", "Duration", "gpu__time_duration.sum"},
-      {"GPU Speed Of Light Throughput", "Compute (SM) Throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
-      {"GPU Speed Of Light Throughput", "Memory Throughput", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"},
-      {"GPU Speed Of Light Throughput", "DRAM Throughput", "dram__throughput.avg.pct_of_peak_sustained_elapsed"},
-      {"GPU Speed Of Light Throughput", "L1/TEX Cache Throughput", "l1tex__throughput.avg.pct_of_peak_sustained_active"},
-      {"GPU Speed Of Light Throughput", "L2 Cache Throughput", "lts__throughput.avg.pct_of_peak_sustained_elapsed"},
+      {"GPU Speed Of Light Throughput", "Compute (SM) Throughput",
+       "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
+      {"GPU Speed Of Light Throughput", "Memory Throughput",
+       "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"},
+      {"GPU Speed Of Light Throughput", "DRAM Throughput",
+       "dram__throughput.avg.pct_of_peak_sustained_elapsed"},
+      {"GPU Speed Of Light Throughput", "L1/TEX Cache Throughput",
+       "l1tex__throughput.avg.pct_of_peak_sustained_active"},
+      {"GPU Speed Of Light Throughput", "L2 Cache Throughput",
+       "lts__throughput.avg.pct_of_peak_sustained_elapsed"},
       {"GPU Speed Of Light Throughput", "SM Frequency", "sm__cycles_elapsed.avg.per_second"},
       {"GPU Speed Of Light Throughput", "DRAM Frequency", "dram__cycles_elapsed.avg.per_second"},
       {"GPU Speed Of Light Throughput", "Elapsed Cycles", "sm__cycles_elapsed.max"},
       {"GPU Speed Of Light Throughput", "SM Active Cycles", "sm__cycles_active.avg"},
-      {"Compute Workload Analysis", "Issue Slots Busy", "smsp__issue_active.avg.pct_of_peak_sustained_active"},
+      {"Compute Workload Analysis", "Issue Slots Busy",
+       "smsp__issue_active.avg.pct_of_peak_sustained_active"},
       {"Memory Workload Analysis", "L1/TEX Hit Rate", "l1tex__t_sector_hit_rate.pct"},
       {"Memory Workload Analysis", "L2 Hit Rate", "lts__t_sector_hit_rate.pct"},
-      {"Memory Workload Analysis", "Local Memory Spilling Requests", "derived__local_spilling_requests"},
-      {"Warp State Statistics", "Warp Cycles Per Issued Instruction", "smsp__average_warps_active_per_issue_active.ratio"},
-      {"Warp State Statistics", "Avg. Active Threads Per Warp", "smsp__thread_inst_executed_per_inst_executed.ratio"},
+      {"Memory Workload Analysis", "Local Memory Spilling Requests",
+       "derived__local_spilling_requests"},
+      {"Warp State Statistics", "Warp Cycles Per Issued Instruction",
+       "smsp__average_warps_active_per_issue_active.ratio"},
+      {"Warp State Statistics", "Avg. Active Threads Per Warp",
+       "smsp__thread_inst_executed_per_inst_executed.ratio"},
       {"Instruction Statistics", "Executed Instructions", "smsp__inst_executed.sum"},
       {"Launch Statistics", "Block Size", "launch__block_size"},
       {"Launch Statistics", "Grid Size", "launch__grid_size"},
       {"Launch Statistics", "Registers Per Thread", "launch__registers_per_thread"},
-      {"Launch Statistics", "Static Shared Memory Per Block", "launch__shared_mem_per_block_static"},
-      {"Launch Statistics", "Dynamic Shared Memory Per Block", "launch__shared_mem_per_block_dynamic"},
+      {"Launch Statistics", "Static Shared Memory Per Block",
+       "launch__shared_mem_per_block_static"},
+      {"Launch Statistics", "Dynamic Shared Memory Per Block",
+       "launch__shared_mem_per_block_dynamic"},
       {"Launch Statistics", "# SMs", "device__attribute_multiprocessor_count"},
       {"Launch Statistics", "Threads", "launch__thread_count"},
       {"Launch Statistics", "Waves Per SM", "launch__waves_per_multiprocessor"},
@@ -232,7 +254,8 @@ Expected<NcuReport> parse_ncu_csv(std::string_view text, const std::string& sour
   std::size_t start = 0;
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
-    std::string_view line = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    std::string_view line =
+        text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     start = end == std::string_view::npos ? text.size() : end + 1;
     ++number;
     if (line.starts_with("==")) {
@@ -242,30 +265,37 @@ Expected<NcuReport> parse_ncu_csv(std::string_view text, const std::string& sour
     if (line.empty() || line == "\r") continue;
     if (!line.starts_with("\"")) {
       if (lines.empty()) continue;  // the profiled program's own output, before the table
-      return Unexpected(bad_input("not a CSV row of ncu: '" + std::string(line.substr(0, 60)) + "'", source, number));
+      return Unexpected(bad_input("not a CSV row of ncu: '" + std::string(line.substr(0, 60)) + "'",
+                                  source, number));
     }
     lines.push_back(Line{number, split_csv_line(line)});
   }
   for (const auto& m : messages)
     if (m.find("ERR_NVGPUCTRPERM") != std::string::npos)
-      return Unexpected(environment_error(source + ": ncu could not read the GPU's performance counters (ERR_NVGPUCTRPERM)"));
+      return Unexpected(environment_error(
+          source + ": ncu could not read the GPU's performance counters (ERR_NVGPUCTRPERM)"));
   if (lines.empty())
-    return Unexpected(bad_input(messages.empty() ? "no ncu CSV table in it (empty, or output of another tool)"
-                                                 : "no ncu CSV table in it; ncu said: " + messages.back(),
+    return Unexpected(bad_input(messages.empty()
+                                    ? "no ncu CSV table in it (empty, or output of another tool)"
+                                    : "no ncu CSV table in it; ncu said: " + messages.back(),
                                 source, 1));
   const auto& header = lines[0].fields;
   if (column(header, "ID") < 0 || column(header, "Kernel Name") < 0)
-    return Unexpected(bad_input("the first row is not ncu's header (no \"ID\" and \"Kernel Name\" columns)", source,
-                                lines[0].number));
+    return Unexpected(
+        bad_input("the first row is not ncu's header (no \"ID\" and \"Kernel Name\" columns)",
+                  source, lines[0].number));
   bool is_long = column(header, "Metric Name") >= 0 && column(header, "Metric Value") >= 0;
   auto r = is_long ? parse_long(lines, source) : parse_wide(lines, source);
   if (!r) return r;
-  if (r->launches.empty()) return Unexpected(bad_input("the CSV has a header but no kernel rows", source, lines[0].number));
+  if (r->launches.empty())
+    return Unexpected(
+        bad_input("the CSV has a header but no kernel rows", source, lines[0].number));
   r->messages = std::move(messages);
   // ncu's SOL section shows DRAM throughput as gpu__dram_throughput; keep one name.
   for (auto& l : r->launches)
     if (!l.metrics.contains("dram__throughput.avg.pct_of_peak_sustained_elapsed"))
-      if (auto it = l.metrics.find("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"); it != l.metrics.end())
+      if (auto it = l.metrics.find("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed");
+          it != l.metrics.end())
         l.metrics["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = it->second;
   return r;
 }
@@ -288,7 +318,8 @@ Expected<NcuKernelProfile> select_kernel(const NcuReport& report, const std::str
     if (chosen.empty()) {
       std::string known;
       for (const auto& k : order) known += (known.empty() ? "" : ", ") + k;
-      return Unexpected(bad_input("no kernel named '" + name + "' in the report (it has: " + known + ")"));
+      return Unexpected(
+          bad_input("no kernel named '" + name + "' in the report (it has: " + known + ")"));
     }
   } else {
     double best = -1;

@@ -42,7 +42,8 @@ std::vector<SassFunction> parse_sass(const std::string& text) {
     std::size_t start = 1;
     while (start <= mods.size() && !mods.empty()) {
       std::size_t dot = mods.find('.', start);
-      i.modifiers.push_back(mods.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      i.modifiers.push_back(
+          mods.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
       if (dot == std::string::npos) break;
       start = dot + 1;
     }
@@ -53,7 +54,8 @@ std::vector<SassFunction> parse_sass(const std::string& text) {
   return out;
 }
 
-const SassFunction* find_function(const std::vector<SassFunction>& functions, const std::string& name) {
+const SassFunction* find_function(const std::vector<SassFunction>& functions,
+                                  const std::string& name) {
   for (const auto& f : functions)
     if (f.name == name) return &f;
   return nullptr;
@@ -61,21 +63,25 @@ const SassFunction* find_function(const std::vector<SassFunction>& functions, co
 
 SassFunction merge_functions(const std::vector<SassFunction>& functions) {
   SassFunction all;
-  all.name = std::to_string(functions.size()) + (functions.size() == 1 ? " kernel: " : " kernels: ");
+  all.name =
+      std::to_string(functions.size()) + (functions.size() == 1 ? " kernel: " : " kernels: ");
   for (std::size_t i = 0; i < functions.size(); ++i) {
     all.name += (i ? ", " : "") + functions[i].name;
-    all.instructions.insert(all.instructions.end(), functions[i].instructions.begin(), functions[i].instructions.end());
+    all.instructions.insert(all.instructions.end(), functions[i].instructions.begin(),
+                            functions[i].instructions.end());
   }
   return all;
 }
 
 Expected<Disassembly> disassemble(CommandRunner& runner, const fs::path& cubin, bool host_library) {
   std::vector<std::pair<std::string, std::vector<std::string>>> tools;
-  if (const char* v = std::getenv("KOPT_NVDISASM"); v && *v && !host_library) tools.push_back({v, {"-c"}});
+  if (const char* v = std::getenv("KOPT_NVDISASM"); v && *v && !host_library)
+    tools.push_back({v, {"-c"}});
   for (std::string name : {"nvdisasm", "cuobjdump"}) {
     if (host_library && name == "nvdisasm") continue;
     if (auto p = find_program(name, cuda_tool_dirs()))
-      tools.push_back({p->string(), name == "nvdisasm" ? std::vector<std::string>{"-c"} : std::vector<std::string>{"-sass"}});
+      tools.push_back({p->string(), name == "nvdisasm" ? std::vector<std::string>{"-c"}
+                                                       : std::vector<std::string>{"-sass"}});
   }
   std::string tried;
   for (const auto& [tool, args] : tools) {
@@ -84,11 +90,13 @@ Expected<Disassembly> disassemble(CommandRunner& runner, const fs::path& cubin, 
     argv.push_back(cubin.string());
     CommandResult r = runner.run(argv, 120s);
     if (r.ok()) return Disassembly{tool, r.out};
-    tried += (tried.empty() ? "" : "; ") + tool + ": " + (r.started ? r.err.substr(0, 200) : "could not run");
+    tried += (tried.empty() ? "" : "; ") + tool + ": " +
+             (r.started ? r.err.substr(0, 200) : "could not run");
   }
   if (tools.empty() && host_library)
-    return Unexpected(environment_error("no cuobjdump (the CUDA toolkit's): a solve() library's device code is read "
-                                        "with cuobjdump -sass, which nvdisasm cannot do"));
+    return Unexpected(environment_error(
+        "no cuobjdump (the CUDA toolkit's): a solve() library's device code is read "
+        "with cuobjdump -sass, which nvdisasm cannot do"));
   return Unexpected(environment_error(
       tools.empty() ? "no disassembler: install nvdisasm or cuobjdump (the CUDA toolkit, or pip's "
                       "nvidia-cuda-nvdisasm: scripts/bootstrap installs it) or set KOPT_NVDISASM"

@@ -1,10 +1,10 @@
 #include "kopt/tools/tool_probe.hpp"
 
-#include "kopt/core/tools_dir.hpp"
-#include "kopt/tools/ncu.hpp"
-
 #include <cstdlib>
 #include <regex>
+
+#include "kopt/core/tools_dir.hpp"
+#include "kopt/tools/ncu.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -81,7 +81,8 @@ PythonInfo probe_python(CommandRunner& runner) {
       "print('torch=' + t)\nprint('torch_cuda=' + tc)\nprint('triton=' + v('triton'))\n";
   CommandResult r = runner.run({p.python.path, "-c", script}, 120s);
   if (!r.ok()) {
-    p.note = r.timed_out ? "importing torch/triton timed out" : "python3 failed: " + r.err.substr(0, 200);
+    p.note = r.timed_out ? "importing torch/triton timed out"
+                         : "python3 failed: " + r.err.substr(0, 200);
     return p;
   }
   std::smatch m;
@@ -107,7 +108,8 @@ NcuProbe classify_ncu_probe(const CommandResult& r) {
   } else if (r.timed_out) {
     p.access = CounterAccess::failed;
     p.detail = "the probe profile timed out";
-  } else if (std::regex_search(all, std::regex(R"("gpu__time_duration\.sum"\s*,\s*"[^"]*"\s*,\s*"[0-9.,]+")"))) {
+  } else if (std::regex_search(
+                 all, std::regex(R"("gpu__time_duration\.sum"\s*,\s*"[^"]*"\s*,\s*"[0-9.,]+")"))) {
     p.access = CounterAccess::ok;
     p.detail = "a probe kernel was profiled and gpu__time_duration.sum was read";
   } else {
@@ -120,16 +122,24 @@ NcuProbe classify_ncu_probe(const CommandResult& r) {
 
 std::string_view counter_access_name(CounterAccess a) {
   switch (a) {
-    case CounterAccess::ok: return "ok";
-    case CounterAccess::no_permission: return "no_permission";
-    case CounterAccess::failed: return "failed";
-    case CounterAccess::not_tried: return "not_tried";
+    case CounterAccess::ok:
+      return "ok";
+    case CounterAccess::no_permission:
+      return "no_permission";
+    case CounterAccess::failed:
+      return "failed";
+    case CounterAccess::not_tried:
+      return "not_tried";
   }
   return "?";
 }
 
 nlohmann::json to_json(const ToolInfo& t) {
-  return {{"name", t.name}, {"found", t.found}, {"path", t.path}, {"version", t.version}, {"note", t.note}};
+  return {{"name", t.name},
+          {"found", t.found},
+          {"path", t.path},
+          {"version", t.version},
+          {"note", t.note}};
 }
 
 }  // namespace kopt

@@ -24,11 +24,14 @@ Role role_from(const std::string& s) {
 
 json to_json(const ResolvedArg& a) {
   if (!a.tensor.empty() && a.tensor_map)
-    return json{{"tensor", a.tensor}, {"tensor_map", {{"box", a.tensor_map->box}, {"swizzle", a.tensor_map->swizzle}}}};
+    return json{{"tensor", a.tensor},
+                {"tensor_map", {{"box", a.tensor_map->box}, {"swizzle", a.tensor_map->swizzle}}}};
   if (!a.tensor.empty()) return json{{"tensor", a.tensor}};
   json j{{"dtype", dtype_name(a.dtype)}};
-  if (std::holds_alternative<std::int64_t>(a.value)) j["int"] = std::get<std::int64_t>(a.value);
-  else j["float"] = std::get<double>(a.value);
+  if (std::holds_alternative<std::int64_t>(a.value))
+    j["int"] = std::get<std::int64_t>(a.value);
+  else
+    j["float"] = std::get<double>(a.value);
   return j;
 }
 
@@ -38,13 +41,16 @@ ResolvedArg resolved_arg_from_json(const json& j) {
     a.tensor = j.at("tensor").get<std::string>();
     if (j.contains("tensor_map")) {
       const json& m = j.at("tensor_map");
-      a.tensor_map = ResolvedTensorMap{m.at("box").get<std::vector<std::int64_t>>(), m.value("swizzle", 0)};
+      a.tensor_map =
+          ResolvedTensorMap{m.at("box").get<std::vector<std::int64_t>>(), m.value("swizzle", 0)};
     }
     return a;
   }
   a.dtype = dtype_from(j.at("dtype"));
-  if (j.contains("int")) a.value = j.at("int").get<std::int64_t>();
-  else a.value = j.at("float").get<double>();
+  if (j.contains("int"))
+    a.value = j.at("int").get<std::int64_t>();
+  else
+    a.value = j.at("float").get<double>();
   return a;
 }
 
@@ -66,16 +72,11 @@ json to_json(const RunJob& job) {
                        {"secret_expected_path", t.secret_expected_path.string()}});
   json args = json::array();
   for (const auto& a : job.args) args.push_back(to_json(a));
-  return json{{"label", job.label},
-              {"kind", module_kind_name(job.kind)},
-              {"scalars", job.scalars},
-              {"module_path", job.module_path.string()},
-              {"entry", job.entry},
-              {"grid", job.grid},
-              {"block", job.block},
-              {"shared_mem", job.shared_mem},
-              {"args", args},
-              {"tensors", tensors}};
+  return json{{"label", job.label},     {"kind", module_kind_name(job.kind)},
+              {"scalars", job.scalars}, {"module_path", job.module_path.string()},
+              {"entry", job.entry},     {"grid", job.grid},
+              {"block", job.block},     {"shared_mem", job.shared_mem},
+              {"args", args},           {"tensors", tensors}};
 }
 
 RunJob run_job_from_json(const json& j) {
@@ -85,7 +86,8 @@ RunJob run_job_from_json(const json& j) {
   auto parsed = parse_module_kind(kind);
   if (!parsed) throw std::invalid_argument("unknown module kind " + kind);
   job.kind = *parsed;
-  if (j.contains("scalars")) job.scalars = j.at("scalars").get<std::map<std::string, std::int64_t>>();
+  if (j.contains("scalars"))
+    job.scalars = j.at("scalars").get<std::map<std::string, std::int64_t>>();
   job.module_path = j.at("module_path").get<std::string>();
   job.entry = j.at("entry").get<std::string>();
   job.grid = j.at("grid").get<std::array<std::int64_t, 3>>();
@@ -93,14 +95,14 @@ RunJob run_job_from_json(const json& j) {
   job.shared_mem = j.at("shared_mem").get<std::int64_t>();
   for (const auto& a : j.at("args")) job.args.push_back(resolved_arg_from_json(a));
   for (const auto& t : j.at("tensors"))
-    job.tensors.push_back(JobTensor{t.at("name").get<std::string>(), dtype_from(t.at("dtype")),
-                                    t.at("bytes").get<std::size_t>(), role_from(t.at("role").get<std::string>()),
-                                    t.at("input_path").get<std::string>(), t.at("output_path").get<std::string>(),
-                                    t.value("shape", std::vector<std::int64_t>{}), t.value("checksum", std::string{}),
-                                    Tolerance{t.value("atol", 0.0), t.value("rtol", 0.0)},
-                                    t.value("expected_path", std::string{}),
-                                    t.value("secret_input_path", std::string{}),
-                                    t.value("secret_expected_path", std::string{})});
+    job.tensors.push_back(JobTensor{
+        t.at("name").get<std::string>(), dtype_from(t.at("dtype")),
+        t.at("bytes").get<std::size_t>(), role_from(t.at("role").get<std::string>()),
+        t.at("input_path").get<std::string>(), t.at("output_path").get<std::string>(),
+        t.value("shape", std::vector<std::int64_t>{}), t.value("checksum", std::string{}),
+        Tolerance{t.value("atol", 0.0), t.value("rtol", 0.0)},
+        t.value("expected_path", std::string{}), t.value("secret_input_path", std::string{}),
+        t.value("secret_expected_path", std::string{})});
   return job;
 }
 
@@ -111,9 +113,12 @@ json to_json(const BenchJob& job) {
 }
 
 json to_json(const RunResult& r) {
-  return json{{"status", run_status_name(r.status)}, {"error", r.error},
-              {"fatal", r.fatal},                    {"input_checksums", r.input_checksums},
-              {"resources", r.resources},   {"kernel_ms", r.kernel_ms}};
+  return json{{"status", run_status_name(r.status)},
+              {"error", r.error},
+              {"fatal", r.fatal},
+              {"input_checksums", r.input_checksums},
+              {"resources", r.resources},
+              {"kernel_ms", r.kernel_ms}};
 }
 
 RunResult run_result_from_json(const json& j) {

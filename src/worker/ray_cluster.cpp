@@ -1,13 +1,11 @@
 #include "kopt/worker/ray_cluster.hpp"
 
-#include "kopt/core/tools_dir.hpp"
-
 #include <cstdlib>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "kopt/backend/python/python_runner.hpp"
+#include "kopt/core/tools_dir.hpp"
 
 namespace kopt {
 extern const char* const k_ray_script;
@@ -35,8 +33,9 @@ std::string tail_of(const fs::path& log) {
 std::string ray_python() {
   static const std::string chosen = [] {
     SystemCommandRunner runner;
-    std::string probe = "import importlib.util, sys; sys.path.insert(0, sys.argv[1]); "
-                        "sys.exit(0 if importlib.util.find_spec('ray') else 1)";
+    std::string probe =
+        "import importlib.util, sys; sys.path.insert(0, sys.argv[1]); "
+        "sys.exit(0 if importlib.util.find_spec('ray') else 1)";
     for (const char* candidate : {"python3", "/usr/bin/python3", "python"}) {
       auto found = find_program(candidate);
       if (!found) continue;
@@ -61,26 +60,30 @@ std::vector<std::string> RayCluster::python_command() const {
   return cmd;
 }
 
-Expected<std::unique_ptr<RayCluster>> RayCluster::open(const std::string& spec, const std::string& backend,
-                                                       const fs::path& cache_root, int opencl_devices,
+Expected<std::unique_ptr<RayCluster>> RayCluster::open(const std::string& spec,
+                                                       const std::string& backend,
+                                                       const fs::path& cache_root,
+                                                       int opencl_devices,
                                                        const fs::path& log_dir) {
   if (spec != "ray" && spec.rfind("ray:", 0) != 0)
-    return Unexpected(bad_input("--cluster " + spec + ": expected ray (a local Ray instance) or ray:ADDRESS"));
+    return Unexpected(
+        bad_input("--cluster " + spec + ": expected ray (a local Ray instance) or ray:ADDRESS"));
   std::unique_ptr<RayCluster> c(new RayCluster());
   c->m_backend = backend;
   c->m_script = embedded_python_script(cache_root, "kopt_ray", k_ray_script);
   c->m_log_dir = log_dir;
   if (spec == "ray") {
     auto cmd = c->python_command();
-    cmd.insert(cmd.end(), {"head", "--opencl-devices", std::to_string(backend == "opencl" ? opencl_devices : 0)});
+    cmd.insert(cmd.end(), {"head", "--opencl-devices",
+                           std::to_string(backend == "opencl" ? opencl_devices : 0)});
     fs::path log = log_dir / "ray-head.log";
     auto head = Subprocess::spawn(cmd, log);
     if (!head) return Unexpected(head.error());
     c->m_head = std::move(*head);
     std::string line;
     if (c->m_head.read_line(line, 180s) != Subprocess::ReadStatus::line)
-      return Unexpected(environment_error("could not start a local Ray instance (" + c->m_head.kill_and_reap() +
-                                          "): " + tail_of(log)));
+      return Unexpected(environment_error("could not start a local Ray instance (" +
+                                          c->m_head.kill_and_reap() + "): " + tail_of(log)));
     try {
       c->m_address = json::parse(line).at("address").get<std::string>();
     } catch (const std::exception&) {
@@ -88,7 +91,8 @@ Expected<std::unique_ptr<RayCluster>> RayCluster::open(const std::string& spec, 
     }
   } else {
     c->m_address = spec.substr(4);
-    if (c->m_address.empty()) return Unexpected(bad_input("--cluster ray:: an address (host:port) after ray:"));
+    if (c->m_address.empty())
+      return Unexpected(bad_input("--cluster ray:: an address (host:port) after ray:"));
   }
   auto cmd = c->python_command();
   cmd.insert(cmd.end(), {"slots", "--address", c->m_address, "--backend", backend});
@@ -106,12 +110,14 @@ Expected<std::unique_ptr<RayCluster>> RayCluster::open(const std::string& spec, 
                             s.value("ordinal", 0)});
     if (c->m_slots.empty())
       return Unexpected(environment_error(
-          "the Ray cluster at " + c->m_address + " has no device for kopt: no live node offers the resource " +
+          "the Ray cluster at " + c->m_address +
+          " has no device for kopt: no live node offers the resource " +
           j.value("resource", std::string("GPU")) +
-          (backend == "opencl" ? " (ray start --resources '{\"kopt_opencl\": N}' on each node)" : "")));
+          (backend == "opencl" ? " (ray start --resources '{\"kopt_opencl\": N}' on each node)"
+                               : "")));
   } catch (const std::exception& e) {
-    return Unexpected(internal_error(std::string("the Ray cluster's devices could not be read: ") + e.what() +
-                                     "; its output: " + r.out.substr(0, 300)));
+    return Unexpected(internal_error(std::string("the Ray cluster's devices could not be read: ") +
+                                     e.what() + "; its output: " + r.out.substr(0, 300)));
   }
   return c;
 }
@@ -126,8 +132,9 @@ WorkerOptions RayCluster::worker_options(std::size_t i, const fs::path& kopt) co
   const RaySlot& s = m_slots.at(i);
   WorkerOptions wo;
   wo.command = python_command();
-  wo.command.insert(wo.command.end(), {"relay", "--address", m_address, "--node", s.node, "--ordinal",
-                                       std::to_string(s.ordinal), "--backend", m_backend, "--kopt", kopt.string()});
+  wo.command.insert(wo.command.end(),
+                    {"relay", "--address", m_address, "--node", s.node, "--ordinal",
+                     std::to_string(s.ordinal), "--backend", m_backend, "--kopt", kopt.string()});
   if (const char* ship = std::getenv("KOPT_RAY_SHIP"); ship && std::string(ship) == "always") {
     wo.command.push_back("--ship");
     wo.command.push_back("always");

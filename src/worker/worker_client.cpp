@@ -35,8 +35,8 @@ Expected<void> WorkerClient::ensure_started() {
   if (!hello.message || !hello.message->value("ok", false))
     return Unexpected(internal_error("the worker did not start: " + hello.detail));
   if (hello.message->value("protocol", 0) != k_protocol_version)
-    return Unexpected(internal_error("the worker speaks protocol " + hello.message->dump() + ", expected " +
-                                     std::to_string(k_protocol_version)));
+    return Unexpected(internal_error("the worker speaks protocol " + hello.message->dump() +
+                                     ", expected " + std::to_string(k_protocol_version)));
   return {};
 }
 
@@ -58,17 +58,19 @@ WorkerClient::Reply WorkerClient::request(const json& req, std::chrono::millisec
       return r;
     case Subprocess::ReadStatus::timeout:
       r.failure = RunStatus::timeout;
-      r.detail = "no answer within " + std::to_string(timeout.count()) + " ms (watchdog); worker killed (" +
-                 m_process.kill_and_reap() + ")";
+      r.detail = "no answer within " + std::to_string(timeout.count()) +
+                 " ms (watchdog); worker killed (" + m_process.kill_and_reap() + ")";
       return r;
-    case Subprocess::ReadStatus::eof: break;
+    case Subprocess::ReadStatus::eof:
+      break;
   }
   r.detail = "the worker died: " + m_process.reap(5s);
   if (std::string tail = log_tail(); !tail.empty()) r.detail += "; its last words: " + tail;
   return r;
 }
 
-Expected<json> WorkerClient::ask(const json& req, std::chrono::milliseconds timeout, const std::string& what) {
+Expected<json> WorkerClient::ask(const json& req, std::chrono::milliseconds timeout,
+                                 const std::string& what) {
   if (auto s = ensure_started(); !s) return Unexpected(s.error());
   Reply r = request(req, timeout);
   if (!r.message) return Unexpected(internal_error(what + " failed: " + r.detail));
@@ -89,7 +91,8 @@ Expected<DeviceInfo> WorkerClient::device_info() {
 // Sends a job and reads its result; a worker that fails to start, dies, hangs, refuses
 // or answers nonsense becomes a Result with that status (RunResult or BenchResult).
 template <class Result, class Parse>
-Result WorkerClient::call(const nlohmann::json& req, std::chrono::milliseconds timeout, Parse parse) {
+Result WorkerClient::call(const nlohmann::json& req, std::chrono::milliseconds timeout,
+                          Parse parse) {
   Result failed;
   if (auto s = ensure_started(); !s) {
     failed.status = RunStatus::crash;
@@ -146,7 +149,8 @@ Expected<std::string> WorkerClient::toolkit() {
   return m->value("toolkit", std::string());
 }
 
-Expected<Build> WorkerClient::compile(const CompileRequest& req, const std::filesystem::path& module_path) {
+Expected<Build> WorkerClient::compile(const CompileRequest& req,
+                                      const std::filesystem::path& module_path) {
   if (auto s = ensure_started(); !s) return Unexpected(s.error());
   Reply r = request({{"op", "compile"}, {"request", to_json(req)}, {"path", module_path.string()}},
                     std::chrono::minutes(5));
@@ -181,7 +185,8 @@ RunResult WorkerClient::run(const RunJob& job) {
   if (is_python(job.kind)) {
     double bytes = 0;
     for (const auto& t : job.tensors) bytes += static_cast<double>(t.bytes);
-    timeout += std::chrono::seconds(60) + std::chrono::milliseconds(static_cast<long>(bytes / 100e6 * 1000));
+    timeout += std::chrono::seconds(60) +
+               std::chrono::milliseconds(static_cast<long>(bytes / 100e6 * 1000));
   }
   return call<RunResult>({{"op", "run"}, {"job", to_json(job)}}, timeout, run_result_from_json);
 }

@@ -6,8 +6,8 @@
 #include <ostream>
 
 #include "kopt/backend/cpu_reference.hpp"
-#include "kopt/core/host_memory.hpp"
 #include "kopt/backend/python/python_runner.hpp"
+#include "kopt/core/host_memory.hpp"
 #include "kopt/worker/protocol.hpp"
 
 namespace kopt {
@@ -19,8 +19,10 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
   auto get_executor = [&]() -> Executor* {
     if (!executor && !executor_error) {
       auto e = make_executor();
-      if (e) executor = std::move(*e);
-      else executor_error = e.error();
+      if (e)
+        executor = std::move(*e);
+      else
+        executor_error = e.error();
     }
     return executor.get();
   };
@@ -32,7 +34,8 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
     if (!python) {
       python = std::make_unique<PythonRunner>();
       if (Executor* ex = get_executor())
-        if (auto info = ex->device_info(); info && info->l2_bytes > 0) python->set_default_flush_bytes(2 * info->l2_bytes);
+        if (auto info = ex->device_info(); info && info->l2_bytes > 0)
+          python->set_default_flush_bytes(2 * info->l2_bytes);
     }
     return *python;
   };
@@ -97,7 +100,8 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
     } else if (op == "bench") {
       BenchJob job;
       try {
-        for (const auto& v : req.at("job").at("variants")) job.variants.push_back(run_job_from_json(v));
+        for (const auto& v : req.at("job").at("variants"))
+          job.variants.push_back(run_job_from_json(v));
         job.options = bench_options_from_json(req.at("job").at("options"));
       } catch (const std::exception& e) {
         refuse(internal_error(std::string("bad bench job: ") + e.what()));
@@ -117,8 +121,10 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       if (!ex) continue;
       if (op == "toolkit") {
         auto t = ex->toolkit();
-        if (!t) refuse(t.error());
-        else reply({{"ok", true}, {"toolkit", *t}});
+        if (!t)
+          refuse(t.error());
+        else
+          reply({{"ok", true}, {"toolkit", *t}});
         continue;
       }
       CompileRequest creq;
@@ -129,8 +135,10 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
         continue;
       }
       auto b = ex->compile(creq, req.at("path").get<std::string>());
-      if (!b) refuse(b.error());
-      else reply({{"ok", true}, {"build", to_json(*b)}});
+      if (!b)
+        refuse(b.error());
+      else
+        reply({{"ok", true}, {"build", to_json(*b)}});
     } else if (op == "ceilings") {
       Executor* ex = ready_executor();
       if (!ex) continue;

@@ -1,11 +1,10 @@
 // Device tests of the timer, the comparison and the ceilings (label "gpu").
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "gpu_skip.hpp"
 #include "kopt/core/fs.hpp"
@@ -24,7 +23,9 @@ class Bench : public ::testing::Test {
   void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
 
   json kopt(std::vector<std::string> args, int& rc) { return test::kopt_json(std::move(args), rc); }
-  std::string example(const char* name) { return (test::source_dir() / "examples" / name).string(); }
+  std::string example(const char* name) {
+    return (test::source_dir() / "examples" / name).string();
+  }
   TempDir m_cache{"kopt-bench-cache"};
 };
 
@@ -62,8 +63,8 @@ TEST_F(Bench, ColdSamplesFlushTheL2AndStopOnNoise) {
 TEST_F(Bench, HotModeBatchesTinyKernelsInAGraph) {
   KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
-  json j = kopt({"bench", example("vector_add"), "--kernel", "vectorized", "--dim", "n=4096", "--mode", "hot",
-                 "--max-time", "5"},
+  json j = kopt({"bench", example("vector_add"), "--kernel", "vectorized", "--dim", "n=4096",
+                 "--mode", "hot", "--max-time", "5"},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   const json& series = j["variants"][0]["series"];
@@ -76,7 +77,9 @@ TEST_F(Bench, HotModeBatchesTinyKernelsInAGraph) {
 TEST_F(Bench, InterleavedComparisonNamesTheFasterKernel) {
   KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
-  json j = kopt({"bench", example("softmax"), "--kernel", "tuned", "--vs-kernel", "naive", "--max-time", "5"}, rc);
+  json j = kopt(
+      {"bench", example("softmax"), "--kernel", "tuned", "--vs-kernel", "naive", "--max-time", "5"},
+      rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   ASSERT_FALSE(j["comparison"].is_null());
   EXPECT_EQ(j["comparison"]["verdict"], "faster");
@@ -88,8 +91,8 @@ TEST_F(Bench, InterleavedComparisonNamesTheFasterKernel) {
 TEST_F(Bench, TheSamePointAgainstItselfIsTheSame) {
   KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
-  json j = kopt({"bench", example("gemm_f32"), "--kernel", "register_tiled", "--vs", "BM=64", "--threshold", "2",
-                 "--max-time", "5", "--min-samples", "40"},
+  json j = kopt({"bench", example("gemm_f32"), "--kernel", "register_tiled", "--vs", "BM=64",
+                 "--threshold", "2", "--max-time", "5", "--min-samples", "40"},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["comparison"]["verdict"], "same") << j["comparison"].dump();
@@ -98,7 +101,9 @@ TEST_F(Bench, TheSamePointAgainstItselfIsTheSame) {
 TEST_F(Bench, AWrongKernelIsNotTimed) {
   KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
-  json j = kopt({"bench", (test::source_dir() / "tests/fixtures/problems/faults").string(), "--kernel", "wrong"}, rc);
+  json j = kopt({"bench", (test::source_dir() / "tests/fixtures/problems/faults").string(),
+                 "--kernel", "wrong"},
+                rc);
   EXPECT_EQ(rc, 1);
   EXPECT_EQ(j["variants"][0]["status"], "wrong");
   EXPECT_EQ(j["variants"][0]["summary"]["n"], 0);
@@ -121,7 +126,9 @@ TEST_F(Bench, CeilingsAreMeasuredCachedAndCatchATimeBelowTheFloor) {
   json again = kopt({"ceilings"}, rc);
   EXPECT_TRUE(again["cached"].get<bool>());
 
-  json lie = kopt({"bench", (test::source_dir() / "tests/fixtures/problems/lying_cost").string(), "--max-time", "3"}, rc);
+  json lie = kopt({"bench", (test::source_dir() / "tests/fixtures/problems/lying_cost").string(),
+                   "--max-time", "3"},
+                  rc);
   EXPECT_EQ(rc, 1);
   EXPECT_EQ(lie["variants"][0]["status"], "below_floor") << lie.dump(2);
   EXPECT_GT(lie["variants"][0]["pct_bandwidth_ceiling"].get<double>(), 100.0);
@@ -147,7 +154,8 @@ TEST_F(Bench, TheCopyCeilingIsTheBestOfMemcpyStreamingKernelsAndColdModeCopies) 
   EXPECT_GE(copy, by["dram_memcpy"]["best"].get<double>());
   EXPECT_DOUBLE_EQ(copy, best_part);
   std::string method = by["dram_copy"]["method"];
-  EXPECT_NE(method.find(" won: "), std::string::npos) << method;  // says which, with the others' figures
+  EXPECT_NE(method.find(" won: "), std::string::npos)
+      << method;  // says which, with the others' figures
   EXPECT_NE(method.find(" reached "), std::string::npos) << method;
 
   // Well-tuned memory-bound examples reach at most ~100 % of it.
@@ -155,15 +163,17 @@ TEST_F(Bench, TheCopyCeilingIsTheBestOfMemcpyStreamingKernelsAndColdModeCopies) 
   ASSERT_EQ(rc, 0) << va.dump(2);
   EXPECT_TRUE(va["ceilings"].get<std::string>().starts_with("measured ")) << va["ceilings"];
   EXPECT_DOUBLE_EQ(va["roofs"]["bandwidth"]["rate"].get<double>(), copy);
-  EXPECT_LE(va["variants"][0]["pct_bandwidth_ceiling"].get<double>(), 102.0) << va["variants"][0].dump();
+  EXPECT_LE(va["variants"][0]["pct_bandwidth_ceiling"].get<double>(), 102.0)
+      << va["variants"][0].dump();
   EXPECT_GT(va["variants"][0]["pct_bandwidth_ceiling"].get<double>(), 50.0);
   json sm = kopt({"bench", example("softmax"), "--kernel", "tuned", "--max-time", "5"}, rc);
   ASSERT_EQ(rc, 0) << sm.dump(2);
   EXPECT_EQ(sm["variants"][0]["status"], "ok");
-  EXPECT_LE(sm["variants"][0]["pct_bandwidth_ceiling"].get<double>(), 102.0) << sm["variants"][0].dump();
+  EXPECT_LE(sm["variants"][0]["pct_bandwidth_ceiling"].get<double>(), 102.0)
+      << sm["variants"][0].dump();
   std::cout << "softmax tuned: " << sm["variants"][0]["pct_bandwidth_ceiling"].get<double>()
-            << " % of dram_copy; vector_add vectorized: " << va["variants"][0]["pct_bandwidth_ceiling"].get<double>()
-            << " %\n";
+            << " % of dram_copy; vector_add vectorized: "
+            << va["variants"][0]["pct_bandwidth_ceiling"].get<double>() << " %\n";
 }
 
 // A fresh cache: no `kopt ceilings` first. The roofs are measured on first use and the floor
@@ -171,9 +181,12 @@ TEST_F(Bench, TheCopyCeilingIsTheBestOfMemcpyStreamingKernelsAndColdModeCopies) 
 TEST_F(Bench, TheFloorAppliesOnAFreshCache) {
   KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
-  json lie = kopt({"bench", (test::source_dir() / "tests/fixtures/problems/lying_cost").string(), "--max-time", "3"}, rc);
+  json lie = kopt({"bench", (test::source_dir() / "tests/fixtures/problems/lying_cost").string(),
+                   "--max-time", "3"},
+                  rc);
   EXPECT_EQ(rc, 1);
-  EXPECT_TRUE(lie["ceilings"].get<std::string>().starts_with("measured now (first use, ")) << lie["ceilings"];
+  EXPECT_TRUE(lie["ceilings"].get<std::string>().starts_with("measured now (first use, "))
+      << lie["ceilings"];
   EXPECT_EQ(lie["roofs"]["origin"], "measured_now");
   EXPECT_EQ(lie["variants"][0]["status"], "below_floor") << lie.dump(2);
   json c = kopt({"ceilings"}, rc);

@@ -19,7 +19,8 @@ class CacheHacksOnTheGpu : public ::testing::Test {
   void SetUp() override { ::setenv("KOPT_CACHE_DIR", (m_dir.path() / "cache").c_str(), 1); }
   void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
   json bench(const char* kernel, int& rc, const char* mode = "cold") {
-    return test::kopt_json({"--backend", "cuda", "bench", (test::source_dir() / "tests/fixtures/problems/cache_hacks").string(),
+    return test::kopt_json({"--backend", "cuda", "bench",
+                            (test::source_dir() / "tests/fixtures/problems/cache_hacks").string(),
                             "--kernel", kernel, "--mode", mode, "--max-time", "3"},
                            rc);
   }

@@ -44,14 +44,15 @@ TEST_P(ExampleCheck, EveryKernelPasses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleCheck,
-                         ::testing::Values("vector_add", "softmax", "rmsnorm", "transpose", "reduction", "gemm_f32"));
+                         ::testing::Values("vector_add", "softmax", "rmsnorm", "transpose",
+                                           "reduction", "gemm_f32"));
 
 TEST(ReferenceCache, TheReferenceRunsOnceThenComesFromTheCache) {
   KOPT_SKIP_WITHOUT_GPU();
   TempDir cache("kopt-gpu-cache");
   ::setenv("KOPT_CACHE_DIR", cache.path().c_str(), 1);
-  std::vector<std::string> args = {(test::source_dir() / "examples/softmax").string(), "--kernel", "tuned",
-                                   "--seeds", "2"};
+  std::vector<std::string> args = {(test::source_dir() / "examples/softmax").string(), "--kernel",
+                                   "tuned", "--seeds", "2"};
   int rc = -1;
   auto first = check_json(args, rc);
   EXPECT_EQ(rc, 0);
@@ -60,7 +61,8 @@ TEST(ReferenceCache, TheReferenceRunsOnceThenComesFromTheCache) {
   EXPECT_EQ(rc, 0);
   EXPECT_TRUE(second["reference"]["cached"].get<bool>());
   EXPECT_TRUE(second["kernels"][0]["build"]["from_cache"].get<bool>());
-  auto other_seed = check_json({args[0], "--kernel", "tuned", "--seeds", "1", "--first-seed", "9"}, rc);
+  auto other_seed =
+      check_json({args[0], "--kernel", "tuned", "--seeds", "1", "--first-seed", "9"}, rc);
   EXPECT_FALSE(other_seed["reference"]["cached"].get<bool>());
   ::unsetenv("KOPT_CACHE_DIR");
 }
@@ -68,7 +70,8 @@ TEST(ReferenceCache, TheReferenceRunsOnceThenComesFromTheCache) {
 TEST(FaultIsolation, FaultsAndHangsAreFailedCandidatesAndTheCommandGoesOn) {
   KOPT_SKIP_WITHOUT_GPU();
   int rc = -1;
-  auto j = check_json({(test::source_dir() / "tests/fixtures/problems/faults").string(), "--timeout", "5"}, rc);
+  auto j = check_json(
+      {(test::source_dir() / "tests/fixtures/problems/faults").string(), "--timeout", "5"}, rc);
   EXPECT_EQ(rc, 1);  // candidates failed; the tool did not
   ASSERT_TRUE(j.contains("kernels")) << j.dump(2);
   std::map<std::string, nlohmann::json> by_name;
@@ -77,7 +80,8 @@ TEST(FaultIsolation, FaultsAndHangsAreFailedCandidatesAndTheCommandGoesOn) {
     EXPECT_EQ(by_name[good]["status"], "passed") << good << ": " << by_name[good].dump(2);
   EXPECT_EQ(by_name["out_of_bounds"]["status"], "run_failed");
   EXPECT_EQ(by_name["out_of_bounds"]["seeds"][0]["status"], "fault");
-  EXPECT_NE(by_name["out_of_bounds"]["error"].get<std::string>().find("ILLEGAL_ADDRESS"), std::string::npos)
+  EXPECT_NE(by_name["out_of_bounds"]["error"].get<std::string>().find("ILLEGAL_ADDRESS"),
+            std::string::npos)
       << by_name["out_of_bounds"]["error"];
   EXPECT_EQ(by_name["trap"]["status"], "run_failed");
   EXPECT_EQ(by_name["trap"]["seeds"][0]["status"], "fault");

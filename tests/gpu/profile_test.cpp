@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-#define KOPT_SKIP_WITHOUT_NCU()                        \
-  if (!find_program("ncu", cuda_tool_dirs()))          \
+#define KOPT_SKIP_WITHOUT_NCU()               \
+  if (!find_program("ncu", cuda_tool_dirs())) \
   GTEST_SKIP() << "ncu (Nsight Compute) is not installed here"
 
 class Profile : public ::testing::Test {
@@ -30,7 +30,9 @@ class Profile : public ::testing::Test {
     args.insert(args.end(), {"--out", (m_dir.path() / "out").string()});
     return test::kopt_json(std::move(args), rc);
   }
-  std::string example(const char* name) { return (test::source_dir() / "examples" / name).string(); }
+  std::string example(const char* name) {
+    return (test::source_dir() / "examples" / name).string();
+  }
   TempDir m_dir{"kopt-profile-test"};
 };
 
@@ -47,12 +49,14 @@ TEST_F(Profile, NaiveTransposeIsMemoryBoundWithPoorCoalescing) {
   const json& a = k["analysis"];
   EXPECT_EQ(a["bottleneck"]["class"], "memory-bound");
   bool uncoalesced = false;
-  for (const auto& f : a["bottleneck"]["secondary"]) uncoalesced = uncoalesced || f["id"] == "uncoalesced_global";
+  for (const auto& f : a["bottleneck"]["secondary"])
+    uncoalesced = uncoalesced || f["id"] == "uncoalesced_global";
   EXPECT_TRUE(uncoalesced);
   // A fresh cache: the ceilings are measured on first use (roofs.hpp), not read from the spec.
   EXPECT_EQ(a["roofline"]["memory_roof"]["origin"], "measured");
   fs::path dir = k["dir"].get<std::string>();
-  for (const char* f : {"summary.md", "details.md", "analysis.json", "profile.csv", "profile.ncu-rep"})
+  for (const char* f :
+       {"summary.md", "details.md", "analysis.json", "profile.csv", "profile.ncu-rep"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
 }
 
@@ -60,8 +64,8 @@ TEST_F(Profile, SeveralLaunchesAreAveraged) {
   KOPT_SKIP_WITHOUT_GPU();
   KOPT_SKIP_WITHOUT_NCU();
   int rc = -1;
-  json j = kopt({"profile", example("softmax"), "--kernel", "tuned", "--question", "sol,launch", "--launch-skip", "1",
-                 "--launch-count", "3"},
+  json j = kopt({"profile", example("softmax"), "--kernel", "tuned", "--question", "sol,launch",
+                 "--launch-skip", "1", "--launch-count", "3"},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["kernels"][0]["analysis"]["launches"], 3);
@@ -74,12 +78,13 @@ TEST_F(Profile, SeveralKernelsShareOneSessionAndEachKeepsItsOwnLaunches) {
   KOPT_SKIP_WITHOUT_GPU();
   KOPT_SKIP_WITHOUT_NCU();
   int rc = -1;
-  json one = kopt({"profile", example("softmax"), "--question", "sol,launch", "--launch-count", "2"}, rc);
+  json one =
+      kopt({"profile", example("softmax"), "--question", "sol,launch", "--launch-count", "2"}, rc);
   ASSERT_EQ(rc, 0) << one.dump(2);
   const std::size_t n = one["kernels"].size();
   ASSERT_GE(n, 2u);
-  json apart = kopt({"profile", example("softmax"), "--question", "sol,launch", "--launch-count", "2",
-                     "--session-per-kernel"},
+  json apart = kopt({"profile", example("softmax"), "--question", "sol,launch", "--launch-count",
+                     "2", "--session-per-kernel"},
                     rc);
   ASSERT_EQ(rc, 0) << apart.dump(2);
   for (std::size_t i = 0; i < n; ++i) {
@@ -89,10 +94,13 @@ TEST_F(Profile, SeveralKernelsShareOneSessionAndEachKeepsItsOwnLaunches) {
     EXPECT_EQ(k["analysis"]["launches"], 2) << k["kernel"];  // its own two, not the session's
     EXPECT_EQ(apart["kernels"][i]["ncu_session_kernels"], 1);
     EXPECT_EQ(k["analysis"]["kernel"], apart["kernels"][i]["analysis"]["kernel"]);
-    for (const char* m : {"launch__grid_size", "launch__block_size", "launch__registers_per_thread"})
-      EXPECT_EQ(k["analysis"]["metrics"][m], apart["kernels"][i]["analysis"]["metrics"][m]) << k["kernel"] << " " << m;
+    for (const char* m :
+         {"launch__grid_size", "launch__block_size", "launch__registers_per_thread"})
+      EXPECT_EQ(k["analysis"]["metrics"][m], apart["kernels"][i]["analysis"]["metrics"][m])
+          << k["kernel"] << " " << m;
     fs::path dir = k["dir"].get<std::string>();
-    for (const char* f : {"summary.md", "details.md", "analysis.json", "profile.csv"}) EXPECT_TRUE(fs::exists(dir / f)) << f;
+    for (const char* f : {"summary.md", "details.md", "analysis.json", "profile.csv"})
+      EXPECT_TRUE(fs::exists(dir / f)) << f;
     EXPECT_TRUE(fs::exists(k["report_file"].get<std::string>()));
   }
 }
@@ -101,8 +109,8 @@ TEST_F(Profile, AFaultingKernelIsAFailedCandidate) {
   KOPT_SKIP_WITHOUT_GPU();
   KOPT_SKIP_WITHOUT_NCU();
   int rc = -1;
-  json j = kopt({"profile", (test::source_dir() / "tests/fixtures/problems/faults").string(), "--kernel",
-                 "out_of_bounds", "--kernel", "good_first"},
+  json j = kopt({"profile", (test::source_dir() / "tests/fixtures/problems/faults").string(),
+                 "--kernel", "out_of_bounds", "--kernel", "good_first"},
                 rc);
   EXPECT_EQ(rc, 1);
   ASSERT_EQ(j["kernels"].size(), 2u);
@@ -117,12 +125,13 @@ TEST_F(Profile, WithoutCounterPermissionItFallsBackAndSaysHow) {
   // An ncu that answers as ncu does for a user without counter access.
   fs::path bin = m_dir.path() / "bin";
   fs::create_directories(bin);
-  ASSERT_TRUE(write_text_atomic(bin / "ncu",
-                                "#!/bin/sh\n"
-                                "if [ \"$1\" = --version ]; then echo 'Version 2025.3.1.0 (build 0)'; exit 0; fi\n"
-                                "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA "
-                                "GPU Performance Counters on the target device 0.'\n"
-                                "exit 1\n"));
+  ASSERT_TRUE(write_text_atomic(
+      bin / "ncu",
+      "#!/bin/sh\n"
+      "if [ \"$1\" = --version ]; then echo 'Version 2025.3.1.0 (build 0)'; exit 0; fi\n"
+      "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA "
+      "GPU Performance Counters on the target device 0.'\n"
+      "exit 1\n"));
   fs::permissions(bin / "ncu", fs::perms::owner_all);
   std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
   ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
@@ -132,7 +141,8 @@ TEST_F(Profile, WithoutCounterPermissionItFallsBackAndSaysHow) {
   EXPECT_EQ(rc, 3);
   const json& k = j["kernels"][0];
   EXPECT_EQ(k["status"], "no_counters");
-  EXPECT_NE(k["error"].get<std::string>().find("NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos);
+  EXPECT_NE(k["error"].get<std::string>().find("NVreg_RestrictProfilingToAdminUsers=0"),
+            std::string::npos);
   EXPECT_EQ(k["analysis"]["bottleneck"]["class"], "unknown");
   EXPECT_GT(k["analysis"]["time_s"].get<double>(), 0);
   EXPECT_EQ(k["analysis"]["roofline"]["points"].size(), 1u);  // from the cost formulas only

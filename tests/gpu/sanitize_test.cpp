@@ -33,8 +33,9 @@ TEST_F(Sanitize, ARaceAndASlackReadThatPassTheCheckAreFound) {
   SystemCommandRunner runner;
   if (!probe_tool(runner, "compute-sanitizer").found) GTEST_SKIP() << "no compute-sanitizer";
   int rc = -1;
-  json j = test::kopt_json({"--backend", "cuda", "check", (test::source_dir() / "tests/fixtures/problems/sanitize").string(), "--seeds",
-                            "2", "--sanitize", "memcheck,racecheck"},
+  json j = test::kopt_json({"--backend", "cuda", "check",
+                            (test::source_dir() / "tests/fixtures/problems/sanitize").string(),
+                            "--seeds", "2", "--sanitize", "memcheck,racecheck"},
                            rc);
   EXPECT_EQ(rc, 1) << j.dump(2);
   const json* honest = kernel(j, "honest");
@@ -51,7 +52,8 @@ TEST_F(Sanitize, ARaceAndASlackReadThatPassTheCheckAreFound) {
   ASSERT_EQ((*race)["status"], "findings") << race->dump(2);
   std::string kind = (*race)["findings"][0]["kind"];
   EXPECT_NE(kind.find("Race reported between"), std::string::npos) << kind;
-  EXPECT_NE((*race)["findings"][0]["location"].get<std::string>().find("kernels.cu:"), std::string::npos)
+  EXPECT_NE((*race)["findings"][0]["location"].get<std::string>().find("kernels.cu:"),
+            std::string::npos)
       << race->dump(2);
 
   EXPECT_EQ((*oob)["sanitizer"]["verdict"], "findings") << oob->dump(2);
@@ -59,7 +61,8 @@ TEST_F(Sanitize, ARaceAndASlackReadThatPassTheCheckAreFound) {
   ASSERT_TRUE(mem);
   ASSERT_EQ((*mem)["status"], "findings") << mem->dump(2);
   const json& f = (*mem)["findings"][0];
-  EXPECT_NE(f["kind"].get<std::string>().find("Invalid __global__ read"), std::string::npos) << f.dump(2);
+  EXPECT_NE(f["kind"].get<std::string>().find("Invalid __global__ read"), std::string::npos)
+      << f.dump(2);
   EXPECT_EQ(f["location"], "kernels.cu:25") << f.dump(2);
   EXPECT_EQ(f["kernel"], "partner_sum_oob") << f.dump(2);
 }

@@ -21,8 +21,8 @@ class SkippedWorkOnTheGpu : public ::testing::Test {
   void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
   // 64 MiB per tensor: long enough a launch for HBM, short enough a test.
   json bench(const char* kernel, int& rc) {
-    return test::kopt_json({"--backend", "cuda", "bench", (m_dir.path() / "problem").string(), "--kernel", kernel,
-                            "--dim", "n=16777216", "--max-time", "5"},
+    return test::kopt_json({"--backend", "cuda", "bench", (m_dir.path() / "problem").string(),
+                            "--kernel", kernel, "--dim", "n=16777216", "--max-time", "5"},
                            rc);
   }
   TempDir m_dir{"kopt-skipped-work-gpu"};
@@ -37,8 +37,10 @@ TEST_F(SkippedWorkOnTheGpu, AKernelThatSkipsEveryOtherLaunchIsInconsistent) {
   const json& v = j["variants"][0];
   EXPECT_EQ(v["status"], "inconsistent") << v.dump(2);
   std::string error = v["error"];
-  EXPECT_NE(error.find("output 'y': 16777216 of 16777216 elements differ"), std::string::npos) << error;
-  EXPECT_TRUE(error.find("left poisoned: the kernel skipped its work on a timed launch") != std::string::npos ||
+  EXPECT_NE(error.find("output 'y': 16777216 of 16777216 elements differ"), std::string::npos)
+      << error;
+  EXPECT_TRUE(error.find("left poisoned: the kernel skipped its work on a timed launch") !=
+                  std::string::npos ||
               error.find("skipped or cut short its work") != std::string::npos)
       << error;
   EXPECT_GE(v["series"]["verification"]["failed_sample"].get<std::int64_t>(), 0);
@@ -54,7 +56,8 @@ TEST_F(SkippedWorkOnTheGpu, AKernelThatWorksOnlyOnPoisonedOutputsIsInconsistent)
   EXPECT_EQ(rc, 1) << j.dump(2);
   const json& v = j["variants"][0];
   EXPECT_EQ(v["status"], "inconsistent") << v.dump(2);
-  EXPECT_NE(v["error"].get<std::string>().find("output looked done"), std::string::npos) << v["error"];
+  EXPECT_NE(v["error"].get<std::string>().find("output looked done"), std::string::npos)
+      << v["error"];
 }
 
 TEST_F(SkippedWorkOnTheGpu, TheHonestKernelIsVerifiedAndNotFlagged) {

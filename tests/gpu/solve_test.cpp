@@ -18,17 +18,21 @@ namespace fs = std::filesystem;
 
 class SolveAbi : public test::PrivateCacheTest {};
 
-std::string relu() { return (test::source_dir() / "examples/kernelbench/19_ReLU").string(); }
+std::string relu() {
+  return (test::source_dir() / "examples/kernelbench/19_ReLU").string();
+}
 
 TEST_F(SolveAbi, ALibraryPassesItsCheckAndIsTimedWithTheHostCallInside) {
   KOPT_SKIP_WITHOUT_GPU();
   KOPT_SKIP_WITHOUT_TORCH();  // the problem's reference is a ref.py
   int rc = -1;
-  auto c = test::kopt_json({"--backend", "cuda", "check", relu(), "--kernel", "solve", "--dim", "batch_size=64"}, rc);
+  auto c = test::kopt_json(
+      {"--backend", "cuda", "check", relu(), "--kernel", "solve", "--dim", "batch_size=64"}, rc);
   ASSERT_EQ(rc, 0) << c.dump(2);
   EXPECT_EQ(c["kernels"][0]["status"], "passed");
-  auto b = test::kopt_json(
-      {"--backend", "cuda", "bench", relu(), "--kernel", "solve", "--dim", "batch_size=64", "--max-time", "0.5"}, rc);
+  auto b = test::kopt_json({"--backend", "cuda", "bench", relu(), "--kernel", "solve", "--dim",
+                            "batch_size=64", "--max-time", "0.5"},
+                           rc);
   ASSERT_EQ(rc, 0) << b.dump(2);
   EXPECT_TRUE(b["variants"][0]["series"]["host_in_window"].get<bool>()) << b["variants"][0].dump(2);
   EXPECT_GT(b["variants"][0]["summary"]["median"].get<double>(), 0);
@@ -46,7 +50,8 @@ TEST_F(SolveAbi, WorkLeftRunningOnAnotherStreamIsInsideTheWindow) {
   auto b = test::kopt_json({"--backend", "cuda", "bench", dir, "--max-time", "1"}, rc);
   ASSERT_EQ(rc, 0) << b.dump(2);
   ASSERT_EQ(b["variants"].size(), 2u) << b.dump(2);
-  double synced = b["variants"][0]["summary"]["median"], unsynced = b["variants"][1]["summary"]["median"];
+  double synced = b["variants"][0]["summary"]["median"],
+         unsynced = b["variants"][1]["summary"]["median"];
   EXPECT_EQ(b["variants"][1]["kernel"], "unsynced");
   EXPECT_GT(unsynced, 0.8 * synced) << "synced " << synced << " s, unsynced " << unsynced << " s";
 }
@@ -56,13 +61,15 @@ TEST_F(SolveAbi, ASolveThatFaultsIsAFailedCandidate) {
   KOPT_SKIP_WITHOUT_TORCH();
   fs::path dir = m_dir.path() / "relu";
   fs::copy(relu(), dir);
-  std::ofstream(dir / "solve.cu", std::ios::trunc) << "#include <cuda_runtime.h>\n"
-                                     "__global__ void bad(float* out) { out[1ll << 40] = 1.f; }\n"
-                                     "extern \"C\" void solve(const float* x, float* out, int batch_size, int dim) {\n"
-                                     "  bad<<<1, 1>>>(out);\n  cudaDeviceSynchronize();\n}\n";
+  std::ofstream(dir / "solve.cu", std::ios::trunc)
+      << "#include <cuda_runtime.h>\n"
+         "__global__ void bad(float* out) { out[1ll << 40] = 1.f; }\n"
+         "extern \"C\" void solve(const float* x, float* out, int batch_size, int dim) {\n"
+         "  bad<<<1, 1>>>(out);\n  cudaDeviceSynchronize();\n}\n";
   int rc = -1;
-  auto c = test::kopt_json({"--backend", "cuda", "check", dir.string(), "--kernel", "solve", "--dim", "batch_size=64"},
-                           rc);
+  auto c = test::kopt_json(
+      {"--backend", "cuda", "check", dir.string(), "--kernel", "solve", "--dim", "batch_size=64"},
+      rc);
   EXPECT_EQ(rc, 1) << c.dump(2);
   EXPECT_NE(c["kernels"][0]["status"], "passed") << c.dump(2);
 }

@@ -14,13 +14,16 @@ namespace {
 
 class TensorMaps : public test::PrivateCacheTest {};
 
-std::string tma_copy() { return (test::source_dir() / "tests/fixtures/problems/tma_copy").string(); }
+std::string tma_copy() {
+  return (test::source_dir() / "tests/fixtures/problems/tma_copy").string();
+}
 
 // The device's arch, from a check of the fixture (skips below need an sm_90 device).
-#define KOPT_SKIP_WITHOUT_SM90(check)                                                              \
-  if ((check)["device"].is_null() || (check)["device"]["arch"] != "sm_90")                         \
-  GTEST_SKIP() << "TMA with sm_90a needs an sm_90 device; this one is "                            \
-               << ((check)["device"].is_null() ? std::string("unknown") : (check)["device"]["arch"].dump())
+#define KOPT_SKIP_WITHOUT_SM90(check)                                      \
+  if ((check)["device"].is_null() || (check)["device"]["arch"] != "sm_90") \
+  GTEST_SKIP() << "TMA with sm_90a needs an sm_90 device; this one is "    \
+               << ((check)["device"].is_null() ? std::string("unknown")    \
+                                               : (check)["device"]["arch"].dump())
 
 TEST_F(TensorMaps, ATmaCopyPassesItsCheckAtBothShapesAndIsTimed) {
   KOPT_SKIP_WITHOUT_GPU();
@@ -33,7 +36,8 @@ TEST_F(TensorMaps, ATmaCopyPassesItsCheckAtBothShapesAndIsTimed) {
   EXPECT_EQ(c["other_shape"]["dims"], "cols=136 rows=77") << c.dump(2);
   EXPECT_EQ(c["other_shape"]["note"], "") << c.dump(2);
   for (const char* box : {"BR=16", "BR=64"}) {
-    auto other = test::kopt_json({"--backend", "cuda", "check", tma_copy(), "--set", box, "--set", "BC=32"}, rc);
+    auto other = test::kopt_json(
+        {"--backend", "cuda", "check", tma_copy(), "--set", box, "--set", "BC=32"}, rc);
     ASSERT_EQ(rc, 0) << box << "\n" << other.dump(2);
     EXPECT_EQ(other["kernels"][0]["status"], "passed") << box;
   }
@@ -49,7 +53,8 @@ TEST_F(TensorMaps, AnArchTheDeviceCannotRunIsAFailedBuildNamingTheField) {
   EXPECT_EQ(rc, 1) << c.dump(2);
   EXPECT_EQ(c["kernels"][0]["status"], "compile_failed") << c.dump(2);
   std::string log = c["kernels"][0]["build"]["log"];
-  EXPECT_NE(log.find("kopt.toml:44: kernels[0].arch: kernel 'tma_copy' is built for sm_90a, which runs only on sm_90 "
+  EXPECT_NE(log.find("kopt.toml:44: kernels[0].arch: kernel 'tma_copy' is built for sm_90a, which "
+                     "runs only on sm_90 "
                      "devices; this device is sm_80"),
             std::string::npos)
       << log;
@@ -64,7 +69,8 @@ TEST_F(TensorMaps, RowsTmaCannotStrideAreAFailedLaunch) {
   EXPECT_EQ(rc, 1) << c.dump(2);
   EXPECT_EQ(c["kernels"][0]["status"], "run_failed") << c.dump(2);
   std::string error = c["kernels"][0]["seeds"][0]["error"];
-  EXPECT_NE(error.find("a step along dim 0 is 1544 bytes, which TMA needs to be a multiple of 16"), std::string::npos)
+  EXPECT_NE(error.find("a step along dim 0 is 1544 bytes, which TMA needs to be a multiple of 16"),
+            std::string::npos)
       << error;
   EXPECT_EQ(c["kernels"][0]["seeds"][0]["status"], "launch_failed");
 }

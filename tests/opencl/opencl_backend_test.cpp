@@ -71,12 +71,14 @@ TEST_F(OpenclBackend, TheLastSeedIsSecretAndNeverCached) {
   for (const auto& k : first["kernels"]) EXPECT_EQ(k["seeds"][1]["seed"], secret);
   auto second = kopt({"check", example("vector_add"), "--seeds", "2"}, rc);
   ASSERT_EQ(rc, 0) << second.dump(2);
-  EXPECT_NE(second["secret_seed"], secret);                      // drawn again
-  EXPECT_TRUE(second["reference"]["cached"].get<bool>());        // seed 1 came from the cache
+  EXPECT_NE(second["secret_seed"], secret);                // drawn again
+  EXPECT_TRUE(second["reference"]["cached"].get<bool>());  // seed 1 came from the cache
   // Seed 1's reference only, at the declared shape and at vector_add's [check] dims: the
   // secret ones are not kept.
   std::size_t cached = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(m_dir.path() / "cache" / "references")) ++cached;
+  for ([[maybe_unused]] const auto& e :
+       std::filesystem::directory_iterator(m_dir.path() / "cache" / "references"))
+    ++cached;
   EXPECT_EQ(cached, 2u);
   auto plain = kopt({"check", example("vector_add"), "--seeds", "2", "--no-secret-seed"}, rc);
   ASSERT_EQ(rc, 0) << plain.dump(2);
@@ -136,7 +138,8 @@ TEST_F(OpenclBackend, NoPlatformSaysWhatToInstallAndExits3) {
   fs::create_directories(m_dir.path() / "no-vendors");
   // OCL_ICD_FILENAMES names drivers beside the vendors folder (the GPU machine sets it).
   const char* filenames = std::getenv("OCL_ICD_FILENAMES");
-  std::optional<std::string> saved = filenames ? std::optional<std::string>(filenames) : std::nullopt;
+  std::optional<std::string> saved =
+      filenames ? std::optional<std::string>(filenames) : std::nullopt;
   ::unsetenv("OCL_ICD_FILENAMES");
   ::setenv("OCL_ICD_VENDORS", (m_dir.path() / "no-vendors").c_str(), 1);
   int rc = -1;
@@ -214,8 +217,8 @@ TEST_F(OpenclBackend, OneAgentDrivenIterationWithAnOpenclBranch) {
 TEST_F(OpenclBackend, TuneScreensInBatchesAndConfirmsTheChampion) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  auto j = kopt({"tune", example("softmax"), "--strategy", "exhaustive", "--budget", "6", "--batch", "3",
-                 "--screen-samples", "5", "--max-time", "0.3"},
+  auto j = kopt({"tune", example("softmax"), "--strategy", "exhaustive", "--budget", "6", "--batch",
+                 "3", "--screen-samples", "5", "--max-time", "0.3"},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["schema_version"], 2);
@@ -235,9 +238,11 @@ TEST_F(OpenclBackend, TuneScreensInBatchesAndConfirmsTheChampion) {
   }
   EXPECT_GT(j["times"]["screening"]["measure_s"].get<double>(), 0);
   EXPECT_GT(j["configs_per_min"].get<double>(), 0);
-  auto docs = nlohmann::json::parse(*read_text_file(test::source_dir() / "docs/json/commands.json"));
+  auto docs =
+      nlohmann::json::parse(*read_text_file(test::source_dir() / "docs/json/commands.json"));
   std::set<std::string> documented, printed;
-  for (auto it = docs["tune"]["fields"].begin(); it != docs["tune"]["fields"].end(); ++it) documented.insert(it.key());
+  for (auto it = docs["tune"]["fields"].begin(); it != docs["tune"]["fields"].end(); ++it)
+    documented.insert(it.key());
   for (auto it = j.begin(); it != j.end(); ++it) printed.insert(it.key());
   EXPECT_EQ(printed, documented);
 }
@@ -256,8 +261,8 @@ TEST_F(OpenclBackend, TuneOverTwoDevicesSplitsTheScreening) {
     saved ? ::setenv("POCL_DEVICES", saved->c_str(), 1) : ::unsetenv("POCL_DEVICES");
     GTEST_SKIP() << "fewer than two OpenCL devices here, even with POCL_DEVICES";
   }
-  auto j = kopt({"tune", example("softmax"), "--gpus", "all", "--strategy", "exhaustive", "--budget", "8",
-                 "--batch", "4", "--screen-samples", "5", "--max-time", "2"},
+  auto j = kopt({"tune", example("softmax"), "--gpus", "all", "--strategy", "exhaustive",
+                 "--budget", "8", "--batch", "4", "--screen-samples", "5", "--max-time", "2"},
                 rc);
   auto bad = kopt({"tune", example("softmax"), "--gpus", "0,7"}, rc);
   int bad_rc = rc;
@@ -280,24 +285,24 @@ TEST_F(OpenclBackend, TuneChecksInsideTheTimingJobAndIsolatesACrash) {
   KOPT_SKIP_WITHOUT_OPENCL();
   const std::string problem = (test::source_dir() / "tests/fixtures/problems/tune_faults").string();
   int rc = -1;
-  auto j = kopt({"tune", problem, "--strategy", "exhaustive", "--budget", "8", "--batch", "8", "--screen-samples",
-                 "5", "--max-time", "0.3"},
+  auto j = kopt({"tune", problem, "--strategy", "exhaustive", "--budget", "8", "--batch", "8",
+                 "--screen-samples", "5", "--max-time", "0.3"},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   for (const auto& e : j["search"]["history"]) {
     int mode = e["point"]["MODE"].get<int>();
     std::string failure = e["failure"].get<std::string>();
     bool expected = mode == 0 || mode == 3 ? e["ok"].get<bool>()
-                    : mode == 1           ? failure.starts_with("wrong")
-                                          : failure.find("crash") != std::string::npos;
+                    : mode == 1            ? failure.starts_with("wrong")
+                                           : failure.find("crash") != std::string::npos;
     EXPECT_TRUE(expected) << e.dump();
   }
   ASSERT_TRUE(j["champion"].is_object());
   int champion_mode = j["champion"]["point"]["MODE"].get<int>();
   EXPECT_TRUE(champion_mode == 0 || champion_mode == 3);
   // Without a crash in the batch, the wrong point is caught inside the timing job itself.
-  auto k = kopt({"tune", problem, "--strategy", "exhaustive", "--budget", "2", "--batch", "2", "--screen-samples", "5",
-                 "--max-time", "0.3"},
+  auto k = kopt({"tune", problem, "--strategy", "exhaustive", "--budget", "2", "--batch", "2",
+                 "--screen-samples", "5", "--max-time", "0.3"},
                 rc);
   ASSERT_EQ(k["search"]["history"].size(), 2u) << k.dump(2);
   std::string wrong = k["search"]["history"][1]["failure"].get<std::string>();

@@ -48,8 +48,8 @@ TEST_F(SeveralWorkers, OptimizeMeasuresARoundsBranchesOnBothDevices) {
   if (!two_devices()) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
   int rc = -1;
   std::string run = (m_dir.path() / "run").string();
-  auto j = kopt({"optimize", softmax(), "--gpus", "all", "--run", run, "--iterations", "1", "--branches", "4",
-                 "--max-time", "0.3", "--no-experience", "--no-sanitize"},
+  auto j = kopt({"optimize", softmax(), "--gpus", "all", "--run", run, "--iterations", "1",
+                 "--branches", "4", "--max-time", "0.3", "--no-experience", "--no-sanitize"},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   std::set<std::string> workers;
@@ -75,10 +75,13 @@ TEST_F(SeveralWorkers, BenchMeasuresItsVariantsOnePerDevice) {
     workers.insert(d.substr(0, d.find(' ', 7)));
   }
   EXPECT_EQ(workers, (std::set<std::string>{"worker 0", "worker 1"})) << j["variants"].dump(2);
-  auto ab = kopt({"bench", softmax(), "--gpus", "all", "--kernel", "tuned", "--vs", "VEC=1", "--max-time", "0.3"}, rc);
+  auto ab = kopt({"bench", softmax(), "--gpus", "all", "--kernel", "tuned", "--vs", "VEC=1",
+                  "--max-time", "0.3"},
+                 rc);
   ASSERT_EQ(rc, 0) << ab.dump(2);
   EXPECT_TRUE(ab["comparison"].is_object());
-  for (const auto& v : ab["variants"]) EXPECT_FALSE(v.contains("device")) << "a comparison runs on one worker";
+  for (const auto& v : ab["variants"])
+    EXPECT_FALSE(v.contains("device")) << "a comparison runs on one worker";
 }
 
 // --gpus chooses this host's devices, --cluster the cluster's: not both; an unknown cluster
@@ -91,10 +94,13 @@ TEST_F(SeveralWorkers, WorkerChoicesThatCannotBeAreBadInput) {
   EXPECT_NE(both["error"].get<std::string>().find("--gpus"), std::string::npos) << both.dump(2);
   auto spark = kopt({"tune", softmax(), "--cluster", "spark://host:7077"}, rc);
   EXPECT_EQ(rc, 2);
-  EXPECT_NE(spark["error"].get<std::string>().find("expected ray"), std::string::npos) << spark.dump(2);
-  auto empty = kopt({"optimize", softmax(), "--cluster", "ray:", "--run", (m_dir.path() / "r").string()}, rc);
+  EXPECT_NE(spark["error"].get<std::string>().find("expected ray"), std::string::npos)
+      << spark.dump(2);
+  auto empty = kopt(
+      {"optimize", softmax(), "--cluster", "ray:", "--run", (m_dir.path() / "r").string()}, rc);
   EXPECT_EQ(rc, 2);
-  EXPECT_NE(empty["error"].get<std::string>().find("an address"), std::string::npos) << empty.dump(2);
+  EXPECT_NE(empty["error"].get<std::string>().find("an address"), std::string::npos)
+      << empty.dump(2);
   EXPECT_FALSE(std::filesystem::exists(m_dir.path() / "r" / "run.json"));
 }
 

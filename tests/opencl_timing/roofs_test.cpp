@@ -23,7 +23,9 @@ class OpenclRoofs : public test::PrivateCacheTest {
     args.insert(args.begin(), {"--backend", "opencl"});
     return test::kopt_json(std::move(args), rc);
   }
-  static std::string example(const char* name) { return (test::source_dir() / "examples" / name).string(); }
+  static std::string example(const char* name) {
+    return (test::source_dir() / "examples" / name).string();
+  }
   static std::set<std::string> keys(const json& j) {
     std::set<std::string> out;
     for (auto it = j.begin(); it != j.end(); ++it) out.insert(it.key());

@@ -21,8 +21,9 @@ class SkippedWork : public ::testing::Test {
   }
   void TearDown() override { ::unsetenv("KOPT_CACHE_DIR"); }
   json bench(const char* kernel, std::vector<std::string> more, int& rc) {
-    std::vector<std::string> args{"--backend", "opencl", "bench", (m_dir.path() / "problem").string(),
-                                  "--kernel",  kernel,     "--max-time", "3"};
+    std::vector<std::string> args{
+        "--backend", "opencl", "bench",      (m_dir.path() / "problem").string(),
+        "--kernel",  kernel,   "--max-time", "3"};
     args.insert(args.end(), more.begin(), more.end());
     return test::kopt_json(std::move(args), rc);
   }
@@ -44,11 +45,13 @@ TEST_F(SkippedWork, AKernelThatSkipsEveryOtherLaunchIsInconsistentAndFlagged) {
   EXPECT_EQ(v["status"], "inconsistent") << v.dump(2);
   std::string error = v["error"];
   EXPECT_NE(error.find("timed sample samples_s["), std::string::npos) << error;
-  EXPECT_NE(error.find("output 'y': 1048576 of 1048576 elements differ"), std::string::npos) << error;
+  EXPECT_NE(error.find("output 'y': 1048576 of 1048576 elements differ"), std::string::npos)
+      << error;
   // The first poisoned sample is filled with NaN, the second with stale finite values: which
   // one falls on a skipped launch is chance, and either says so.
   bool nan_left = error.find("first at [0]: got nan") != std::string::npos &&
-                  error.find("left poisoned: the kernel skipped its work on a timed launch") != std::string::npos;
+                  error.find("left poisoned: the kernel skipped its work on a timed launch") !=
+                      std::string::npos;
   bool stale_left = error.find("filled with finite stale values") != std::string::npos &&
                     error.find("skipped or cut short its work") != std::string::npos;
   EXPECT_TRUE(nan_left || stale_left) << error;
@@ -88,7 +91,8 @@ TEST_F(SkippedWork, AKernelThatWorksOnlyOnPoisonedOutputsIsInconsistent) {
   const json& v = j["variants"][0];
   EXPECT_EQ(v["status"], "inconsistent") << v.dump(2);
   std::string error = v["error"];
-  EXPECT_NE(error.find("(outputs filled with finite stale values before it)"), std::string::npos) << error;
+  EXPECT_NE(error.find("(outputs filled with finite stale values before it)"), std::string::npos)
+      << error;
   EXPECT_NE(error.find("elements differ"), std::string::npos) << error;
   EXPECT_NE(error.find("output looked done"), std::string::npos) << error;
 }
@@ -99,9 +103,10 @@ TEST_F(SkippedWork, AKernelThatWorksOnlyOnPoisonedOutputsIsInconsistent) {
 TEST_F(SkippedWork, CheckCatchesAModifiedInputAPartialOutputAndLowerPrecision) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  json j = test::kopt_json({"--backend", "opencl", "check", (m_dir.path() / "problem").string(), "--kernel",
-                            "modifies_input", "--kernel", "writes_half", "--kernel", "low_precision", "--seeds", "1"},
-                           rc);
+  json j = test::kopt_json(
+      {"--backend", "opencl", "check", (m_dir.path() / "problem").string(), "--kernel",
+       "modifies_input", "--kernel", "writes_half", "--kernel", "low_precision", "--seeds", "1"},
+      rc);
   EXPECT_EQ(rc, 1) << j.dump(2);
   ASSERT_EQ(j["kernels"].size(), 3u) << j.dump(2);
   for (const auto& k : j["kernels"]) EXPECT_EQ(k["status"], "mismatch") << k.dump(2);
@@ -109,11 +114,13 @@ TEST_F(SkippedWork, CheckCatchesAModifiedInputAPartialOutputAndLowerPrecision) {
   EXPECT_EQ(modified["modified_inputs"], json::array({"x"})) << modified.dump(2);
   const json& half = j["kernels"][1]["seeds"][0]["outputs"];
   bool unwritten = false;
-  for (const auto& o : half) unwritten = unwritten || (o["tensor"] == "y" && o["unwritten"].get<std::int64_t>() == 524288);
+  for (const auto& o : half)
+    unwritten = unwritten || (o["tensor"] == "y" && o["unwritten"].get<std::int64_t>() == 524288);
   EXPECT_TRUE(unwritten) << half.dump(2);
   const json& low = j["kernels"][2]["seeds"][0]["outputs"];
   bool mismatched = false;
-  for (const auto& o : low) mismatched = mismatched || (o["tensor"] == "y" && o["mismatches"].get<std::int64_t>() > 0);
+  for (const auto& o : low)
+    mismatched = mismatched || (o["tensor"] == "y" && o["mismatches"].get<std::int64_t>() > 0);
   EXPECT_TRUE(mismatched) << low.dump(2);
 }
 

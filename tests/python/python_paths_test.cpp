@@ -23,7 +23,9 @@ namespace fs = std::filesystem;
 
 class PythonPaths : public test::PrivateCacheTest {};
 
-fs::path kernelbench(const std::string& what) { return test::source_dir() / "examples/kernelbench" / what; }
+fs::path kernelbench(const std::string& what) {
+  return test::source_dir() / "examples/kernelbench" / what;
+}
 
 // The lines that carry the import's decisions: dims, shapes, inits and cost formulas.
 std::vector<std::string> decisions(const fs::path& toml) {
@@ -32,7 +34,7 @@ std::vector<std::string> decisions(const fs::path& toml) {
   bool in_dims = false;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("[[kernels]]", 0) == 0) break;  // kernels were added by hand
-    if (line.rfind("#", 0) == 0) continue;  // comments: the values drawn differ on a GPU
+    if (line.rfind("#", 0) == 0) continue;         // comments: the values drawn differ on a GPU
     if (line.rfind("[", 0) == 0) in_dims = line == "[dims]";
     if (in_dims || line.rfind("shape = ", 0) == 0 || line.rfind("flops = ", 0) == 0 ||
         line.rfind("bytes = ", 0) == 0 || line.rfind("name = ", 0) == 0)
@@ -48,14 +50,15 @@ TEST_P(ImportedExample, ImportsAsCommittedAndLoads) {
   std::string name = GetParam();
   fs::path out = m_dir.path() / name;
   int rc = -1;
-  auto j = test::kopt_json({"import", "kernelbench", kernelbench("level1/" + name + ".py").string(), "--out",
-                            out.string()},
+  auto j = test::kopt_json({"import", "kernelbench", kernelbench("level1/" + name + ".py").string(),
+                            "--out", out.string()},
                            rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["problem"], name);
   std::set<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.insert(it.key());
-  EXPECT_EQ(keys, (std::set<std::string>{"schema_version", "command", "problem", "dir", "files", "notes"}))
+  EXPECT_EQ(keys, (std::set<std::string>{"schema_version", "command", "problem", "dir", "files",
+                                         "notes"}))
       << "docs/json/commands.json documents these";
   for (const char* f : {"kopt.toml", "ref.py", "model.py"}) EXPECT_TRUE(fs::exists(out / f)) << f;
   // The committed example is this import, with kernels added below it.
@@ -67,7 +70,8 @@ TEST_P(ImportedExample, ImportsAsCommittedAndLoads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Level1, ImportedExample,
-                         ::testing::Values("19_ReLU", "1_Square_matrix_multiplication_", "23_Softmax", "40_LayerNorm",
+                         ::testing::Values("19_ReLU", "1_Square_matrix_multiplication_",
+                                           "23_Softmax", "40_LayerNorm",
                                            "47_Sum_reduction_over_a_dimension"));
 
 TEST_F(PythonPaths, ImportLeavesAnEarlierImportAloneWithoutForce) {
@@ -91,7 +95,8 @@ TEST_F(PythonPaths, ANonKernelbenchFileIsBadInput) {
   fs::path f = m_dir.path() / "not_kb.py";
   ASSERT_TRUE(write_text_atomic(f, "x = 1\n"));
   int rc = -1;
-  auto j = test::kopt_json({"import", "kernelbench", f.string(), "--out", (m_dir.path() / "o").string()}, rc);
+  auto j = test::kopt_json(
+      {"import", "kernelbench", f.string(), "--out", (m_dir.path() / "o").string()}, rc);
   EXPECT_EQ(rc, 2) << j.dump(2);
   EXPECT_NE(j.value("error", "").find("has no Model"), std::string::npos) << j.dump(2);
 }
@@ -101,11 +106,13 @@ TEST_F(PythonPaths, WithoutPythonTheImportSaysWhatToInstall) {
   std::string saved = before ? before : "";
   ::setenv("KOPT_PYTHON", "/nonexistent/python3", 1);
   int rc = -1;
-  auto j = test::kopt_json({"import", "kernelbench", kernelbench("level1/19_ReLU.py").string(), "--out",
-                            (m_dir.path() / "o").string()},
+  auto j = test::kopt_json({"import", "kernelbench", kernelbench("level1/19_ReLU.py").string(),
+                            "--out", (m_dir.path() / "o").string()},
                            rc);
-  if (before) ::setenv("KOPT_PYTHON", saved.c_str(), 1);
-  else ::unsetenv("KOPT_PYTHON");
+  if (before)
+    ::setenv("KOPT_PYTHON", saved.c_str(), 1);
+  else
+    ::unsetenv("KOPT_PYTHON");
   EXPECT_EQ(rc, 3) << j.dump(2);
   EXPECT_NE(j.value("error", "").find("python3-torch"), std::string::npos) << j.dump(2);
 }
@@ -115,12 +122,16 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : m_name(name) {
     if (const char* v = std::getenv(name)) m_before = v;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
   }
   ~ScopedEnv() {
-    if (m_before) ::setenv(m_name.c_str(), m_before->c_str(), 1);
-    else ::unsetenv(m_name.c_str());
+    if (m_before)
+      ::setenv(m_name.c_str(), m_before->c_str(), 1);
+    else
+      ::unsetenv(m_name.c_str());
   }
 
  private:
@@ -134,8 +145,8 @@ TEST_F(PythonPaths, TheWorkerStartsWithoutKoptPython) {
   KOPT_SKIP_WITHOUT_OPENCL();
   ScopedEnv no_python("KOPT_PYTHON", nullptr);
   int rc = -1;
-  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(), "--dim",
-                            "batch_size=16", "--seeds", "1"},
+  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(),
+                            "--dim", "batch_size=16", "--seeds", "1"},
                            rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["kernels"][0]["status"], "passed") << j.dump(2);
@@ -155,8 +166,8 @@ TEST_F(PythonPaths, TheWorkerStartsFromABareNameOnPath) {
   ScopedEnv on_path("PATH", path.c_str());
   ScopedEnv bare("KOPT_PYTHON", "kopt-test-python");
   int rc = -1;
-  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(), "--dim",
-                            "batch_size=16", "--seeds", "1"},
+  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(),
+                            "--dim", "batch_size=16", "--seeds", "1"},
                            rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["kernels"][0]["status"], "passed") << j.dump(2);
@@ -168,8 +179,8 @@ TEST_F(PythonPaths, AnOpenclKernelPassesAgainstThePytorchReference) {
   KOPT_SKIP_WITHOUT_TORCH();
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(), "--dim",
-                            "batch_size=64", "--seeds", "2"},
+  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("19_ReLU").string(),
+                            "--dim", "batch_size=64", "--seeds", "2"},
                            rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["reference"]["kind"], "python");
@@ -180,8 +191,8 @@ TEST_F(PythonPaths, VsTorchTimesTheEagerBaselineAndSaysWhatCompileDid) {
   KOPT_SKIP_WITHOUT_TORCH();
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  auto j = test::kopt_json({"--backend", "opencl", "bench", kernelbench("19_ReLU").string(), "--dim",
-                            "batch_size=64", "--vs-torch", "--max-time", "0.3"},
+  auto j = test::kopt_json({"--backend", "opencl", "bench", kernelbench("19_ReLU").string(),
+                            "--dim", "batch_size=64", "--vs-torch", "--max-time", "0.3"},
                            rc);
   std::map<std::string, nlohmann::json> rows;
   for (const auto& v : j["variants"]) rows[v["kernel"].get<std::string>()] = v;
@@ -210,15 +221,16 @@ TEST_F(PythonPaths, AProblemWithoutKernelsGetsItsBaselinesTimed) {
   KOPT_SKIP_WITHOUT_TORCH();
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  auto j = test::kopt_json({"--backend", "opencl", "bench", kernelbench("40_LayerNorm").string(), "--dim",
-                            "batch_size=2", "--vs-torch", "--max-time", "0.3"},
+  auto j = test::kopt_json({"--backend", "opencl", "bench", kernelbench("40_LayerNorm").string(),
+                            "--dim", "batch_size=2", "--vs-torch", "--max-time", "0.3"},
                            rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   ASSERT_GE(j["variants"].size(), 1u);
   EXPECT_EQ(j["variants"][0]["kernel"], "torch eager");
   EXPECT_EQ(j["variants"][0]["status"], "ok");
   // Without --vs-torch the missing kernels are bad input.
-  auto k = test::kopt_json({"--backend", "opencl", "bench", kernelbench("40_LayerNorm").string()}, rc);
+  auto k =
+      test::kopt_json({"--backend", "opencl", "bench", kernelbench("40_LayerNorm").string()}, rc);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(k.value("error", "").find("no kernels yet"), std::string::npos) << k.dump(2);
 }
@@ -228,8 +240,8 @@ TEST_F(PythonPaths, CheckOnAFreshImportRunsItsReference) {
   KOPT_SKIP_WITHOUT_TORCH();
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("40_LayerNorm").string(), "--dim",
-                            "batch_size=2", "--seeds", "2"},
+  auto j = test::kopt_json({"--backend", "opencl", "check", kernelbench("40_LayerNorm").string(),
+                            "--dim", "batch_size=2", "--seeds", "2"},
                            rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_TRUE(j["kernels"].empty());
@@ -252,22 +264,25 @@ TEST_F(PythonPaths, AFolderImportsChecksAndTimesEveryProblem) {
   ASSERT_NE(at, std::string::npos);
   small.replace(at, small.find('\n', at) - at, "batch_size = 4");
   ASSERT_TRUE(write_text_atomic(src / "19_ReLU.py", small));
-  ASSERT_TRUE(write_text_atomic(src / "7_Mask.py",
-                                "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-                                "        return x > 0\n"
-                                "def get_inputs():\n    return [torch.randn(8)]\n"
-                                "def get_init_inputs():\n    return []\n"));
+  ASSERT_TRUE(
+      write_text_atomic(src / "7_Mask.py",
+                        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                        "        return x > 0\n"
+                        "def get_inputs():\n    return [torch.randn(8)]\n"
+                        "def get_init_inputs():\n    return []\n"));
   fs::path out = m_dir.path() / "out";
   std::string report = (m_dir.path() / "kb.md").string();
   int rc = -1;
-  auto j = test::kopt_json({"--backend", "opencl", "import", "kernelbench", src.string(), "--out", out.string(),
-                            "--jobs", "2", "--check", "--vs-torch", "--max-time", "0.2", "--report", report},
-                           rc);
+  auto j = test::kopt_json(
+      {"--backend", "opencl", "import", "kernelbench", src.string(), "--out", out.string(),
+       "--jobs", "2", "--check", "--vs-torch", "--max-time", "0.2", "--report", report},
+      rc);
   EXPECT_EQ(rc, 1) << "a refused file fails the batch: " << j.dump(2);
   ASSERT_EQ(j["problems"].size(), 2u) << j.dump(2);
   EXPECT_EQ(j["problems"][0]["problem"], "7_Mask") << "KernelBench's numeric order";
   EXPECT_EQ(j["problems"][0]["status"], "refused");
-  EXPECT_NE(j["problems"][0]["error"].get<std::string>().find("bool"), std::string::npos) << j.dump(2);
+  EXPECT_NE(j["problems"][0]["error"].get<std::string>().find("bool"), std::string::npos)
+      << j.dump(2);
   const auto& relu_row = j["problems"][1];
   EXPECT_EQ(relu_row["status"], "imported") << j.dump(2);
   EXPECT_EQ(relu_row["reference"], "ok") << j.dump(2);
@@ -278,17 +293,21 @@ TEST_F(PythonPaths, AFolderImportsChecksAndTimesEveryProblem) {
   ASSERT_TRUE(md);
   EXPECT_NE(md->find("2 files: 1 imported, 1 refused"), std::string::npos) << *md;
   // The documented fields, as for every command.
-  auto docs = nlohmann::json::parse(*read_text_file(test::source_dir() / "docs/json/commands.json"));
+  auto docs =
+      nlohmann::json::parse(*read_text_file(test::source_dir() / "docs/json/commands.json"));
   std::set<std::string> documented, printed;
-  for (auto it = docs["import kernelbench (folder)"]["fields"].begin(); it != docs["import kernelbench (folder)"]["fields"].end(); ++it)
+  for (auto it = docs["import kernelbench (folder)"]["fields"].begin();
+       it != docs["import kernelbench (folder)"]["fields"].end(); ++it)
     documented.insert(it.key());
   for (auto it = j.begin(); it != j.end(); ++it) printed.insert(it.key());
   EXPECT_EQ(printed, documented);
   // Again: nothing done is done twice.
-  auto again = test::kopt_json({"--backend", "opencl", "import", "kernelbench", src.string(), "--out", out.string(),
-                                "--check", "--vs-torch", "--max-time", "0.2"},
-                               rc);
-  EXPECT_EQ(again["problems"][1]["eager"]["median_s"], relu_row["eager"]["median_s"]) << "kept, not timed again";
+  auto again =
+      test::kopt_json({"--backend", "opencl", "import", "kernelbench", src.string(), "--out",
+                       out.string(), "--check", "--vs-torch", "--max-time", "0.2"},
+                      rc);
+  EXPECT_EQ(again["problems"][1]["eager"]["median_s"], relu_row["eager"]["median_s"])
+      << "kept, not timed again";
 }
 
 // A ref.py without baseline() or setup_baseline() is timed through reference(), which may
@@ -306,8 +325,8 @@ TEST_F(PythonPaths, ABaselineTimedThroughTheReferenceSaysSo) {
   text.replace(at, std::string("def setup_baseline(").size(), "def _unused_setup(");
   ASSERT_TRUE(write_text_atomic(dir / "ref.py", text));
   int rc = -1;
-  auto j = test::kopt_json({"--backend", "opencl", "bench", dir.string(), "--dim", "batch_size=64", "--vs-torch",
-                            "--max-time", "0.3"},
+  auto j = test::kopt_json({"--backend", "opencl", "bench", dir.string(), "--dim", "batch_size=64",
+                            "--vs-torch", "--max-time", "0.3"},
                            rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   std::set<std::string> names;
@@ -321,10 +340,10 @@ TEST_F(PythonPaths, OptimizeRecordsThePytorchBaselinesInTheBenchmark) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
   std::string run = (m_dir.path() / "run").string();
-  auto j = test::kopt_json({"--backend", "opencl", "optimize", kernelbench("19_ReLU").string(), "--dim",
-                            "batch_size=64", "--iterations", "1", "--max-time", "0.2", "--run", run,
-                            "--no-experience"},
-                           rc);
+  auto j = test::kopt_json(
+      {"--backend", "opencl", "optimize", kernelbench("19_ReLU").string(), "--dim", "batch_size=64",
+       "--iterations", "1", "--max-time", "0.2", "--run", run, "--no-experience"},
+      rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   auto md = read_text_file(fs::path(run) / "benchmark.md");
   ASSERT_TRUE(md);

@@ -14,6 +14,6 @@ inline bool have_disassembler() {
 }
 }  // namespace kopt::test
 
-#define KOPT_SKIP_WITHOUT_DISASSEMBLER()     \
+#define KOPT_SKIP_WITHOUT_DISASSEMBLER()  \
   if (!::kopt::test::have_disassembler()) \
   GTEST_SKIP() << "no nvdisasm or cuobjdump (scripts/bootstrap installs nvdisasm from PyPI)"

@@ -64,16 +64,19 @@ class FakeLab : public Lab {
  public:
   std::map<std::string, int> measured;  // key -> times measured
   int measure_calls = 0;
-  int crash_after = -1;                 // throw on this measure call (a kill)
+  int crash_after = -1;  // throw on this measure call (a kill)
   bool fail_tuned = false;
   bool near_peak = false;
   std::optional<double> target;
-  std::set<std::string> not_landing;    // methods whose SASS signature is missing
-  std::optional<double> ncu_time_factor;  // profiles carry ncu's duration: this times the variant's time
+  std::set<std::string> not_landing;  // methods whose SASS signature is missing
+  std::optional<double>
+      ncu_time_factor;  // profiles carry ncu's duration: this times the variant's time
 
   std::string device_name() override { return "Fake GPU"; }
   int sm() override { return 90; }
-  Expected<std::string> evaluation_key(const Variant& v) override { return sha256_hex(v.label()).substr(0, 16); }
+  Expected<std::string> evaluation_key(const Variant& v) override {
+    return sha256_hex(v.label()).substr(0, 16);
+  }
   double time_us(const Variant& v) const {
     if (!v.source.empty()) {  // an agent's branch says its own time: "// time=NN"
       auto text = read_text_file(v.source);
@@ -91,10 +94,12 @@ class FakeLab : public Lab {
   Measured measure(const Variant& v) override {
     if (++measure_calls == crash_after) throw std::runtime_error("killed");
     ++measured[*evaluation_key(v)];
-    if (fail_tuned && v.kernel == "tuned") return Measured{"compile_failed", 0, 0, 0, "ptxas: too many resources"};
+    if (fail_tuned && v.kernel == "tuned")
+      return Measured{"compile_failed", 0, 0, 0, "ptxas: too many resources"};
     Measured m{"ok", time_us(v) * 1e-6, 0.002, 20, ""};
     if (!v.source.empty())  // an agent's branch may say its timing is flagged: "// flag=bimodal"
-      if (auto text = read_text_file(v.source); text && text->find("flag=bimodal") != std::string::npos)
+      if (auto text = read_text_file(v.source);
+          text && text->find("flag=bimodal") != std::string::npos)
         m.flags = {"bimodal (two clusters: 50 % of the samples near 12 us and 50 % near 30 us)"};
     return m;
   }
@@ -108,7 +113,8 @@ class FakeLab : public Lab {
   }
   std::map<std::string, int> profiled;        // profile() calls by variant label
   std::vector<std::size_t> profile_sessions;  // profile_all() calls: how many variants each
-  std::vector<Expected<Explanation>> profile_all(const std::vector<Variant>& vs, const std::vector<fs::path>& dirs,
+  std::vector<Expected<Explanation>> profile_all(const std::vector<Variant>& vs,
+                                                 const std::vector<fs::path>& dirs,
                                                  const fs::path& session_dir) override {
     profile_sessions.push_back(vs.size());
     return Lab::profile_all(vs, dirs, session_dir);
@@ -118,13 +124,18 @@ class FakeLab : public Lab {
     bool shfl = v.kernel == "tuned" && v.point.at("USE_SHFL") == 1;
     bool vec = v.kernel == "tuned" && v.point.at("VEC") == 4;
     Explanation e;
-    e.metrics = {{"sm__throughput.avg.pct_of_peak_sustained_elapsed", near_peak ? 90 : 20},
-                 {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 10},
-                 {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", vec ? 88 : 30},
-                 {"dram__throughput.avg.pct_of_peak_sustained_elapsed", near_peak ? 92 : vec ? 88 : 30},
-                 {"smsp__average_warps_active_per_issue_active.ratio", 10},
-                 {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", near_peak ? 0.5 : shfl ? 0.5 : 4.5},
-                 {"launch__waves_per_multiprocessor", 8}};
+    e.metrics = {
+        {"sm__throughput.avg.pct_of_peak_sustained_elapsed", near_peak ? 90 : 20},
+        {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 10},
+        {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", vec ? 88 : 30},
+        {"dram__throughput.avg.pct_of_peak_sustained_elapsed", near_peak ? 92
+                                                               : vec     ? 88
+                                                                         : 30},
+        {"smsp__average_warps_active_per_issue_active.ratio", 10},
+        {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", near_peak ? 0.5
+                                                                             : shfl    ? 0.5
+                                                                                       : 4.5},
+        {"launch__waves_per_multiprocessor", 8}};
     e.gaps = roofline_gaps(e.metrics);
     e.bottleneck = classify_bottleneck(e.metrics);
     if (ncu_time_factor) {  // ncu's duration, this many times the variant's own time
@@ -135,24 +146,35 @@ class FakeLab : public Lab {
   }
   // An agent's branch has what it claims (unless not landing); the problem's kernels have the
   // methods their toggles turn on at the point: USE_SHFL=1, VEC=4.
-  std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) override {
+  std::map<std::string, SassVerdictKind> verify(const Variant& v,
+                                                const std::vector<std::string>& methods) override {
     std::map<std::string, SassVerdictKind> out;
     for (const auto& m : methods) {
-      bool on = !v.source.empty() ||
-                (v.kernel == "tuned" && ((m == "warp_shuffle_reduction" && v.point.at("USE_SHFL") == 1) ||
-                                         (m == "vectorized_global_loads" && v.point.at("VEC") == 4)));
-      out[m] = on && !not_landing.contains(m) ? SassVerdictKind::verified : SassVerdictKind::missing;
+      bool on =
+          !v.source.empty() ||
+          (v.kernel == "tuned" && ((m == "warp_shuffle_reduction" && v.point.at("USE_SHFL") == 1) ||
+                                   (m == "vectorized_global_loads" && v.point.at("VEC") == 4)));
+      out[m] =
+          on && !not_landing.contains(m) ? SassVerdictKind::verified : SassVerdictKind::missing;
     }
     return out;
   }
   std::optional<double> target_time() override { return target; }
   std::optional<TargetRecord> target_record() override {
-    return TargetRecord{{{"bound", "memory"}, {"bytes", 9.0e7}, {"flops", 2.25e7}, {"target_s", 33e-6},
-                         {"memory_roof", {{"name", "dram"}, {"rate", 3e12}, {"origin", "measured"}, {"source", "fake copy"}}},
-                         {"compute_roof", {{"name", "fp32"}, {"rate", 60e12}, {"origin", "spec"}, {"source", "fake sheet"}}}},
-                        "# Target: toy\n"};
+    return TargetRecord{
+        {{"bound", "memory"},
+         {"bytes", 9.0e7},
+         {"flops", 2.25e7},
+         {"target_s", 33e-6},
+         {"memory_roof",
+          {{"name", "dram"}, {"rate", 3e12}, {"origin", "measured"}, {"source", "fake copy"}}},
+         {"compute_roof",
+          {{"name", "fp32"}, {"rate", 60e12}, {"origin", "spec"}, {"source", "fake sheet"}}}},
+        "# Target: toy\n"};
   }
-  std::optional<Measured> measure_reference() override { return Measured{"ok", 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"}; }
+  std::optional<Measured> measure_reference() override {
+    return Measured{"ok", 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"};
+  }
   std::string source_text(const Variant& v) override { return "// " + v.kernel + "\n"; }
   // An agent's branch may say what the champion check finds in it: "// seed1only" (answers
   // carried for seed 1: wrong on a secret seed), "// race" (a racecheck hazard) or
@@ -176,13 +198,13 @@ class FakeLab : public Lab {
     out.sanitizer[1].tool = "racecheck";
     for (auto& o : out.sanitizer) o.status = "clean";
     if (text && text->find("nosanitizer") != std::string::npos)
-      for (auto& o : out.sanitizer) o = SanitizerOutcome{o.tool, "unverifiable", {}, "compute-sanitizer not found", ""};
+      for (auto& o : out.sanitizer)
+        o = SanitizerOutcome{o.tool, "unverifiable", {}, "compute-sanitizer not found", ""};
     if (text && text->find("race") != std::string::npos) {
       out.sanitizer[1].status = "findings";
-      out.sanitizer[1].findings.push_back(SanitizerFinding{"racecheck",
-                                                           "Race reported between Write access at k+0x90 in tuned.cu:7",
-                                                           "k", "tuned.cu:7",
-                                                           "and Read access at k+0xd0 in tuned.cu:9 [992 hazards]", 1});
+      out.sanitizer[1].findings.push_back(SanitizerFinding{
+          "racecheck", "Race reported between Write access at k+0x90 in tuned.cu:7", "k",
+          "tuned.cu:7", "and Read access at k+0xd0 in tuned.cu:9 [992 hazards]", 1});
     }
     return out;
   }

@@ -5,6 +5,6 @@
 
 #include "kopt/backend/cuda/executor.hpp"
 
-#define KOPT_SKIP_WITHOUT_GPU()                                \
+#define KOPT_SKIP_WITHOUT_GPU()                                    \
   if (auto kopt_probe = ::kopt::cuda::probe_driver(); !kopt_probe) \
   GTEST_SKIP() << "no usable CUDA device: " << kopt_probe.error().message

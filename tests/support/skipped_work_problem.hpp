@@ -18,26 +18,29 @@ namespace kopt::test {
 
 struct HackKernel {
   const char* name;
-  const char* cuda;    // the body after the launch count; i is the element
+  const char* cuda;  // the body after the launch count; i is the element
   const char* opencl;
 };
 
 inline const HackKernel k_hack_kernels[] = {
     {"honest", "  if (i < n) y[i] = 2.0f * x[i];", "  if (i < n) y[i] = 2.0f * x[i];"},
     {"skipping",
-     "  __shared__ int skip;  // launches counted so far, this one included: 1, 2, 3, ...\n  if (threadIdx.x == 0) skip = !(launches[blockIdx.x] & 1);\n"
+     "  __shared__ int skip;  // launches counted so far, this one included: 1, 2, 3, ...\n  if "
+     "(threadIdx.x == 0) skip = !(launches[blockIdx.x] & 1);\n"
      "  __syncthreads();\n  if (skip) return;\n  if (i < n) y[i] = 2.0f * x[i];",
      "  __local int skip;\n  if (get_local_id(0) == 0) skip = !(launches[get_group_id(0)] & 1);\n"
      "  barrier(CLK_LOCAL_MEM_FENCE);\n  if (skip) return;\n  if (i < n) y[i] = 2.0f * x[i];"},
     {"skip_if_written",
      "  float first = y[blockIdx.x * blockDim.x];\n  __syncthreads();\n"
-     "  if (first == first) return;  // a number there: the output looks done\n  if (i < n) y[i] = 2.0f * x[i];",
+     "  if (first == first) return;  // a number there: the output looks done\n  if (i < n) y[i] = "
+     "2.0f * x[i];",
      "  float first = y[get_group_id(0) * get_local_size(0)];\n  barrier(CLK_GLOBAL_MEM_FENCE);\n"
      "  if (first == first) return;\n  if (i < n) y[i] = 2.0f * x[i];"},
     {"modifies_input", "  if (i < n) { y[i] = 2.0f * x[i]; const_cast<float*>(x)[i] = 0.0f; }",
      "  if (i < n) { y[i] = 2.0f * x[i]; ((__global float*)x)[i] = 0.0f; }"},
     {"writes_half", "  if (i < n / 2) y[i] = 2.0f * x[i];", "  if (i < n / 2) y[i] = 2.0f * x[i];"},
-    {"low_precision", "  if (i < n) y[i] = __uint_as_float(__float_as_uint(2.0f * x[i]) & 0xffff0000u);",
+    {"low_precision",
+     "  if (i < n) y[i] = __uint_as_float(__float_as_uint(2.0f * x[i]) & 0xffff0000u);",
      "  if (i < n) y[i] = as_float(as_uint(2.0f * x[i]) & 0xffff0000u);"},
 };
 
@@ -86,17 +89,19 @@ args = ["x", "y", "launches", { expr = "n", dtype = "i64" }]
   for (const HackKernel& k : k_hack_kernels) {
     std::string name = k.name;
     toml << "\n[[kernels]]\nname = \"" << name << "\"\nsource = [\"" << name << ".cu\", \"" << name
-         << ".cl\"]\nentry = \"scale\"\nargs = [\"x\", \"y\", \"launches\", \"n\"]\ngrid = [\"n / 256\"]\nblock = [256]\n";
+         << ".cl\"]\nentry = \"scale\"\nargs = [\"x\", \"y\", \"launches\", \"n\"]\ngrid = [\"n / "
+            "256\"]\nblock = [256]\n";
     std::ofstream(dir / (name + ".cu"))
         << "extern \"C\" __global__ void scale(const float* x, float* y, int* launches, int n) {\n"
         << "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         << "  if (threadIdx.x == 0) launches[blockIdx.x] += 1;\n  __syncthreads();\n"
         << k.cuda << "\n}\n";
-    std::ofstream(dir / (name + ".cl"))
-        << "__kernel void scale(__global const float* x, __global float* y, __global int* launches, int n) {\n"
-        << "  int i = get_global_id(0);\n"
-        << "  if (get_local_id(0) == 0) launches[get_group_id(0)] += 1;\n  barrier(CLK_GLOBAL_MEM_FENCE);\n"
-        << k.opencl << "\n}\n";
+    std::ofstream(dir / (name + ".cl")) << "__kernel void scale(__global const float* x, __global "
+                                           "float* y, __global int* launches, int n) {\n"
+                                        << "  int i = get_global_id(0);\n"
+                                        << "  if (get_local_id(0) == 0) launches[get_group_id(0)] "
+                                           "+= 1;\n  barrier(CLK_GLOBAL_MEM_FENCE);\n"
+                                        << k.opencl << "\n}\n";
   }
   std::ofstream(dir / "ref.cpp") << R"(#include <cstdint>
 extern "C" int scale_ref(void** args) {

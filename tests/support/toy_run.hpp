@@ -10,9 +10,11 @@
 
 namespace kopt::test {
 
-inline void make_toy_run(const std::filesystem::path& problem_dir, const std::filesystem::path& run_dir) {
+inline void make_toy_run(const std::filesystem::path& problem_dir,
+                         const std::filesystem::path& run_dir) {
   std::filesystem::create_directories(problem_dir);
-  for (const char* f : {"ref.cu", "naive.cu", "tuned.cu"}) std::ofstream(problem_dir / f) << "// " << f << "\n";
+  for (const char* f : {"ref.cu", "naive.cu", "tuned.cu"})
+    std::ofstream(problem_dir / f) << "// " << f << "\n";
   auto p = parse_problem(k_problem, problem_dir / "kopt.toml");
   ASSERT_TRUE(p) << p.error().to_string();
   auto catalog = builtin_method_catalog();

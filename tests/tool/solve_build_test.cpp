@@ -22,7 +22,8 @@ CompileRequest solve_request(const std::string& text) {
 }
 
 bool have_nvcc() {
-  return find_program("nvcc", {"/usr/local/cuda/bin"}).has_value() || std::getenv("CUDA_HOME") != nullptr;
+  return find_program("nvcc", {"/usr/local/cuda/bin"}).has_value() ||
+         std::getenv("CUDA_HOME") != nullptr;
 }
 
 TEST(SolveBuild, TheLibraryExportsTheShim) {
@@ -45,9 +46,10 @@ TEST(SolveBuild, TheLibraryExportsTheShim) {
 TEST(SolveBuild, ACompileErrorPointsAtTheUsersLine) {
   if (!have_nvcc()) GTEST_SKIP() << "no nvcc (the CUDA toolkit)";
   TempDir dir("kopt-solve-build");
-  auto b = cuda::NvrtcCompiler().compile(
-      solve_request("extern \"C\" void solve(const float* x, float* y, int n) {\n  y[0] = not_declared;\n}\n"),
-      dir.path() / "solve.so");
+  auto b =
+      cuda::NvrtcCompiler().compile(solve_request("extern \"C\" void solve(const float* x, float* "
+                                                  "y, int n) {\n  y[0] = not_declared;\n}\n"),
+                                    dir.path() / "solve.so");
   ASSERT_TRUE(b) << b.error().to_string();
   EXPECT_FALSE(b->ok);
   EXPECT_NE(b->log.find("solve.cu(2)"), std::string::npos) << b->log;

@@ -29,7 +29,7 @@ struct Suggestion {
   Axis axis = Axis::latency;
   int rank = 0;  // 1 first
   bool triggered = false;
-  bool within_budget = false;  // the loop would try it this iteration
+  bool within_budget = false;      // the loop would try it this iteration
   std::optional<double> strength;  // the trigger's strength; nullopt: its metric was not profiled
   std::string why;
   // The metric it should move, where it is and where the method should take it.
@@ -42,12 +42,13 @@ struct Suggestion {
 };
 
 struct AdviceInputs {
-  SelectionContext ctx;        // catalog, sm, history, available, preference (metrics: advice_metrics, here)
+  SelectionContext
+      ctx;  // catalog, sm, history, available, preference (metrics: advice_metrics, here)
   const Explanation* explanation = nullptr;
-  double time_s = 0;           // the champion's median
+  double time_s = 0;              // the champion's median
   std::set<std::string> in_sass;  // methods verified in the champion's machine code
   BudgetFormula formula = BudgetFormula::headroom;
-  std::size_t list = 5;        // how many suggestions to list at most
+  std::size_t list = 5;  // how many suggestions to list at most
 };
 
 struct Advice {

@@ -60,7 +60,7 @@ Bottleneck classify_bottleneck(const MetricValues& m);
 
 // The busiest unit of a list of (label, metric) pairs, by its % of peak: {label, %}, or
 // {"", -1} when none of the metrics is there.
-std::pair<std::string, double> busiest(const MetricValues& m,
-                                       std::initializer_list<std::pair<const char*, const char*>> units);
+std::pair<std::string, double> busiest(
+    const MetricValues& m, std::initializer_list<std::pair<const char*, const char*>> units);
 
 }  // namespace kopt

@@ -31,7 +31,7 @@
 
 namespace kopt {
 
-inline constexpr double k_at_roof = 0.90;           // at or past 90 % of the bounding roof: stop
+inline constexpr double k_at_roof = 0.90;  // at or past 90 % of the bounding roof: stop
 
 struct AxisHeadroom {
   std::optional<double> achieved;  // fraction of the axis's roof reached, 0..1 (latency: none)
@@ -39,8 +39,8 @@ struct AxisHeadroom {
   double gap = 0;                  // its share of the headroom, for the budget
   double gain_s = 0;               // at most this much time to gain by working on the axis
   std::string roof;                // "DRAM roof (spec)", "fp32 roof (measured)"
-  std::string unit;                // the busiest unit: "L1/shared", "FMA pipe", "long_scoreboard stalls"
-  std::string text;                // one sentence a person reads
+  std::string unit;  // the busiest unit: "L1/shared", "FMA pipe", "long_scoreboard stalls"
+  std::string text;  // one sentence a person reads
 };
 
 struct Headroom {
@@ -50,9 +50,9 @@ struct Headroom {
   double headroom = 1;               // H
   double time_s = 0;                 // the time the gains are fractions of
   bool at_roof = false;              // f_b >= k_at_roof
-  std::string summary;               // "memory-bound at 84 % of the DRAM roof: at most 30 µs to gain"
+  std::string summary;  // "memory-bound at 84 % of the DRAM roof: at most 30 µs to gain"
   const AxisHeadroom& of(Axis a) const { return axes[static_cast<int>(a)]; }
-  Gaps gaps() const;                 // the headroom gaps as a Gaps record
+  Gaps gaps() const;  // the headroom gaps as a Gaps record
 };
 
 // `time_s`: the time to express gains in (the champion's median); 0 takes the explanation's.

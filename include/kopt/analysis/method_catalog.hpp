@@ -1,10 +1,9 @@
 #pragma once
 // The method catalog (catalog/methods.toml, compiled in) and SASS signature verdicts.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/core/error.hpp"
 #include "kopt/tools/sass.hpp"
@@ -35,8 +34,8 @@ struct Method {
   Axis axis = Axis::latency;
   int priority = 9;  // 1 first
   int min_sm = 0;
-  std::optional<Trigger> trigger;       // the first (or only) trigger
-  std::vector<Trigger> more_triggers;   // a list's others: the strongest one counts
+  std::optional<Trigger> trigger;      // the first (or only) trigger
+  std::vector<Trigger> more_triggers;  // a list's others: the strongest one counts
   std::vector<std::string> couplings;
   std::vector<std::string> requires_features;  // hardware features (device_features) it needs
   std::string playbook;
@@ -59,7 +58,8 @@ struct Method {
 // bf16, tf32, cp_async (sm_80), fp8 (sm_89), tma, wgmma, clusters (sm_90).
 std::vector<std::string> device_features(int sm);
 inline const std::vector<std::string>& known_features() {
-  static const std::vector<std::string> f = {"tensor_cores", "bf16", "tf32", "cp_async", "fp8", "tma", "wgmma", "clusters"};
+  static const std::vector<std::string> f = {"tensor_cores", "bf16", "tf32",  "cp_async",
+                                             "fp8",          "tma",  "wgmma", "clusters"};
   return f;
 }
 
@@ -69,7 +69,8 @@ struct MethodCatalog {
   const Method* find(const std::string& id) const;
 };
 
-Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text, const std::string& source);
+Expected<MethodCatalog> parse_method_catalog(const std::string& toml_text,
+                                             const std::string& source);
 // The catalog compiled into kopt.
 Expected<MethodCatalog> builtin_method_catalog();
 

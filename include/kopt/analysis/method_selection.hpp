@@ -43,10 +43,13 @@ struct SelectionContext {
   const MethodCatalog* catalog = nullptr;
   AxisBudget budget;
   MetricValues metrics;  // from trigger_metrics()
-  int sm = 0;            // the target architecture (0: not a CUDA target, e.g. OpenCL: no method that needs an sm)
+  int sm =
+      0;  // the target architecture (0: not a CUDA target, e.g. OpenCL: no method that needs an sm)
   std::map<std::string, MethodOutcome> history;  // earlier classifications (unmasked)
-  std::optional<std::set<std::string>> available;  // methods the problem can switch on (nullopt: any)
-  std::map<std::string, double> preference;  // past success rate (experience): breaks ties of priority and strength
+  std::optional<std::set<std::string>>
+      available;  // methods the problem can switch on (nullopt: any)
+  std::map<std::string, double>
+      preference;  // past success rate (experience): breaks ties of priority and strength
 };
 
 // The architecture has what the method needs, and the problem can switch it (when that is asked).
@@ -71,7 +74,8 @@ struct MethodSet {
 };
 
 struct ValidationIssue {
-  std::string rule;  // unknown_method, over_budget, not_applicable, skipped_without_reason, reuse_without_override
+  std::string rule;  // unknown_method, over_budget, not_applicable, skipped_without_reason,
+                     // reuse_without_override
   std::string method;
   std::string message;
 };

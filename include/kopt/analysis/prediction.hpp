@@ -9,12 +9,11 @@
 //           the predicted way beyond 1 % counts.
 // Verdicts: confirmed (moved that way, by the amount), short (that way, less than the amount),
 // refuted (the other way, or less than 1 %), unmeasured (no value before or after: why).
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/core/error.hpp"
 #include "kopt/tools/ncu_csv.hpp"
@@ -22,9 +21,9 @@
 namespace kopt {
 
 struct Prediction {
-  std::string branch;  // the branch that made it ("a1"); "" for a proposer's or kopt's own
-  std::string text;    // as given: "dram_throughput:up:10%"
-  std::string metric;  // resolved: the full metric name, or "kopt__time_s" for time
+  std::string branch;     // the branch that made it ("a1"); "" for a proposer's or kopt's own
+  std::string text;       // as given: "dram_throughput:up:10%"
+  std::string metric;     // resolved: the full metric name, or "kopt__time_s" for time
   std::string direction;  // up | down
   std::optional<double> amount;
   bool relative = false;  // amount is a fraction of before
@@ -39,8 +38,10 @@ const std::vector<std::pair<std::string, std::string>>& prediction_aliases();
 inline constexpr const char* k_time_metric = "kopt__time_s";
 
 // `field` names the flag or JSON field in the message ("--expect", "branches.json[2].expect").
-Expected<Prediction> parse_prediction(const std::string& text, const std::string& field = "--expect");
-// The metric must be `time`, an alias or a metric of `known` (the open's profile); nullopt when fine.
+Expected<Prediction> parse_prediction(const std::string& text,
+                                      const std::string& field = "--expect");
+// The metric must be `time`, an alias or a metric of `known` (the open's profile); nullopt when
+// fine.
 std::optional<std::string> unknown_metric(const Prediction& p, const MetricValues& known);
 
 void judge_prediction(Prediction& p, const MetricValues& before, const MetricValues& after);

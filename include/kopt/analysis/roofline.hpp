@@ -16,7 +16,8 @@ namespace kopt {
 // tensor-core ops are counted as ncu reports them (FLOPs).
 struct FlopCounts {
   double fp64 = 0, fp32 = 0, fp16 = 0, tensor = 0;
-  std::string tensor_precision;  // the tensor path with the most ops: fp16, bf16, tf32, fp8, int8, fp64
+  std::string
+      tensor_precision;  // the tensor path with the most ops: fp16, bf16, tf32, fp8, int8, fp64
   double total() const { return fp64 + fp32 + fp16 + tensor; }
   // The precision that did most of the work: "tensor", "fp64", "fp32" or "fp16".
   std::string dominant() const;
@@ -34,7 +35,7 @@ struct Roof {
   std::string source;  // "kopt ceilings, measured 2026-11-21T..." or the spec's citation
 };
 
-nlohmann::json to_json(const std::optional<Roof>& r);  // null when absent
+nlohmann::json to_json(const std::optional<Roof>& r);    // null when absent
 nlohmann::json to_json(const std::optional<double>& v);  // null when absent
 
 // The compute roof for a precision ("fp32", "fp64", "fp16", "bf16", "tf32", "fp8") and the
@@ -47,16 +48,16 @@ struct RoofChoice {
 // "fp16" tensor_f16, any other "tensor_<precision>" (tensor_bf16, tensor_tf32, tensor_fp8).
 std::string compute_ceiling_name(const std::string& precision);
 
-RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec, const CeilingsResult* ceilings,
-                        const std::string& measured_at);
+RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec,
+                        const CeilingsResult* ceilings, const std::string& measured_at);
 
 struct RooflinePoint {
-  std::string basis;  // "cost formulas" or "ncu counters"
+  std::string basis;                           // "cost formulas" or "ncu counters"
   double flops = 0, bytes = 0, intensity = 0;  // FLOP/byte
-  double flop_rate = 0, byte_rate = 0;          // achieved, per second
+  double flop_rate = 0, byte_rate = 0;         // achieved, per second
   double pct_compute_roof = 0, pct_memory_roof = 0;
-  double attainable_flop_rate = 0;              // min(compute roof, intensity x memory roof)
-  std::string bound;                            // "memory" (left of the ridge) or "compute"
+  double attainable_flop_rate = 0;  // min(compute roof, intensity x memory roof)
+  std::string bound;                // "memory" (left of the ridge) or "compute"
 };
 
 struct Roofline {

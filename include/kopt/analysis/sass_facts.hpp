@@ -2,9 +2,8 @@
 // What one kernel's machine code contains: instruction counts by class, memory accesses by
 // width, and the share of 128-bit global loads.
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "kopt/tools/sass.hpp"
 
@@ -15,7 +14,7 @@ struct SassFacts {
   std::size_t instructions = 0;
   std::map<std::string, std::size_t> classes;  // "global_load", "shared_store", "tensor_core", ...
   std::map<std::string, std::size_t> opcodes;  // every opcode
-  std::map<int, std::size_t> global_loads_by_width;   // bits -> count
+  std::map<int, std::size_t> global_loads_by_width;  // bits -> count
   std::map<int, std::size_t> global_stores_by_width;
   std::map<int, std::size_t> shared_loads_by_width;
   std::map<int, std::size_t> shared_stores_by_width;

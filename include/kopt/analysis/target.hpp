@@ -18,9 +18,9 @@ struct Target {
   const GpuSpec* spec = nullptr;
   RoofChoice roofs;
   double flops = 0, bytes = 0, intensity = 0, ridge = 0;
-  std::string bound;     // "memory", "compute" or "" when a roof is missing
-  double floor_s = 0;    // the roofline's lower bound on the time
-  double target_s = 0;   // floor / 0.9
+  std::string bound;    // "memory", "compute" or "" when a roof is missing
+  double floor_s = 0;   // the roofline's lower bound on the time
+  double target_s = 0;  // floor / 0.9
 };
 
 // The compute precision a problem's data suggest: its first output's dtype.

@@ -22,17 +22,17 @@ std::string_view flush_method_name(FlushMethod f);
 
 struct BenchOptions {
   CacheMode mode = CacheMode::cold;
-  double warmup_s = 0.05;            // time-based warm-up per variant
+  double warmup_s = 0.05;  // time-based warm-up per variant
   StoppingRule rule;
-  bool blocking_kernel = true;       // keep host launch latency out of the timed window
-  std::int64_t flush_bytes = 0;      // 0: twice the device's L2
+  bool blocking_kernel = true;   // keep host launch latency out of the timed window
+  std::int64_t flush_bytes = 0;  // 0: twice the device's L2
   FlushMethod flush = FlushMethod::read;
   // Two variants sampled in pairs (a comparison): stop as soon as the verdict at this
   // threshold is decided (faster, slower or same) with at least min_samples pairs.
   bool paired = false;
   double verdict_threshold = 0.01;
-  double graph_below_us = 10.0;      // hot mode: batch launches in a CUDA graph below this
-  double graph_sample_us = 200.0;    // target length of one batched sample
+  double graph_below_us = 10.0;    // hot mode: batch launches in a CUDA graph below this
+  double graph_sample_us = 200.0;  // target length of one batched sample
   // Poison the outputs before a random ~10 % of the timed samples and compare them, and the
   // outputs after the last launch, with those of an untimed launch (output_verifier.hpp).
   bool verify_samples = true;
@@ -46,12 +46,14 @@ struct BenchJob {
 // Timed launches checked against the variant's own output of an untimed launch after warm-up
 // (output_verifier.hpp): a kernel that skips its work under timing fails as "inconsistent".
 struct SampleVerification {
-  bool enabled = false;              // verify_samples, and the variant has output tensors
-  std::size_t poisoned_samples = 0;  // timed samples whose outputs were poisoned before, compared after
-  bool last_checked = false;         // the outputs after the last timed launch were compared
-  std::int64_t failed_sample = -1;   // index into samples_s of the first sample that differed; -1: none
-  std::string failure;               // why the variant is inconsistent; empty: consistent
-  std::string note;                  // how it was done where that differs (graph batches, large outputs)
+  bool enabled = false;  // verify_samples, and the variant has output tensors
+  std::size_t poisoned_samples =
+      0;                      // timed samples whose outputs were poisoned before, compared after
+  bool last_checked = false;  // the outputs after the last timed launch were compared
+  std::int64_t failed_sample =
+      -1;               // index into samples_s of the first sample that differed; -1: none
+  std::string failure;  // why the variant is inconsistent; empty: consistent
+  std::string note;     // how it was done where that differs (graph batches, large outputs)
   // The check inside the timing job (JobTensor::expected_path): the golden output against the
   // reference, the inputs against their checksums. A variant that fails it is not timed.
   bool reference_checked = false;
@@ -89,15 +91,16 @@ struct BenchResult {
   Clocks clocks_before;
   Clocks clocks_after;
   std::int64_t flush_bytes = 0;
-  std::string flush_method;  // the one used: "read", or "write" when the flush kernel was unavailable
+  std::string
+      flush_method;  // the one used: "read", or "write" when the flush kernel was unavailable
   bool ok() const { return status == RunStatus::ok; }
 };
 
 // Ceilings: what the device really sustains (kopt ceilings).
 struct Ceiling {
-  std::string name;    // "dram_copy", "fp32_fma", "tensor_f16", ...
-  std::string unit;    // "B/s" or "FLOP/s"
-  double best = 0;     // the best sample
+  std::string name;  // "dram_copy", "fp32_fma", "tensor_f16", ...
+  std::string unit;  // "B/s" or "FLOP/s"
+  double best = 0;   // the best sample
   double median = 0;
   std::string method;  // how it was measured
   std::string error;   // why it is missing

@@ -4,14 +4,13 @@
 // Errors are for a missing compiler.
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "kopt/core/error.hpp"
 #include "kopt/backend/module_kind.hpp"
+#include "kopt/core/error.hpp"
 
 namespace kopt {
 
@@ -48,7 +47,7 @@ struct Build {
   std::string log;  // compiler messages, with the user's file name and line numbers
   std::string lowered_entry;
   std::filesystem::path cubin_path;  // in the build cache
-  std::string key;  // content hash of everything that determines the binary
+  std::string key;                   // content hash of everything that determines the binary
   std::string arch;
   std::string toolkit;  // e.g. "NVRTC 13.0"
   ResourceUsage resources;
@@ -78,9 +77,9 @@ Build refused_build(const CompileRequest& request);
 ResourceUsage parse_ptxas_info(const std::string& log, const std::string& lowered_entry);
 
 // JSON with the member names as keys; missing keys keep their defaults.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ResourceUsage, registers, shared_static_bytes, local_bytes,
-                                                spill_store_bytes, spill_load_bytes, const_bytes,
-                                                max_threads_per_block, source)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ResourceUsage, registers, shared_static_bytes,
+                                                local_bytes, spill_store_bytes, spill_load_bytes,
+                                                const_bytes, max_threads_per_block, source)
 nlohmann::json to_json(const Build& b);
 Build build_from_json(const nlohmann::json& j);
 // For a worker that builds (OpenCL): the request crosses the protocol.

@@ -19,7 +19,8 @@ class BuildCache {
   Expected<Build> build(const CompileRequest& request);
   // Every request, on up to `jobs` threads where the compiler allows it (else one at a
   // time), in the order given. Two requests with one key are built once.
-  std::vector<Expected<Build>> build_all(const std::vector<CompileRequest>& requests, unsigned jobs);
+  std::vector<Expected<Build>> build_all(const std::vector<CompileRequest>& requests,
+                                         unsigned jobs);
   const std::filesystem::path& dir() const { return m_dir; }
 
  private:

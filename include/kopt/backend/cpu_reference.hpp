@@ -24,7 +24,8 @@ struct CpuReferenceBuild {
 };
 
 // Compiles `source` into a cached shared library ($CXX, else c++).
-Expected<CpuReferenceBuild> build_cpu_reference(CommandRunner& runner, const std::filesystem::path& source,
+Expected<CpuReferenceBuild> build_cpu_reference(CommandRunner& runner,
+                                                const std::filesystem::path& source,
                                                 const std::vector<std::string>& cxx_flags,
                                                 const std::filesystem::path& cache_root);
 

@@ -14,6 +14,7 @@
 
 namespace kopt {
 
-Expected<ResourceUsage> cubin_resources(std::span<const std::byte> elf, const std::string& function);
+Expected<ResourceUsage> cubin_resources(std::span<const std::byte> elf,
+                                        const std::string& function);
 
 }  // namespace kopt

@@ -1,10 +1,9 @@
 #pragma once
 // What kopt knows about one GPU: identity, limits, and clocks as NVML reports them.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/problem/launch.hpp"
 
@@ -40,7 +39,7 @@ struct DeviceInfo {
   int warp_size = 32;
   DeviceLimits limits;
   Clocks clocks;
-  int driver_version = 0;  // e.g. 13000 for CUDA 13.0
+  int driver_version = 0;      // e.g. 13000 for CUDA 13.0
   std::string driver_release;  // NVML's "580.82.07"; OpenCL: CL_DRIVER_VERSION
   // OpenCL only: the platform, the device type ("gpu", "cpu", "accelerator") and its version.
   std::string platform;
@@ -60,7 +59,9 @@ struct DeviceInfo {
   // host's), and its rates are shared with everything else the host runs.
   bool is_host_cpu() const { return is_opencl() && device_type == "cpu"; }
   // What kernels are built for: "sm_90", or "opencl" (the driver compiles for its device).
-  std::string arch() const { return is_opencl() ? "opencl" : "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+  std::string arch() const {
+    return is_opencl() ? "opencl" : "sm_" + std::to_string(cc_major * 10 + cc_minor);
+  }
 };
 
 nlohmann::json to_json(const DeviceInfo& d);
@@ -68,8 +69,9 @@ nlohmann::json to_json(const DeviceInfo& d);
 std::string clocks_text(const Clocks& c);
 DeviceInfo device_info_from_json(const nlohmann::json& j);
 // JSON with the member names as keys; missing keys keep their defaults.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Clocks, sm_mhz, mem_mhz, max_sm_mhz, max_mem_mhz, throttle_mask,
-                                                throttle_reasons, temperature_c, power_w, nvml_error)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Clocks, sm_mhz, mem_mhz, max_sm_mhz, max_mem_mhz,
+                                                throttle_mask, throttle_reasons, temperature_c,
+                                                power_w, nvml_error)
 
 std::string cuda_version_string(int version);  // 13000 -> "13.0"
 

@@ -21,7 +21,9 @@ class Executor {
   // A backend whose builds need the device's own driver (OpenCL) builds in the worker, so
   // that the orchestrator holds no device context and a crashing compiler is a failed
   // candidate: the toolkit (part of every cache key) and the build. Others build nothing here.
-  virtual Expected<std::string> toolkit() { return Unexpected(internal_error("this worker builds nothing")); }
+  virtual Expected<std::string> toolkit() {
+    return Unexpected(internal_error("this worker builds nothing"));
+  }
   virtual Expected<Build> compile(const CompileRequest&, const std::filesystem::path&) {
     return Unexpected(internal_error("this worker builds nothing"));
   }

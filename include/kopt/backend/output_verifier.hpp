@@ -44,16 +44,19 @@ namespace kopt {
 
 // Reads job tensor `index` into `host` (already sized to the tensor's bytes); nullopt on
 // success, else the failure as a RunResult.
-using ReadTensor = std::function<std::optional<RunResult>(std::size_t index, std::vector<std::byte>& host)>;
+using ReadTensor =
+    std::function<std::optional<RunResult>(std::size_t index, std::vector<std::byte>& host)>;
 // Writes `host` into job tensor `index` (synchronously); nullopt on success.
-using WriteTensor = std::function<std::optional<RunResult>(std::size_t index, const std::vector<std::byte>& host)>;
+using WriteTensor =
+    std::function<std::optional<RunResult>(std::size_t index, const std::vector<std::byte>& host)>;
 
 // Bytes of outputs read back per variant for poisoned samples (the golden and the last
 // comparison come on top).
 inline constexpr std::size_t k_verify_readback_budget = std::size_t{2} << 30;
 inline constexpr double k_verify_rate = 0.1;
 inline constexpr double k_verify_time_share = 0.1;
-inline constexpr std::size_t k_secret_input_budget = std::size_t{1} << 30;  // host copies of both seeds' inputs
+inline constexpr std::size_t k_secret_input_budget = std::size_t{1}
+                                                     << 30;  // host copies of both seeds' inputs
 
 class OutputVerifier {
  public:
@@ -77,7 +80,8 @@ class OutputVerifier {
   bool secret_before(std::size_t index) const { return m_secret_at.count(index) > 0; }
   // Every input tensor's bytes for secret sample `secret_sample`, or seed 1's again without
   // one, through `write`; a file that cannot be read is a launch failure.
-  std::optional<RunResult> write_inputs(const WriteTensor& write, std::optional<std::size_t> secret_sample = {});
+  std::optional<RunResult> write_inputs(const WriteTensor& write,
+                                        std::optional<std::size_t> secret_sample = {});
   // The bytes of input `tensor` (an index into job.tensors) for secret sample `index` (the
   // secret seed's, or the mix), or seed 1's; null when a file cannot be read.
   const std::vector<std::byte>* sample_input(std::size_t tensor, std::size_t index);
@@ -101,12 +105,15 @@ class OutputVerifier {
   const SampleVerification& record() const { return m_record; }
 
  private:
-  std::optional<RunResult> compare(const ReadTensor& read, std::size_t index, const std::string& when,
-                                   bool poisoned);
+  std::optional<RunResult> compare(const ReadTensor& read, std::size_t index,
+                                   const std::string& when, bool poisoned);
   std::optional<RunResult> check_reference(const ReadTensor& read);
-  std::optional<RunResult> check_secret(const ReadTensor& read, std::size_t index, const std::string& when);
+  std::optional<RunResult> check_secret(const ReadTensor& read, std::size_t index,
+                                        const std::string& when);
   const std::vector<std::byte>* input_bytes(std::size_t tensor, bool secret);
-  bool mixed(std::size_t index) const { return !m_secret_at.empty() && index == *m_secret_at.rbegin(); }
+  bool mixed(std::size_t index) const {
+    return !m_secret_at.empty() && index == *m_secret_at.rbegin();
+  }
 
   const RunJob& m_job;
   std::vector<std::size_t> m_outputs;

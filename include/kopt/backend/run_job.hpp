@@ -14,8 +14,6 @@
 
 namespace kopt {
 
-
-
 struct JobTensor {
   std::string name;
   DType dtype = DType::f32;
@@ -24,8 +22,8 @@ struct JobTensor {
   std::filesystem::path input_path;   // inputs and inouts: initial bytes
   std::filesystem::path output_path;  // outputs and inouts: written after the run
   std::vector<std::int64_t> shape;    // for Python, which passes tensors of this shape
-  std::string checksum;               // inputs: checksum64 of the file as written (hex); may be empty
-  Tolerance tolerance;                // outputs: the checker's, for comparing timed launches' outputs
+  std::string checksum;  // inputs: checksum64 of the file as written (hex); may be empty
+  Tolerance tolerance;   // outputs: the checker's, for comparing timed launches' outputs
   // Outputs, in a timing job that also checks (tune's screening): the reference's bytes for
   // these inputs. The golden output is compared with them, the inputs with their checksums.
   std::filesystem::path expected_path;
@@ -51,11 +49,11 @@ struct RunJob {
 // How a run ended. Anything but `ok` makes the candidate a failed one, never a failed tool.
 enum class RunStatus {
   ok,
-  load_failed,    // the module or function could not be loaded
-  launch_failed,  // the launch was refused (e.g. too many resources)
-  fault,          // the kernel faulted (illegal address, trap, misaligned access...)
-  timeout,        // the watchdog killed the worker
-  crash,          // the worker process died
+  load_failed,       // the module or function could not be loaded
+  launch_failed,     // the launch was refused (e.g. too many resources)
+  fault,             // the kernel faulted (illegal address, trap, misaligned access...)
+  timeout,           // the watchdog killed the worker
+  crash,             // the worker process died
   reference_failed,  // a C++ reference returned non-zero
 };
 std::string_view run_status_name(RunStatus s);
@@ -66,8 +64,8 @@ struct RunResult {
   std::string error;   // the driver's words, or how the worker died
   bool fatal = false;  // the worker's context is unusable: it exits after replying
   std::map<std::string, std::string> input_checksums;  // of input tensors after the run
-  ResourceUsage resources;  // from the driver (cuFuncGetAttribute)
-  double kernel_ms = 0.0;   // one launch, for information (timing is `kopt bench`)
+  ResourceUsage resources;                             // from the driver (cuFuncGetAttribute)
+  double kernel_ms = 0.0;  // one launch, for information (timing is `kopt bench`)
   // A ref.py's module-level atol / rtol (-1: not given).
   double reference_atol = -1, reference_rtol = -1;
   bool ok() const { return status == RunStatus::ok; }

@@ -13,7 +13,9 @@ class DynLib {
   // Tries each candidate name in turn; the error lists what was tried and dlerror().
   static Expected<DynLib> open(const std::vector<std::string>& candidates, const std::string& what);
   DynLib() = default;
-  DynLib(DynLib&& o) noexcept : m_handle(o.m_handle), m_path(std::move(o.m_path)) { o.m_handle = nullptr; }
+  DynLib(DynLib&& o) noexcept : m_handle(o.m_handle), m_path(std::move(o.m_path)) {
+    o.m_handle = nullptr;
+  }
   DynLib& operator=(DynLib&& o) noexcept {
     std::swap(m_handle, o.m_handle);
     std::swap(m_path, o.m_path);

@@ -1,7 +1,6 @@
 #pragma once
 // Expected failures travel as values (DESIGN.md §5): kopt::Error inside kopt::Expected.
 #include <string>
-
 #include <tl/expected.hpp>
 
 namespace kopt {

@@ -14,7 +14,8 @@ Expected<std::string> read_text_file(const std::filesystem::path& path);
 Expected<std::vector<std::byte>> read_binary_file(const std::filesystem::path& path);
 
 // Writes to "<path>.tmp.<pid>" and renames over path, so readers never see a partial file.
-Expected<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data);
+Expected<void> write_file_atomic(const std::filesystem::path& path,
+                                 std::span<const std::byte> data);
 // Copies `from` to `to` through a temporary beside `to` and a rename: never a half file.
 // Streams the bytes, so a file of GBs needs no memory of its size.
 Expected<void> copy_file_atomic(const std::filesystem::path& from, const std::filesystem::path& to);

@@ -15,12 +15,12 @@
 namespace kopt {
 
 struct CommandResult {
-  bool started = false;     // false: the program could not be executed at all
-  int exit_code = -1;       // valid when exited normally
-  int signal = 0;           // non-zero when killed by a signal
-  bool timed_out = false;   // killed by us after the timeout
-  std::string out;          // stdout
-  std::string err;          // stderr
+  bool started = false;    // false: the program could not be executed at all
+  int exit_code = -1;      // valid when exited normally
+  int signal = 0;          // non-zero when killed by a signal
+  bool timed_out = false;  // killed by us after the timeout
+  std::string out;         // stdout
+  std::string err;         // stderr
   bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
 };
 

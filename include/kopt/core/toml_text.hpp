@@ -1,7 +1,8 @@
 #pragma once
 // TOML text to a table, with a malformed file reported as bad input at its line.
-#include <string>
 #include <toml++/toml.h>
+
+#include <string>
 
 #include "kopt/core/error.hpp"
 

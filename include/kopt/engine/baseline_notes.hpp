@@ -16,6 +16,7 @@ inline constexpr double k_noisy_baseline = 0.05;
 // Flags such as "noisy: 19.0 % spread; torch.compile recompiled 2 times while it was timed".
 // Empty for a clean series.
 std::vector<std::string> torch_baseline_flags(const SampleSeries& series, const Summary& summary,
-                                              std::size_t throttled_samples, double noisy_above = k_noisy_baseline);
+                                              std::size_t throttled_samples,
+                                              double noisy_above = k_noisy_baseline);
 
 }  // namespace kopt

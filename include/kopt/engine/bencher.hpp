@@ -20,7 +20,7 @@ struct BenchVariantSpec {
 
 struct BenchRequest {
   std::vector<BenchVariantSpec> variants;  // several timed side by side, or A and B compared
-  bool compare = false;                      // two variants, sampled in pairs, with a verdict
+  bool compare = false;                    // two variants, sampled in pairs, with a verdict
   BenchOptions options;
   double threshold = 0.01;  // for the verdict
   bool check_first = true;  // a wrong kernel is not timed
@@ -50,13 +50,15 @@ struct BenchVariant {
   SampleSeries series;
   Summary summary;
   std::size_t throttled_samples = 0;
-  double gbps = 0;     // from the cost formula `bytes` and the median time
-  double gflops = 0;   // from `flops`
+  double gbps = 0;                   // from the cost formula `bytes` and the median time
+  double gflops = 0;                 // from `flops`
   double pct_bandwidth_ceiling = 0;  // of the memory roof (BenchReport::roofs)
-  double pct_compute_ceiling = 0;    // of the compute roof of the problem's precision (BenchReport::compute_roof)
-  double floor_s = 0;                // the roofline floor, when a roof is known
-  double check_s = 0;                // kopt check's run of it (check_first), not its build
-  std::string status = "ok";         // ok | wrong | compile_failed | run_failed | below_floor | inconsistent | unavailable (a baseline this torch lacks)
+  double pct_compute_ceiling =
+      0;               // of the compute roof of the problem's precision (BenchReport::compute_roof)
+  double floor_s = 0;  // the roofline floor, when a roof is known
+  double check_s = 0;  // kopt check's run of it (check_first), not its build
+  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor |
+                              // inconsistent | unavailable (a baseline this torch lacks)
   std::string error;
   // Shapes of the series an honest kernel does not produce (distribution_flags.hpp): shown,
   // recorded, and a reason to refuse the variant as a champion; the status stays ok.
@@ -79,21 +81,24 @@ struct BenchReport {
   Clocks clocks_before, clocks_after;
   std::int64_t flush_bytes = 0;
   std::string flush_method;
-  std::string ceilings_source;  // roofs.source: "measured <date>", "measured now (first use, 4.8 s)", "spec table: ..."
+  std::string ceilings_source;  // roofs.source: "measured <date>", "measured now (first use, 4.8
+                                // s)", "spec table: ..."
   DeviceRoofs roofs;            // what %BW and the floor divide by, and where they come from
   RoofRate compute_roof;        // what %FLOP divides by: the roof of the problem's precision
-  Cost cost;                    // the problem's cost formulas at its dims; no flops: GFLOP/s unknown
+  Cost cost;  // the problem's cost formulas at its dims; no flops: GFLOP/s unknown
   // Where this run's wall time went: builds (in parallel), the check, the timing job, in all.
   double build_s = 0, check_s = 0, measure_s = 0, wall_s = 0;
   int exit_code() const;
 };
 
 // A request for variants timed with `options` (compared, when `compare`, at `threshold`).
-BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare, const BenchOptions& options,
-                           double threshold, const std::optional<std::string>& arch,
+BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare,
+                           const BenchOptions& options, double threshold,
+                           const std::optional<std::string>& arch,
                            const std::filesystem::path& cache_root);
 
-Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request, CheckContext ctx);
+Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
+                                CheckContext ctx);
 
 // Several workers (bench --gpus, --cluster; engine/bench_spread.cpp): without a comparison the
 // variants are dealt out one per worker by a Dispatcher (a lost worker's variant is measured
@@ -102,7 +107,8 @@ Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& requ
 // that one worker, as run_bench does: a comparison is never split over devices. `notes` gets
 // what happened (where the comparison ran, workers lost).
 Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
-                                const std::vector<CheckContext>& workers, std::vector<std::string>& notes);
+                                const std::vector<CheckContext>& workers,
+                                std::vector<std::string>& notes);
 
 // Why `worker` is lost after bench job `b` (dispatcher.hpp's worker_lost), asked only when no
 // variant of the job is ok (one that is proves the worker alive); nullopt when it is not lost.

@@ -17,13 +17,16 @@ struct StoredCeilings {
 
 std::string ceilings_key(const DeviceInfo& d);
 std::filesystem::path ceilings_path(const std::filesystem::path& cache_root, const DeviceInfo& d);
-std::optional<StoredCeilings> load_ceilings(const std::filesystem::path& cache_root, const DeviceInfo& d);
+std::optional<StoredCeilings> load_ceilings(const std::filesystem::path& cache_root,
+                                            const DeviceInfo& d);
 // The newest stored ceilings of a device of that name (for saved profiles, with no device at hand).
-std::optional<StoredCeilings> find_ceilings_by_name(const std::filesystem::path& cache_root, const std::string& device_name);
+std::optional<StoredCeilings> find_ceilings_by_name(const std::filesystem::path& cache_root,
+                                                    const std::string& device_name);
 Expected<void> save_ceilings(const std::filesystem::path& cache_root, const StoredCeilings& c);
 // The stored ceilings of the worker's device; measured (and stored) first when there are
 // none or `refresh` is set. The bool says whether they came from the cache.
-Expected<std::pair<StoredCeilings, bool>> ensure_ceilings(const std::filesystem::path& cache_root, WorkerClient& worker,
+Expected<std::pair<StoredCeilings, bool>> ensure_ceilings(const std::filesystem::path& cache_root,
+                                                          WorkerClient& worker,
                                                           bool refresh = false);
 
 // The best rate of a ceiling by name, 0 when missing.

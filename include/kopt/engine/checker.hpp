@@ -27,7 +27,7 @@ struct CheckPoint {
 };
 
 struct CheckOptions {
-  std::vector<std::string> kernels;  // empty: every kernel of the problem
+  std::vector<std::string> kernels;          // empty: every kernel of the problem
   std::map<std::string, std::int64_t> sets;  // --set NAME=VALUE
   // Checks these instead of `kernels` at `sets` when not empty: one KernelCheck each, in this
   // order, over one set of seeds and references (a tuner's batch of candidates).
@@ -87,7 +87,8 @@ struct CheckReport {
   std::string arch;
   std::string toolkit;
   std::string reference_kind;
-  bool reference_cached = false;  // every seed's reference came from the cache (the secret one never does)
+  bool reference_cached =
+      false;  // every seed's reference came from the cache (the secret one never does)
   std::vector<std::uint64_t> seeds;
   std::optional<std::uint64_t> secret_seed;  // the last of `seeds`, drawn at run time
   std::vector<KernelCheck> kernels;
@@ -119,14 +120,15 @@ struct CheckContext {
 
 // Errors are for the whole command (bad input: exit 2; reference broken; no compiler).
 // A candidate that does not compile, faults, hangs or is wrong is a KernelCheck status.
-Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options, CheckContext ctx);
+Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options,
+                                CheckContext ctx);
 
 // [check] dims (Problem::check_dims; engine/shape_check.cpp): every kernel of `report` that
 // passed is checked once more, on seed 1, at that other shape; one that is wrong there (or
 // fails there) becomes a mismatch: it does not compute the problem at other sizes (a shape
 // hard-coded into it). A point that does not fit the other shape leaves a note instead.
-Expected<void> check_other_shape(const Problem& problem, const CheckOptions& options, CheckContext ctx,
-                                 CheckReport& report);
+Expected<void> check_other_shape(const Problem& problem, const CheckOptions& options,
+                                 CheckContext ctx, CheckReport& report);
 
 nlohmann::json to_json(const CheckReport& r);
 

@@ -66,7 +66,7 @@ std::string worker_label(std::size_t index, WorkerClient& worker);
 // The devices of a run's workers, each asked once: one model unless allow_mixed (bad input
 // otherwise: a run compares candidates measured on one model); `notes` gets what differs
 // between them (clocks, models) and a device that reports throttling at the start.
-Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>& workers, bool allow_mixed,
-                                                 std::vector<std::string>& notes);
+Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>& workers,
+                                                 bool allow_mixed, std::vector<std::string>& notes);
 
 }  // namespace kopt

@@ -10,7 +10,8 @@ namespace kopt {
 
 struct ResolvedIncludes {
   std::vector<std::filesystem::path> dirs;
-  std::string missing;  // why a folder cannot be found, naming the file, line and field; empty when none
+  std::string
+      missing;  // why a folder cannot be found, naming the file, line and field; empty when none
 };
 ResolvedIncludes resolve_include_dirs(const Problem& p, const KernelSpec& k);
 

@@ -10,7 +10,8 @@ namespace kopt {
 
 // hypothesis.md at close: each branch's own hypothesis and its predictions with what the
 // metrics did, above kopt's analysis from the open (kept as it was written).
-void write_branch_hypotheses(const std::filesystem::path& file, const std::vector<BranchRecord>& branches,
+void write_branch_hypotheses(const std::filesystem::path& file,
+                             const std::vector<BranchRecord>& branches,
                              const std::vector<Prediction>& judged, const std::string& candidate);
 
 }  // namespace kopt

@@ -6,11 +6,10 @@
 // step, so that a batch killed at any moment resumes where it stopped.
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/backend/bench_job.hpp"
 #include "kopt/engine/checker.hpp"
@@ -31,7 +30,8 @@ struct BaselineOutcome {
 struct KernelbenchEntry {
   std::string file;     // the KernelBench file's name
   std::string problem;  // its stem: the problem's name and directory under OUT
-  std::string status = "pending";  // imported | kept (an earlier import) | refused (bad input) | failed
+  std::string status =
+      "pending";  // imported | kept (an earlier import) | refused (bad input) | failed
   std::string error;
   double import_s = 0;
   bool flops_known = false;
@@ -39,7 +39,8 @@ struct KernelbenchEntry {
   std::string reference = "not_run";  // ok | failed | not_run
   std::string reference_error;
   double reference_s = 0;  // the check's wall time: inputs, the reference's run, its outputs
-  double baselines_s = 0;  // the wall time of timing both baselines, torch.compile's compile included
+  double baselines_s =
+      0;  // the wall time of timing both baselines, torch.compile's compile included
   BaselineOutcome eager, compiled;
 };
 
@@ -47,9 +48,9 @@ struct KernelbenchBatchOptions {
   std::filesystem::path source;  // a folder of KernelBench files
   std::filesystem::path out;     // one problem directory per file under it
   std::filesystem::path cache_root;
-  int jobs = 0;        // parallel imports; 0: the machine's cores
-  bool force = false;  // import again and evaluate again what an earlier batch did
-  bool check = false;  // run each reference once
+  int jobs = 0;            // parallel imports; 0: the machine's cores
+  bool force = false;      // import again and evaluate again what an earlier batch did
+  bool check = false;      // run each reference once
   bool baselines = false;  // time torch eager and torch.compile
   BenchOptions bench;
   std::function<void(const std::string&)> log = [](const std::string&) {};
@@ -66,10 +67,11 @@ struct KernelbenchBatch {
 std::vector<std::filesystem::path> kernelbench_files(const std::filesystem::path& folder);
 
 // Imports one file into its directory; the default is import_kernelbench. Tests pass fakes.
-using KernelbenchImporter =
-    std::function<Expected<std::vector<std::string>>(const std::filesystem::path& file, const std::filesystem::path& dir)>;
+using KernelbenchImporter = std::function<Expected<std::vector<std::string>>(
+    const std::filesystem::path& file, const std::filesystem::path& dir)>;
 // Runs the reference and the baselines of one imported problem; the default uses a worker.
-using KernelbenchEvaluator = std::function<void(KernelbenchEntry& entry, const std::filesystem::path& dir)>;
+using KernelbenchEvaluator =
+    std::function<void(KernelbenchEntry& entry, const std::filesystem::path& dir)>;
 
 // The whole batch. An environment error (no Python with torch) ends it as an Error; a
 // problem that is refused or fails is an entry with its reason, and the batch goes on.

@@ -21,13 +21,15 @@ namespace kopt {
 struct Variant {
   std::string kernel;
   ParamPoint point;
-  std::string source;  // a file that replaces the kernel's source (an agent's branch); empty: the problem's
+  std::string
+      source;  // a file that replaces the kernel's source (an agent's branch); empty: the problem's
   std::string label() const;  // "tuned BLOCK=256 VEC=4", "+ [branches/a1/kernel.cu]" with a source
   bool operator==(const Variant&) const = default;
 };
 
 struct Measured {
-  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor | inconsistent | error
+  std::string status =
+      "ok";  // ok | wrong | compile_failed | run_failed | below_floor | inconsistent | error
   double median_s = 0;
   double noise = 0;
   std::size_t samples = 0;
@@ -36,7 +38,8 @@ struct Measured {
   // Distribution flags of the samples ("bimodal (...)", distribution_flags.hpp): the status
   // stays ok, but a flagged variant is never accepted as a champion.
   std::vector<std::string> flags;
-  std::string device;  // which device measured it, where a lab has several workers ("worker 1: ...")
+  std::string
+      device;  // which device measured it, where a lab has several workers ("worker 1: ...")
   bool ok() const { return status == "ok"; }
 };
 
@@ -67,7 +70,8 @@ class Lab {
   // `each` is called as each one is done (never two at once), so that what was measured is
   // recorded before the next finishes: a run killed in the middle keeps it.
   using MeasuredFn = std::function<void(std::size_t index, const Measured&)>;
-  virtual std::vector<Measured> measure_all(const std::vector<Variant>& vs, const MeasuredFn& each = {}) {
+  virtual std::vector<Measured> measure_all(const std::vector<Variant>& vs,
+                                            const MeasuredFn& each = {}) {
     std::vector<Measured> out;
     for (const auto& v : vs) {
       out.push_back(measure(v));
@@ -82,15 +86,16 @@ class Lab {
   // Several variants, each profiled as profile() does (its files under dirs[i]); a lab with
   // ncu profiles them in one session, whose report and log go to `session_dir` (the branches
   // of one round: one start-up of ncu, not one each). One result per variant, in order.
-  virtual std::vector<Expected<Explanation>> profile_all(const std::vector<Variant>& vs,
-                                                         const std::vector<std::filesystem::path>& dirs,
-                                                         const std::filesystem::path& session_dir) {
+  virtual std::vector<Expected<Explanation>> profile_all(
+      const std::vector<Variant>& vs, const std::vector<std::filesystem::path>& dirs,
+      const std::filesystem::path& session_dir) {
     (void)session_dir;
     std::vector<Expected<Explanation>> out;
     for (std::size_t i = 0; i < vs.size(); ++i) out.push_back(profile(vs[i], dirs.at(i)));
     return out;
   }
-  virtual std::map<std::string, SassVerdictKind> verify(const Variant& v, const std::vector<std::string>& methods) = 0;
+  virtual std::map<std::string, SassVerdictKind> verify(
+      const Variant& v, const std::vector<std::string>& methods) = 0;
   // The time that meets the target (90 % of the relevant roof); nullopt when no roof is known.
   virtual std::optional<double> target_time() = 0;
   virtual std::optional<TargetRecord> target_record() = 0;

@@ -23,8 +23,8 @@ namespace kopt {
 struct OptimizeOptions {
   int iterations = 5;
   int branches = 4;
-  int patience = 2;       // iterations without improvement before stopping
-  int max_retries = 3;    // when every branch fails
+  int patience = 2;     // iterations without improvement before stopping
+  int max_retries = 3;  // when every branch fails
   std::uint64_t seed = 1;
   std::string start_kernel;  // v0; default: the first kernel without method toggles, else the first
   std::filesystem::path run_dir;
@@ -55,8 +55,8 @@ struct OptimizeOptions {
 
 // `git` may be null (no history commits); errors are for the whole run (bad input, a run
 // directory that exists without --resume, a damaged run.json). Failed candidates are records.
-Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
-                                Lab& lab, GitRepo* git);
+Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& catalog,
+                                const OptimizeOptions& options, Lab& lab, GitRepo* git);
 
 // The same loop one step at a time, for an agent (same engine, same records):
 //   iter_open     baseline if the run is new; profile, headroom, budget, a ranked list of
@@ -68,14 +68,15 @@ Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& cat
 //   iter_close    measures the branches, picks the champion, checks SASS, attributes every
 //                 ablation, profiles the candidate and judges the predictions, records
 //   iter_finalize ends the run
-Expected<RunState> iter_open(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options, Lab& lab,
-                             GitRepo* git);
-Expected<RunState> iter_branch(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
-                               Lab& lab, const BranchRecord& branch, const std::filesystem::path& file);
-Expected<RunState> iter_close(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options, Lab& lab,
-                              GitRepo* git);
-Expected<RunState> iter_finalize(const Problem& problem, const MethodCatalog& catalog, const OptimizeOptions& options,
-                                 Lab& lab, GitRepo* git);
+Expected<RunState> iter_open(const Problem& problem, const MethodCatalog& catalog,
+                             const OptimizeOptions& options, Lab& lab, GitRepo* git);
+Expected<RunState> iter_branch(const Problem& problem, const MethodCatalog& catalog,
+                               const OptimizeOptions& options, Lab& lab, const BranchRecord& branch,
+                               const std::filesystem::path& file);
+Expected<RunState> iter_close(const Problem& problem, const MethodCatalog& catalog,
+                              const OptimizeOptions& options, Lab& lab, GitRepo* git);
+Expected<RunState> iter_finalize(const Problem& problem, const MethodCatalog& catalog,
+                                 const OptimizeOptions& options, Lab& lab, GitRepo* git);
 
 // The kernel that carries method toggles (the loop's branches are points of it).
 const KernelSpec* method_kernel(const Problem& problem);

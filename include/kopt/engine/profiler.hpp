@@ -22,15 +22,15 @@ struct ProfileRequest {
   std::vector<std::string> questions;        // default_ncu_questions() when empty
   std::optional<std::string> ncu_set;        // ncu's own set ("full") instead of the questions
   std::string clock_control = "none";
-  int launch_skip = 0;   // launches of each kernel before its profiled ones (outside its NVTX range)
+  int launch_skip = 0;  // launches of each kernel before its profiled ones (outside its NVTX range)
   int launch_count = 1;  // launches profiled (averaged)
   bool check_first = true;
   std::optional<std::string> arch;
   int device = 0;
-  std::filesystem::path out_dir;             // one subdirectory per kernel
+  std::filesystem::path out_dir;  // one subdirectory per kernel
   std::filesystem::path cache_root;
-  std::filesystem::path kopt_executable;     // runs the one-shot worker under ncu
-  std::filesystem::path ncu;                 // the ncu executable
+  std::filesystem::path kopt_executable;  // runs the one-shot worker under ncu
+  std::filesystem::path ncu;              // the ncu executable
   std::string ncu_version;
   double timeout_s = 600;  // per kernel: a session of N kernels may take N times as long
   // Every kernel in one ncu session (one start-up of ncu and of the worker, each kernel's
@@ -49,7 +49,7 @@ struct KernelProfile {
   std::optional<Explanation> explanation;
   ProfileProvenance provenance;
   std::filesystem::path dir;
-  double ncu_wall_s = 0;  // wall time of the ncu session it was profiled in
+  double ncu_wall_s = 0;    // wall time of the ncu session it was profiled in
   int session_kernels = 0;  // how many kernels that session profiled (0: none ran)
   ResourceUsage resources;
 };
@@ -61,7 +61,8 @@ struct ProfileReport {
   int exit_code() const;
 };
 
-Expected<ProfileReport> run_profile(const Problem& problem, const ProfileRequest& request, CheckContext ctx);
+Expected<ProfileReport> run_profile(const Problem& problem, const ProfileRequest& request,
+                                    CheckContext ctx);
 
 // One kernel at one point, of its own problem (a branch's source replaces the kernel's), its
 // files written to `dir`.
@@ -76,7 +77,8 @@ struct ProfileItem {
 // fails its check or its profile has that status; the others are still profiled. One
 // KernelProfile per item, in order.
 Expected<std::vector<KernelProfile>> run_profile_items(const std::vector<ProfileItem>& items,
-                                                       const ProfileRequest& request, CheckContext ctx,
+                                                       const ProfileRequest& request,
+                                                       CheckContext ctx,
                                                        const std::filesystem::path& session_dir);
 
 nlohmann::json to_json(const ProfileReport& r);

@@ -9,12 +9,11 @@
 // The roofs always say which, in `source`.
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/analysis/hardware_spec.hpp"
 #include "kopt/engine/ceilings_store.hpp"
@@ -31,8 +30,9 @@ enum class RoofsOrigin {
 std::string_view roofs_origin_name(RoofsOrigin o);  // "measured", "measured_now", "spec", "none"
 
 struct RoofRate {
-  double rate = 0;     // byte/s or FLOP/s; 0: unknown
-  std::string name;    // the ceiling ("dram_copy", "tensor_bf16") or spec field ("memory_bandwidth_gbs")
+  double rate = 0;  // byte/s or FLOP/s; 0: unknown
+  std::string
+      name;  // the ceiling ("dram_copy", "tensor_bf16") or spec field ("memory_bandwidth_gbs")
   std::string source;  // "kopt ceilings (<method>), measured <date>" or the spec's citation
 };
 

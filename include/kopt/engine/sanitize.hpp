@@ -5,11 +5,10 @@
 // harms nothing else. What a tool could not check is "unverifiable", never "clean".
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/engine/checker.hpp"
 #include "kopt/tools/sanitizer.hpp"
@@ -17,10 +16,10 @@
 namespace kopt {
 
 struct SanitizeRequest {
-  std::vector<std::string> tools;                   // memcheck, racecheck, synccheck, initcheck
-  std::optional<std::filesystem::path> sanitizer;   // compute-sanitizer; nullopt: not found
-  std::string missing_reason;                       // why there is none
-  std::filesystem::path kopt_executable;            // runs `kopt worker --once` under the tool
+  std::vector<std::string> tools;                  // memcheck, racecheck, synccheck, initcheck
+  std::optional<std::filesystem::path> sanitizer;  // compute-sanitizer; nullopt: not found
+  std::string missing_reason;                      // why there is none
+  std::filesystem::path kopt_executable;           // runs `kopt worker --once` under the tool
   int device = 0;
   double timeout_s = 600;
   std::function<void(const std::string&)> log = [](const std::string&) {};
@@ -34,7 +33,8 @@ std::vector<SanitizerOutcome> sanitize_kernel(const Problem& p, const KernelChec
 // The verdict over a kernel's outcomes: "findings" when any tool found an error, else
 // "unverifiable" when any could not check, else "clean"; "" without outcomes.
 std::string sanitizer_verdict(const std::vector<SanitizerOutcome>& outcomes);
-// One line: "memcheck: Invalid __global__ read of size 4 bytes at kernel.cu:12 (3x); racecheck: clean".
+// One line: "memcheck: Invalid __global__ read of size 4 bytes at kernel.cu:12 (3x); racecheck:
+// clean".
 std::string sanitizer_summary(const std::vector<SanitizerOutcome>& outcomes);
 
 nlohmann::json to_json(const SanitizerFinding& f);

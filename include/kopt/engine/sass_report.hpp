@@ -18,7 +18,7 @@ struct SassRequest {
   std::vector<std::string> kernels;  // empty: every kernel (ignored with vs)
   std::map<std::string, std::int64_t> sets;
   std::optional<std::map<std::string, std::int64_t>> vs;  // a second point of the one kernel
-  std::vector<std::string> methods;  // empty: every method of the catalog
+  std::vector<std::string> methods;                       // empty: every method of the catalog
   std::string arch = "sm_90";
   std::filesystem::path cache_root;
 };

@@ -12,11 +12,10 @@
 //    job (interleaved rounds, so a drift of clocks hits them alike), at most `max` of them.
 // 3. The champion is the fastest confirmed candidate, with its confirmed numbers.
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/engine/search/search.hpp"
 #include "kopt/measure/statistics.hpp"
@@ -48,9 +47,11 @@ class TuneLab {
   virtual ~TuneLab() = default;
   // Builds, checks and screens a batch: one Evaluation per point (cost: the screening median;
   // cost_low / cost_high: its interval). Adds its wall time to `times`.
-  virtual std::vector<Evaluation> screen(const std::vector<ParamPoint>& points, StageTimes& times) = 0;
+  virtual std::vector<Evaluation> screen(const std::vector<ParamPoint>& points,
+                                         StageTimes& times) = 0;
   // The full measurement of a few candidates side by side, in the order given.
-  virtual std::vector<Confirmed> confirm(const std::vector<ParamPoint>& points, StageTimes& times) = 0;
+  virtual std::vector<Confirmed> confirm(const std::vector<ParamPoint>& points,
+                                         StageTimes& times) = 0;
   // The batch after the one being screened: a lab may start building it now.
   virtual void prefetch(const std::vector<ParamPoint>& /*points*/) {}
 };
@@ -61,7 +62,8 @@ struct ConfirmRule {
 };
 
 // The indices (into `screened`, ok ones only) to confirm, fastest screening first.
-std::vector<std::size_t> select_for_confirmation(const std::vector<Evaluation>& screened, const ConfirmRule& rule);
+std::vector<std::size_t> select_for_confirmation(const std::vector<Evaluation>& screened,
+                                                 const ConfirmRule& rule);
 
 struct TwoStageResult {
   SearchResult search;  // the screening: every candidate the strategy tried

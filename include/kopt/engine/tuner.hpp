@@ -21,9 +21,9 @@ struct TuneRequest {
   BenchOptions bench;   // the full measurement: confirmation and the final comparison
   BenchOptions screen;  // the screening measurement (screen_options())
   ConfirmRule confirm;
-  unsigned jobs = 1;    // builds on up to this many threads
+  unsigned jobs = 1;         // builds on up to this many threads
   bool allow_mixed = false;  // several devices of different models (--allow-mixed)
-  double threshold = 0.01;  // for the final verdict
+  double threshold = 0.01;   // for the final verdict
   std::optional<std::string> arch;
   std::filesystem::path cache_root;
   std::function<void(const std::string&)> log = [](const std::string&) {};
@@ -45,11 +45,12 @@ CandidateFootprint candidate_footprint(const Problem& p);
 // take more than a quarter of the devices' memory, or of their hosts' available memory (an
 // OpenCL CPU device's buffers count there too), with the batch split evenly over `devices`;
 // at least 1.
-std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per, const std::vector<DeviceInfo>& devices);
+std::size_t batch_for_memory(std::size_t wanted, const CandidateFootprint& per,
+                             const std::vector<DeviceInfo>& devices);
 
 struct TuneReport {
   std::string problem, kernel;
-  std::vector<DeviceInfo> devices;   // every device the screening ran on (--gpus); never empty
+  std::vector<DeviceInfo> devices;  // every device the screening ran on (--gpus); never empty
   // The first: the roofs are its. Confirmation and the final comparison ran on
   // devices[confirmed_on], the first whose worker was not lost.
   const DeviceInfo& device() const { return devices.front(); }

@@ -14,20 +14,24 @@
 
 namespace kopt {
 
-CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point, const std::string& arch);
+CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point,
+                               const std::string& arch);
 
 // One seed's inputs, written once and shared by the reference and every kernel.
 struct SeedInputs {
   std::uint64_t seed = 0;
-  std::map<std::string, std::filesystem::path> files;         // input and inout tensors
-  std::map<std::string, std::string> checksums;               // input tensors
-  std::map<std::string, std::vector<std::int64_t>> shapes;    // every tensor
+  std::map<std::string, std::filesystem::path> files;       // input and inout tensors
+  std::map<std::string, std::string> checksums;             // input tensors
+  std::map<std::string, std::vector<std::int64_t>> shapes;  // every tensor
 };
-Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed, const std::filesystem::path& dir);
+Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed,
+                                       const std::filesystem::path& dir);
 
-std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in, const std::filesystem::path& out_dir);
+std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
+                                   const std::filesystem::path& out_dir);
 
 // The job that runs a built kernel with its launch over a seed's inputs.
-RunJob kernel_job(std::string label, const Build& build, const ResolvedLaunch& launch, std::vector<JobTensor> tensors);
+RunJob kernel_job(std::string label, const Build& build, const ResolvedLaunch& launch,
+                  std::vector<JobTensor> tensors);
 
 }  // namespace kopt

@@ -45,7 +45,8 @@ std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples);
 // An honest kernel does the same work on any inputs of the same shape; one that keeps results
 // keyed by its inputs' content (a cache across calls) misses on inputs it has never seen.
 inline constexpr double k_secret_slower = 1.5;
-std::optional<DistributionFlag> secret_slow_flag(std::span<const double> samples, std::span<const std::int64_t> secret);
+std::optional<DistributionFlag> secret_slow_flag(std::span<const double> samples,
+                                                 std::span<const std::int64_t> secret);
 
 // The rules, in that order (secret_slow with the series' secret samples).
 std::vector<DistributionFlag> distribution_flags(std::span<const double> samples,

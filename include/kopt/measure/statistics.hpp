@@ -2,12 +2,11 @@
 // Robust summaries of timing samples and the rule that decides when to stop sampling.
 // Pure functions: no clocks, no devices (DESIGN.md §2, measure/).
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kopt {
 
@@ -41,7 +40,14 @@ struct StoppingRule {
   std::size_t max_samples = 100000;
 };
 
-enum class StopReason { not_yet, noise_reached, noise_plateau, time_cap, sample_cap, verdict_reached };
+enum class StopReason {
+  not_yet,
+  noise_reached,
+  noise_plateau,
+  time_cap,
+  sample_cap,
+  verdict_reached
+};
 std::string_view stop_reason_name(StopReason r);
 
 // Follows a growing sample stream and says when to stop. Feed it every sample (seconds).
@@ -74,8 +80,8 @@ struct Comparison {
   double threshold = 0.01;
   Verdict verdict = Verdict::ambiguous;
 };
-Comparison compare_paired(std::span<const double> a, std::span<const double> b, double threshold = 0.01,
-                          double confidence = 0.95);
+Comparison compare_paired(std::span<const double> a, std::span<const double> b,
+                          double threshold = 0.01, double confidence = 0.95);
 
 nlohmann::json to_json(const Summary& s);
 nlohmann::json to_json(const Comparison& c);

@@ -30,6 +30,7 @@ struct BuildTarget {
 // `arch` when its source is CUDA and the device runs it. Where the device does not, `refused`
 // names the spec's file, line and field: "kopt.toml:71: kernels[2].arch: kernel 'wgmma' is
 // built for sm_90a, which runs only on sm_90 devices; this device is sm_80".
-BuildTarget build_target(const Problem& problem, const KernelSpec& kernel, const std::string& device_arch);
+BuildTarget build_target(const Problem& problem, const KernelSpec& kernel,
+                         const std::string& device_arch);
 
 }  // namespace kopt

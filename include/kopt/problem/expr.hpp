@@ -1,12 +1,12 @@
 #pragma once
 // Arithmetic expressions over dims and params: shapes, launch shapes, cost formulas, constraints.
 //
-// Grammar (C-like precedence):  cond := or ('?' cond ':' cond)? ; or := and ('||' and)* ; and := cmp ('&&' cmp)* ;
-// cmp := sum (('=='|'!='|'<'|'<='|'>'|'>=') sum)? ; sum := prod (('+'|'-') prod)* ;
-// prod := unary (('*'|'/'|'%') unary)* ; unary := ('-'|'!') unary | pow ;
-// pow := atom ('**' unary)? ; atom := number | name | name '(' args ')' | '(' cond ')'
-// Functions: min, max, abs, ceil_div, pow, log2 (integer floor), sqrt.
-// Integers are 64-bit and checked for overflow; '/' between integers truncates as in C.
+// Grammar (C-like precedence):  cond := or ('?' cond ':' cond)? ; or := and ('||' and)* ; and :=
+// cmp ('&&' cmp)* ; cmp := sum (('=='|'!='|'<'|'<='|'>'|'>=') sum)? ; sum := prod (('+'|'-') prod)*
+// ; prod := unary (('*'|'/'|'%') unary)* ; unary := ('-'|'!') unary | pow ; pow := atom ('**'
+// unary)? ; atom := number | name | name '(' args ')' | '(' cond ')' Functions: min, max, abs,
+// ceil_div, pow, log2 (integer floor), sqrt. Integers are 64-bit and checked for overflow; '/'
+// between integers truncates as in C.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,7 +30,8 @@ struct ExprNode;
 class Expr {
  public:
   Expr() = default;
-  // Parses text; on failure the Error says where (column) and why. Field/line are left to the caller.
+  // Parses text; on failure the Error says where (column) and why. Field/line are left to the
+  // caller.
   static Expected<Expr> parse(const std::string& text);
   static Expr constant(std::int64_t v);
 

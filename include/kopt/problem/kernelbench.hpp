@@ -5,10 +5,9 @@
 // into kopt.toml and ref.py: tensors with shapes over the file's own size constants, inputs
 // drawn like get_inputs() draws them, cost formulas for the operators kopt knows, and notes
 // where a person has to decide.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/core/error.hpp"
 
@@ -23,6 +22,7 @@ struct ImportedProblem {
 
 // `facts` is the import script's JSON; `file_name` the KernelBench file's name (its stem
 // names the problem). Bad facts (a bool tensor, an unknown dtype) are bad input.
-Expected<ImportedProblem> problem_from_kernelbench(const nlohmann::json& facts, const std::string& file_name);
+Expected<ImportedProblem> problem_from_kernelbench(const nlohmann::json& facts,
+                                                   const std::string& file_name);
 
 }  // namespace kopt

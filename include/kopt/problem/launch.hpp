@@ -1,9 +1,9 @@
 #pragma once
 // A kernel's launch for one parameter point: grid, block, dynamic shared memory, arguments.
 #include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,7 +17,7 @@ namespace kopt {
 struct ResolvedArg {
   std::string tensor;  // non-empty: a device pointer to this tensor
   DType dtype = DType::i32;
-  Value value{std::int64_t{0}};  // scalar value
+  Value value{std::int64_t{0}};                 // scalar value
   std::optional<ResolvedTensorMap> tensor_map;  // with `tensor`: a CUtensorMap of it, by value
 };
 
@@ -26,7 +26,8 @@ struct ResolvedLaunch {
   std::array<std::int64_t, 3> block{1, 1, 1};
   std::int64_t shared_mem = 0;
   std::vector<ResolvedArg> args;
-  std::map<std::string, std::int64_t> scalars;  // every dim and param by name (Python kernels' kwargs)
+  std::map<std::string, std::int64_t>
+      scalars;  // every dim and param by name (Python kernels' kwargs)
 };
 
 // The device limits a launch must respect (from the device, or CUDA's architectural ones).

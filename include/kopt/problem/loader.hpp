@@ -15,7 +15,8 @@ Expected<Problem> load_problem(const std::filesystem::path& path,
                                const std::map<std::string, std::int64_t>& dim_overrides = {});
 
 // The same, from TOML text (for tests); `dir` is where relative source paths resolve.
-Expected<Problem> parse_problem(const std::string& toml_text, const std::filesystem::path& spec_path,
+Expected<Problem> parse_problem(const std::string& toml_text,
+                                const std::filesystem::path& spec_path,
                                 const std::map<std::string, std::int64_t>& dim_overrides = {});
 
 }  // namespace kopt

@@ -25,8 +25,7 @@ std::uint64_t product_size(const KernelSpec& kernel);
 
 // Calls visit(point) on each point satisfying the constraints, in lexicographic order of the
 // value lists, until visit returns false or `limit` points were visited.
-Expected<std::size_t> for_each_point(const KernelSpec& kernel, const Scope& dims,
-                                     std::size_t limit,
+Expected<std::size_t> for_each_point(const KernelSpec& kernel, const Scope& dims, std::size_t limit,
                                      const std::function<bool(const ParamPoint&)>& visit);
 
 // The declared defaults; if none were declared and they violate a constraint, the first
@@ -35,15 +34,18 @@ Expected<ParamPoint> default_point(const Problem& problem, const KernelSpec& ker
 
 // The kernels `names` choose (--kernel, repeatable), in that order; every kernel of the
 // problem when there is none. An unknown name is bad input naming the known ones.
-Expected<std::vector<const KernelSpec*>> select_kernels(const Problem& problem, const std::vector<std::string>& names);
+Expected<std::vector<const KernelSpec*>> select_kernels(const Problem& problem,
+                                                        const std::vector<std::string>& names);
 
 // Command-line assignments (--set, --vs) over several kernels: each NAME must be a param of
 // at least one of them (an unknown one is a typo, bad input); `flag` names the option.
-Expected<void> check_assignments_used(const Problem& problem, const std::vector<const KernelSpec*>& kernels,
-                                      const std::map<std::string, std::int64_t>& assignments, const std::string& flag);
+Expected<void> check_assignments_used(const Problem& problem,
+                                      const std::vector<const KernelSpec*>& kernels,
+                                      const std::map<std::string, std::int64_t>& assignments,
+                                      const std::string& flag);
 // The assignments that name params of `kernel`.
-std::map<std::string, std::int64_t> assignments_for(const KernelSpec& kernel,
-                                                    const std::map<std::string, std::int64_t>& assignments);
+std::map<std::string, std::int64_t> assignments_for(
+    const KernelSpec& kernel, const std::map<std::string, std::int64_t>& assignments);
 
 // The default point with overrides applied (--set), each a declared value of its param,
 // checked against the constraints.

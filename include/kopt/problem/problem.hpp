@@ -68,9 +68,9 @@ struct TensorMapSpec {
 // One kernel argument: a tensor (device pointer, or a tensor map of it) or a scalar
 // computed from dims and params.
 struct ArgSpec {
-  std::string tensor;  // non-empty for a tensor argument
+  std::string tensor;                       // non-empty for a tensor argument
   std::optional<TensorMapSpec> tensor_map;  // with `tensor`: a CUtensorMap of it, not a pointer
-  Expr scalar;         // for a scalar argument
+  Expr scalar;                              // for a scalar argument
   DType scalar_dtype = DType::i32;
   SourceRef where;
 };
@@ -125,7 +125,7 @@ KernelLanguage language_of(const std::filesystem::path& source);
 // params and methods; `source` is the one the selected backend builds.
 struct KernelSpec {
   std::string name;
-  std::filesystem::path source;  // relative to the problem dir
+  std::filesystem::path source;                // relative to the problem dir
   std::vector<std::filesystem::path> sources;  // every port, `source` among them
   std::string entry;
   std::vector<ArgSpec> args;
@@ -134,7 +134,7 @@ struct KernelSpec {
   std::vector<Constraint> constraints;
   std::vector<std::string> compile_options;
   std::vector<IncludeDir> include_dirs;  // beside the problem dir, which is always searched
-  std::vector<MethodToggle> methods;  // [kernels.methods]
+  std::vector<MethodToggle> methods;     // [kernels.methods]
   // An arch-specific target such as "sm_90a" (problem/arch_target.hpp); empty: the device's.
   std::string arch;
   SourceRef arch_where;

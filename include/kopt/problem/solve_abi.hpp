@@ -17,14 +17,15 @@ struct SolveParam {
   std::string name;
   std::string type;  // as declared, qualifiers and all: "const float* __restrict__"
   bool pointer = false;
-  bool is_const = false;  // of a pointer: const data (an input)
+  bool is_const = false;     // of a pointer: const data (an input)
   DType dtype = DType::f32;  // the element type of a pointer, else the scalar's type
-  int line = 0;  // in the source
+  int line = 0;              // in the source
 };
 
 // The parameters of `extern "C" void ENTRY(...)` in `source`; bad input (naming `file` and
 // the line) when there is no such function or a parameter's type is not one kopt passes.
-Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& source, const std::string& entry,
+Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& source,
+                                                        const std::string& entry,
                                                         const std::string& file);
 
 // Whether ENTRY returns `const char*`: a message when it cannot run (a library that refuses

@@ -5,11 +5,10 @@
 // busy timeout, one transaction per write); a write either lands whole or not at all.
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/analysis/prediction.hpp"
 #include "kopt/core/error.hpp"
@@ -23,19 +22,20 @@ inline constexpr int k_experience_schema_version = 3;
 
 struct ExperienceRecord {
   std::int64_t id = 0;
-  std::string family;      // the problem's family: softmax, gemm, elementwise, ...
+  std::string family;  // the problem's family: softmax, gemm, elementwise, ...
   std::string backend = "cuda";
   std::string chip;        // sm_90, gfx942, ...
   std::string bottleneck;  // the class when the method was tried
   std::string method;
   ParamPoint params;
   double time_before_s = 0, time_after_s = 0;
-  double speedup = 1;      // before / after
-  std::string verdict;     // success | neutral | failure | regression
+  double speedup = 1;        // before / after
+  std::string verdict;       // success | neutral | failure | regression
   std::string sass_verdict;  // verified | missing | ...
   double attribution_ms = 0;
   std::string run_id, date, note;
-  std::string origin = "run";  // run (written by the loop), manual (experience add), import (sync, merge)
+  std::string origin =
+      "run";        // run (written by the loop), manual (experience add), import (sync, merge)
   std::string uid;  // content hash: the same experience merged twice is one record
 };
 
@@ -43,7 +43,8 @@ struct ExperienceRecord {
 std::string experience_verdict(double speedup);
 std::string experience_uid(const ExperienceRecord& r);
 
-// $KOPT_EXPERIENCE_DB, else $XDG_DATA_HOME/kopt/experience.db, else ~/.local/share/kopt/experience.db.
+// $KOPT_EXPERIENCE_DB, else $XDG_DATA_HOME/kopt/experience.db, else
+// ~/.local/share/kopt/experience.db.
 std::filesystem::path default_experience_db();
 
 // A prediction an author made about a branch, with what the metric did (analysis/prediction.hpp).
@@ -58,18 +59,20 @@ struct PredictionRecord {
 };
 
 struct ExperienceFilter {
-  std::string family, chip, bottleneck, method, verdict, text;  // empty: any; text: a substring of any field
+  std::string family, chip, bottleneck, method, verdict,
+      text;  // empty: any; text: a substring of any field
   std::size_t limit = 100;
 };
 
 struct Recommendation {
   std::string method;
   double score = 0;  // expected chance of success, evidence-weighted
-  std::size_t exact_trials = 0, exact_successes = 0;        // same family, chip and bottleneck
-  std::size_t family_trials = 0, family_successes = 0;      // same family on other chips
+  std::size_t exact_trials = 0, exact_successes = 0;            // same family, chip and bottleneck
+  std::size_t family_trials = 0, family_successes = 0;          // same family on other chips
   std::size_t bottleneck_trials = 0, bottleneck_successes = 0;  // same bottleneck in other families
   double best_speedup = 1;
-  bool demoted = false;  // failed repeatedly (twice or more, never a success) on this family and chip
+  bool demoted =
+      false;  // failed repeatedly (twice or more, never a success) on this family and chip
   std::string evidence;  // "3 of 4 in this context, 1 of 2 on other chips"
 };
 
@@ -95,9 +98,11 @@ class ExperienceDb {
   // listed newest first, filtered by family, chip, method (one of those claimed) and verdict.
   Expected<std::size_t> add_predictions(std::vector<PredictionRecord> records);
   Expected<std::vector<PredictionRecord>> list_predictions(const ExperienceFilter& filter) const;
-  Expected<std::vector<Recommendation>> recommend(const std::string& family, const std::string& chip,
+  Expected<std::vector<Recommendation>> recommend(const std::string& family,
+                                                  const std::string& chip,
                                                   const std::string& bottleneck) const;
-  Expected<std::vector<MethodStats>> stats(const std::string& by) const;  // "method", "bottleneck" or "chip"
+  Expected<std::vector<MethodStats>> stats(
+      const std::string& by) const;  // "method", "bottleneck" or "chip"
   // Imports another kopt DB; returns the records that were new.
   Expected<std::size_t> merge(const std::filesystem::path& other);
   // JSON lines, one record a line, for sharing through git.

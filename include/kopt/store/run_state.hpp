@@ -6,11 +6,10 @@
 // from steering decisions without deleting it.
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/analysis/prediction.hpp"
 #include "kopt/core/error.hpp"
@@ -25,14 +24,16 @@ struct EvaluationRecord {
   std::string key;  // content hash: source, params, arch, toolkit, dims, timing mode
   std::string kernel;
   ParamPoint point;
-  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor | inconsistent
+  std::string status =
+      "ok";  // ok | wrong | compile_failed | run_failed | below_floor | inconsistent
   double median_s = 0;
   double noise = 0;  // relative
   std::size_t samples = 0;
   std::string error;
   std::string recorded_at;
   std::string clocks;  // GPU clocks and throttle reasons after the measurement
-  std::vector<std::string> flags;  // distribution flags of the samples: "bimodal (two clusters: ...)"
+  std::vector<std::string>
+      flags;           // distribution flags of the samples: "bimodal (two clusters: ...)"
   std::string device;  // the worker that measured it, where a run has several (--gpus, --cluster)
 };
 
@@ -43,24 +44,27 @@ struct VersionRecord {
   int iteration = 0;
   std::string kernel;
   ParamPoint point;
-  std::string source;      // the branch's own source (an agent's or a proposer's), absolute; "": the problem's
+  std::string
+      source;  // the branch's own source (an agent's or a proposer's), absolute; "": the problem's
   std::string evaluation;  // key into RunState::evaluations
   double median_s = 0;
   double noise = 0;
-  std::string bottleneck;              // class at the time
-  std::vector<std::string> evidence;   // the rule and metric values that led here
-  std::string hypothesis;              // kopt's draft: the methods its analysis turns on
-  std::string agent_hypothesis;        // the hypothesis of the branch that won, as its author wrote it
+  std::string bottleneck;             // class at the time
+  std::vector<std::string> evidence;  // the rule and metric values that led here
+  std::string hypothesis;             // kopt's draft: the methods its analysis turns on
+  std::string agent_hypothesis;  // the hypothesis of the branch that won, as its author wrote it
   std::vector<Prediction> predictions;  // every branch's, judged at close (analysis/prediction.hpp)
-  std::vector<std::string> methods;    // the methods this version applied
-  std::map<std::string, std::string> method_outcomes;  // method -> effective | ineffective | implementation_failed
-  std::map<std::string, double> attribution_ms;        // method -> time it saved (leave-one-out)
-  std::map<std::string, double> attribution_pct;       // method -> share of this iteration's gain
-  std::string outcome = "accepted";    // baseline | accepted | rejected | failed
-  std::string verdict;                 // the interleaved comparison with the champion: faster, same, ...
-  double ratio = 0;                    // winner / champion time
-  std::string note;                    // why rejected or failed
-  std::vector<std::string> flags;      // the distribution flags of this version's timing (never accepted with any)
+  std::vector<std::string> methods;     // the methods this version applied
+  std::map<std::string, std::string>
+      method_outcomes;  // method -> effective | ineffective | implementation_failed
+  std::map<std::string, double> attribution_ms;   // method -> time it saved (leave-one-out)
+  std::map<std::string, double> attribution_pct;  // method -> share of this iteration's gain
+  std::string outcome = "accepted";               // baseline | accepted | rejected | failed
+  std::string verdict;  // the interleaved comparison with the champion: faster, same, ...
+  double ratio = 0;     // winner / champion time
+  std::string note;     // why rejected or failed
+  std::vector<std::string>
+      flags;  // the distribution flags of this version's timing (never accepted with any)
   // compute-sanitizer on a candidate about to become champion: "clean: memcheck, racecheck",
   // "findings: ..." (then rejected), "unverifiable: ..." (accepted, and said), or "" (not run).
   std::string sanitizer;
@@ -74,7 +78,7 @@ struct VersionRecord {
 
 // A branch an agent added to the open iteration (`kopt iter branch`).
 struct BranchRecord {
-  std::string id;      // "a1", "a2", ...
+  std::string id;  // "a1", "a2", ...
   std::string kernel;
   std::string source;  // the copy in the run directory (absolute path)
   ParamPoint point;
@@ -90,8 +94,8 @@ struct OpenIteration {
   VersionRecord draft;  // bottleneck, evidence, hypothesis and suggested methods so far
   std::string budget;   // "compute 1, memory 2, latency 0"
   std::vector<std::string> suggestions;  // "method: why"
-  nlohmann::json advice;                 // analysis/advice.hpp's record: headroom, budgets, ranked list or stop
-  MetricValues metrics;                  // the champion's profile (advice metrics): the "before" of predictions
+  nlohmann::json advice;  // analysis/advice.hpp's record: headroom, budgets, ranked list or stop
+  MetricValues metrics;   // the champion's profile (advice metrics): the "before" of predictions
   std::vector<BranchRecord> branches;
 };
 
@@ -103,14 +107,15 @@ struct RunState {
   std::string created_at;
   std::string status = "running";  // running | finished
   std::string stop_reason;
-  int iteration = 0;               // the last one completed
-  int no_improvement = 0;          // iterations in a row without a new champion
+  int iteration = 0;       // the last one completed
+  int no_improvement = 0;  // iterations in a row without a new champion
   std::vector<VersionRecord> versions;
   std::map<std::string, EvaluationRecord> evaluations;
-  std::optional<OpenIteration> open;  // agent-driven mode
+  std::optional<OpenIteration> open;          // agent-driven mode
   std::optional<EvaluationRecord> reference;  // the reference implementation, timed once
-  std::vector<EvaluationRecord> baselines;    // PyTorch eager and torch.compile (a ref.py), timed once
-  nlohmann::json target;                      // kopt target --json at the start (null: unknown)
+  std::vector<EvaluationRecord>
+      baselines;          // PyTorch eager and torch.compile (a ref.py), timed once
+  nlohmann::json target;  // kopt target --json at the start (null: unknown)
 
   const VersionRecord* champion() const;  // the newest unmasked baseline or accepted version
   // Outcomes of methods in unmasked versions, the newest winning.
@@ -128,6 +133,7 @@ Expected<RunState> load_run_state(const std::filesystem::path& run_dir);
 Expected<void> save_run_state(const std::filesystem::path& run_dir, const RunState& s);
 
 // Marks versions masked (or not); a version that does not exist is bad input.
-Expected<void> set_masked(RunState& s, const std::vector<int>& versions, bool masked, const std::string& reason);
+Expected<void> set_masked(RunState& s, const std::vector<int>& versions, bool masked,
+                          const std::string& reason);
 
 }  // namespace kopt

@@ -15,7 +15,7 @@ namespace kopt {
 
 // A question the analysis asks, and the smallest metric list that answers it.
 struct NcuQuestion {
-  std::string id;           // "sol", "memory", ...
+  std::string id;  // "sol", "memory", ...
   std::string description;
   std::vector<std::string> metrics;   // collected with --metrics
   std::vector<std::string> sections;  // collected with --section (source counters need one)
@@ -23,17 +23,17 @@ struct NcuQuestion {
 const std::vector<NcuQuestion>& ncu_questions();
 // The default questions (all but the source counters, which cost an extra replay pass).
 std::vector<std::string> default_ncu_questions();
-Expected<std::vector<std::string>> metrics_for_questions(const std::vector<std::string>& ids,
-                                                         std::vector<std::string>* sections = nullptr);
+Expected<std::vector<std::string>> metrics_for_questions(
+    const std::vector<std::string>& ids, std::vector<std::string>* sections = nullptr);
 
 struct NcuRequest {
-  std::filesystem::path ncu;                 // the ncu executable
-  std::vector<std::string> questions;        // empty with `set`
-  std::optional<std::string> set;            // e.g. "full": ncu's own section set instead
-  std::string clock_control = "none";        // "none" (default) or "base"
-  std::string kernel_name;                   // exact mangled name, or "regex:..."; empty: every kernel
-  std::filesystem::path report;              // where the .ncu-rep goes (without extension)
-  std::vector<std::string> program;          // the profiled command line
+  std::filesystem::path ncu;           // the ncu executable
+  std::vector<std::string> questions;  // empty with `set`
+  std::optional<std::string> set;      // e.g. "full": ncu's own section set instead
+  std::string clock_control = "none";  // "none" (default) or "base"
+  std::string kernel_name;             // exact mangled name, or "regex:..."; empty: every kernel
+  std::filesystem::path report;        // where the .ncu-rep goes (without extension)
+  std::vector<std::string> program;    // the profiled command line
 };
 
 // `ncu --clock-control none --kernel-name-base mangled -k NAME --nvtx
@@ -54,7 +54,8 @@ std::string ncu_job_range(std::size_t index);
 // messages) and the launches made inside its range.
 std::string ncu_csv_for_job(std::string_view csv, std::size_t index);
 // `ncu --import REPORT.ncu-rep --csv --page raw --print-units base`
-std::vector<std::string> ncu_import_argv(const std::filesystem::path& ncu, const std::filesystem::path& report_file);
+std::vector<std::string> ncu_import_argv(const std::filesystem::path& ncu,
+                                         const std::filesystem::path& report_file);
 
 // Why an ncu run failed, in words a user can act on (permission, no kernel matched, ...).
 enum class NcuFailure { none, not_found, no_permission, no_kernel_profiled, program_failed, other };

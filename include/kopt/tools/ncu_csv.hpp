@@ -20,14 +20,15 @@ namespace kopt {
 using MetricValues = std::map<std::string, double>;
 
 struct NcuLaunch {
-  int id = 0;                // ncu's "ID" (launch order among profiled launches)
-  std::string kernel;        // "Kernel Name" as ncu printed it
-  std::string block, grid;   // "(256, 1, 1)"
+  int id = 0;               // ncu's "ID" (launch order among profiled launches)
+  std::string kernel;       // "Kernel Name" as ncu printed it
+  std::string block, grid;  // "(256, 1, 1)"
   std::string device, cc;
   MetricValues metrics;
-  std::vector<std::string> unavailable;  // metrics reported as n/a
+  std::vector<std::string> unavailable;      // metrics reported as n/a
   std::map<std::string, std::string> units;  // base unit of each metric, as printed
-  std::map<std::string, std::string> attributes;  // non-numeric columns (device__attribute_display_name, ...)
+  std::map<std::string, std::string>
+      attributes;  // non-numeric columns (device__attribute_display_name, ...)
 };
 
 struct NcuReport {

@@ -18,9 +18,9 @@ const std::vector<std::string>& sanitizer_tools();
 Expected<std::vector<std::string>> parse_sanitizer_tools(const std::string& list);
 
 struct SanitizerRequest {
-  std::filesystem::path sanitizer;     // the compute-sanitizer executable
+  std::filesystem::path sanitizer;  // the compute-sanitizer executable
   std::string tool = "memcheck";
-  std::vector<std::string> program;    // the checked command line
+  std::vector<std::string> program;  // the checked command line
 };
 
 // `compute-sanitizer --tool T --print-limit 64 --error-exitcode 86 --show-backtrace device
@@ -34,8 +34,9 @@ struct SanitizerFinding {
   std::string kind;      // the report's first line: "Invalid __global__ read of size 4 bytes"
   std::string kernel;    // the kernel it happened in, where the report names one
   std::string location;  // "kernel.cu:27" (file and line) where the build kept line info
-  std::string detail;    // the rest of the report, joined: threads, address, the other access of a race
-  int count = 1;         // identical reports folded into one
+  std::string
+      detail;     // the rest of the report, joined: threads, address, the other access of a race
+  int count = 1;  // identical reports folded into one
 };
 
 // What one tool's run found.

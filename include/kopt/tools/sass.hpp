@@ -33,7 +33,8 @@ struct SassFunction {
 std::vector<SassFunction> parse_sass(const std::string& text);
 
 // The function named `name`, or nullptr.
-const SassFunction* find_function(const std::vector<SassFunction>& functions, const std::string& name);
+const SassFunction* find_function(const std::vector<SassFunction>& functions,
+                                  const std::string& name);
 
 // Disassembles a cubin with nvdisasm (preferred: $KOPT_NVDISASM, PATH, the CUDA toolkit) or
 // cuobjdump -sass. An environment error when neither tool is there. A host library with

@@ -2,11 +2,10 @@
 // Adapters that ask external programs what they are: nvcc, ncu, cuobjdump, nvdisasm,
 // compute-sanitizer, python3 (torch, triton). Missing tools are facts, never errors.
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/core/process.hpp"
 
@@ -30,7 +29,7 @@ std::string parse_tool_version(const std::string& name, const std::string& text)
 
 struct PythonInfo {
   ToolInfo python;
-  std::string torch;   // version, or "" when missing
+  std::string torch;       // version, or "" when missing
   std::string torch_cuda;  // torch.version.cuda
   std::string triton;
   std::string note;

@@ -30,8 +30,10 @@ class RayCluster {
   // "ray:ADDRESS" (a running cluster's GCS address, host:port). `backend` is "cuda" or
   // "opencl"; a local instance offers `opencl_devices` OpenCL devices. Bad input for another
   // spec; an environment Error when Ray is missing or the cluster has no device.
-  static Expected<std::unique_ptr<RayCluster>> open(const std::string& spec, const std::string& backend,
-                                                    const std::filesystem::path& cache_root, int opencl_devices,
+  static Expected<std::unique_ptr<RayCluster>> open(const std::string& spec,
+                                                    const std::string& backend,
+                                                    const std::filesystem::path& cache_root,
+                                                    int opencl_devices,
                                                     const std::filesystem::path& log_dir);
   ~RayCluster();
   RayCluster(const RayCluster&) = delete;

@@ -4,11 +4,10 @@
 // is killed and a fresh one is started for the next job.
 #include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/backend/bench_job.hpp"
 #include "kopt/backend/build.hpp"
@@ -57,7 +56,8 @@ class WorkerClient {
   Expected<void> ensure_started();
   // A request whose answer is the reply itself: a dead or hung worker is an internal error
   // (`what` failed), a refusal the worker's own error.
-  Expected<nlohmann::json> ask(const nlohmann::json& req, std::chrono::milliseconds timeout, const std::string& what);
+  Expected<nlohmann::json> ask(const nlohmann::json& req, std::chrono::milliseconds timeout,
+                               const std::string& what);
   template <class Result, class Parse>
   Result call(const nlohmann::json& req, std::chrono::milliseconds timeout, Parse parse);
   Reply request(const nlohmann::json& req, std::chrono::milliseconds timeout);
@@ -74,7 +74,8 @@ class WorkerCompiler final : public Compiler {
  public:
   explicit WorkerCompiler(WorkerClient& worker) : m_worker(worker) {}
   Expected<std::string> toolkit() override;
-  Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path) override {
+  Expected<Build> compile(const CompileRequest& request,
+                          const std::filesystem::path& module_path) override {
     return m_worker.compile(request, module_path);
   }
 

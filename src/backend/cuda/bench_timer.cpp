@@ -10,15 +10,17 @@
 
 #include "executor_state.hpp"
 #include "kopt/backend/output_verifier.hpp"
-#include "kopt/core/entropy.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
+#include "kopt/core/entropy.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt::cuda {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // The timer's helper kernels.
 // kopt_blocking_kernel spins until the host sets flag[0], or gives up after timeout_ns and
@@ -48,7 +50,8 @@ class PinnedFlag {
  public:
   explicit PinnedFlag(const DriverApi* api) : m_api(api) {
     void* p = nullptr;
-    if (api->mem_host_alloc(&p, 2 * sizeof(int), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+    if (api->mem_host_alloc(&p, 2 * sizeof(int),
+                            CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
       m_host = static_cast<volatile int*>(p);
       if (api->mem_host_get_device_pointer(&m_device, p, 0) != CUDA_SUCCESS) m_device = 0;
     }
@@ -119,7 +122,8 @@ struct Variant : SampledVariant {
     return [this](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
       CUresult r = launch.api->memcpy_htod(launch.buffers[i].get(), host.data(), host.size());
       if (r != CUDA_SUCCESS)
-        return driver_failure(*launch.api, RunStatus::launch_failed, ("cuMemcpyHtoD(" + launch.job->tensors[i].name + ")").c_str(), r);
+        return driver_failure(*launch.api, RunStatus::launch_failed,
+                              ("cuMemcpyHtoD(" + launch.job->tensors[i].name + ")").c_str(), r);
       return std::nullopt;
     };
   }
@@ -128,7 +132,8 @@ struct Variant : SampledVariant {
     return [this](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
       CUresult r = launch.api->memcpy_dtoh(host.data(), launch.buffers[i].get(), host.size());
       if (r != CUDA_SUCCESS)
-        return driver_failure(*launch.api, RunStatus::fault, ("cuMemcpyDtoH(" + launch.job->tensors[i].name + ")").c_str(), r);
+        return driver_failure(*launch.api, RunStatus::fault,
+                              ("cuMemcpyDtoH(" + launch.job->tensors[i].name + ")").c_str(), r);
       return std::nullopt;
     };
   }
@@ -143,10 +148,13 @@ struct Helpers {
 
 Helpers build_helpers(const DriverApi& api, const std::string& arch) {
   Helpers h;
-  h.module = load_builtin_module(api, arch, "kopt_timer_helpers", k_helper_source, "kopt_blocking_kernel");
+  h.module =
+      load_builtin_module(api, arch, "kopt_timer_helpers", k_helper_source, "kopt_blocking_kernel");
   if (!h.module) return h;
-  if (api.module_get_function(&h.blocking, h.module->get(), "kopt_blocking_kernel") != CUDA_SUCCESS) h.blocking = nullptr;
-  if (api.module_get_function(&h.flush, h.module->get(), "kopt_l2_flush") != CUDA_SUCCESS) h.flush = nullptr;
+  if (api.module_get_function(&h.blocking, h.module->get(), "kopt_blocking_kernel") != CUDA_SUCCESS)
+    h.blocking = nullptr;
+  if (api.module_get_function(&h.flush, h.module->get(), "kopt_l2_flush") != CUDA_SUCCESS)
+    h.flush = nullptr;
   return h;
 }
 
@@ -162,10 +170,12 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     result.fatal = f.fatal;
     return result;
   };
-  auto fail = [&](RunStatus status, const char* call, CUresult r) { return failed(driver_failure(api, status, call, r)); };
-#define KOPT_CU_BENCH(status, call)                                 \
-  do {                                                              \
-    CUresult kopt_r_ = (call);                                      \
+  auto fail = [&](RunStatus status, const char* call, CUresult r) {
+    return failed(driver_failure(api, status, call, r));
+  };
+#define KOPT_CU_BENCH(status, call)                                   \
+  do {                                                                \
+    CUresult kopt_r_ = (call);                                        \
     if (kopt_r_ != CUDA_SUCCESS) return fail(status, #call, kopt_r_); \
   } while (0)
 
@@ -256,13 +266,15 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       // include the host's launch latency.
       constexpr int k_probe = 20;
       KOPT_CU_BENCH(RunStatus::launch_failed, api.event_record(start.get(), stream.get()));
-      for (int i = 0; i < k_probe; ++i) KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
+      for (int i = 0; i < k_probe; ++i)
+        KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.event_record(stop.get(), stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.event_synchronize(stop.get()));
       float ms = 0;
       api.event_elapsed_time(&ms, start.get(), stop.get());
       double us = ms * 1000.0 / k_probe;
-      if (us > 0 && us < opt.graph_below_us && !v.launch.is_solve()) {  // solve(): the legacy stream cannot be captured
+      if (us > 0 && us < opt.graph_below_us &&
+          !v.launch.is_solve()) {  // solve(): the legacy stream cannot be captured
         int batch = std::clamp(static_cast<int>(std::ceil(opt.graph_sample_us / us)), 2, 1000);
         v.graph = std::make_unique<Graph>(&api);
         KOPT_CU_BENCH(RunStatus::launch_failed, v.graph->capture(v.launch, stream.get(), batch));
@@ -283,8 +295,8 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       if (r != CUDA_SUCCESS && !failure) failure = fail(status, call, r);
       return r == CUDA_SUCCESS;
     };
-#define KOPT_CU_SAMPLE(status, call)                         \
-  do {                                                       \
+#define KOPT_CU_SAMPLE(status, call)                        \
+  do {                                                      \
     if (!check(status, #call, (call))) return std::nullopt; \
   } while (0)
     // Poisoned outside the timed window (before the flush and the start event). A graph batch
@@ -303,21 +315,26 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     if (flush && read_flush) {
       unsigned blocks = static_cast<unsigned>(dev.sm_count) * 4;
       KOPT_CU_SAMPLE(RunStatus::launch_failed,
-                     api.launch_kernel(helpers.flush, blocks, 1, 1, 256, 1, 1, 0, stream.get(), flush_params, nullptr));
+                     api.launch_kernel(helpers.flush, blocks, 1, 1, 256, 1, 1, 0, stream.get(),
+                                       flush_params, nullptr));
     } else if (flush) {
-      KOPT_CU_SAMPLE(RunStatus::launch_failed, api.memset_d32_async(flush->get(), round, flush_words, stream.get()));
+      KOPT_CU_SAMPLE(RunStatus::launch_failed,
+                     api.memset_d32_async(flush->get(), round, flush_words, stream.get()));
     }
     // A solve() may synchronize inside (cudaMemcpy, cudaDeviceSynchronize): no blocking
     // kernel for it, so its host time is in the window (the series says so).
     const bool hold = blocker && !v.launch.is_solve();
     if (hold) {
       flag.reset();
-      KOPT_CU_SAMPLE(RunStatus::launch_failed,
-                     api.launch_kernel(blocker, 1, 1, 1, 1, 1, 1, 0, stream.get(), blocker_params, nullptr));
+      KOPT_CU_SAMPLE(
+          RunStatus::launch_failed,
+          api.launch_kernel(blocker, 1, 1, 1, 1, 1, 1, 0, stream.get(), blocker_params, nullptr));
     }
     KOPT_CU_SAMPLE(RunStatus::launch_failed, api.event_record(start.get(), stream.get()));
-    if (v.graph) KOPT_CU_SAMPLE(RunStatus::launch_failed, api.graph_launch(v.graph->exec(), stream.get()));
-    else KOPT_CU_SAMPLE(RunStatus::launch_failed, v.launch.launch(stream.get()));
+    if (v.graph)
+      KOPT_CU_SAMPLE(RunStatus::launch_failed, api.graph_launch(v.graph->exec(), stream.get()));
+    else
+      KOPT_CU_SAMPLE(RunStatus::launch_failed, v.launch.launch(stream.get()));
     KOPT_CU_SAMPLE(RunStatus::fault, api.event_record(stop.get(), stream.get()));
     if (hold) flag.release();
     KOPT_CU_SAMPLE(RunStatus::fault, api.event_synchronize(stop.get()));
@@ -337,11 +354,14 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
         return std::nullopt;
       }
     if (secret) secret_s += seconds_since(secret_start);
-    return TakenSample{ms / 1000.0 / v.series.batch, (read_throttle_mask(dev.pci_bus_id) & k_throttle_bits) != 0};
+    return TakenSample{ms / 1000.0 / v.series.batch,
+                       (read_throttle_mask(dev.pci_bus_id) & k_throttle_bits) != 0};
   };
   std::vector<SampledVariant*> rotation;
   for (auto& v : variants) rotation.push_back(&v);
-  if (!run_sampling_rounds(rotation, opt, sample, [&] { return seconds_since(wall_start) - secret_s; })) return *failure;
+  if (!run_sampling_rounds(rotation, opt, sample,
+                           [&] { return seconds_since(wall_start) - secret_s; }))
+    return *failure;
   for (auto& v : variants) {
     if (auto f = v.verifier.check_last(v.reader(), v.series.samples_s.size())) return failed(*f);
     v.series.verification = v.verifier.record();

@@ -10,14 +10,16 @@ namespace kopt::cuda {
 // Times `work` (which enqueues on `stream`) `samples` times after `warmup` runs; `before`
 // runs ahead of each, outside the timed window (an L2 flush, say). Returns per-run seconds.
 template <class Before, class Work>
-Expected<std::vector<double>> time_runs_after(const DriverApi& api, CUstream stream, Before before, Work work,
-                                              int warmup, int samples) {
+Expected<std::vector<double>> time_runs_after(const DriverApi& api, CUstream stream, Before before,
+                                              Work work, int warmup, int samples) {
   Event start(&api), stop(&api);
   std::vector<double> out;
   for (int i = 0; i < warmup + samples; ++i) {
-    if (CUresult r = before(); r != CUDA_SUCCESS) return Unexpected(environment_error(api.describe(r)));
+    if (CUresult r = before(); r != CUDA_SUCCESS)
+      return Unexpected(environment_error(api.describe(r)));
     api.event_record(start.get(), stream);
-    if (CUresult r = work(); r != CUDA_SUCCESS) return Unexpected(environment_error(api.describe(r)));
+    if (CUresult r = work(); r != CUDA_SUCCESS)
+      return Unexpected(environment_error(api.describe(r)));
     api.event_record(stop.get(), stream);
     if (CUresult r = api.event_synchronize(stop.get()); r != CUDA_SUCCESS)
       return Unexpected(environment_error(api.describe(r)));
@@ -29,8 +31,10 @@ Expected<std::vector<double>> time_runs_after(const DriverApi& api, CUstream str
 }
 
 template <class Work>
-Expected<std::vector<double>> time_runs(const DriverApi& api, CUstream stream, Work work, int warmup, int samples) {
-  return time_runs_after(api, stream, [] { return CUDA_SUCCESS; }, work, warmup, samples);
+Expected<std::vector<double>> time_runs(const DriverApi& api, CUstream stream, Work work,
+                                        int warmup, int samples) {
+  return time_runs_after(
+      api, stream, [] { return CUDA_SUCCESS; }, work, warmup, samples);
 }
 
 // dram_copy (the better of dram_memcpy, dram_copy_kernel and dram_copy_cold) and the three

@@ -40,15 +40,17 @@ struct CublasApi {
   decltype(&::cublasCreate_v2) create = nullptr;
   decltype(&::cublasDestroy_v2) destroy = nullptr;
   decltype(&::cublasSetStream_v2) set_stream = nullptr;
-  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
-                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
-                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const void*, const void*, cudaDataType, int, const void*, cudaDataType,
+                            int, const void*, void*, cudaDataType, int, cublasComputeType_t,
+                            cublasGemmAlgo_t) = nullptr;
 };
 
 Expected<const CublasApi*> cublas_api() {
   return load_once<CublasApi>([]() -> Expected<std::unique_ptr<CublasApi>> {
-    auto lib = DynLib::open(toolkit_library_candidates({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}),
-                            "cuBLAS (libcublas.so)");
+    auto lib = DynLib::open(
+        toolkit_library_candidates({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}),
+        "cuBLAS (libcublas.so)");
     if (!lib) return Unexpected(lib.error());
     auto a = std::make_unique<CublasApi>();
     a->lib = std::move(*lib);
@@ -57,14 +59,17 @@ Expected<const CublasApi*> cublas_api() {
     a->set_stream = reinterpret_cast<decltype(a->set_stream)>(a->lib.symbol("cublasSetStream_v2"));
     a->gemm_ex = reinterpret_cast<decltype(a->gemm_ex)>(a->lib.symbol("cublasGemmEx"));
     if (!a->create || !a->destroy || !a->set_stream || !a->gemm_ex)
-      return Unexpected(environment_error("cuBLAS at " + a->lib.path() + " lacks an expected entry point"));
+      return Unexpected(
+          environment_error("cuBLAS at " + a->lib.path() + " lacks an expected entry point"));
     return a;
   });
 }
 
 Ceiling fma_ceiling(const DriverApi& api, CUstream stream, const DeviceInfo& dev) {
-  auto module = load_builtin_module(api, dev.arch(), "kopt_fma_rate", k_fma_source, "kopt_fma_rate");
-  if (!module) return Ceiling{"fp32_fma", "FLOP/s", 0, 0, "", "cannot build or load the FMA kernel"};
+  auto module =
+      load_builtin_module(api, dev.arch(), "kopt_fma_rate", k_fma_source, "kopt_fma_rate");
+  if (!module)
+    return Ceiling{"fp32_fma", "FLOP/s", 0, 0, "", "cannot build or load the FMA kernel"};
   CUfunction fn = nullptr;
   api.module_get_function(&fn, module->get(), "kopt_fma_rate");
   CUdeviceptr out = 0;
@@ -74,22 +79,31 @@ Ceiling fma_ceiling(const DriverApi& api, CUstream stream, const DeviceInfo& dev
   float a = 0.999f, b = 0.001f;
   void* params[] = {&out, &iters, &a, &b};
   const unsigned blocks = static_cast<unsigned>(dev.sm_count) * 8, threads = 256;
-  auto t = time_runs(api, stream, [&] { return api.launch_kernel(fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr); }, 3, 20);
+  auto t = time_runs(
+      api, stream,
+      [&] {
+        return api.launch_kernel(fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr);
+      },
+      3, 20);
   double flops = 2.0 * 8 * 16 * iters * static_cast<double>(blocks) * threads;
-  return ceiling_from_times("fp32_fma", "FLOP/s", flops, t, "8 independent FMA chains per thread, 8 blocks of 256 per SM");
+  return ceiling_from_times("fp32_fma", "FLOP/s", flops, t,
+                            "8 independent FMA chains per thread, 8 blocks of 256 per SM");
 }
 
-Ceiling gemm_ceiling(const DriverApi& api, CUstream stream, const CublasApi& blas, cublasHandle_t handle,
-                     const std::string& name, DType in, cudaDataType type, cublasComputeType_t compute) {
+Ceiling gemm_ceiling(const DriverApi& api, CUstream stream, const CublasApi& blas,
+                     cublasHandle_t handle, const std::string& name, DType in, cudaDataType type,
+                     cublasComputeType_t compute) {
   const int n = 8192;
   const std::size_t elems = std::size_t{n} * n;
   const std::size_t in_bytes = elems * dtype_size(in);
   CUdeviceptr pa = 0, pb = 0, pc = 0;
-  if (api.mem_alloc(&pa, in_bytes) != CUDA_SUCCESS || api.mem_alloc(&pb, in_bytes) != CUDA_SUCCESS ||
+  if (api.mem_alloc(&pa, in_bytes) != CUDA_SUCCESS ||
+      api.mem_alloc(&pb, in_bytes) != CUDA_SUCCESS ||
       api.mem_alloc(&pc, elems * dtype_size(in)) != CUDA_SUCCESS)
     return Ceiling{name, "FLOP/s", 0, 0, "", "cannot allocate the matrices"};
   DeviceBuffer A(&api, pa), B(&api, pb), C(&api, pc);
-  // Random operands in [-1, 1): real bit patterns, not zeros (power, and so clocks, depend on them).
+  // Random operands in [-1, 1): real bit patterns, not zeros (power, and so clocks, depend on
+  // them).
   TensorSpec spec;
   spec.name = name;
   spec.dtype = in;
@@ -99,16 +113,21 @@ Ceiling gemm_ceiling(const DriverApi& api, CUstream stream, const CublasApi& bla
   api.memcpy_htod(pb, h.data.data(), in_bytes);
   float alpha = 1.0f, beta = 0.0f;
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-  auto t = time_runs(api, stream, [&] {
-    status = blas.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, reinterpret_cast<void*>(pa), type, n,
-                          reinterpret_cast<void*>(pb), type, n, &beta, reinterpret_cast<void*>(pc), type, n, compute,
-                          CUBLAS_GEMM_DEFAULT);
-    return CUDA_SUCCESS;
-  }, 3, 10);
+  auto t = time_runs(
+      api, stream,
+      [&] {
+        status =
+            blas.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha,
+                         reinterpret_cast<void*>(pa), type, n, reinterpret_cast<void*>(pb), type, n,
+                         &beta, reinterpret_cast<void*>(pc), type, n, compute, CUBLAS_GEMM_DEFAULT);
+        return CUDA_SUCCESS;
+      },
+      3, 10);
   if (status != CUBLAS_STATUS_SUCCESS)
-    return Ceiling{name, "FLOP/s", 0, 0, "", "cublasGemmEx failed with status " + std::to_string(status)};
+    return Ceiling{name, "FLOP/s", 0,
+                   0,    "",       "cublasGemmEx failed with status " + std::to_string(status)};
   return ceiling_from_times(name, "FLOP/s", 2.0 * n * n * static_cast<double>(n), t,
-              "cublasGemmEx " + std::to_string(n) + "^3, f32 accumulation");
+                            "cublasGemmEx " + std::to_string(n) + "^3, f32 accumulation");
 }
 
 }  // namespace
@@ -148,9 +167,11 @@ CeilingsResult CudaExecutor::ceilings() {
       continue;
     }
     (*blas)->set_stream(handle, reinterpret_cast<cudaStream_t>(stream.get()));
-    result.ceilings.push_back(gemm_ceiling(api, stream.get(), **blas, handle, g.name, g.in, g.type, g.compute));
+    result.ceilings.push_back(
+        gemm_ceiling(api, stream.get(), **blas, handle, g.name, g.in, g.type, g.compute));
   }
-  if (dev.cc_major * 10 + dev.cc_minor >= 89) result.ceilings.push_back(fp8_ceiling(api, stream.get()));
+  if (dev.cc_major * 10 + dev.cc_minor >= 89)
+    result.ceilings.push_back(fp8_ceiling(api, stream.get()));
   if (handle) (*blas)->destroy(handle);
   result.clocks_after = read_clocks(dev.pci_bus_id);
   return result;

@@ -23,11 +23,14 @@ namespace {
 
 constexpr std::size_t k_mib = std::size_t{1} << 20;
 
-std::size_t whole_mib(std::size_t bytes) { return std::max(bytes & ~(k_mib - 1), 16 * k_mib); }
+std::size_t whole_mib(std::size_t bytes) {
+  return std::max(bytes & ~(k_mib - 1), 16 * k_mib);
+}
 
 // Each large buffer: far larger than L2 (8x, at least 512 MiB), at most a quarter of memory.
 std::size_t large_bytes(const DeviceInfo& dev) {
-  std::size_t bytes = std::max<std::size_t>(512 * k_mib, 8 * static_cast<std::size_t>(std::max<std::int64_t>(dev.l2_bytes, 0)));
+  std::size_t bytes = std::max<std::size_t>(
+      512 * k_mib, 8 * static_cast<std::size_t>(std::max<std::int64_t>(dev.l2_bytes, 0)));
   if (dev.memory_bytes > 0) bytes = std::min(bytes, static_cast<std::size_t>(dev.memory_bytes) / 4);
   return whole_mib(bytes);
 }
@@ -38,7 +41,9 @@ std::string tbps(double bytes_per_s) {
   return text;
 }
 
-std::string mib_text(std::size_t bytes) { return std::to_string(bytes / k_mib) + " MiB"; }
+std::string mib_text(std::size_t bytes) {
+  return std::to_string(bytes / k_mib) + " MiB";
+}
 
 // The best error-free figure of `tried`, named `name`; the first error when all failed.
 Ceiling best_named(std::vector<Ceiling> tried, const std::string& name) {
@@ -50,34 +55,43 @@ Ceiling best_named(std::vector<Ceiling> tried, const std::string& name) {
   return best;
 }
 
-CUresult launch(const DriverApi& api, CUfunction fn, std::size_t blocks, unsigned threads, CUstream stream,
-                void** params) {
-  return api.launch_kernel(fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream, params, nullptr);
+CUresult launch(const DriverApi& api, CUfunction fn, std::size_t blocks, unsigned threads,
+                CUstream stream, void** params) {
+  return api.launch_kernel(fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream,
+                           params, nullptr);
 }
 
 class CopyCeilings {
  public:
-  CopyCeilings(const DriverApi& api, CUstream stream, const DeviceInfo& dev) : m_api(api), m_stream(stream), m_dev(dev) {}
+  CopyCeilings(const DriverApi& api, CUstream stream, const DeviceInfo& dev)
+      : m_api(api), m_stream(stream), m_dev(dev) {}
 
   std::vector<Ceiling> run() {
     const std::size_t bytes = large_bytes(m_dev);
     CUdeviceptr a = alloc(bytes), b = alloc(bytes);
-    if (!a || !b) return {Ceiling{"dram_copy", "B/s", 0, 0, "", "cannot allocate 2 x " + mib_text(bytes)}};
+    if (!a || !b)
+      return {Ceiling{"dram_copy", "B/s", 0, 0, "", "cannot allocate 2 x " + mib_text(bytes)}};
     m_api.memset_d32(a, 0x3f800000u, bytes / 4);
     m_api.memset_d32(b, 0, bytes / 4);
-    m_module = load_builtin_module(m_api, m_dev.arch(), "kopt_stream_copy", k_stream_copy_source, k_stream_copy_entry);
-    std::vector<Ceiling> parts{memcpy_ceiling(a, b, bytes), kernel_ceiling(a, b, bytes), cold_ceiling(a, b)};
+    m_module = load_builtin_module(m_api, m_dev.arch(), "kopt_stream_copy", k_stream_copy_source,
+                                   k_stream_copy_entry);
+    std::vector<Ceiling> parts{memcpy_ceiling(a, b, bytes), kernel_ceiling(a, b, bytes),
+                               cold_ceiling(a, b)};
     std::size_t won = parts.size();
     for (std::size_t i = 0; i < parts.size(); ++i)
-      if (parts[i].error.empty() && (won == parts.size() || parts[i].best > parts[won].best)) won = i;
-    Ceiling best{"dram_copy", "B/s", 0, 0, "", "no way of copying could be measured: " + parts[0].error};
+      if (parts[i].error.empty() && (won == parts.size() || parts[i].best > parts[won].best))
+        won = i;
+    Ceiling best{"dram_copy", "B/s", 0,
+                 0,           "",    "no way of copying could be measured: " + parts[0].error};
     if (won < parts.size()) {
       best = parts[won];
       best.name = "dram_copy";
       best.method = parts[won].name + " won: " + parts[won].method;
       for (std::size_t i = 0; i < parts.size(); ++i)
         if (i != won)
-          best.method += "; " + parts[i].name + (parts[i].error.empty() ? " reached " + tbps(parts[i].best) : " failed: " + parts[i].error);
+          best.method += "; " + parts[i].name +
+                         (parts[i].error.empty() ? " reached " + tbps(parts[i].best)
+                                                 : " failed: " + parts[i].error);
     }
     parts.insert(parts.begin(), best);
     return parts;
@@ -92,22 +106,26 @@ class CopyCeilings {
   }
   CUfunction function(const char* entry) {
     CUfunction fn = nullptr;
-    if (!m_module || m_api.module_get_function(&fn, m_module->get(), entry) != CUDA_SUCCESS) return nullptr;
+    if (!m_module || m_api.module_get_function(&fn, m_module->get(), entry) != CUDA_SUCCESS)
+      return nullptr;
     return fn;
   }
 
   Ceiling memcpy_ceiling(CUdeviceptr a, CUdeviceptr b, std::size_t bytes) {
-    auto t = time_runs(m_api, m_stream, [&] { return m_api.memcpy_dtod_async(b, a, bytes, m_stream); }, 3, 20);
+    auto t = time_runs(
+        m_api, m_stream, [&] { return m_api.memcpy_dtod_async(b, a, bytes, m_stream); }, 3, 20);
     return ceiling_from_times("dram_memcpy", "B/s", 2.0 * static_cast<double>(bytes), t,
                               "cuMemcpyDtoDAsync of " + mib_text(bytes) + ", read + write bytes");
   }
 
   Ceiling kernel_ceiling(CUdeviceptr a, CUdeviceptr b, std::size_t bytes) {
     const std::string name = "dram_copy_kernel";
-    if (!m_module) return Ceiling{name, "B/s", 0, 0, "", "cannot build or load the streaming copy kernels"};
+    if (!m_module)
+      return Ceiling{name, "B/s", 0, 0, "", "cannot build or load the streaming copy kernels"};
     unsigned long long n = bytes / 16;
     void* params[] = {&a, &b, &n};
-    const std::size_t per_sm = static_cast<std::size_t>(std::max(1, (m_dev.max_threads_per_sm > 0 ? m_dev.max_threads_per_sm : 2048) / 256));
+    const std::size_t per_sm = static_cast<std::size_t>(
+        std::max(1, (m_dev.max_threads_per_sm > 0 ? m_dev.max_threads_per_sm : 2048) / 256));
     const std::size_t sms = static_cast<std::size_t>(std::max(1, m_dev.sm_count));
     std::vector<Ceiling> tried;
     for (const char* entry : {k_stream_copy_entry, k_stream_copy_cs_entry}) {
@@ -116,21 +134,27 @@ class CopyCeilings {
       const bool cs = std::string(entry) == k_stream_copy_cs_entry;
       for (std::size_t waves : {1, 4}) {
         const std::size_t blocks = sms * per_sm * waves;
-        auto t = time_runs(m_api, m_stream, [&] { return launch(m_api, fn, blocks, 256, m_stream, params); }, 3, 20);
-        tried.push_back(ceiling_from_times(name, "B/s", 2.0 * static_cast<double>(bytes), t,
-                                           std::string("a grid-stride copy kernel (") + (cs ? "__ldcs/__stcs" : "plain") +
-                                               " 16-byte loads and stores, 4 in flight per thread, " +
-                                               std::to_string(blocks) + " blocks of 256) of " + mib_text(bytes) +
-                                               ", read + write bytes"));
+        auto t = time_runs(
+            m_api, m_stream, [&] { return launch(m_api, fn, blocks, 256, m_stream, params); }, 3,
+            20);
+        tried.push_back(ceiling_from_times(
+            name, "B/s", 2.0 * static_cast<double>(bytes), t,
+            std::string("a grid-stride copy kernel (") + (cs ? "__ldcs/__stcs" : "plain") +
+                " 16-byte loads and stores, 4 in flight per thread, " + std::to_string(blocks) +
+                " blocks of 256) of " + mib_text(bytes) + ", read + write bytes"));
       }
     }
     if (CUfunction fn = function(k_copy_flat_entry)) {
-      auto t = time_runs(m_api, m_stream, [&] { return launch(m_api, fn, (n + 1023) / 1024, 1024, m_stream, params); }, 3, 20);
-      tried.push_back(ceiling_from_times(name, "B/s", 2.0 * static_cast<double>(bytes), t,
-                                         "a copy kernel of one 16-byte load and store per thread, " + mib_text(bytes) +
-                                             ", read + write bytes"));
+      auto t = time_runs(
+          m_api, m_stream,
+          [&] { return launch(m_api, fn, (n + 1023) / 1024, 1024, m_stream, params); }, 3, 20);
+      tried.push_back(
+          ceiling_from_times(name, "B/s", 2.0 * static_cast<double>(bytes), t,
+                             "a copy kernel of one 16-byte load and store per thread, " +
+                                 mib_text(bytes) + ", read + write bytes"));
     }
-    if (tried.empty()) return Ceiling{name, "B/s", 0, 0, "", "the streaming copy kernels have no entry points"};
+    if (tried.empty())
+      return Ceiling{name, "B/s", 0, 0, "", "the streaming copy kernels have no entry points"};
     return best_named(tried, name);
   }
 
@@ -138,12 +162,15 @@ class CopyCeilings {
   Ceiling cold_ceiling(CUdeviceptr a, CUdeviceptr b) {
     const std::string name = "dram_copy_cold";
     const std::size_t l2 = static_cast<std::size_t>(std::max<std::int64_t>(m_dev.l2_bytes, 0));
-    CUfunction flush = function(k_ceiling_flush_entry), copy = function(k_copy_flat_entry), add = function(k_add_flat_entry);
+    CUfunction flush = function(k_ceiling_flush_entry), copy = function(k_copy_flat_entry),
+               add = function(k_add_flat_entry);
     if (l2 == 0) return Ceiling{name, "B/s", 0, 0, "", "the L2 size is unknown"};
-    if (!flush || !copy || !add) return Ceiling{name, "B/s", 0, 0, "", "cannot build or load the streaming kernels"};
+    if (!flush || !copy || !add)
+      return Ceiling{name, "B/s", 0, 0, "", "cannot build or load the streaming kernels"};
     const std::size_t flush_bytes = whole_mib(2 * l2);
     CUdeviceptr f = alloc(flush_bytes), c = alloc(whole_mib(2 * l2)), sink = alloc(16);
-    if (!f || !c || !sink) return Ceiling{name, "B/s", 0, 0, "", "cannot allocate the flush and output buffers"};
+    if (!f || !c || !sink)
+      return Ceiling{name, "B/s", 0, 0, "", "cannot allocate the flush and output buffers"};
     m_api.memset_d32(f, 0x9e3779b9u, flush_bytes / 4);
     m_api.memset_d32(c, 0, whole_mib(2 * l2) / 4);
     unsigned long long flush_n = flush_bytes / 16;
@@ -156,14 +183,22 @@ class CopyCeilings {
       const std::size_t blocks = (n + 1023) / 1024;
       void* copy_params[] = {&a, &c, &n};
       void* add_params[] = {&a, &b, &c, &n};
-      auto tc = time_runs_after(m_api, m_stream, before, [&] { return launch(m_api, copy, blocks, 1024, m_stream, copy_params); }, 3, 20);
+      auto tc = time_runs_after(
+          m_api, m_stream, before,
+          [&] { return launch(m_api, copy, blocks, 1024, m_stream, copy_params); }, 3, 20);
       tried.push_back(ceiling_from_times(name, "B/s", 2.0 * static_cast<double>(size), tc,
-                                         "a copy kernel of " + mib_text(size) + " timed as kopt bench's cold mode (after a "
-                                         "read flush of " + mib_text(flush_bytes) + "), read + write bytes"));
-      auto ta = time_runs_after(m_api, m_stream, before, [&] { return launch(m_api, add, blocks, 1024, m_stream, add_params); }, 3, 20);
+                                         "a copy kernel of " + mib_text(size) +
+                                             " timed as kopt bench's cold mode (after a "
+                                             "read flush of " +
+                                             mib_text(flush_bytes) + "), read + write bytes"));
+      auto ta = time_runs_after(
+          m_api, m_stream, before,
+          [&] { return launch(m_api, add, blocks, 1024, m_stream, add_params); }, 3, 20);
       tried.push_back(ceiling_from_times(name, "B/s", 3.0 * static_cast<double>(size), ta,
-                                         "an add kernel (c = a + b) of 3 x " + mib_text(size) + " timed as kopt bench's "
-                                         "cold mode (after a read flush of " + mib_text(flush_bytes) + "), read + write bytes"));
+                                         "an add kernel (c = a + b) of 3 x " + mib_text(size) +
+                                             " timed as kopt bench's "
+                                             "cold mode (after a read flush of " +
+                                             mib_text(flush_bytes) + "), read + write bytes"));
     }
     return best_named(tried, name);
   }

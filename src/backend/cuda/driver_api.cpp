@@ -1,6 +1,5 @@
 #include "driver_api.hpp"
 
-
 namespace kopt::cuda {
 
 std::string DriverApi::describe(CUresult r) const {
@@ -18,9 +17,11 @@ Expected<const DriverApi*> driver_api() {
     if (!lib) return Unexpected(lib.error());
     auto a = std::make_unique<DriverApi>();
     a->lib = std::move(*lib);
-#define KOPT_RESOLVE(member, sym, proto)                                                    \
-  a->member = reinterpret_cast<decltype(a->member)>(a->lib.symbol(sym));                   \
-  if (!a->member) return Unexpected(environment_error(std::string("the CUDA driver lacks ") + sym + " (too old?)"));
+#define KOPT_RESOLVE(member, sym, proto)                                 \
+  a->member = reinterpret_cast<decltype(a->member)>(a->lib.symbol(sym)); \
+  if (!a->member)                                                        \
+    return Unexpected(                                                   \
+        environment_error(std::string("the CUDA driver lacks ") + sym + " (too old?)"));
     KOPT_DRIVER_FUNCTIONS(KOPT_RESOLVE)
 #undef KOPT_RESOLVE
     return a;

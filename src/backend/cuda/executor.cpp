@@ -1,11 +1,10 @@
 #include "kopt/backend/cuda/executor.hpp"
 
-
 #include "driver_api.hpp"
+#include "executor_state.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "nvml_api.hpp"
-#include "executor_state.hpp"
 #include "prepared_launch.hpp"
 #include "resources.hpp"
 
@@ -13,21 +12,20 @@ namespace kopt::cuda {
 
 // Every driver call in this file goes through one of these: the call text and file:line
 // are kept with the error (DESIGN.md §5).
-#define KOPT_CU_CHECK(api, call)                                                             \
-  do {                                                                                       \
-    CUresult kopt_r_ = (call);                                                               \
-    if (kopt_r_ != CUDA_SUCCESS)                                                             \
-      return Unexpected(environment_error(std::string(#call) + " failed at " __FILE__ ":" +  \
+#define KOPT_CU_CHECK(api, call)                                                            \
+  do {                                                                                      \
+    CUresult kopt_r_ = (call);                                                              \
+    if (kopt_r_ != CUDA_SUCCESS)                                                            \
+      return Unexpected(environment_error(std::string(#call) + " failed at " __FILE__ ":" + \
                                           std::to_string(__LINE__) + ": " +                 \
-                                          (api)->describe(kopt_r_)));                        \
+                                          (api)->describe(kopt_r_)));                       \
   } while (0)
 
-#define KOPT_CU_RUN(api, status, call)                                              \
-  do {                                                                              \
-    CUresult kopt_r_ = (call);                                                      \
-    if (kopt_r_ != CUDA_SUCCESS) return fail(status, #call, kopt_r_);               \
+#define KOPT_CU_RUN(api, status, call)                                \
+  do {                                                                \
+    CUresult kopt_r_ = (call);                                        \
+    if (kopt_r_ != CUDA_SUCCESS) return fail(status, #call, kopt_r_); \
   } while (0)
-
 
 CudaExecutor::CudaExecutor(std::unique_ptr<State> state) : m_state(std::move(state)) {}
 
@@ -144,9 +142,11 @@ Expected<DeviceInfo> CudaExecutor::device_info() const {
   d.max_threads_per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
   d.warp_size = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
   d.limits.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-  d.limits.max_block = {attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X), attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+  d.limits.max_block = {attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+                        attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
                         attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)};
-  d.limits.max_grid = {attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X), attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+  d.limits.max_grid = {attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+                       attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
                        attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)};
   d.limits.max_shared_per_block_optin = d.max_shared_per_block_optin;
   d.limits.sm_count = d.sm_count;
@@ -170,26 +170,30 @@ RunResult CudaExecutor::run(const RunJob& job) {
   if (!prepared->is_solve()) result.resources = function_resources(api, prepared->function);
   auto fail = [&](RunStatus status, const char* call, CUresult r) {
     RunResult failed = driver_failure(api, status, call, r);
-    if (!prepared->solve_error.empty()) failed.error = "solve() left a CUDA error: " + prepared->solve_error;
+    if (!prepared->solve_error.empty())
+      failed.error = "solve() left a CUDA error: " + prepared->solve_error;
     failed.resources = result.resources;
     return failed;
   };
   Event start(&api), stop(&api);
   KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
   KOPT_CU_RUN(api, RunStatus::launch_failed, api.event_record(start.get(), nullptr));
-  if (CUresult r = prepared->launch(nullptr); r != CUDA_SUCCESS)  // a solve() can fault inside its call
-    return fail(r == CUDA_ERROR_LAUNCH_FAILED || !prepared->is_solve() ? RunStatus::launch_failed : RunStatus::fault,
+  if (CUresult r = prepared->launch(nullptr);
+      r != CUDA_SUCCESS)  // a solve() can fault inside its call
+    return fail(r == CUDA_ERROR_LAUNCH_FAILED || !prepared->is_solve() ? RunStatus::launch_failed
+                                                                       : RunStatus::fault,
                 "launch", r);
   KOPT_CU_RUN(api, RunStatus::fault, api.event_record(stop.get(), nullptr));
   KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
   float ms = 0.f;
   if (api.event_elapsed_time(&ms, start.get(), stop.get()) == CUDA_SUCCESS) result.kernel_ms = ms;
 
-  return collect_tensors(job, result, [&](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
-    CUresult r = api.memcpy_dtoh(host.data(), prepared->buffers[i].get(), host.size());
-    if (r != CUDA_SUCCESS) return fail(RunStatus::fault, "api.memcpy_dtoh", r);
-    return std::nullopt;
-  });
+  return collect_tensors(
+      job, result, [&](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
+        CUresult r = api.memcpy_dtoh(host.data(), prepared->buffers[i].get(), host.size());
+        if (r != CUDA_SUCCESS) return fail(RunStatus::fault, "api.memcpy_dtoh", r);
+        return std::nullopt;
+      });
 }
 
 }  // namespace kopt::cuda

@@ -18,17 +18,20 @@ Expected<const NvmlApi*> nvml_api() {
         }
       return false;
     };
-    bool ok = resolve(a->init, {"nvmlInit_v2"}) && resolve(a->shutdown, {"nvmlShutdown"}) &&
-              resolve(a->error_string, {"nvmlErrorString"}) &&
-              resolve(a->system_get_driver_version, {"nvmlSystemGetDriverVersion"}) &&
-              resolve(a->device_get_handle_by_pci_bus_id, {"nvmlDeviceGetHandleByPciBusId_v2"}) &&
-              resolve(a->device_get_clock_info, {"nvmlDeviceGetClockInfo"}) &&
-              resolve(a->device_get_max_clock_info, {"nvmlDeviceGetMaxClockInfo"}) &&
-              resolve(a->device_get_throttle_reasons, {"nvmlDeviceGetCurrentClocksEventReasons",
-                                                       "nvmlDeviceGetCurrentClocksThrottleReasons"}) &&
-              resolve(a->device_get_temperature, {"nvmlDeviceGetTemperature"}) &&
-              resolve(a->device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
-    if (!ok) return Unexpected(environment_error("NVML at " + a->lib.path() + " lacks an expected entry point"));
+    bool ok =
+        resolve(a->init, {"nvmlInit_v2"}) && resolve(a->shutdown, {"nvmlShutdown"}) &&
+        resolve(a->error_string, {"nvmlErrorString"}) &&
+        resolve(a->system_get_driver_version, {"nvmlSystemGetDriverVersion"}) &&
+        resolve(a->device_get_handle_by_pci_bus_id, {"nvmlDeviceGetHandleByPciBusId_v2"}) &&
+        resolve(a->device_get_clock_info, {"nvmlDeviceGetClockInfo"}) &&
+        resolve(a->device_get_max_clock_info, {"nvmlDeviceGetMaxClockInfo"}) &&
+        resolve(a->device_get_throttle_reasons, {"nvmlDeviceGetCurrentClocksEventReasons",
+                                                 "nvmlDeviceGetCurrentClocksThrottleReasons"}) &&
+        resolve(a->device_get_temperature, {"nvmlDeviceGetTemperature"}) &&
+        resolve(a->device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
+    if (!ok)
+      return Unexpected(
+          environment_error("NVML at " + a->lib.path() + " lacks an expected entry point"));
     if (NvmlReturn r = a->init(); r != 0)
       return Unexpected(environment_error(std::string("nvmlInit failed: ") + a->error_string(r)));
     return a;

@@ -12,12 +12,13 @@ using NvmlDevice = struct NvmlDeviceOpaque*;
 enum NvmlClock { nvml_clock_graphics = 0, nvml_clock_sm = 1, nvml_clock_mem = 2 };
 
 struct NvmlApi {
-  NvmlReturn (*init)() = nullptr;                                              // nvmlInit_v2
-  NvmlReturn (*shutdown)() = nullptr;                                          // nvmlShutdown
-  const char* (*error_string)(NvmlReturn) = nullptr;                          // nvmlErrorString
-  NvmlReturn (*system_get_driver_version)(char*, unsigned) = nullptr;         // nvmlSystemGetDriverVersion
+  NvmlReturn (*init)() = nullptr;                                      // nvmlInit_v2
+  NvmlReturn (*shutdown)() = nullptr;                                  // nvmlShutdown
+  const char* (*error_string)(NvmlReturn) = nullptr;                   // nvmlErrorString
+  NvmlReturn (*system_get_driver_version)(char*, unsigned) = nullptr;  // nvmlSystemGetDriverVersion
   NvmlReturn (*device_get_handle_by_pci_bus_id)(const char*, NvmlDevice*) = nullptr;  // _v2
-  NvmlReturn (*device_get_clock_info)(NvmlDevice, int, unsigned*) = nullptr;  // nvmlDeviceGetClockInfo
+  NvmlReturn (*device_get_clock_info)(NvmlDevice, int,
+                                      unsigned*) = nullptr;  // nvmlDeviceGetClockInfo
   NvmlReturn (*device_get_max_clock_info)(NvmlDevice, int, unsigned*) = nullptr;
   NvmlReturn (*device_get_throttle_reasons)(NvmlDevice, unsigned long long*) = nullptr;
   NvmlReturn (*device_get_temperature)(NvmlDevice, int, unsigned*) = nullptr;

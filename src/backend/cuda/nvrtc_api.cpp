@@ -15,9 +15,11 @@ Expected<const NvrtcApi*> nvrtc_api() {
     if (!lib) return Unexpected(lib.error());
     auto a = std::make_unique<NvrtcApi>();
     a->lib = std::move(*lib);
-#define KOPT_RESOLVE(member, proto)                                          \
+#define KOPT_RESOLVE(member, proto)                                         \
   a->member = reinterpret_cast<decltype(a->member)>(a->lib.symbol(#proto)); \
-  if (!a->member) return Unexpected(environment_error("NVRTC at " + a->lib.path() + " lacks " #proto " (too old?)"));
+  if (!a->member)                                                           \
+    return Unexpected(                                                      \
+        environment_error("NVRTC at " + a->lib.path() + " lacks " #proto " (too old?)"));
     KOPT_NVRTC_FUNCTIONS(KOPT_RESOLVE)
 #undef KOPT_RESOLVE
     a->version(&a->major, &a->minor);

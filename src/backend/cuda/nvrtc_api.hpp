@@ -8,19 +8,19 @@
 
 namespace kopt::cuda {
 
-#define KOPT_NVRTC_FUNCTIONS(X)                                   \
-  X(version, nvrtcVersion)                                        \
-  X(get_error_string, nvrtcGetErrorString)                        \
-  X(create_program, nvrtcCreateProgram)                           \
-  X(destroy_program, nvrtcDestroyProgram)                         \
-  X(compile_program, nvrtcCompileProgram)                         \
-  X(get_cubin_size, nvrtcGetCUBINSize)                            \
-  X(get_cubin, nvrtcGetCUBIN)                                     \
-  X(get_program_log_size, nvrtcGetProgramLogSize)                 \
-  X(get_program_log, nvrtcGetProgramLog)                          \
-  X(add_name_expression, nvrtcAddNameExpression)                  \
-  X(get_lowered_name, nvrtcGetLoweredName)                        \
-  X(get_num_supported_archs, nvrtcGetNumSupportedArchs)           \
+#define KOPT_NVRTC_FUNCTIONS(X)                         \
+  X(version, nvrtcVersion)                              \
+  X(get_error_string, nvrtcGetErrorString)              \
+  X(create_program, nvrtcCreateProgram)                 \
+  X(destroy_program, nvrtcDestroyProgram)               \
+  X(compile_program, nvrtcCompileProgram)               \
+  X(get_cubin_size, nvrtcGetCUBINSize)                  \
+  X(get_cubin, nvrtcGetCUBIN)                           \
+  X(get_program_log_size, nvrtcGetProgramLogSize)       \
+  X(get_program_log, nvrtcGetProgramLog)                \
+  X(add_name_expression, nvrtcAddNameExpression)        \
+  X(get_lowered_name, nvrtcGetLoweredName)              \
+  X(get_num_supported_archs, nvrtcGetNumSupportedArchs) \
   X(get_supported_archs, nvrtcGetSupportedArchs)
 
 struct NvrtcApi {

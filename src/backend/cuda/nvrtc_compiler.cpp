@@ -3,22 +3,22 @@
 #include <chrono>
 #include <memory>
 
+#include "dynlib.hpp"
 #include "kopt/backend/cubin_resources.hpp"
 #include "kopt/core/fs.hpp"
-#include "dynlib.hpp"
 #include "nvrtc_api.hpp"
 
 namespace kopt::cuda {
 namespace fs = std::filesystem;
 
 // Every NVRTC call goes through this: it keeps the call text and file:line (DESIGN.md §5).
-#define KOPT_NVRTC_CHECK(api, call)                                                         \
-  do {                                                                                      \
-    nvrtcResult kopt_r_ = (call);                                                           \
-    if (kopt_r_ != NVRTC_SUCCESS)                                                           \
-      return Unexpected(internal_error(std::string(#call) + " failed at " __FILE__ ":" +    \
-                                       std::to_string(__LINE__) + ": " +                    \
-                                       (api)->get_error_string(kopt_r_)));                  \
+#define KOPT_NVRTC_CHECK(api, call)                                                      \
+  do {                                                                                   \
+    nvrtcResult kopt_r_ = (call);                                                        \
+    if (kopt_r_ != NVRTC_SUCCESS)                                                        \
+      return Unexpected(internal_error(std::string(#call) + " failed at " __FILE__ ":" + \
+                                       std::to_string(__LINE__) + ": " +                 \
+                                       (api)->get_error_string(kopt_r_)));               \
   } while (0)
 
 Expected<std::string> NvrtcCompiler::toolkit() {
@@ -31,7 +31,8 @@ std::vector<fs::path> cuda_include_dirs() {
   std::vector<fs::path> existing;
   for (const auto& root : toolkit_roots())
     if (fs::path p = fs::path(root) / "include";
-        fs::is_regular_file(p / "cuda_runtime.h") && std::find(existing.begin(), existing.end(), p) == existing.end())
+        fs::is_regular_file(p / "cuda_runtime.h") &&
+        std::find(existing.begin(), existing.end(), p) == existing.end())
       existing.push_back(p);
   return existing;
 }
@@ -58,8 +59,8 @@ Expected<Build> NvrtcCompiler::compile(const CompileRequest& req, const fs::path
 
   nvrtcProgram prog = nullptr;
   std::string name = req.source_path.string();
-  KOPT_NVRTC_CHECK(api, api->create_program(&prog, req.source_text.c_str(), name.c_str(), 0,
-                                            nullptr, nullptr));
+  KOPT_NVRTC_CHECK(
+      api, api->create_program(&prog, req.source_text.c_str(), name.c_str(), 0, nullptr, nullptr));
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) {
     if (auto a = nvrtc_api(); a && *p) (*a)->destroy_program(p);
   });
@@ -83,7 +84,8 @@ Expected<Build> NvrtcCompiler::compile(const CompileRequest& req, const fs::path
   b.log.resize(log_size);
   KOPT_NVRTC_CHECK(api, api->get_program_log(prog, b.log.data()));
   while (!b.log.empty() && (b.log.back() == '\0' || b.log.back() == '\n')) b.log.pop_back();
-  b.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  b.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (compiled != NVRTC_SUCCESS) {
     b.ok = false;
     if (b.log.empty()) b.log = api->get_error_string(compiled);

@@ -4,7 +4,11 @@
 
 namespace kopt::cuda {
 
-NvtxRange::NvtxRange(const std::string& name) { nvtxRangePushA(name.c_str()); }
-NvtxRange::~NvtxRange() { nvtxRangePop(); }
+NvtxRange::NvtxRange(const std::string& name) {
+  nvtxRangePushA(name.c_str());
+}
+NvtxRange::~NvtxRange() {
+  nvtxRangePop();
+}
 
 }  // namespace kopt::cuda

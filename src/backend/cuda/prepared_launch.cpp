@@ -9,8 +9,9 @@
 #include "tensor_map.hpp"
 
 namespace kopt::cuda {
-std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::string& arch, const std::string& name,
-                                            const char* source, const std::string& entry) {
+std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::string& arch,
+                                            const std::string& name, const char* source,
+                                            const std::string& entry) {
   TempDir tmp("kopt-builtin");
   CompileRequest req;
   req.source_path = name + ".cu";
@@ -40,7 +41,9 @@ CUresult PreparedLaunch::launch(CUstream stream) const {
     // for it, so events recorded on `stream` bracket its work.
     if (stream) {
       if (CUresult r = api->event_record(before->get(), stream); r != CUDA_SUCCESS) return r;
-      if (CUresult r = api->stream_wait_event(CU_STREAM_LEGACY, before->get(), 0); r != CUDA_SUCCESS) return r;
+      if (CUresult r = api->stream_wait_event(CU_STREAM_LEGACY, before->get(), 0);
+          r != CUDA_SUCCESS)
+        return r;
     }
     if (const char* err = shim(const_cast<void**>(params.data()))) {
       solve_error = err;
@@ -52,36 +55,39 @@ CUresult PreparedLaunch::launch(CUstream stream) const {
     // whole device is synchronized (the host call is inside the timed window anyway).
     if (CUresult r = api->ctx_synchronize(); r != CUDA_SUCCESS) return r;
     if (stream) {
-      if (CUresult r = api->event_record(after->get(), CU_STREAM_LEGACY); r != CUDA_SUCCESS) return r;
+      if (CUresult r = api->event_record(after->get(), CU_STREAM_LEGACY); r != CUDA_SUCCESS)
+        return r;
       return api->stream_wait_event(stream, after->get(), 0);
     }
     return CUDA_SUCCESS;
   }
-  return api->launch_kernel(function, static_cast<unsigned>(job->grid[0]), static_cast<unsigned>(job->grid[1]),
-                            static_cast<unsigned>(job->grid[2]), static_cast<unsigned>(job->block[0]),
-                            static_cast<unsigned>(job->block[1]), static_cast<unsigned>(job->block[2]),
-                            static_cast<unsigned>(job->shared_mem), stream, const_cast<void**>(params.data()),
-                            nullptr);
+  return api->launch_kernel(
+      function, static_cast<unsigned>(job->grid[0]), static_cast<unsigned>(job->grid[1]),
+      static_cast<unsigned>(job->grid[2]), static_cast<unsigned>(job->block[0]),
+      static_cast<unsigned>(job->block[1]), static_cast<unsigned>(job->block[2]),
+      static_cast<unsigned>(job->shared_mem), stream, const_cast<void**>(params.data()), nullptr);
 }
 
 CUresult PreparedLaunch::poison(CUstream stream, std::size_t index, Poison pz) const {
   const JobTensor& t = job->tensors[index];
   CUdeviceptr ptr = buffers[index].get();
   if (pz.width == 4) return api->memset_d32_async(ptr, pz.pattern, t.bytes / 4, stream);
-  if (pz.width == 2) return api->memset_d16_async(ptr, static_cast<unsigned short>(pz.pattern), t.bytes / 2, stream);
+  if (pz.width == 2)
+    return api->memset_d16_async(ptr, static_cast<unsigned short>(pz.pattern), t.bytes / 2, stream);
   return api->memset_d8_async(ptr, static_cast<unsigned char>(pz.pattern), t.bytes, stream);
 }
 
-#define KOPT_CU_PREPARE(status, call)                                          \
-  do {                                                                         \
-    CUresult kopt_r_ = (call);                                                 \
-    if (kopt_r_ != CUDA_SUCCESS) {                                             \
-      failure = driver_failure(api, status, #call, kopt_r_);                   \
-      return std::nullopt;                                                     \
-    }                                                                          \
+#define KOPT_CU_PREPARE(status, call)                        \
+  do {                                                       \
+    CUresult kopt_r_ = (call);                               \
+    if (kopt_r_ != CUDA_SUCCESS) {                           \
+      failure = driver_failure(api, status, #call, kopt_r_); \
+      return std::nullopt;                                   \
+    }                                                        \
   } while (0)
 
-std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job, RunResult& failure) {
+std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job,
+                                             RunResult& failure) {
   auto fail_io = [&](const std::string& why) {
     failure.status = RunStatus::launch_failed;
     failure.error = why;
@@ -112,42 +118,52 @@ std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob&
     CUmodule raw = nullptr;
     KOPT_CU_PREPARE(RunStatus::load_failed, api.module_load_data(&raw, image->data()));
     p.module = std::make_unique<Module>(&api, raw);
-    KOPT_CU_PREPARE(RunStatus::load_failed, api.module_get_function(&p.function, raw, job.entry.c_str()));
+    KOPT_CU_PREPARE(RunStatus::load_failed,
+                    api.module_get_function(&p.function, raw, job.entry.c_str()));
   }
   if (job.shared_mem > 48 * 1024)
-    KOPT_CU_PREPARE(RunStatus::launch_failed,
-                    api.func_set_attribute(p.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                           static_cast<int>(job.shared_mem)));
+    KOPT_CU_PREPARE(
+        RunStatus::launch_failed,
+        api.func_set_attribute(p.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               static_cast<int>(job.shared_mem)));
   std::map<std::string, CUdeviceptr> by_name;
   for (const auto& t : job.tensors) {
     CUdeviceptr ptr = 0;
-    KOPT_CU_PREPARE(RunStatus::launch_failed, api.mem_alloc(&ptr, std::max<std::size_t>(t.bytes, 1)));
+    KOPT_CU_PREPARE(RunStatus::launch_failed,
+                    api.mem_alloc(&ptr, std::max<std::size_t>(t.bytes, 1)));
     p.buffers.emplace_back(&api, ptr);
     by_name[t.name] = ptr;
     if (t.role == Role::output) {
       // Poison: a kernel that skips an element leaves a NaN (or a sentinel) behind.
       Poison pz = poison_for(t.dtype);
-      if (pz.width == 4) KOPT_CU_PREPARE(RunStatus::launch_failed, api.memset_d32(ptr, pz.pattern, t.bytes / 4));
+      if (pz.width == 4)
+        KOPT_CU_PREPARE(RunStatus::launch_failed, api.memset_d32(ptr, pz.pattern, t.bytes / 4));
       else if (pz.width == 2)
         KOPT_CU_PREPARE(RunStatus::launch_failed,
                         api.memset_d16(ptr, static_cast<unsigned short>(pz.pattern), t.bytes / 2));
-      else KOPT_CU_PREPARE(RunStatus::launch_failed, api.memset_d8(ptr, static_cast<unsigned char>(pz.pattern), t.bytes));
+      else
+        KOPT_CU_PREPARE(RunStatus::launch_failed,
+                        api.memset_d8(ptr, static_cast<unsigned char>(pz.pattern), t.bytes));
     } else {
       auto data = read_binary_file(t.input_path);
       if (!data) return fail_io(data.error().to_string());
-      if (data->size() != t.bytes) return fail_io("input file " + t.input_path.string() + " has the wrong size");
+      if (data->size() != t.bytes)
+        return fail_io("input file " + t.input_path.string() + " has the wrong size");
       KOPT_CU_PREPARE(RunStatus::launch_failed, api.memcpy_htod(ptr, data->data(), t.bytes));
     }
   }
   p.slots.resize(job.args.size());
   if (p.is_solve())
-    if (std::string why = tensor_map_refusal(job.args, "a solve() library"); !why.empty()) return fail_io(why);
+    if (std::string why = tensor_map_refusal(job.args, "a solve() library"); !why.empty())
+      return fail_io(why);
   for (std::size_t i = 0; i < job.args.size(); ++i) {
     const auto& a = job.args[i];
     if (a.tensor_map) {
       auto it = by_name.find(a.tensor);
-      auto t = std::find_if(job.tensors.begin(), job.tensors.end(), [&](const JobTensor& x) { return x.name == a.tensor; });
-      if (it == by_name.end() || t == job.tensors.end()) return fail_io("argument names unknown tensor " + a.tensor);
+      auto t = std::find_if(job.tensors.begin(), job.tensors.end(),
+                            [&](const JobTensor& x) { return x.name == a.tensor; });
+      if (it == by_name.end() || t == job.tensors.end())
+        return fail_io("argument names unknown tensor " + a.tensor);
       CUtensorMap map{};
       if (std::string why = encode_tensor_map(api, a, *t, it->second, map); !why.empty())
         return fail_io("argument " + std::to_string(i) + ": " + why);

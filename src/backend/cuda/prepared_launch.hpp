@@ -44,7 +44,9 @@ class Module {
 
 class Event {
  public:
-  explicit Event(const DriverApi* api) : m_api(api) { m_api->event_create(&m_event, CU_EVENT_DEFAULT); }
+  explicit Event(const DriverApi* api) : m_api(api) {
+    m_api->event_create(&m_event, CU_EVENT_DEFAULT);
+  }
   Event(const Event&) = delete;
   ~Event() {
     if (m_event) m_api->event_destroy(m_event);
@@ -58,7 +60,9 @@ class Event {
 
 class Stream {
  public:
-  explicit Stream(const DriverApi* api) : m_api(api) { m_api->stream_create(&m_stream, CU_STREAM_NON_BLOCKING); }
+  explicit Stream(const DriverApi* api) : m_api(api) {
+    m_api->stream_create(&m_stream, CU_STREAM_NON_BLOCKING);
+  }
   Stream(const Stream&) = delete;
   ~Stream() {
     if (m_stream) m_api->stream_destroy(m_stream);
@@ -89,14 +93,15 @@ struct PreparedLaunch {
   std::unique_ptr<DynLib> library;
   const char* (*shim)(void**) = nullptr;
   std::unique_ptr<Event> before, after;
-  mutable std::string solve_error;  // what the shim's last call reported
+  mutable std::string solve_error;    // what the shim's last call reported
   std::vector<DeviceBuffer> buffers;  // in the order of job->tensors
   std::vector<ArgSlot> slots;
   std::vector<void*> params;
 
   CUresult launch(CUstream stream) const;
   bool is_solve() const { return shim != nullptr; }
-  // Fills buffer `index` (an output) with `fill` (its dtype's poison, or a stale fill), queued on `stream`.
+  // Fills buffer `index` (an output) with `fill` (its dtype's poison, or a stale fill), queued on
+  // `stream`.
   CUresult poison(CUstream stream, std::size_t index, Poison fill) const;
 };
 
@@ -105,10 +110,12 @@ RunResult driver_failure(const DriverApi& api, RunStatus status, const char* cal
 
 // Builds kopt's own small kernels (timer helpers, ceilings) with NVRTC and loads them;
 // nullptr when either step fails (the caller degrades and says so).
-std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::string& arch, const std::string& name,
-                                            const char* source, const std::string& entry);
+std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::string& arch,
+                                            const std::string& name, const char* source,
+                                            const std::string& entry);
 
 // Prepares `job`; on failure returns nullopt with `failure` filled in.
-std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job, RunResult& failure);
+std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job,
+                                             RunResult& failure);
 
 }  // namespace kopt::cuda

@@ -2,11 +2,11 @@
 // appended, into a shared library (kopt/problem/solve_abi.hpp).
 #include <chrono>
 
+#include "dynlib.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt/problem/solve_abi.hpp"
-#include "dynlib.hpp"
 
 namespace kopt::cuda {
 namespace fs = std::filesystem;
@@ -38,21 +38,26 @@ Expected<Build> compile_solve_library(const CompileRequest& req, const fs::path&
   b.resources.source = "solve (nvcc -shared)";
   auto nvcc = find_nvcc();
   if (!nvcc)
-    return Unexpected(environment_error("a solve() kernel is built with nvcc, and there is none on PATH, in "
-                                        "$CUDA_HOME/bin or /usr/local/cuda/bin: install the CUDA toolkit"));
+    return Unexpected(
+        environment_error("a solve() kernel is built with nvcc, and there is none on PATH, in "
+                          "$CUDA_HOME/bin or /usr/local/cuda/bin: install the CUDA toolkit"));
   b.toolkit = "nvcc (" + nvcc->string() + ")";
   auto params = parse_solve_signature(req.source_text, req.entry, req.source_path.string());
   if (!params) {
-    b.log = req.source_path.string() + ":" + std::to_string(params.error().line) + ": " + params.error().message;
+    b.log = req.source_path.string() + ":" + std::to_string(params.error().line) + ": " +
+            params.error().message;
     return b;
   }
   // #line keeps nvcc's messages at the user's file and lines; the shim follows the source.
-  std::string text = "#line 1 \"" + req.source_path.string() + "\"\n" + req.source_text + "\n#line 1 \"kopt_solve_shim\"\n" +
-                     solve_shim_source(*params, req.entry, solve_returns_message(req.source_text, req.entry));
+  std::string text =
+      "#line 1 \"" + req.source_path.string() + "\"\n" + req.source_text +
+      "\n#line 1 \"kopt_solve_shim\"\n" +
+      solve_shim_source(*params, req.entry, solve_returns_message(req.source_text, req.entry));
   fs::path unit = library_path.parent_path() / "solve_unit.cu";
   if (auto w = write_text_atomic(unit, text); !w) return Unexpected(w.error());
-  std::vector<std::string> argv = {nvcc->string(), "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-lineinfo",
-                                   gencode(req.arch), "-o", library_path.string()};
+  std::vector<std::string> argv = {nvcc->string(),    "-shared",    "-Xcompiler",
+                                   "-fPIC",           "-std=c++17", "-lineinfo",
+                                   gencode(req.arch), "-o",         library_path.string()};
   for (const auto& [k, v] : req.defines) argv.push_back("-D" + k + "=" + v);
   for (const auto& dir : req.include_dirs) argv.push_back("-I" + dir.string());
   for (const auto& o : req.options) argv.push_back(o);
@@ -66,7 +71,8 @@ Expected<Build> compile_solve_library(const CompileRequest& req, const fs::path&
   CommandResult r = SystemCommandRunner().run(argv, std::chrono::minutes(5));
   b.log = r.out + r.err;
   while (!b.log.empty() && b.log.back() == '\n') b.log.pop_back();
-  b.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  b.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!r.ok()) {
     if (b.log.empty()) b.log = r.timed_out ? "nvcc ran out of time (5 min)" : "nvcc failed";
     return b;

@@ -5,8 +5,8 @@
 #include <chrono>
 
 #include "kopt/backend/output_verifier.hpp"
-#include "kopt/core/entropy.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
+#include "kopt/core/entropy.hpp"
 #include "prepared_kernel.hpp"
 
 namespace kopt::opencl {
@@ -23,21 +23,28 @@ struct Variant : SampledVariant {
   Variant(PreparedKernel k, const RunJob& j, const BenchOptions& opt, std::uint64_t seed)
       : SampledVariant(opt.rule), kernel(std::move(k)), job(&j), verifier(j, opt, seed) {}
   ReadTensor reader(const Session& s) const {
-    return [this, &s](std::size_t i, std::vector<std::byte>& host) { return kernel.read(s, i, job->tensors[i], host); };
+    return [this, &s](std::size_t i, std::vector<std::byte>& host) {
+      return kernel.read(s, i, job->tensors[i], host);
+    };
   }
   // Writes a job tensor from the host (blocking: outside the timed window).
   WriteTensor writer(const Session& s) const {
-    return [this, &s](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
-      if (cl_int err = s.api->enqueue_write_buffer(s.queue.get(), kernel.buffers[i].get(), CL_TRUE, 0, host.size(),
-                                                   host.data(), 0, nullptr, nullptr);
-          err != CL_SUCCESS)
-        return cl_failure(RunStatus::launch_failed, "clEnqueueWriteBuffer(" + job->tensors[i].name + ")", err);
-      return std::nullopt;
-    };
+    return
+        [this, &s](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
+          if (cl_int err =
+                  s.api->enqueue_write_buffer(s.queue.get(), kernel.buffers[i].get(), CL_TRUE, 0,
+                                              host.size(), host.data(), 0, nullptr, nullptr);
+              err != CL_SUCCESS)
+            return cl_failure(RunStatus::launch_failed,
+                              "clEnqueueWriteBuffer(" + job->tensors[i].name + ")", err);
+          return std::nullopt;
+        };
   }
   cl_int poison_outputs(const Session& s) const {
     for (std::size_t i : verifier.outputs())
-      if (cl_int err = kernel.poison(s, i, job->tensors[i], verifier.fill_for(i)); err != CL_SUCCESS) return err;
+      if (cl_int err = kernel.poison(s, i, job->tensors[i], verifier.fill_for(i));
+          err != CL_SUCCESS)
+        return err;
     return CL_SUCCESS;
   }
 };
@@ -177,7 +184,8 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
   };
   std::vector<SampledVariant*> rotation;
   for (auto& v : variants) rotation.push_back(&v);
-  if (!run_sampling_rounds(rotation, opt, sample, [&] { return seconds_since(wall_start) - secret_s; }))
+  if (!run_sampling_rounds(rotation, opt, sample,
+                           [&] { return seconds_since(wall_start) - secret_s; }))
     return failed(*failure);
   for (auto& v : variants) {
     if (auto f = v.verifier.check_last(v.reader(s), v.series.samples_s.size())) return failed(*f);

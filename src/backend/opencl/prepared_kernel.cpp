@@ -19,17 +19,20 @@ cl_int PreparedKernel::enqueue(const Session& s, cl_event* event) const {
                                         0, nullptr, event);
 }
 
-cl_int PreparedKernel::poison(const Session& s, std::size_t index, const JobTensor& tensor, Poison pz) const {
+cl_int PreparedKernel::poison(const Session& s, std::size_t index, const JobTensor& tensor,
+                              Poison pz) const {
   // A kernel that skips an element leaves the fill (a NaN or a sentinel, or stale values) behind.
   return s.api->enqueue_fill_buffer(s.queue.get(), buffers[index].get(), &pz.pattern, pz.width, 0,
                                     tensor.bytes / pz.width * pz.width, 0, nullptr, nullptr);
 }
 
-std::optional<RunResult> PreparedKernel::read(const Session& s, std::size_t index, const JobTensor& tensor,
+std::optional<RunResult> PreparedKernel::read(const Session& s, std::size_t index,
+                                              const JobTensor& tensor,
                                               std::vector<std::byte>& host) const {
-  cl_int err = s.api->enqueue_read_buffer(s.queue.get(), buffers[index].get(), CL_TRUE, 0, host.size(),
-                                          host.data(), 0, nullptr, nullptr);
-  if (err != CL_SUCCESS) return cl_failure(RunStatus::fault, "clEnqueueReadBuffer(" + tensor.name + ")", err);
+  cl_int err = s.api->enqueue_read_buffer(s.queue.get(), buffers[index].get(), CL_TRUE, 0,
+                                          host.size(), host.data(), 0, nullptr, nullptr);
+  if (err != CL_SUCCESS)
+    return cl_failure(RunStatus::fault, "clEnqueueReadBuffer(" + tensor.name + ")", err);
   return std::nullopt;
 }
 

@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-fs::path embedded_python_script(const fs::path& cache_root, const std::string& name, const char* text) {
+fs::path embedded_python_script(const fs::path& cache_root, const std::string& name,
+                                const char* text) {
   Sha256 h;
   h.field(text);
   fs::path p = cache_root / "python" / (name + "-" + h.hex().substr(0, 16) + ".py");
@@ -34,9 +35,10 @@ std::string python_executable() {
     for (const char* candidate : {"python3", "/usr/bin/python3", "python"}) {
       auto found = find_program(candidate);
       if (!found) continue;
-      CommandResult r = runner.run({found->string(), "-c",
-                                    "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 1)"},
-                                   std::chrono::seconds(20));
+      CommandResult r = runner.run(
+          {found->string(), "-c",
+           "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 1)"},
+          std::chrono::seconds(20));
       if (r.exit_code == 0) return found->string();
     }
     return std::string("python3");
@@ -49,7 +51,8 @@ PythonRunner::~PythonRunner() {
 }
 
 std::string PythonRunner::start() {
-  auto child = Subprocess::spawn({python_executable(), python_worker_script(cache_dir()).string()}, m_log);
+  auto child =
+      Subprocess::spawn({python_executable(), python_worker_script(cache_dir()).string()}, m_log);
   if (!child) return "cannot start " + python_executable() + ": " + child.error().message;
   m_child = std::move(*child);
   return {};
@@ -59,21 +62,27 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
   Reply r;
   if (!m_child.running())
     if (std::string why = start(); !why.empty()) {
-      r.error = why + " (set KOPT_PYTHON to a Python with torch, numpy and, for Triton kernels, triton)";
+      r.error =
+          why + " (set KOPT_PYTHON to a Python with torch, numpy and, for Triton kernels, triton)";
       return r;
     }
   std::string line;
-  if (!m_child.write_line(request.dump()) || m_child.read_line(line, timeout) != Subprocess::ReadStatus::line) {
+  if (!m_child.write_line(request.dump()) ||
+      m_child.read_line(line, timeout) != Subprocess::ReadStatus::line) {
     std::string how = m_child.kill_and_reap();
-    r.error = "the Python worker (" + python_executable() + ") stopped answering: " + how + "; its messages: " +
-              (m_log.empty() ? std::string("the worker's log") : m_log.string());
+    r.error =
+        "the Python worker (" + python_executable() + ") stopped answering: " + how +
+        "; its messages: " + (m_log.empty() ? std::string("the worker's log") : m_log.string());
     return r;
   }
   try {
     json reply = json::parse(line);
     r.ok = reply.value("ok", false);
-    if (r.ok) r.result = reply.value("result", json::object());
-    else r.error = reply.value("error", std::string("?")) + "\n" + reply.value("traceback", std::string());
+    if (r.ok)
+      r.result = reply.value("result", json::object());
+    else
+      r.error =
+          reply.value("error", std::string("?")) + "\n" + reply.value("traceback", std::string());
   } catch (const std::exception& e) {
     r.error = std::string("the Python worker said something that is not JSON: ") + e.what();
   }
@@ -84,12 +93,18 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
   json tensors = json::array();
   for (const auto& t : job.tensors) {
     fs::path out = t.role == Role::input ? after_dir / (t.name + ".after.bin") : t.output_path;
-    tensors.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
-                       {"role", role_name(t.role)}, {"input_path", t.input_path.string()},
+    tensors.push_back({{"name", t.name},
+                       {"dtype", dtype_name(t.dtype)},
+                       {"shape", t.shape},
+                       {"role", role_name(t.role)},
+                       {"input_path", t.input_path.string()},
                        {"output_path", out.string()}});
   }
-  return {{"kind", module_kind_name(job.kind)}, {"module", job.module_path.string()}, {"entry", job.entry},
-          {"tensors", tensors}, {"scalars", job.scalars}};
+  return {{"kind", module_kind_name(job.kind)},
+          {"module", job.module_path.string()},
+          {"entry", job.entry},
+          {"tensors", tensors},
+          {"scalars", job.scalars}};
 }
 
 RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
@@ -101,13 +116,15 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
     return result;
   }
   TempDir after("kopt-python-run");
-  bool compare = std::all_of(job.tensors.begin(), job.tensors.end(),
-                             [](const JobTensor& t) { return t.role != Role::input || !t.checksum.empty(); });
+  bool compare = std::all_of(job.tensors.begin(), job.tensors.end(), [](const JobTensor& t) {
+    return t.role != Role::input || !t.checksum.empty();
+  });
   json req{{"op", "run"}, {"job", job_json(job, after.path())}, {"compare_inputs", compare}};
   if (!nvtx_range.empty()) req["nvtx_range"] = nvtx_range;
   Reply r = call(req, 600s);
   if (!r.ok) {
-    result.status = job.kind == ModuleKind::python_reference ? RunStatus::reference_failed : RunStatus::launch_failed;
+    result.status = job.kind == ModuleKind::python_reference ? RunStatus::reference_failed
+                                                             : RunStatus::launch_failed;
     result.error = r.error;
     return result;
   }
@@ -150,22 +167,27 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     return d.is_object() ? d.value("graphs", -1) : -1;
   };
   for (const auto& v : job.variants)
-    if (std::string why = tensor_map_refusal(v.args, "a Python kernel"); !why.empty()) return fail(v.label + ": " + why);
+    if (std::string why = tensor_map_refusal(v.args, "a Python kernel"); !why.empty())
+      return fail(v.label + ": " + why);
   for (std::size_t i = 0; i < job.variants.size(); ++i) {
-    Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}}, 600s);
+    Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}},
+                   600s);
     if (!r.ok) return fail(job.variants[i].label + ": " + r.error);
     std::string label = job.variants[i].label;
     // A PyTorch baseline that fell back to ref.py's reference() (no baseline() or
     // setup_baseline()) says so: a reference may compute in higher precision.
-    bool torch = job.variants[i].kind == ModuleKind::torch_eager || job.variants[i].kind == ModuleKind::torch_compile;
-    if (std::string timed = r.result.value("timed", ""); torch && timed != "baseline" && timed != "setup_baseline")
+    bool torch = job.variants[i].kind == ModuleKind::torch_eager ||
+                 job.variants[i].kind == ModuleKind::torch_compile;
+    if (std::string timed = r.result.value("timed", "");
+        torch && timed != "baseline" && timed != "setup_baseline")
       label += " (" + timed + "())";
     variants.emplace_back(opt.rule).series.label = label;
     graphs_prepared[i] = graphs(r.result);
     if (const json d = r.result.value("dynamo", json()); d.is_object())
       variants.back().series.graph_breaks = d.value("graph_breaks", -1);
   }
-  std::int64_t flush = opt.mode == CacheMode::cold ? (opt.flush_bytes > 0 ? opt.flush_bytes : m_default_flush) : 0;
+  std::int64_t flush =
+      opt.mode == CacheMode::cold ? (opt.flush_bytes > 0 ? opt.flush_bytes : m_default_flush) : 0;
   result.flush_bytes = flush;
   result.flush_method = flush > 0 ? "write" : "";
   auto wall_start = Clock::now();
@@ -176,7 +198,8 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     // "hold": the GPU spins while the host makes the call, so that Python's own overhead
     // (dispatch, torch.compile's guards) stays out of the window, as the blocking kernel keeps
     // cuLaunchKernel out of it; the host's time is kept apart, like the launch overhead.
-    Reply r = call({{"op", "sample"}, {"id", i}, {"flush_bytes", flush}, {"hold", opt.blocking_kernel}}, 120s);
+    Reply r = call(
+        {{"op", "sample"}, {"id", i}, {"flush_bytes", flush}, {"hold", opt.blocking_kernel}}, 120s);
     if (!r.ok) {
       failure = variants[i].series.label + ": " + r.error;
       return std::nullopt;
@@ -185,7 +208,8 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     graphs_now[i] = graphs(r.result);
     return TakenSample{r.result.value("seconds", 0.0), false};
   };
-  for (std::size_t i = 0; i < variants.size(); ++i) {  // time-based warm-up, as the device timers do
+  for (std::size_t i = 0; i < variants.size();
+       ++i) {  // time-based warm-up, as the device timers do
     auto t0 = Clock::now();
     int n = 0;
     do {
@@ -205,7 +229,8 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     variants[i].series.launch_overhead_us = h.empty() ? 0 : h[h.size() / 2];
     variants[i].series.host_in_window = !opt.blocking_kernel;
     variants[i].series.wall_s = elapsed();
-    if (graphs_prepared[i] >= 0 && graphs_now[i] >= 0) variants[i].series.recompiles = graphs_now[i] - graphs_prepared[i];
+    if (graphs_prepared[i] >= 0 && graphs_now[i] >= 0)
+      variants[i].series.recompiles = graphs_now[i] - graphs_prepared[i];
     result.series.push_back(std::move(variants[i].series));
   }
   return result;

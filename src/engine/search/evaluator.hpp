@@ -20,8 +20,12 @@ constexpr double k_inf = std::numeric_limits<double>::infinity();
 // Evaluates points for every strategy: cache, budget, progress, hidden constraints.
 class Evaluator {
  public:
-  Evaluator(const SearchSpace& space, const BatchObjective& objective, const SearchOptions& options, SearchResult& result)
-      : m_space(space), m_objective(objective), m_options(options), m_result(result),
+  Evaluator(const SearchSpace& space, const BatchObjective& objective, const SearchOptions& options,
+            SearchResult& result)
+      : m_space(space),
+        m_objective(objective),
+        m_options(options),
+        m_result(result),
         m_start(std::chrono::steady_clock::now()) {}
 
   // The point's cost (infinite when it failed, is infeasible or learned to fail); nullopt
@@ -94,7 +98,8 @@ class Evaluator {
   bool seen(const PointIndex& index) const { return m_cost.contains(index); }
   // Evaluations left in the budget.
   std::size_t remaining() const {
-    return m_options.budget.max_evaluations - std::min(m_options.budget.max_evaluations, m_result.history.size());
+    return m_options.budget.max_evaluations -
+           std::min(m_options.budget.max_evaluations, m_result.history.size());
   }
   std::size_t seen_count() const { return m_cost.size(); }
 
@@ -112,13 +117,17 @@ class Evaluator {
 
   // Budget spent, for strategies whose loops should end: as a fraction in [0, 1].
   double spent() const {
-    double by_evals = double(m_result.history.size()) / double(std::max<std::size_t>(1, m_options.budget.max_evaluations));
-    double by_time = m_options.budget.max_wall_s > 0 ? elapsed() / m_options.budget.max_wall_s : 0.0;
+    double by_evals = double(m_result.history.size()) /
+                      double(std::max<std::size_t>(1, m_options.budget.max_evaluations));
+    double by_time =
+        m_options.budget.max_wall_s > 0 ? elapsed() / m_options.budget.max_wall_s : 0.0;
     return std::min(1.0, std::max(by_evals, by_time));
   }
 
  private:
-  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count(); }
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+  }
 
   // A value is a hidden constraint when it failed twice or more, never succeeded, and its
   // failures cover two values of every other param (so no other value is to blame).
@@ -141,7 +150,8 @@ class Evaluator {
       if (m_forbidden.contains(key) || s.ok > 0 || s.failures < 2) continue;
       bool spans = true;
       for (const auto& [other, values] : m_space.params)
-        if (other != param && values.size() > 1) spans = spans && s.others.count(other) && s.others.at(other).size() >= 2;
+        if (other != param && values.size() > 1)
+          spans = spans && s.others.count(other) && s.others.at(other).size() >= 2;
       if (!spans) continue;
       m_forbidden.insert(key);
       m_result.learned.push_back(HiddenConstraint{param, value, s.failures, s.example});
@@ -160,7 +170,8 @@ class Evaluator {
     p.budget = m_options.budget.max_evaluations;
     p.best = m_result.best;
     p.elapsed_s = elapsed();
-    if (m_options.budget.max_wall_s > 0) p.time_left_s = std::max(0.0, m_options.budget.max_wall_s - p.elapsed_s);
+    if (m_options.budget.max_wall_s > 0)
+      p.time_left_s = std::max(0.0, m_options.budget.max_wall_s - p.elapsed_s);
     m_options.progress(p);
   }
 

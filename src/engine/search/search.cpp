@@ -42,11 +42,16 @@ class Strategies {
       return;
     }
     switch (m_o.strategy) {
-      case SearchStrategy::exhaustive: return exhaustive();
-      case SearchStrategy::random: return random();
-      case SearchStrategy::local: return local();
-      case SearchStrategy::annealing: return annealing();
-      case SearchStrategy::genetic: return genetic();
+      case SearchStrategy::exhaustive:
+        return exhaustive();
+      case SearchStrategy::random:
+        return random();
+      case SearchStrategy::local:
+        return local();
+      case SearchStrategy::annealing:
+        return annealing();
+      case SearchStrategy::genetic:
+        return genetic();
     }
   }
 
@@ -78,7 +83,8 @@ class Strategies {
   // batches ahead, none past the evaluation budget; `evaluated` is told each batch done.
   // False when the budget ended the search.
   template <class Collect>
-  bool run_batches(Collect collect, const std::function<void(const std::vector<PointIndex>&)>& evaluated = {}) {
+  bool run_batches(Collect collect,
+                   const std::function<void(const std::vector<PointIndex>&)>& evaluated = {}) {
     std::deque<std::vector<PointIndex>> ahead;
     std::size_t queued = 0;  // points in `ahead`
     auto fill = [&] {
@@ -135,7 +141,8 @@ class Strategies {
 
   bool exhausted(const PointIndex& idx) {
     if (!idx.empty()) return false;
-    if (m_r.stop_reason.empty()) m_r.stop_reason = m_ev.seen_count() >= m_space.size() ? "space exhausted" : "converged";
+    if (m_r.stop_reason.empty())
+      m_r.stop_reason = m_ev.seen_count() >= m_space.size() ? "space exhausted" : "converged";
     return true;
   }
 
@@ -261,8 +268,10 @@ class Strategies {
           child[i] = u(m_rng) < 0.5 ? a[i] : b[i];
           if (u(m_rng) < 1.0 / double(a.size())) {
             std::size_t n = m_space.params[i].second.size();
-            if (u(m_rng) < 0.5 && child[i] > 0) --child[i];
-            else if (child[i] + 1 < n) ++child[i];
+            if (u(m_rng) < 0.5 && child[i] > 0)
+              --child[i];
+            else if (child[i] + 1 < n)
+              ++child[i];
           }
         }
         children.push_back(std::move(child));
@@ -298,36 +307,44 @@ class Strategies {
 
 std::string_view search_strategy_name(SearchStrategy s) {
   switch (s) {
-    case SearchStrategy::exhaustive: return "exhaustive";
-    case SearchStrategy::random: return "random";
-    case SearchStrategy::local: return "local";
-    case SearchStrategy::annealing: return "annealing";
-    case SearchStrategy::genetic: return "genetic";
+    case SearchStrategy::exhaustive:
+      return "exhaustive";
+    case SearchStrategy::random:
+      return "random";
+    case SearchStrategy::local:
+      return "local";
+    case SearchStrategy::annealing:
+      return "annealing";
+    case SearchStrategy::genetic:
+      return "genetic";
   }
   return "?";
 }
 
 std::optional<SearchStrategy> parse_search_strategy(std::string_view name) {
-  for (auto s : {SearchStrategy::exhaustive, SearchStrategy::random, SearchStrategy::local, SearchStrategy::annealing,
-                 SearchStrategy::genetic})
+  for (auto s : {SearchStrategy::exhaustive, SearchStrategy::random, SearchStrategy::local,
+                 SearchStrategy::annealing, SearchStrategy::genetic})
     if (search_strategy_name(s) == name) return s;
   return std::nullopt;
 }
 
-SearchResult run_search(const SearchSpace& space, const Objective& objective, const SearchOptions& options) {
+SearchResult run_search(const SearchSpace& space, const Objective& objective,
+                        const SearchOptions& options) {
   BatchObjective each = [&](const std::vector<ParamPoint>& points) {
     std::vector<Evaluation> out;
     for (const auto& p : points) {
       auto t0 = std::chrono::steady_clock::now();
       out.push_back(objective(p));
-      out.back().wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      out.back().wall_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     return out;
   };
   return run_search(space, each, options);
 }
 
-SearchResult run_search(const SearchSpace& space, const BatchObjective& objective, const SearchOptions& options) {
+SearchResult run_search(const SearchSpace& space, const BatchObjective& objective,
+                        const SearchOptions& options) {
   SearchResult r;
   r.strategy = options.strategy;
   Evaluator ev(space, objective, options, r);
@@ -338,8 +355,12 @@ SearchResult run_search(const SearchSpace& space, const BatchObjective& objectiv
 
 nlohmann::json to_json(const SearchResult& r) {
   auto eval = [](const Evaluation& e) {
-    nlohmann::json j{{"point", e.point}, {"ok", e.ok}, {"cost", e.ok ? nlohmann::json(e.cost) : nlohmann::json(nullptr)},
-                     {"failure", e.failure}, {"wall_s", e.wall_s}, {"build_s", e.build_s}};
+    nlohmann::json j{{"point", e.point},
+                     {"ok", e.ok},
+                     {"cost", e.ok ? nlohmann::json(e.cost) : nlohmann::json(nullptr)},
+                     {"failure", e.failure},
+                     {"wall_s", e.wall_s},
+                     {"build_s", e.build_s}};
     if (e.ok && e.cost_high > 0) j["cost_interval"] = {e.cost_low, e.cost_high};
     if (e.device >= 0) j["gpu"] = e.device;
     return j;
@@ -348,7 +369,10 @@ nlohmann::json to_json(const SearchResult& r) {
   for (const auto& e : r.history) history.push_back(eval(e));
   nlohmann::json learned = nlohmann::json::array();
   for (const auto& h : r.learned)
-    learned.push_back({{"param", h.param}, {"value", h.value}, {"failures", h.failures}, {"example", h.example_failure}});
+    learned.push_back({{"param", h.param},
+                       {"value", h.value},
+                       {"failures", h.failures},
+                       {"example", h.example_failure}});
   return {{"strategy", std::string(search_strategy_name(r.strategy))},
           {"best", r.best ? eval(*r.best) : nlohmann::json(nullptr)},
           {"evaluations", r.history.size()},

@@ -19,7 +19,8 @@ std::uint64_t SearchSpace::size() const {
   std::uint64_t n = 1;
   for (const auto& [name, values] : params) {
     if (values.empty()) return 0;
-    if (n > std::numeric_limits<std::uint64_t>::max() / values.size()) return std::numeric_limits<std::uint64_t>::max();
+    if (n > std::numeric_limits<std::uint64_t>::max() / values.size())
+      return std::numeric_limits<std::uint64_t>::max();
     n *= values.size();
   }
   return n;
@@ -67,19 +68,23 @@ PointIndex SearchSpace::random_index(std::mt19937_64& rng) const {
   return idx;
 }
 
-std::vector<ParamPoint> SearchSpace::sample(std::size_t n, std::mt19937_64& rng, const std::vector<ParamPoint>& exclude) const {
+std::vector<ParamPoint> SearchSpace::sample(std::size_t n, std::mt19937_64& rng,
+                                            const std::vector<ParamPoint>& exclude) const {
   std::vector<ParamPoint> out;
   std::uint64_t total = size();
-  for (std::size_t tries = 0; out.size() < n && tries < 50 * n + 100 && out.size() + exclude.size() < total; ++tries) {
+  for (std::size_t tries = 0;
+       out.size() < n && tries < 50 * n + 100 && out.size() + exclude.size() < total; ++tries) {
     ParamPoint p = point(random_index(rng));
-    if (std::find(out.begin(), out.end(), p) != out.end() || std::find(exclude.begin(), exclude.end(), p) != exclude.end())
+    if (std::find(out.begin(), out.end(), p) != out.end() ||
+        std::find(exclude.begin(), exclude.end(), p) != exclude.end())
       continue;
     if (feasible(p)) out.push_back(std::move(p));
   }
   return out;
 }
 
-std::optional<ParamPoint> SearchSpace::nearest_feasible(const ParamPoint& p, const std::string& keep) const {
+std::optional<ParamPoint> SearchSpace::nearest_feasible(const ParamPoint& p,
+                                                        const std::string& keep) const {
   auto r = repairs(p, keep);
   if (r.empty()) return std::nullopt;
   return r.front();

@@ -5,7 +5,9 @@
 namespace kopt {
 namespace {
 
-std::array<int, 3> slots(double c, double m, double l) { return allocate_budget(c, m, l).slots; }
+std::array<int, 3> slots(double c, double m, double l) {
+  return allocate_budget(c, m, l).slots;
+}
 
 TEST(AxisBudget, ProportionalFloorThenLargestRemainder) {
   EXPECT_EQ(slots(0.6, 0.3, 0.1), (std::array<int, 3>{2, 1, 0}));  // quotas 1.8, 0.9, 0.3
@@ -23,7 +25,9 @@ TEST(AxisBudget, AnAxisUnderTenPercentGetsNothingEvenFromTheRemainder) {
 
 TEST(AxisBudget, AtMostTwoPerAxisEvenWhenSlotsAreLeft) {
   EXPECT_EQ(slots(0.9, 0.02, 0.05), (std::array<int, 3>{2, 0, 0}));  // one eligible axis: 2, not 3
-  EXPECT_EQ(slots(0.9, 0.1, 0.1), (std::array<int, 3>{2, 1, 0}));   // tie on remainder and gap: compute, memory, latency order
+  EXPECT_EQ(
+      slots(0.9, 0.1, 0.1),
+      (std::array<int, 3>{2, 1, 0}));  // tie on remainder and gap: compute, memory, latency order
 }
 
 TEST(AxisBudget, NearPeakGetsNoSlots) {

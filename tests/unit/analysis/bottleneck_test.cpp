@@ -16,7 +16,8 @@ Bottleneck classify_fixture(const std::string& name) {
 }
 
 bool has_finding(const Bottleneck& b, const std::string& id) {
-  return std::any_of(b.secondary.begin(), b.secondary.end(), [&](const Finding& f) { return f.id == id; });
+  return std::any_of(b.secondary.begin(), b.secondary.end(),
+                     [&](const Finding& f) { return f.id == id; });
 }
 
 TEST(BottleneckRecorded, NaiveTransposeIsMemoryBoundWithUncoalescedStores) {
@@ -90,7 +91,8 @@ TEST(BottleneckRules, BarrierStallsMakeItSynchronizationBound) {
   m["smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"] = 3.5;  // 0.35 > 0.3
   m["smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"] = 2;
   EXPECT_EQ(classify_bottleneck(m).cls, BottleneckClass::synchronization_bound);
-  m["smsp__issue_active.avg.per_cycle_active"] = 0.9;  // issuing well: CPIStall's rule does not fire
+  m["smsp__issue_active.avg.per_cycle_active"] =
+      0.9;  // issuing well: CPIStall's rule does not fire
   EXPECT_NE(classify_bottleneck(m).cls, BottleneckClass::synchronization_bound);
 }
 
@@ -126,7 +128,8 @@ TEST(BottleneckRules, SecondaryFindingsUseTheRuleThresholds) {
   m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] = 100;  // exactly 10 %
   m["l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"] = 64;
   m["smsp__thread_inst_executed_per_inst_executed.ratio"] = 23.9;
-  m["smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"] = 25.6;  // exactly 20 % wasted
+  m["smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"] =
+      25.6;  // exactly 20 % wasted
   Bottleneck b = classify_bottleneck(m);
   EXPECT_TRUE(has_finding(b, "bank_conflicts"));
   EXPECT_TRUE(has_finding(b, "local_spills"));

@@ -10,8 +10,8 @@ namespace {
 TEST(SpecTable, HasTheGpusTheIssueNames) {
   std::set<std::string> ids;
   for (const auto& s : builtin_gpu_specs()) ids.insert(s.id);
-  for (const char* id : {"v100-sxm2", "a100-40gb", "a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200", "l4", "l40s",
-                         "rtx-4090", "b200", "mi250x", "mi300x"})
+  for (const char* id : {"v100-sxm2", "a100-40gb", "a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200",
+                         "l4", "l40s", "rtx-4090", "b200", "mi250x", "mi300x"})
     EXPECT_TRUE(ids.contains(id)) << id;
 }
 
@@ -66,20 +66,24 @@ TEST(SpecTable, FindsBoardsByTheDriversName) {
 }
 
 TEST(SpecFile, BadEntriesNameFileLineAndField) {
-  const std::string head = "id = \"x\"\nname = \"X\"\nvendor = \"V\"\narch = \"sm_90\"\nmatch = [\"X\"]\n"
-                           "[sources]\nds = \"Some datasheet title\"\n[values]\n";
+  const std::string head =
+      "id = \"x\"\nname = \"X\"\nvendor = \"V\"\narch = \"sm_90\"\nmatch = [\"X\"]\n"
+      "[sources]\nds = \"Some datasheet title\"\n[values]\n";
   auto no_source = parse_gpu_spec(head + "sm_count = { value = 10 }\n", "specs/x.toml");
   ASSERT_FALSE(no_source);
   EXPECT_EQ(no_source.error().file, "specs/x.toml");
   EXPECT_EQ(no_source.error().line, 9);
   EXPECT_EQ(no_source.error().field, "values.sm_count");
-  auto bad_ref = parse_gpu_spec(head + "sm_count = { value = 10, source = \"wp\", section = \"Table 1\" }\n", "x.toml");
+  auto bad_ref = parse_gpu_spec(
+      head + "sm_count = { value = 10, source = \"wp\", section = \"Table 1\" }\n", "x.toml");
   ASSERT_FALSE(bad_ref);
   EXPECT_EQ(bad_ref.error().field, "values.sm_count.source");
-  auto unknown = parse_gpu_spec(head + "warp_size = { value = 32, source = \"ds\", section = \"Table 1\" }\n", "x.toml");
+  auto unknown = parse_gpu_spec(
+      head + "warp_size = { value = 32, source = \"ds\", section = \"Table 1\" }\n", "x.toml");
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().field, "values.warp_size");
-  auto ok = parse_gpu_spec(head + "sm_count = { value = 10, source = \"ds\", section = \"Table 1\" }\n", "x.toml");
+  auto ok = parse_gpu_spec(
+      head + "sm_count = { value = 10, source = \"ds\", section = \"Table 1\" }\n", "x.toml");
   ASSERT_TRUE(ok) << ok.error().to_string();
   EXPECT_EQ(*ok->number("sm_count"), 10);
 }

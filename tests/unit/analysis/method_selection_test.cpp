@@ -40,7 +40,8 @@ std::vector<std::string> ids(const std::vector<MethodCandidate>& c) {
   return out;
 }
 
-bool has_issue(const std::vector<ValidationIssue>& v, const std::string& rule, const std::string& method = "") {
+bool has_issue(const std::vector<ValidationIssue>& v, const std::string& rule,
+               const std::string& method = "") {
   return std::any_of(v.begin(), v.end(), [&](const ValidationIssue& i) {
     return i.rule == rule && (method.empty() || i.method == method);
   });
@@ -59,14 +60,16 @@ TEST(TriggerStrength, BetweenGoodAndBadEitherWay) {
 
 TEST(SuggestMethods, TriggeredByPriorityWithinTheBudget) {
   EXPECT_EQ(ids(suggest_methods(context())),
-            (std::vector<std::string>{"shared_memory_staging", "vectorized_global_loads", "warp_shuffle_reduction"}));
+            (std::vector<std::string>{"shared_memory_staging", "vectorized_global_loads",
+                                      "warp_shuffle_reduction"}));
 }
 
 TEST(SuggestMethods, LeavesOutDiscreditedAndInapplicableMethods) {
   SelectionContext ctx = context(80);
   ctx.history["shared_memory_staging"] = MethodOutcome::implementation_failed;
   auto s = ids(suggest_methods(ctx));
-  EXPECT_EQ(s, (std::vector<std::string>{"vectorized_global_loads", "vectorized_global_stores", "warp_shuffle_reduction"}));
+  EXPECT_EQ(s, (std::vector<std::string>{"vectorized_global_loads", "vectorized_global_stores",
+                                         "warp_shuffle_reduction"}));
   ctx.available = std::set<std::string>{"vectorized_global_loads"};  // all the problem can switch
   EXPECT_EQ(ids(suggest_methods(ctx)), std::vector<std::string>{"vectorized_global_loads"});
 }
@@ -91,23 +94,30 @@ TEST(ValidateMethods, SkippingAHigherPriorityTriggeredMethodNeedsAReason) {
 
 TEST(ValidateMethods, BudgetUnknownIdsArchitectureAndReuse) {
   SelectionContext ctx = context(80);
-  MethodSet over{{"shared_memory_staging", "vectorized_global_loads", "vectorized_global_stores"}, {}, {}};
+  MethodSet over{
+      {"shared_memory_staging", "vectorized_global_loads", "vectorized_global_stores"}, {}, {}};
   EXPECT_TRUE(has_issue(validate_methods(ctx, over), "over_budget"));
   MethodSet latency_on_compute{{"tensor_cores"}, {}, {}};  // compute has no slot
   EXPECT_TRUE(has_issue(validate_methods(ctx, latency_on_compute), "over_budget"));
   MethodSet unknown{{"magic"}, {}, {}};
   EXPECT_TRUE(has_issue(validate_methods(ctx, unknown), "unknown_method", "magic"));
-  MethodSet tma{{"tma"}, {{"shared_memory_staging", "x"}, {"vectorized_global_loads", "x"}, {"vectorized_global_stores", "x"}}, {}};
+  MethodSet tma{{"tma"},
+                {{"shared_memory_staging", "x"},
+                 {"vectorized_global_loads", "x"},
+                 {"vectorized_global_stores", "x"}},
+                {}};
   EXPECT_TRUE(has_issue(validate_methods(ctx, tma), "not_applicable", "tma"));
   ctx.history["warp_shuffle_reduction"] = MethodOutcome::ineffective;
   MethodSet reuse{{"warp_shuffle_reduction"}, {}, {}};
-  EXPECT_TRUE(has_issue(validate_methods(ctx, reuse), "reuse_without_override", "warp_shuffle_reduction"));
+  EXPECT_TRUE(
+      has_issue(validate_methods(ctx, reuse), "reuse_without_override", "warp_shuffle_reduction"));
   reuse.overrides = {"warp_shuffle_reduction"};
   EXPECT_FALSE(has_issue(validate_methods(ctx, reuse), "reuse_without_override"));
 }
 
 TEST(MethodOutcomeNames, RoundTrip) {
-  for (auto o : {MethodOutcome::effective, MethodOutcome::ineffective, MethodOutcome::implementation_failed})
+  for (auto o :
+       {MethodOutcome::effective, MethodOutcome::ineffective, MethodOutcome::implementation_failed})
     EXPECT_EQ(parse_method_outcome(method_outcome_name(o)), o);
 }
 
@@ -120,7 +130,8 @@ namespace {
 TEST(UntriggeredCandidates, UntriedSwitchableMethodsByPriorityWithABudgetSlot) {
   SelectionContext ctx;
   ctx.catalog = &catalog();
-  ctx.available = std::set<std::string>{"warp_shuffle_reduction", "vectorized_global_loads", "not_in_catalog"};
+  ctx.available =
+      std::set<std::string>{"warp_shuffle_reduction", "vectorized_global_loads", "not_in_catalog"};
   ctx.history["vectorized_global_loads"] = MethodOutcome::ineffective;
   auto chosen = untriggered_candidates(ctx, 2);
   ASSERT_EQ(chosen.size(), 1u);  // the classified one and the unknown id are left out

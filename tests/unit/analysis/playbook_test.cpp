@@ -26,10 +26,12 @@ toml::table load(const std::string& name) {
 
 TEST(Playbooks, EveryImplementationCoversEveryBottleneckClass) {
   std::set<std::string> classes;
-  for (auto c : {BottleneckClass::memory_bound, BottleneckClass::compute_bound, BottleneckClass::latency_bound,
-                 BottleneckClass::occupancy_limited, BottleneckClass::small_grid, BottleneckClass::synchronization_bound})
+  for (auto c : {BottleneckClass::memory_bound, BottleneckClass::compute_bound,
+                 BottleneckClass::latency_bound, BottleneckClass::occupancy_limited,
+                 BottleneckClass::small_grid, BottleneckClass::synchronization_bound})
     classes.insert(std::string(bottleneck_name(c)));
-  for (const char* file : {"cuda.toml", "triton.toml", "cutlass.toml", "hip.toml", "ck.toml", "assembly.toml"}) {
+  for (const char* file :
+       {"cuda.toml", "triton.toml", "cutlass.toml", "hip.toml", "ck.toml", "assembly.toml"}) {
     toml::table t = load(file);
     EXPECT_TRUE(t["implementation"].is_string()) << file;
     std::set<std::string> covered;
@@ -50,7 +52,8 @@ TEST(Playbooks, EveryCatalogMethodLinksToAnEntry) {
   toml::table cuda = load("cuda.toml");
   std::set<std::string> entries;
   if (auto* arr = cuda["method"].as_array())
-    for (const auto& e : *arr) entries.insert("cuda/" + (*e.as_table())["id"].value_or(std::string{}));
+    for (const auto& e : *arr)
+      entries.insert("cuda/" + (*e.as_table())["id"].value_or(std::string{}));
   auto catalog = builtin_method_catalog();
   ASSERT_TRUE(catalog);
   for (const auto& m : catalog->methods) {

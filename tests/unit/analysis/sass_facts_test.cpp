@@ -356,7 +356,8 @@ related = ["ldg.64"]
 // no shared load.
 TEST(SassFacts, TensorCoreMethodsOnTheBf16Gemm) {
   SassFunction mma = recorded("gemm_bf16_mma"), naive = recorded("gemm_bf16_naive");
-  SassFunction no_ldsm = recorded("gemm_bf16_mma_no_ldmatrix"), no_async = recorded("gemm_bf16_mma_no_cp_async");
+  SassFunction no_ldsm = recorded("gemm_bf16_mma_no_ldmatrix"),
+               no_async = recorded("gemm_bf16_mma_no_cp_async");
   for (const char* m : {"tensor_cores", "ldmatrix", "cp_async"}) {
     EXPECT_EQ(verdict(m, mma), SassVerdictKind::verified) << m;
     EXPECT_EQ(verdict(m, naive), SassVerdictKind::missing) << m;

@@ -48,9 +48,10 @@ TEST(ArchTargetBuild, AnArchTheDeviceCannotRunIsAFailedBuildThatIsNeverCompiledO
   ASSERT_TRUE(point);
   CompileRequest req = compile_request(p, k, *point, "sm_80");
   EXPECT_EQ(req.arch, "sm_90a");
-  std::string why = p.spec_path.string() + ":" + std::to_string(k.arch_where.line) +
-                    ": kernels[0].arch: kernel 'tma_copy' is built for sm_90a, which runs only on sm_90 devices; "
-                    "this device is sm_80";
+  std::string why =
+      p.spec_path.string() + ":" + std::to_string(k.arch_where.line) +
+      ": kernels[0].arch: kernel 'tma_copy' is built for sm_90a, which runs only on sm_90 devices; "
+      "this device is sm_80";
   EXPECT_EQ(req.refused, why);
 
   TempDir dir("kopt-arch-build");
@@ -90,7 +91,8 @@ TEST(ArchTargetBuild, NvrtcBuildsTheTmaFixtureForSm90a) {
   TempDir dir("kopt-arch-build");
   cuda::NvrtcCompiler compiler;
   BuildCache cache(compiler, dir.path() / "builds");
-  for (const auto& point : {ParamPoint{{"BR", 32}, {"BC", 64}}, ParamPoint{{"BR", 64}, {"BC", 32}}}) {
+  for (const auto& point :
+       {ParamPoint{{"BR", 32}, {"BC", 64}}, ParamPoint{{"BR", 64}, {"BC", 32}}}) {
     auto b = cache.build(compile_request(p, k, point, "sm_90"));
     ASSERT_TRUE(b) << b.error().to_string();
     EXPECT_TRUE(b->ok) << b->log;
@@ -112,7 +114,8 @@ TEST(ArchTargetBuild, NvrtcCompilesAnSm90aOnlyInstructionForSm90aAlone) {
   KOPT_SKIP_WITHOUT_NVRTC();
   TempDir dir("kopt-arch-build");
   const std::string text =
-      "extern \"C\" __global__ void k(float* x) {\n  asm volatile(\"wgmma.fence.sync.aligned;\");\n  x[0] = 1.f;\n}\n";
+      "extern \"C\" __global__ void k(float* x) {\n  asm "
+      "volatile(\"wgmma.fence.sync.aligned;\");\n  x[0] = 1.f;\n}\n";
   auto a = compile_for("sm_90a", text, dir.path() / "a.cubin");
   ASSERT_TRUE(a) << a.error().to_string();
   EXPECT_TRUE(a->ok) << a->log;

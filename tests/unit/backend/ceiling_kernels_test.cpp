@@ -1,8 +1,9 @@
 // kopt's own memory-ceiling kernels compile with NVRTC (no GPU needed) for the architectures
 // the spec table lists, with every entry point the worker looks up.
+#include "kopt/backend/cuda/ceiling_kernels.hpp"
+
 #include <gtest/gtest.h>
 
-#include "kopt/backend/cuda/ceiling_kernels.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
 
@@ -14,8 +15,9 @@ class CeilingKernels : public ::testing::TestWithParam<const char*> {};
 TEST_P(CeilingKernels, TheStreamingKernelsCompileWithNvrtc) {
   if (auto toolkit = cuda::NvrtcCompiler().toolkit(); !toolkit)
     GTEST_SKIP() << "NVRTC is not available: " << toolkit.error().message;
-  for (const char* entry : {cuda::k_stream_copy_entry, cuda::k_stream_copy_cs_entry, cuda::k_copy_flat_entry,
-                            cuda::k_add_flat_entry, cuda::k_ceiling_flush_entry}) {
+  for (const char* entry :
+       {cuda::k_stream_copy_entry, cuda::k_stream_copy_cs_entry, cuda::k_copy_flat_entry,
+        cuda::k_add_flat_entry, cuda::k_ceiling_flush_entry}) {
     TempDir tmp("kopt-ceiling-kernels");
     CompileRequest req;
     req.source_path = "kopt_stream_copy.cu";

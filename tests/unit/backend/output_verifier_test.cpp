@@ -41,10 +41,12 @@ struct FakeDevice {
     for (const auto& t : job.tensors) buffers.emplace_back(t.bytes);
   }
   void fill(std::size_t i, float v) {
-    for (std::size_t e = 0; e < buffers[i].size() / 4; ++e) std::memcpy(buffers[i].data() + 4 * e, &v, 4);
+    for (std::size_t e = 0; e < buffers[i].size() / 4; ++e)
+      std::memcpy(buffers[i].data() + 4 * e, &v, 4);
   }
   void poison(std::size_t i) {
-    for (std::size_t e = 0; e < buffers[i].size() / 4; ++e) std::memcpy(buffers[i].data() + 4 * e, "\x00\x00\xc0\x7f", 4);
+    for (std::size_t e = 0; e < buffers[i].size() / 4; ++e)
+      std::memcpy(buffers[i].data() + 4 * e, "\x00\x00\xc0\x7f", 4);
   }
   ReadTensor reader() {
     return [this](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
@@ -85,7 +87,8 @@ TEST(OutputVerifier, PoisonsAboutATenthOfTheSamplesAtLeastTwoEarlyAndSpreadOut) 
 
 TEST(OutputVerifier, OnlyOutputsAreVerifiedAndTheOptionTurnsItOff) {
   RunJob inout = job_with({tensor("x", Role::input, 16), tensor("total", Role::inout, 1)});
-  EXPECT_FALSE(OutputVerifier(inout, BenchOptions{}, 1).active());  // accumulates from launch to launch
+  EXPECT_FALSE(
+      OutputVerifier(inout, BenchOptions{}, 1).active());  // accumulates from launch to launch
   RunJob job = job_with({tensor("y", Role::output, 16)});
   BenchOptions off;
   off.verify_samples = false;
@@ -102,7 +105,8 @@ TEST(OutputVerifier, LargeOutputsGetFewerPoisonedSamplesDownToOnlyTheLast) {
   std::size_t n = 0;
   for (std::size_t i = 0; i < 1000; ++i) n += one.poison_before(i, 1e9);
   EXPECT_EQ(n, 1u);
-  EXPECT_NE(one.record().note.find("at most 1 poisoned sample"), std::string::npos) << one.record().note;
+  EXPECT_NE(one.record().note.find("at most 1 poisoned sample"), std::string::npos)
+      << one.record().note;
   RunJob huge = job_with({tensor("y", Role::output, std::size_t{3} << 30)});  // 12 GiB
   OutputVerifier last_only(huge, opt, 1);
   for (std::size_t i = 0; i < 1000; ++i) EXPECT_FALSE(last_only.poison_before(i, 1e9));
@@ -125,10 +129,12 @@ TEST(OutputVerifier, VerifyingKeepsToItsShareOfTheWallTime) {
       ASSERT_FALSE(v.check_sample(slow, i));
       (i < 10 ? early : later) += 1;
     }
-  EXPECT_GE(early, 2u);  // the two early ones, whatever the time (and a draw before any time was spent)
+  EXPECT_GE(early,
+            2u);  // the two early ones, whatever the time (and a draw before any time was spent)
   EXPECT_EQ(later, 0u);
   ASSERT_FALSE(v.check_last(dev.reader(), 2000));
-  EXPECT_NE(v.record().note.find("within 10 % of the wall time"), std::string::npos) << v.record().note;
+  EXPECT_NE(v.record().note.find("within 10 % of the wall time"), std::string::npos)
+      << v.record().note;
 }
 
 TEST(OutputVerifier, AnOutputLeftPoisonedFailsWithTheSampleTheCountAndTheFirstElement) {
@@ -152,8 +158,9 @@ TEST(OutputVerifier, AnOutputLeftPoisonedFailsWithTheSampleTheCountAndTheFirstEl
   EXPECT_NE(r.failure.find("timed sample samples_s[7]"), std::string::npos) << r.failure;
   EXPECT_NE(r.failure.find("output 'y': 8 of 8 elements differ"), std::string::npos) << r.failure;
   EXPECT_NE(r.failure.find("first at [0]: got nan, expected 1.5"), std::string::npos) << r.failure;
-  EXPECT_NE(r.failure.find("all 8 are left poisoned: the kernel skipped its work on a timed launch"),
-            std::string::npos)
+  EXPECT_NE(
+      r.failure.find("all 8 are left poisoned: the kernel skipped its work on a timed launch"),
+      std::string::npos)
       << r.failure;
   // Failed once is enough: nothing more is poisoned or compared.
   for (std::size_t i = 8; i < 100; ++i) EXPECT_FALSE(v.poison_before(i, 1e9));
@@ -180,8 +187,10 @@ TEST(OutputVerifier, TheLastLaunchIsComparedUnlessItWasAPoisonedSample) {
   ASSERT_FALSE(w.check_last(dev.reader(), 30));
   ASSERT_TRUE(w.record().failed());
   EXPECT_EQ(w.record().failed_sample, 29);
-  EXPECT_NE(w.record().failure.find("after the last timed launch (samples_s[29])"), std::string::npos);
-  EXPECT_NE(w.record().failure.find("computed something else"), std::string::npos) << w.record().failure;
+  EXPECT_NE(w.record().failure.find("after the last timed launch (samples_s[29])"),
+            std::string::npos);
+  EXPECT_NE(w.record().failure.find("computed something else"), std::string::npos)
+      << w.record().failure;
 }
 
 TEST(OutputVerifier, DifferencesWithinTwiceTheToleranceAreConsistent) {
@@ -246,7 +255,8 @@ TEST(OutputVerifier, TheSecondPoisonedSampleIsFilledWithStaleValuesThatLookWritt
     ASSERT_FALSE(v.check_sample(dev.reader(), second));
     ASSERT_TRUE(v.record().failed()) << "seed " << seed;
     const std::string& why = v.record().failure;
-    EXPECT_NE(why.find("(outputs filled with finite stale values before it)"), std::string::npos) << why;
+    EXPECT_NE(why.find("(outputs filled with finite stale values before it)"), std::string::npos)
+        << why;
     EXPECT_NE(why.find("output looked done"), std::string::npos) << why;
   }
 }
@@ -284,8 +294,9 @@ TEST(OutputVerifier, TheGoldenOutputIsCheckedAgainstTheReferenceWhenTheJobNamesI
     dev.fill(1, 2.5f);
     OutputVerifier v(job, BenchOptions{}, 5);
     ASSERT_FALSE(v.take_golden(dev.reader()));
-    EXPECT_NE(v.record().check_failure.find("output y: 8 of 8 elements differ from the reference (first at [0]: 2.5 "
-                                            "against 1.5)"),
+    EXPECT_NE(v.record().check_failure.find(
+                  "output y: 8 of 8 elements differ from the reference (first at [0]: 2.5 "
+                  "against 1.5)"),
               std::string::npos)
         << v.record().check_failure;
     EXPECT_FALSE(v.record().failed());  // not inconsistent: wrong, and never timed
@@ -380,8 +391,10 @@ TEST(OutputVerifier, SecretSeedSamplesCatchAnswersKeptFromSeedOne) {
       EXPECT_EQ(v.record().secret_samples.size(), 2u);
     } else {
       ASSERT_TRUE(v.record().failed());
-      EXPECT_NE(v.record().failure.find("ran on a secret seed's inputs"), std::string::npos) << v.record().failure;
-      EXPECT_NE(v.record().failure.find("returned answers it did not compute"), std::string::npos) << v.record().failure;
+      EXPECT_NE(v.record().failure.find("ran on a secret seed's inputs"), std::string::npos)
+          << v.record().failure;
+      EXPECT_NE(v.record().failure.find("returned answers it did not compute"), std::string::npos)
+          << v.record().failure;
     }
   }
   // Without the secret seed's files, or with an inout, no sample runs on secret inputs.

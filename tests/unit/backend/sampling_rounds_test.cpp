@@ -18,10 +18,13 @@ TEST(SamplingRounds, InterleavesABThenBA) {
   std::vector<SampledVariant> v{SampledVariant(o.rule), SampledVariant(o.rule)};
   std::vector<SampledVariant*> rot{&v[0], &v[1]};
   std::string order;
-  bool ok = run_sampling_rounds(rot, o, [&](std::size_t i, std::uint32_t) -> std::optional<TakenSample> {
-    order += i == 0 ? 'A' : 'B';
-    return TakenSample{1e-3, false};
-  }, [] { return 0.0; });
+  bool ok = run_sampling_rounds(
+      rot, o,
+      [&](std::size_t i, std::uint32_t) -> std::optional<TakenSample> {
+        order += i == 0 ? 'A' : 'B';
+        return TakenSample{1e-3, false};
+      },
+      [] { return 0.0; });
   EXPECT_TRUE(ok);
   EXPECT_EQ(order, "ABBAABBA");
   EXPECT_EQ(v[0].series.samples_s.size(), 4u);
@@ -36,10 +39,13 @@ TEST(SamplingRounds, PairedComparisonStopsOnAClearVerdict) {
   std::vector<SampledVariant> v{SampledVariant(o.rule), SampledVariant(o.rule)};
   std::vector<SampledVariant*> rot{&v[0], &v[1]};
   std::uint32_t k = 0;
-  bool ok = run_sampling_rounds(rot, o, [&](std::size_t i, std::uint32_t) -> std::optional<TakenSample> {
-    double jitter = 1e-6 * (++k % 3);
-    return TakenSample{(i == 0 ? 1e-3 : 2e-3) + jitter, false};
-  }, [] { return 0.0; });
+  bool ok = run_sampling_rounds(
+      rot, o,
+      [&](std::size_t i, std::uint32_t) -> std::optional<TakenSample> {
+        double jitter = 1e-6 * (++k % 3);
+        return TakenSample{(i == 0 ? 1e-3 : 2e-3) + jitter, false};
+      },
+      [] { return 0.0; });
   EXPECT_TRUE(ok);
   EXPECT_EQ(v[0].series.samples_s.size(), 16u);
   EXPECT_EQ(v[1].series.stop, StopReason::verdict_reached);
@@ -50,10 +56,13 @@ TEST(SamplingRounds, AFailedSampleEndsTheRun) {
   std::vector<SampledVariant> v{SampledVariant(o.rule)};
   std::vector<SampledVariant*> rot{&v[0]};
   int n = 0;
-  bool ok = run_sampling_rounds(rot, o, [&](std::size_t, std::uint32_t) -> std::optional<TakenSample> {
-    if (++n == 3) return std::nullopt;
-    return TakenSample{1e-3, n == 2};
-  }, [] { return 0.0; });
+  bool ok = run_sampling_rounds(
+      rot, o,
+      [&](std::size_t, std::uint32_t) -> std::optional<TakenSample> {
+        if (++n == 3) return std::nullopt;
+        return TakenSample{1e-3, n == 2};
+      },
+      [] { return 0.0; });
   EXPECT_FALSE(ok);
   EXPECT_EQ(v[0].series.samples_s.size(), 2u);
   EXPECT_EQ(v[0].series.throttled, (std::vector<bool>{false, true}));
@@ -66,9 +75,12 @@ TEST(SamplingRounds, TimeCapStopsEvenANoisyVariant) {
   std::vector<SampledVariant> v{SampledVariant(o.rule)};
   std::vector<SampledVariant*> rot{&v[0]};
   double t = 0;
-  bool ok = run_sampling_rounds(rot, o, [&](std::size_t, std::uint32_t r) -> std::optional<TakenSample> {
-    return TakenSample{1e-3 * (1 + r % 2), false};
-  }, [&] { return t += 0.3; });
+  bool ok = run_sampling_rounds(
+      rot, o,
+      [&](std::size_t, std::uint32_t r) -> std::optional<TakenSample> {
+        return TakenSample{1e-3 * (1 + r % 2), false};
+      },
+      [&] { return t += 0.3; });
   EXPECT_TRUE(ok);
   EXPECT_EQ(v[0].series.stop, StopReason::time_cap);
   EXPECT_LE(v[0].series.samples_s.size(), 4u);

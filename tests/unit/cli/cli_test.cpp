@@ -4,10 +4,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_fixture.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
-#include "cli_fixture.hpp"
 #include "kopt_binary.hpp"
 
 namespace kopt {
@@ -15,7 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-CommandResult kopt(std::vector<std::string> args) { return test::run_kopt(std::move(args)); }
+CommandResult kopt(std::vector<std::string> args) {
+  return test::run_kopt(std::move(args));
+}
 
 class Cli : public test::CliFixture {};
 
@@ -39,42 +41,50 @@ TEST_F(Cli, UnknownParamAndBadValueAreUsageErrors) {
   fs::path softmax = test::source_dir() / "examples/softmax";
   CommandResult unknown = kopt({"check", softmax.string(), "--set", "WARPS=4"});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("--set WARPS=4: no selected kernel has a param named 'WARPS'"), std::string::npos)
+  EXPECT_NE(unknown.err.find("--set WARPS=4: no selected kernel has a param named 'WARPS'"),
+            std::string::npos)
       << unknown.err;
   CommandResult bad = kopt({"check", softmax.string(), "--set", "BLOCK=big"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("the value must be an integer"), std::string::npos) << bad.err;
-  CommandResult violates = kopt({"check", softmax.string(), "--set", "VEC=2", "--dim", "cols=4095"});
+  CommandResult violates =
+      kopt({"check", softmax.string(), "--set", "VEC=2", "--dim", "cols=4095"});
   EXPECT_EQ(violates.exit_code, 2);
-  EXPECT_NE(violates.err.find("violates constraint 'cols % VEC == 0'"), std::string::npos) << violates.err;
+  EXPECT_NE(violates.err.find("violates constraint 'cols % VEC == 0'"), std::string::npos)
+      << violates.err;
   CommandResult kernel = kopt({"check", softmax.string(), "--kernel", "fast"});
   EXPECT_EQ(kernel.exit_code, 2);
-  EXPECT_NE(kernel.err.find("--kernel fast: no such kernel (known: naive, tuned)"), std::string::npos);
+  EXPECT_NE(kernel.err.find("--kernel fast: no such kernel (known: naive, tuned)"),
+            std::string::npos);
 }
 
 TEST_F(Cli, BenchRejectsPointsOutsideTheSpaceAndUnknownOptionValues) {
   fs::path softmax = test::source_dir() / "examples/softmax";
   CommandResult vs = kopt({"bench", softmax.string(), "--kernel", "tuned", "--vs", "BLOCK=333"});
   EXPECT_EQ(vs.exit_code, 2);
-  EXPECT_NE(vs.err.find("BLOCK=333 is outside the parameter space of kernel 'tuned'"), std::string::npos) << vs.err;
+  EXPECT_NE(vs.err.find("BLOCK=333 is outside the parameter space of kernel 'tuned'"),
+            std::string::npos)
+      << vs.err;
   CommandResult mode = kopt({"bench", softmax.string(), "--mode", "warm"});
   EXPECT_EQ(mode.exit_code, 2);
   EXPECT_NE(mode.err.find("--mode: warm not in {cold,hot}"), std::string::npos) << mode.err;
   CommandResult typo = kopt({"bench", softmax.string(), "--set", "BLOCKK=128"});
   EXPECT_EQ(typo.exit_code, 2);
-  EXPECT_NE(typo.err.find("--set BLOCKK=128: no selected kernel has a param named 'BLOCKK'"), std::string::npos)
+  EXPECT_NE(typo.err.find("--set BLOCKK=128: no selected kernel has a param named 'BLOCKK'"),
+            std::string::npos)
       << typo.err;
   CommandResult sass_typo = kopt({"sass", softmax.string(), "--set", "BLOCKK=128"});
   EXPECT_EQ(sass_typo.exit_code, 2);
-  EXPECT_NE(sass_typo.err.find("no selected kernel has a param named 'BLOCKK'"), std::string::npos) << sass_typo.err;
+  EXPECT_NE(sass_typo.err.find("no selected kernel has a param named 'BLOCKK'"), std::string::npos)
+      << sass_typo.err;
   CommandResult two = kopt({"bench", softmax.string(), "--vs", "BLOCK=128"});
   EXPECT_EQ(two.exit_code, 2);
   EXPECT_NE(two.err.find("--vs compares one kernel"), std::string::npos) << two.err;
 }
 
 TEST_F(Cli, LaunchOverTheDeviceLimitIsBadInput) {
-  CommandResult r = kopt({"check", (test::source_dir() / "examples/transpose").string(), "--set", "TILE=64",
-                          "--set", "BLOCK_ROWS=32"});
+  CommandResult r = kopt({"check", (test::source_dir() / "examples/transpose").string(), "--set",
+                          "TILE=64", "--set", "BLOCK_ROWS=32"});
   // TILE * BLOCK_ROWS <= 1024 is a declared constraint, so the spec catches it first.
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("violates constraint"), std::string::npos) << r.err;
@@ -100,7 +110,8 @@ TEST_F(Cli, CheckWithoutAGpuBuildsEverythingAndSaysSo) {
 TEST_F(Cli, ACompileErrorMarksTheCandidateFailedWithTheUsersLine) {
   if (cuda::probe_driver()) GTEST_SKIP() << "this machine has a GPU; the device tests cover it";
   TempDir dir("kopt-cli-test");
-  for (const char* f : {"kopt.toml", "ref.cpp", "kernel_naive.cu", "kernel.cu", "kernel_naive.cl", "kernel.cl"})
+  for (const char* f :
+       {"kopt.toml", "ref.cpp", "kernel_naive.cu", "kernel.cu", "kernel_naive.cl", "kernel.cl"})
     fs::copy_file(test::source_dir() / "examples/vector_add" / f, dir.path() / f);
   std::ofstream(dir.path() / "kernel.cu", std::ios::app) << "\nthis is not CUDA;\n";
   CommandResult r = kopt({"check", dir.path().string()});

@@ -3,10 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_fixture.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt/tools/tool_probe.hpp"
-#include "cli_fixture.hpp"
 #include "kopt_binary.hpp"
 
 namespace kopt {
@@ -14,9 +14,13 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-CommandResult kopt(std::vector<std::string> args) { return test::run_kopt(std::move(args)); }
+CommandResult kopt(std::vector<std::string> args) {
+  return test::run_kopt(std::move(args));
+}
 
-std::string fixture(const std::string& name) { return (test::source_dir() / "tests/fixtures/ncu/h100" / name).string(); }
+std::string fixture(const std::string& name) {
+  return (test::source_dir() / "tests/fixtures/ncu/h100" / name).string();
+}
 
 class ExplainCli : public test::CliFixture {
  protected:
@@ -63,7 +67,9 @@ TEST_F(ExplainCli, SpecsListAndOneGpuWithSources) {
   ASSERT_EQ(one.exit_code, 0) << one.err;
   auto j = nlohmann::json::parse(one.out);
   EXPECT_EQ(j["gpu"]["id"], "h100-sxm");
-  EXPECT_NE(j["gpu"]["values"]["memory_bandwidth_gbs"]["source"].get<std::string>().find("whitepaper"), std::string::npos);
+  EXPECT_NE(
+      j["gpu"]["values"]["memory_bandwidth_gbs"]["source"].get<std::string>().find("whitepaper"),
+      std::string::npos);
   EXPECT_EQ(j["gpu"]["values"]["boost_clock_mhz"]["status"], "UNKNOWN");
   CommandResult unknown = kopt({"specs", "voodoo2"});
   EXPECT_EQ(unknown.exit_code, 2);
@@ -72,8 +78,8 @@ TEST_F(ExplainCli, SpecsListAndOneGpuWithSources) {
 
 TEST_F(ExplainCli, TargetWritesTargetMd) {
   fs::path out = m_dir.path() / "target.md";
-  CommandResult r = kopt({"target", (test::source_dir() / "examples/gemm_f32").string(), "--gpu", "h100-sxm", "--out",
-                          out.string(), "--json"});
+  CommandResult r = kopt({"target", (test::source_dir() / "examples/gemm_f32").string(), "--gpu",
+                          "h100-sxm", "--out", out.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["bound"], "compute");
@@ -82,21 +88,23 @@ TEST_F(ExplainCli, TargetWritesTargetMd) {
   ASSERT_TRUE(md);
   EXPECT_NE(md->find("Peak FP32 TFLOPS"), std::string::npos);  // the source of the roof
   EXPECT_NE(md->find("compute-bound"), std::string::npos);
-  CommandResult vec = kopt({"target", (test::source_dir() / "examples/vector_add").string(), "--gpu", "h100-sxm", "--out",
-                            out.string(), "--json"});
+  CommandResult vec = kopt({"target", (test::source_dir() / "examples/vector_add").string(),
+                            "--gpu", "h100-sxm", "--out", out.string(), "--json"});
   ASSERT_EQ(vec.exit_code, 0) << vec.err;
   EXPECT_EQ(nlohmann::json::parse(vec.out)["bound"], "memory");
 }
 
 TEST_F(ExplainCli, ProfileWithoutNcuIsAnEnvironmentError) {
-  if (find_program("ncu", cuda_tool_dirs())) GTEST_SKIP() << "ncu is installed here: the device tests profile for real";
+  if (find_program("ncu", cuda_tool_dirs()))
+    GTEST_SKIP() << "ncu is installed here: the device tests profile for real";
   CommandResult r = kopt({"profile", (test::source_dir() / "examples/softmax").string()});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("ncu (Nsight Compute) not found"), std::string::npos) << r.err;
-  CommandResult bad = kopt({"profile", (test::source_dir() / "examples/softmax").string(), "--set", "full", "--set",
-                            "basic"});
+  CommandResult bad = kopt({"profile", (test::source_dir() / "examples/softmax").string(), "--set",
+                            "full", "--set", "basic"});
   EXPECT_EQ(bad.exit_code, 2);
-  CommandResult question = kopt({"profile", (test::source_dir() / "examples/softmax").string(), "--question", "cache"});
+  CommandResult question =
+      kopt({"profile", (test::source_dir() / "examples/softmax").string(), "--question", "cache"});
   EXPECT_EQ(question.exit_code, 2);
   EXPECT_NE(question.err.find("'cache'"), std::string::npos);
 }

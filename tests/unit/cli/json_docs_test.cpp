@@ -37,12 +37,15 @@ class JsonDocs : public test::CliFixture {
 TEST_F(JsonDocs, CommandsWithoutAGpuMatchTheirDocumentedFields) {
   ::setenv("KOPT_EXPERIENCE_DB", (m_cache.path() / "e.db").c_str(), 1);
   EXPECT_EQ(printed({"env", "--no-ncu-probe"}), documented("env"));
-  EXPECT_EQ(printed({"analyze", src("tests/fixtures/ncu/h100/transpose_naive.csv")}), documented("analyze"));
-  EXPECT_EQ(printed({"target", src("examples/gemm_f32"), "--gpu", "h100-sxm", "--out", (m_cache.path() / "t.md").string()}),
+  EXPECT_EQ(printed({"analyze", src("tests/fixtures/ncu/h100/transpose_naive.csv")}),
+            documented("analyze"));
+  EXPECT_EQ(printed({"target", src("examples/gemm_f32"), "--gpu", "h100-sxm", "--out",
+                     (m_cache.path() / "t.md").string()}),
             documented("target"));
   auto specs = printed({"specs"});
   EXPECT_TRUE(specs.contains("gpus") && documented("specs").contains("gpus"));
-  EXPECT_EQ(printed({"experience", "recommend", "--family", "x"}), documented("experience recommend"));
+  EXPECT_EQ(printed({"experience", "recommend", "--family", "x"}),
+            documented("experience recommend"));
   EXPECT_EQ(printed({"experience", "list"}), documented("experience list"));
   EXPECT_EQ(printed({"experience", "stats"}), documented("experience stats"));
   auto error = printed({"specs", "voodoo2"});

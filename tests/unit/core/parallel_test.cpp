@@ -38,7 +38,9 @@ TEST(ParallelFor, OneJobRunsInOrderOnTheCallingThread) {
   parallel_for(0, 8, [&](std::size_t) { ADD_FAILURE() << "no work, no call"; });
 }
 
-TEST(ParallelFor, HardwareJobsIsAtLeastOne) { EXPECT_GE(hardware_jobs(), 1u); }
+TEST(ParallelFor, HardwareJobsIsAtLeastOne) {
+  EXPECT_GE(hardware_jobs(), 1u);
+}
 
 TEST(SplitRanges, EvenContiguousRangesLargerFirst) {
   using R = std::vector<std::pair<std::size_t, std::size_t>>;

@@ -76,7 +76,8 @@ TEST(FileWrites, AreAtomicAndLeaveNoTemporaries) {
   ASSERT_TRUE(write_text_atomic(path, "two"));
   EXPECT_EQ(*read_text_file(path), "two");
   int files = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(path.parent_path())) ++files;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(path.parent_path()))
+    ++files;
   EXPECT_EQ(files, 1);
   auto missing = read_text_file(dir.path() / "nope");
   ASSERT_FALSE(missing);

@@ -1,6 +1,5 @@
 // Where tensor files go: a RAM file system when it has room and TMPDIR names no other place.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -19,8 +18,10 @@ class Scratch : public ::testing::Test {
     ::unsetenv("TMPDIR");
   }
   void TearDown() override {
-    if (m_saved) ::setenv("TMPDIR", m_saved->c_str(), 1);
-    else ::unsetenv("TMPDIR");
+    if (m_saved)
+      ::setenv("TMPDIR", m_saved->c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
   }
   std::optional<std::string> m_saved;
 };
@@ -39,7 +40,8 @@ TEST_F(Scratch, ATmpdirOfTheUsersIsAlwaysRespected) {
 }
 
 TEST_F(Scratch, SmallDataGoesToDevShmWhereItIsWritable) {
-  if (!fs::is_directory("/dev/shm") || ::access("/dev/shm", W_OK) != 0) GTEST_SKIP() << "no writable /dev/shm here";
+  if (!fs::is_directory("/dev/shm") || ::access("/dev/shm", W_OK) != 0)
+    GTEST_SKIP() << "no writable /dev/shm here";
   EXPECT_EQ(scratch_root(1024), fs::path("/dev/shm"));
   fs::path where;
   {

@@ -48,9 +48,11 @@ TEST(BatchForMemory, SeveralDevicesEachHoldTheirShareButShareTheirHost) {
   // Two GPUs: 20 each, 40 in all; one host with 32 GiB available: 8 GiB / 512 MiB = 16.
   EXPECT_EQ(batch_for_memory(64, per, {gpu(80 * GiB, 32 * GiB), gpu(80 * GiB, 32 * GiB)}), 16u);
   // The same GPUs on two machines (a Ray cluster): each holds half the batch: 32.
-  EXPECT_EQ(batch_for_memory(64, per, {gpu(80 * GiB, 32 * GiB, "a"), gpu(80 * GiB, 32 * GiB, "b")}), 32u);
+  EXPECT_EQ(batch_for_memory(64, per, {gpu(80 * GiB, 32 * GiB, "a"), gpu(80 * GiB, 32 * GiB, "b")}),
+            32u);
   // Two Ray nodes of one machine share it.
-  EXPECT_EQ(batch_for_memory(64, per, {gpu(80 * GiB, 32 * GiB, "a"), gpu(80 * GiB, 32 * GiB, "a")}), 16u);
+  EXPECT_EQ(batch_for_memory(64, per, {gpu(80 * GiB, 32 * GiB, "a"), gpu(80 * GiB, 32 * GiB, "a")}),
+            16u);
 }
 
 TEST(BatchForMemory, AnOpenclCpuDevicesBuffersAreHostMemory) {
@@ -58,7 +60,9 @@ TEST(BatchForMemory, AnOpenclCpuDevicesBuffersAreHostMemory) {
   // 192 MiB of tensors and 64 MiB of outputs a candidate, 20 GiB available: 5 GiB / 256 MiB.
   CandidateFootprint per{192 * MiB, 64 * MiB};
   EXPECT_EQ(batch_for_memory(64, per, {opencl_cpu(22 * GiB, 20 * GiB)}), 20u);
-  EXPECT_EQ(batch_for_memory(64, per, {opencl_cpu(22 * GiB, 20 * GiB), opencl_cpu(22 * GiB, 20 * GiB)}), 20u);
+  EXPECT_EQ(
+      batch_for_memory(64, per, {opencl_cpu(22 * GiB, 20 * GiB), opencl_cpu(22 * GiB, 20 * GiB)}),
+      20u);
 }
 
 TEST(HostMemory, MemAvailableIsReadFromMeminfo) {

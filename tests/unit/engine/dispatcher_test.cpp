@@ -84,7 +84,13 @@ TEST(Dispatcher, ALostWorkersTaskIsRetriedOnceElsewhereAndTheWorkerRetired) {
 
   // The next run uses only the live worker.
   Log next;
-  d.run(4, [&](std::size_t t, std::size_t w) { next.ran(t, w); return DispatchOutcome{}; }, next.give_up());
+  d.run(
+      4,
+      [&](std::size_t t, std::size_t w) {
+        next.ran(t, w);
+        return DispatchOutcome{};
+      },
+      next.give_up());
   for (const auto& [t, ws] : next.ran_on) EXPECT_EQ(ws, std::vector<std::size_t>{0});
 }
 
@@ -121,7 +127,13 @@ TEST(Dispatcher, WithNoWorkerLeftTheRestIsGivenUp) {
   EXPECT_NE(log.given_up[4].find("no live worker"), std::string::npos);
   EXPECT_EQ(d.live(), 0u);
   Log after;
-  d.run(2, [&](std::size_t t, std::size_t w) { after.ran(t, w); return DispatchOutcome{}; }, after.give_up());
+  d.run(
+      2,
+      [&](std::size_t t, std::size_t w) {
+        after.ran(t, w);
+        return DispatchOutcome{};
+      },
+      after.give_up());
   EXPECT_TRUE(after.ran_on.empty());
   EXPECT_EQ(after.given_up.size(), 2u);
 }

@@ -22,7 +22,8 @@ TEST(EvaluationKey, ALaunchChangedInKoptTomlIsAnotherMeasurement) {
   ASSERT_TRUE(catalog);
   SystemCommandRunner runner;
   WorkerOptions wo;
-  wo.command = {test::kopt_binary().string(), "worker"};  // without a GPU it says so: the limits are CUDA's
+  wo.command = {test::kopt_binary().string(),
+                "worker"};  // without a GPU it says so: the limits are CUDA's
   wo.log_path = tmp.path() / "worker.log";
   WorkerClient worker(wo);
   cuda::NvrtcCompiler compiler;

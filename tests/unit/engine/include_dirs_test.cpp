@@ -53,9 +53,11 @@ class IncludeDirs : public ::testing::Test {
     for (const char* f : {"kernel.cu", "ref.cpp"}) std::ofstream(m_dir.path() / f) << "//\n";
     std::filesystem::create_directories(m_dir.path() / "inc");
   }
-  Expected<Problem> parse(const std::string& package, const std::string& sub, const std::string& pip) {
+  Expected<Problem> parse(const std::string& package, const std::string& sub,
+                          const std::string& pip) {
     std::string text = k_spec;
-    for (auto [from, to] : {std::pair<std::string, std::string>{"PACKAGE", package}, {"SUB", sub}, {"PIP", pip}})
+    for (auto [from, to] :
+         {std::pair<std::string, std::string>{"PACKAGE", package}, {"SUB", sub}, {"PIP", pip}})
       text.replace(text.find(from), from.size(), to);
     return parse_problem(text, m_dir.path() / "kopt.toml");
   }
@@ -88,16 +90,19 @@ TEST_F(IncludeDirs, AMissingPackageRefusesTheBuildAndSaysWhatToInstall) {
   ASSERT_TRUE(p) << p.error().to_string();  // loading does not need it
   ResolvedIncludes r = resolve_include_dirs(*p, p->kernels[0]);
   std::string where = (m_dir.path() / "kopt.toml").string() + ":31: kernels[0].include_dirs[1]: ";
-  EXPECT_EQ(r.missing, where + "the Python package 'kopt_no_such_package' is not installed (looked in .tools/* "
-                               "beside kopt's checkout and in python3's path): pip install nvidia-cutlass, or run "
-                               "scripts/bootstrap --cutlass");
+  EXPECT_EQ(r.missing,
+            where +
+                "the Python package 'kopt_no_such_package' is not installed (looked in .tools/* "
+                "beside kopt's checkout and in python3's path): pip install nvidia-cutlass, or run "
+                "scripts/bootstrap --cutlass");
   CompileRequest req = compile_request(*p, p->kernels[0], {}, "sm_90");
   EXPECT_EQ(req.refused, r.missing);
 
   // A folder inside a package that is there, but not that folder.
   auto q = parse("json", "no/such/dir", "");
   ASSERT_TRUE(q);
-  EXPECT_NE(resolve_include_dirs(*q, q->kernels[0]).missing.find("include_dirs[1]: no folder "), std::string::npos);
+  EXPECT_NE(resolve_include_dirs(*q, q->kernels[0]).missing.find("include_dirs[1]: no folder "),
+            std::string::npos);
 }
 
 TEST_F(IncludeDirs, BadEntriesNameTheField) {
@@ -105,7 +110,8 @@ TEST_F(IncludeDirs, BadEntriesNameTheField) {
   text.replace(text.find("[\"inc\""), 6, "[3");
   auto p = parse_problem(text, m_dir.path() / "kopt.toml");
   ASSERT_FALSE(p);
-  EXPECT_NE(p.error().to_string().find("kernels[0].include_dirs[0]: expected a folder"), std::string::npos)
+  EXPECT_NE(p.error().to_string().find("kernels[0].include_dirs[0]: expected a folder"),
+            std::string::npos)
       << p.error().to_string();
   auto q = parse("json\", extra = \"1", "", "");
   ASSERT_FALSE(q);

@@ -16,8 +16,10 @@ namespace fs = std::filesystem;
 
 // A problem as an import writes it: a python reference, flops only when asked.
 std::string spec(const std::string& name, bool flops) {
-  return "name = \"" + name + "\"\n[dims]\nn = 64\n[[tensors]]\nname = \"x\"\ndtype = \"f32\"\nshape = [\"n\"]\n" +
-         "role = \"input\"\n[[tensors]]\nname = \"out\"\ndtype = \"f32\"\nshape = [\"n\"]\nrole = \"output\"\n" +
+  return "name = \"" + name +
+         "\"\n[dims]\nn = 64\n[[tensors]]\nname = \"x\"\ndtype = \"f32\"\nshape = [\"n\"]\n" +
+         "role = \"input\"\n[[tensors]]\nname = \"out\"\ndtype = \"f32\"\nshape = [\"n\"]\nrole = "
+         "\"output\"\n" +
          "[cost]\n" + (flops ? "flops = \"n\"\n" : "") + "bytes = \"8 * n\"\n" +
          "[reference]\nkind = \"python\"\nsource = \"ref.py\"\n";
 }
@@ -40,10 +42,14 @@ class KernelbenchBatchTest : public ::testing::Test {
         m_imported.insert(file.filename().string());
       }
       std::string stem = file.stem().string();
-      if (stem == "3_Bool") return Unexpected(bad_input("the get_inputs() tensor 'mask' is a bool tensor", file.string()));
-      if (auto w = write_text_atomic(dir / "kopt.toml", spec(stem, stem != "2_Small")); !w) return Unexpected(w.error());
+      if (stem == "3_Bool")
+        return Unexpected(
+            bad_input("the get_inputs() tensor 'mask' is a bool tensor", file.string()));
+      if (auto w = write_text_atomic(dir / "kopt.toml", spec(stem, stem != "2_Small")); !w)
+        return Unexpected(w.error());
       (void)write_text_atomic(dir / "ref.py", "def reference(**kw):\n    pass\n");
-      return std::vector<std::string>{stem == "2_Small" ? "flops not derived: kopt has no formula for foo" : "ok"};
+      return std::vector<std::string>{
+          stem == "2_Small" ? "flops not derived: kopt has no formula for foo" : "ok"};
     };
   }
 
@@ -70,7 +76,8 @@ class KernelbenchBatchTest : public ::testing::Test {
 
 TEST(KernelbenchFiles, AreThePythonFilesInKernelbenchsNumericOrder) {
   TempDir dir("kopt-kb-files");
-  for (const char* f : {"10_B.py", "2_A.py", "1_C.py", "notes.txt", "x.py"}) ASSERT_TRUE(write_text_atomic(dir.path() / f, ""));
+  for (const char* f : {"10_B.py", "2_A.py", "1_C.py", "notes.txt", "x.py"})
+    ASSERT_TRUE(write_text_atomic(dir.path() / f, ""));
   std::vector<std::string> names;
   for (const auto& p : kernelbench_files(dir.path())) names.push_back(p.filename().string());
   EXPECT_EQ(names, (std::vector<std::string>{"x.py", "1_C.py", "2_A.py", "10_B.py"}));

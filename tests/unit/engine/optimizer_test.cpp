@@ -7,11 +7,11 @@
 
 #include <fstream>
 
+#include "fake_lab.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/report/run_report.hpp"
-#include "fake_lab.hpp"
 
 namespace kopt {
 namespace {
@@ -22,7 +22,8 @@ using test::k_problem;
 class Optimize : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* f : {"ref.cu", "naive.cu", "tuned.cu"}) std::ofstream(m_dir.path() / f) << "// " << f << "\n";
+    for (const char* f : {"ref.cu", "naive.cu", "tuned.cu"})
+      std::ofstream(m_dir.path() / f) << "// " << f << "\n";
     auto p = parse_problem(k_problem, m_dir.path() / "kopt.toml");
     ASSERT_TRUE(p) << p.error().to_string();
     m_problem = *p;
@@ -36,7 +37,9 @@ class Optimize : public ::testing::Test {
     o.patience = 2;
     return o;
   }
-  Expected<RunState> run(FakeLab& lab, const OptimizeOptions& o) { return run_optimize(m_problem, m_catalog, o, lab, nullptr); }
+  Expected<RunState> run(FakeLab& lab, const OptimizeOptions& o) {
+    return run_optimize(m_problem, m_catalog, o, lab, nullptr);
+  }
   TempDir m_dir{"kopt-optimize"};
   Problem m_problem;
   MethodCatalog m_catalog;
@@ -52,7 +55,8 @@ TEST_F(Optimize, FromTheNaiveKernelToTheMethodsThatTheProfileCallsFor) {
   const VersionRecord& v1 = s->versions[1];
   EXPECT_EQ(v1.outcome, "accepted");
   // Ranked: the profile is latency-bound, so the latency axis's method comes first.
-  EXPECT_EQ(v1.methods, (std::vector<std::string>{"warp_shuffle_reduction", "vectorized_global_loads"}));
+  EXPECT_EQ(v1.methods,
+            (std::vector<std::string>{"warp_shuffle_reduction", "vectorized_global_loads"}));
   EXPECT_EQ(v1.point, (ParamPoint{{"BLOCK", 256}, {"USE_SHFL", 1}, {"VEC", 4}}));
   EXPECT_NEAR(v1.median_s, 35e-6, 1e-12);
   EXPECT_EQ(v1.verdict, "faster");
@@ -60,19 +64,22 @@ TEST_F(Optimize, FromTheNaiveKernelToTheMethodsThatTheProfileCallsFor) {
   EXPECT_EQ(v1.method_outcomes.at("vectorized_global_loads"), "effective");
   EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.015, 1e-9);
   EXPECT_NEAR(v1.attribution_ms.at("vectorized_global_loads"), 0.010, 1e-9);
-  EXPECT_NEAR(v1.attribution_pct.at("warp_shuffle_reduction"), 100.0 * 15 / 65, 1e-6);  // of the 100 -> 35 us gain
+  EXPECT_NEAR(v1.attribution_pct.at("warp_shuffle_reduction"), 100.0 * 15 / 65,
+              1e-6);  // of the 100 -> 35 us gain
   // Then nothing is triggered and no tuning beats the champion: two iterations, then stop.
   EXPECT_EQ(s->champion()->index, 1);
   EXPECT_EQ(s->status, "finished");
   EXPECT_EQ(s->stop_reason, "no improvement for 2 iterations");
   EXPECT_EQ(s->versions.back().outcome, "rejected");
   for (const auto& [key, n] : lab.measured) EXPECT_EQ(n, 1) << "measured twice: " << key;
-  for (const char* f : {"run.json", "env.json", "target.md", "v0/params.json", "v1/hypothesis.md", "v1/attribution.json", "v1/sass.json",
-                        "v1/tuned.cu", "v1/ablations/warp_shuffle_reduction/bench.json"})
+  for (const char* f : {"run.json", "env.json", "target.md", "v0/params.json", "v1/hypothesis.md",
+                        "v1/attribution.json", "v1/sass.json", "v1/tuned.cu",
+                        "v1/ablations/warp_shuffle_reduction/bench.json"})
     EXPECT_TRUE(fs::exists(m_dir.path() / "run" / f)) << f;
   auto h = read_text_file(m_dir.path() / "run/v1/hypothesis.md");
   ASSERT_TRUE(h);
-  for (const char* part : {"## Hypothesis", "## Rationale", "## Expected", "kopt__stall_share_barrier"})
+  for (const char* part :
+       {"## Hypothesis", "## Rationale", "## Expected", "kopt__stall_share_barrier"})
     EXPECT_NE(h->find(part), std::string::npos) << part;
 }
 
@@ -89,7 +96,8 @@ TEST_F(Optimize, ARoundsBranchesShareOneProfileSessionAndTheNextChampionIsNotPro
   const VersionRecord& v1 = s->versions[1];
   ASSERT_EQ(v1.outcome, "accepted");
   EXPECT_EQ(lab.profiled.at(Variant{v1.kernel, v1.point, ""}.label()), 1);
-  for (const auto& [label, n] : lab.profiled) EXPECT_EQ(n, 1) << label << " profiled " << n << " times";
+  for (const auto& [label, n] : lab.profiled)
+    EXPECT_EQ(n, 1) << label << " profiled " << n << " times";
 
   FakeLab alone;
   OptimizeOptions o = options("run-alone");
@@ -137,7 +145,8 @@ TEST_F(Optimize, WhenEveryBranchFailsItRetriesThenRecordsAndMovesOn) {
   EXPECT_EQ(s->versions[1].outcome, "failed");
   EXPECT_EQ(s->versions[1].method_outcomes.at("warp_shuffle_reduction"), "implementation_failed");
   EXPECT_EQ(s->champion()->index, 0);
-  EXPECT_LE(lab.measure_calls, 1 + 2 * 4 * (1 + 3) + 4);  // baseline, 2 iterations x 4 branches x (1 + 3 retries)
+  EXPECT_LE(lab.measure_calls,
+            1 + 2 * 4 * (1 + 3) + 4);  // baseline, 2 iterations x 4 branches x (1 + 3 retries)
 }
 
 TEST_F(Optimize, AKillAtAnyMeasurementResumesWithoutMeasuringTwice) {
@@ -155,9 +164,11 @@ TEST_F(Optimize, AKillAtAnyMeasurementResumesWithoutMeasuringTwice) {
     o.resume = true;
     auto resumed = run(second, o);
     ASSERT_TRUE(resumed) << "kill " << kill << ": " << resumed.error().to_string();
-    EXPECT_EQ(to_json(*resumed)["versions"].size(), to_json(*reference)["versions"].size()) << "kill " << kill;
+    EXPECT_EQ(to_json(*resumed)["versions"].size(), to_json(*reference)["versions"].size())
+        << "kill " << kill;
     EXPECT_EQ(resumed->champion()->point, reference->champion()->point) << "kill " << kill;
-    for (const auto& [key, n] : second.measured) EXPECT_FALSE(first.measured.contains(key)) << "kill " << kill << ": " << key;
+    for (const auto& [key, n] : second.measured)
+      EXPECT_FALSE(first.measured.contains(key)) << "kill " << kill << ": " << key;
   }
 }
 
@@ -177,14 +188,16 @@ TEST_F(Optimize, AnExistingRunNeedsResumeAndMaskedVersionsDoNotSteer) {
 
 TEST_F(Optimize, ANewerOrDamagedRunJsonIsRefusedAndKept) {
   fs::create_directories(m_dir.path() / "run");
-  ASSERT_TRUE(write_text_atomic(m_dir.path() / "run/run.json", "{\"schema_version\": 99, \"problem\": \"toy\"}"));
+  ASSERT_TRUE(write_text_atomic(m_dir.path() / "run/run.json",
+                                "{\"schema_version\": 99, \"problem\": \"toy\"}"));
   FakeLab lab;
   OptimizeOptions o = options();
   o.resume = true;
   auto s = run(lab, o);
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("newer kopt"), std::string::npos);
-  EXPECT_EQ(*read_text_file(m_dir.path() / "run/run.json"), "{\"schema_version\": 99, \"problem\": \"toy\"}");
+  EXPECT_EQ(*read_text_file(m_dir.path() / "run/run.json"),
+            "{\"schema_version\": 99, \"problem\": \"toy\"}");
   EXPECT_EQ(lab.measure_calls, 0);
 }
 
@@ -204,7 +217,8 @@ TEST_F(Optimize, EveryIterationIsAGitCommitOfTheRunDirectory) {
   std::set<std::string> commits;
   for (const auto& v : s->versions) commits.insert(v.git_commit);
   EXPECT_EQ(commits.size(), s->versions.size());
-  CommandResult log = runner.run({"git", "-C", (m_dir.path() / "run").string(), "log", "--oneline"}, std::chrono::seconds(30));
+  CommandResult log = runner.run({"git", "-C", (m_dir.path() / "run").string(), "log", "--oneline"},
+                                 std::chrono::seconds(30));
   EXPECT_NE(log.out.find("v1: accepted tuned"), std::string::npos) << log.out;
   EXPECT_NE(log.out.find("finished: no improvement"), std::string::npos) << log.out;
 }
@@ -266,10 +280,12 @@ TEST_F(AgentMode, OpenBranchCloseFinalize) {
   EXPECT_FALSE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
 
   auto good = branch_file("good.cu", "__global__ void tuned(float* x, float* y) {} // time=30\n");
-  auto without = branch_file("without.cu", "__global__ void tuned(float* x, float* y) {} // time=42\n");
+  auto without =
+      branch_file("without.cu", "__global__ void tuned(float* x, float* y) {} // time=42\n");
   ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab,
                           branch({"warp_shuffle_reduction", "vectorized_global_loads"}), good));
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({}, "warp_shuffle_reduction"), without));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab,
+                          branch({}, "warp_shuffle_reduction"), without));
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   EXPECT_FALSE(closed->open);
@@ -278,7 +294,8 @@ TEST_F(AgentMode, OpenBranchCloseFinalize) {
   EXPECT_NEAR(v1.median_s, 30e-6, 1e-12);
   EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), "effective");
   EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.012, 1e-9);
-  EXPECT_FALSE(v1.method_outcomes.contains("vectorized_global_loads"));  // no ablation branch: not attributed
+  EXPECT_FALSE(v1.method_outcomes.contains(
+      "vectorized_global_loads"));  // no ablation branch: not attributed
   EXPECT_NE(v1.note.find("vectorized_global_loads"), std::string::npos);
   EXPECT_TRUE(fs::exists(m_dir.path() / "run/v1/branches/a1/tuned.cu"));
   auto done = iter_finalize(m_problem, m_catalog, options(), lab, nullptr);
@@ -291,8 +308,10 @@ TEST_F(AgentMode, OpenBranchCloseFinalize) {
 TEST_F(AgentMode, AFlaggedBranchIsNotAcceptedAsChampion) {
   FakeLab lab;
   ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
-  auto flagged = branch_file("flagged.cu", "__global__ void tuned(float* x, float* y) {} // time=20 flag=bimodal\n");
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}), flagged));
+  auto flagged = branch_file(
+      "flagged.cu", "__global__ void tuned(float* x, float* y) {} // time=20 flag=bimodal\n");
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}),
+                          flagged));
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord& v1 = closed->versions.at(1);
@@ -319,7 +338,9 @@ TEST_F(Optimize, TheChampionsTimeIsCrossCheckedAgainstNcu) {
   ASSERT_TRUE(s) << s.error().to_string();
   ASSERT_GE(s->versions.size(), 2u);
   const std::string& note = s->versions[1].cross_check;
-  EXPECT_NE(note.find("kopt's median 100.0 us and ncu's gpu__time_duration 200.0 us"), std::string::npos) << note;
+  EXPECT_NE(note.find("kopt's median 100.0 us and ncu's gpu__time_duration 200.0 us"),
+            std::string::npos)
+      << note;
   FakeLab agreeing;
   agreeing.ncu_time_factor = 1.05;
   auto quiet = run(agreeing, options("run-agreeing"));
@@ -334,8 +355,10 @@ TEST_F(AgentMode, ARacyBranchIsNotAcceptedAsChampion) {
   FakeLab lab;
   lab.sanitizing = true;
   ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
-  auto racy = branch_file("racy.cu", "__global__ void tuned(float* x, float* y) {} // time=20 race\n");
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}), racy));
+  auto racy =
+      branch_file("racy.cu", "__global__ void tuned(float* x, float* y) {} // time=20 race\n");
+  ASSERT_TRUE(
+      iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}), racy));
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord v1 = closed->versions.at(1);  // a copy: `closed` is replaced below
@@ -351,19 +374,23 @@ TEST_F(AgentMode, ARacyBranchIsNotAcceptedAsChampion) {
   auto reopened = iter_open(m_problem, m_catalog, again, lab, nullptr);
   ASSERT_TRUE(reopened) << reopened.error().to_string();
   auto clean = branch_file("clean.cu", "__global__ void tuned(float* x, float* y) {} // time=25\n");
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, again, lab, branch({"warp_shuffle_reduction"}), clean));
+  ASSERT_TRUE(
+      iter_branch(m_problem, m_catalog, again, lab, branch({"warp_shuffle_reduction"}), clean));
   closed = iter_close(m_problem, m_catalog, again, lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   EXPECT_EQ(closed->versions.at(2).outcome, "accepted");
   EXPECT_EQ(closed->versions.at(2).sanitizer, "clean: memcheck: clean; racecheck: clean");
 
   ASSERT_TRUE(iter_open(m_problem, m_catalog, again, lab, nullptr));
-  auto unchecked = branch_file("unchecked.cu", "__global__ void tuned(float* x, float* y) {} // time=20 nosanitizer\n");
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, again, lab, branch({"warp_shuffle_reduction"}), unchecked));
+  auto unchecked = branch_file(
+      "unchecked.cu", "__global__ void tuned(float* x, float* y) {} // time=20 nosanitizer\n");
+  ASSERT_TRUE(
+      iter_branch(m_problem, m_catalog, again, lab, branch({"warp_shuffle_reduction"}), unchecked));
   closed = iter_close(m_problem, m_catalog, again, lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   EXPECT_EQ(closed->versions.at(3).outcome, "accepted");
-  EXPECT_EQ(closed->versions.at(3).sanitizer.rfind("unverifiable: ", 0), 0u) << closed->versions.at(3).sanitizer;
+  EXPECT_EQ(closed->versions.at(3).sanitizer.rfind("unverifiable: ", 0), 0u)
+      << closed->versions.at(3).sanitizer;
   auto s = load_run_state(m_dir.path() / "run");  // on record
   ASSERT_TRUE(s);
   EXPECT_EQ(s->versions.at(1).sanitizer, v1.sanitizer);
@@ -374,8 +401,10 @@ TEST_F(AgentMode, ARacyBranchIsNotAcceptedAsChampion) {
 TEST_F(AgentMode, ABranchRightOnSeedOneOnlyIsNotAcceptedAsChampion) {
   FakeLab lab;
   ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
-  auto cheat = branch_file("cheat.cu", "__global__ void tuned(float* x, float* y) {} // time=10 seed1only\n");
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}), cheat));
+  auto cheat = branch_file("cheat.cu",
+                           "__global__ void tuned(float* x, float* y) {} // time=10 seed1only\n");
+  ASSERT_TRUE(
+      iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}), cheat));
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord& v1 = closed->versions.at(1);
@@ -398,7 +427,8 @@ TEST_F(AgentMode, BadBranchesAreRefusedAndNothingIsLost) {
   BranchRecord bad_point = branch({});
   bad_point.point["VEC"] = 3;
   EXPECT_FALSE(iter_branch(m_problem, m_catalog, options(), lab, bad_point, ok));
-  auto missing = iter_branch(m_problem, m_catalog, options(), lab, branch({}), m_dir.path() / "nope.cu");
+  auto missing =
+      iter_branch(m_problem, m_catalog, options(), lab, branch({}), m_dir.path() / "nope.cu");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind, ErrorKind::bad_input);
   auto none = iter_close(m_problem, m_catalog, options(), lab, nullptr);  // no branch yet
@@ -410,7 +440,8 @@ TEST_F(AgentMode, BadBranchesAreRefusedAndNothingIsLost) {
   // A branch that does not compile is a failed candidate, recorded.
   FakeLab failing;
   failing.fail_tuned = true;
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), failing, branch({"warp_shuffle_reduction"}), ok));
+  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), failing,
+                          branch({"warp_shuffle_reduction"}), ok));
   auto closed = iter_close(m_problem, m_catalog, options(), failing, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   EXPECT_EQ(closed->versions.at(1).outcome, "failed");
@@ -496,7 +527,8 @@ namespace {
 
 class Proposer : public Optimize {
  protected:
-  OptimizeOptions with_proposer(const std::string& run, const std::string& script, double timeout_s = 30) {
+  OptimizeOptions with_proposer(const std::string& run, const std::string& script,
+                                double timeout_s = 30) {
     fs::path file = m_dir.path() / (run + ".sh");
     std::ofstream(file) << "#!/bin/sh\n" << script;
     fs::permissions(file, fs::perms::owner_all);
@@ -588,7 +620,8 @@ TEST_F(AgentMode, PredictionsAreRecordedThenJudgedAgainstWhatTheMetricsDid) {
   auto good = branch_file("good.cu", "__global__ void tuned(float* x, float* y) {} // time=30\n");
   BranchRecord b = branch({"warp_shuffle_reduction", "vectorized_global_loads"});
   b.hypothesis = "shuffles remove the barrier stalls; float4 loads put more bytes in flight";
-  for (const char* e : {"time:down:50%", "stall_barrier:down", "dram_throughput:up:10%", "sm_throughput:up:10%"})
+  for (const char* e :
+       {"time:down:50%", "stall_barrier:down", "dram_throughput:up:10%", "sm_throughput:up:10%"})
     b.expect.push_back(*parse_prediction(e));
   ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, b, good));
   BranchRecord bad = branch({});
@@ -621,10 +654,10 @@ TEST_F(AgentMode, PredictionsAreRecordedThenJudgedAgainstWhatTheMetricsDid) {
   ASSERT_EQ(v1.predictions.size(), 4u);
   std::map<std::string, std::string> verdicts;
   for (const auto& p : v1.predictions) verdicts[p.text] = p.verdict;
-  EXPECT_EQ(verdicts["time:down:50%"], "confirmed");         // 100 us -> 30 us
-  EXPECT_EQ(verdicts["stall_barrier:down"], "confirmed");    // 0.45 -> 0.05
+  EXPECT_EQ(verdicts["time:down:50%"], "confirmed");           // 100 us -> 30 us
+  EXPECT_EQ(verdicts["stall_barrier:down"], "confirmed");      // 0.45 -> 0.05
   EXPECT_EQ(verdicts["dram_throughput:up:10%"], "confirmed");  // 30 -> 88
-  EXPECT_EQ(verdicts["sm_throughput:up:10%"], "refuted");     // 20 -> 20
+  EXPECT_EQ(verdicts["sm_throughput:up:10%"], "refuted");      // 20 -> 20
   EXPECT_EQ(v1.predictions[0].branch, "a1");
   auto h = read_text_file(m_dir.path() / "run/v1/hypothesis.md");
   ASSERT_TRUE(h);
@@ -662,7 +695,8 @@ TEST_F(AgentMode, EveryBranchsCounterPredictionsAreJudgedByItsOwnProfileFromOneS
   ASSERT_TRUE(closed) << closed.error().to_string();
   EXPECT_EQ(lab.profile_sessions, (std::vector<std::size_t>{2}));
   std::map<std::string, std::string> verdicts;
-  for (const auto& p : closed->versions.at(1).predictions) verdicts[p.branch + " " + p.text] = p.verdict;
+  for (const auto& p : closed->versions.at(1).predictions)
+    verdicts[p.branch + " " + p.text] = p.verdict;
   EXPECT_EQ(verdicts["a1 stall_barrier:down"], "confirmed");
   EXPECT_EQ(verdicts["a2 dram_throughput:up:10%"], "confirmed");  // 30 -> 88, on a2's own profile
   EXPECT_EQ(verdicts["a2 stall_barrier:down"], "refuted");        // 4.5 -> 4.5
@@ -672,8 +706,9 @@ TEST_F(AgentMode, TheNextIterationComparesWithTheAgentsCodeThatWon) {
   FakeLab lab;
   OptimizeOptions o = options();
   ASSERT_TRUE(iter_open(m_problem, m_catalog, o, lab, nullptr));
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, o, lab, branch({"warp_shuffle_reduction"}),
-                          branch_file("a.cu", "__global__ void tuned(float* x, float* y) {} // time=30\n")));
+  ASSERT_TRUE(iter_branch(
+      m_problem, m_catalog, o, lab, branch({"warp_shuffle_reduction"}),
+      branch_file("a.cu", "__global__ void tuned(float* x, float* y) {} // time=30\n")));
   auto first = iter_close(m_problem, m_catalog, o, lab, nullptr);
   ASSERT_TRUE(first);
   ASSERT_EQ(first->champion()->index, 1);
@@ -681,8 +716,9 @@ TEST_F(AgentMode, TheNextIterationComparesWithTheAgentsCodeThatWon) {
   o.resume = true;
   ASSERT_TRUE(iter_open(m_problem, m_catalog, o, lab, nullptr));
   // 32 us beats the problem's tuned kernel at that point (35 us), not the agent's 30 us.
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, o, lab, branch({"warp_shuffle_reduction"}),
-                          branch_file("b.cu", "__global__ void tuned(float* x, float* y) {} // time=32\n")));
+  ASSERT_TRUE(iter_branch(
+      m_problem, m_catalog, o, lab, branch({"warp_shuffle_reduction"}),
+      branch_file("b.cu", "__global__ void tuned(float* x, float* y) {} // time=32\n")));
   auto second = iter_close(m_problem, m_catalog, o, lab, nullptr);
   ASSERT_TRUE(second);
   EXPECT_EQ(second->versions.at(2).outcome, "rejected");
@@ -693,10 +729,12 @@ TEST_F(AgentMode, TheNextIterationComparesWithTheAgentsCodeThatWon) {
 TEST_F(AgentMode, AnAblationIsAttributedWhenTheIterationIsRejected) {
   FakeLab lab;
   ASSERT_TRUE(iter_open(m_problem, m_catalog, options(), lab, nullptr));
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}),
-                          branch_file("slow.cu", "__global__ void tuned(float* x, float* y) {} // time=120\n")));
-  ASSERT_TRUE(iter_branch(m_problem, m_catalog, options(), lab, branch({}, "warp_shuffle_reduction"),
-                          branch_file("slower.cu", "__global__ void tuned(float* x, float* y) {} // time=130\n")));
+  ASSERT_TRUE(iter_branch(
+      m_problem, m_catalog, options(), lab, branch({"warp_shuffle_reduction"}),
+      branch_file("slow.cu", "__global__ void tuned(float* x, float* y) {} // time=120\n")));
+  ASSERT_TRUE(iter_branch(
+      m_problem, m_catalog, options(), lab, branch({}, "warp_shuffle_reduction"),
+      branch_file("slower.cu", "__global__ void tuned(float* x, float* y) {} // time=130\n")));
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord& v1 = closed->versions.at(1);

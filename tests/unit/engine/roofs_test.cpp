@@ -1,9 +1,10 @@
 // The roofs' source resolution order (stored, measured now, spec table, none) with a fake
 // measurement in place of the worker, and the floor they give.
+#include "kopt/engine/roofs.hpp"
+
 #include <gtest/gtest.h>
 
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/roofs.hpp"
 
 namespace kopt {
 namespace {
@@ -56,7 +57,8 @@ class RoofsTest : public ::testing::Test {
 };
 
 TEST_F(RoofsTest, StoredCeilingsComeFirstAndNothingIsMeasured) {
-  ASSERT_TRUE(save_ceilings(cache(), StoredCeilings{h100(), measurement(3.0e12, 65e12), "2026-11-20T08:00:00Z"}));
+  ASSERT_TRUE(save_ceilings(
+      cache(), StoredCeilings{h100(), measurement(3.0e12, 65e12), "2026-11-20T08:00:00Z"}));
   FakeMeasure m;
   DeviceRoofs r = resolve_roofs(cache(), h100(), m.fn());
   EXPECT_EQ(m.calls, 0);
@@ -72,7 +74,8 @@ TEST_F(RoofsTest, StoredCeilingsComeFirstAndNothingIsMeasured) {
 TEST_F(RoofsTest, AFreshCacheIsMeasuredOnFirstUseAndStored) {
   FakeMeasure m;
   std::vector<std::string> log;
-  DeviceRoofs r = resolve_roofs(cache(), h100(), m.fn(), [&](const std::string& line) { log.push_back(line); });
+  DeviceRoofs r =
+      resolve_roofs(cache(), h100(), m.fn(), [&](const std::string& line) { log.push_back(line); });
   EXPECT_EQ(m.calls, 1);
   EXPECT_EQ(r.origin, RoofsOrigin::measured_now);
   EXPECT_TRUE(r.source.starts_with("measured now (first use, ")) << r.source;
@@ -91,17 +94,22 @@ TEST_F(RoofsTest, AFreshCacheIsMeasuredOnFirstUseAndStored) {
 
 TEST_F(RoofsTest, AFailedMeasurementFallsBackToTheCitedSpecAndIsNotRetried) {
   FakeMeasure m;
-  m.answer = Unexpected(internal_error("the worker crashed (signal 11) measuring ceilings\nlog tail"));
+  m.answer =
+      Unexpected(internal_error("the worker crashed (signal 11) measuring ceilings\nlog tail"));
   DeviceRoofs r = resolve_roofs(cache(), h100(), m.fn());
   EXPECT_EQ(m.calls, 1);
   EXPECT_EQ(r.origin, RoofsOrigin::spec);
-  EXPECT_TRUE(r.source.starts_with("spec table: NVIDIA H100 SXM5 80GB, NVIDIA H100 Tensor Core GPU Architecture")) << r.source;
+  EXPECT_TRUE(r.source.starts_with(
+      "spec table: NVIDIA H100 SXM5 80GB, NVIDIA H100 Tensor Core GPU Architecture"))
+      << r.source;
   EXPECT_NE(r.source.find("Memory Bandwidth"), std::string::npos) << r.source;
   EXPECT_NE(r.source.find("worker crashed"), std::string::npos) << r.source;
-  EXPECT_EQ(r.source.find("log tail"), std::string::npos) << "only the first line of the error: " << r.source;
+  EXPECT_EQ(r.source.find("log tail"), std::string::npos)
+      << "only the first line of the error: " << r.source;
   EXPECT_DOUBLE_EQ(r.bandwidth.rate, 3352e9);
   EXPECT_EQ(r.bandwidth.name, "memory_bandwidth_gbs");
-  EXPECT_DOUBLE_EQ(r.compute.rate, 1978.9e12);  // the fastest listed (FP8 tensor): a floor holds for any precision
+  EXPECT_DOUBLE_EQ(r.compute.rate,
+                   1978.9e12);  // the fastest listed (FP8 tensor): a floor holds for any precision
   EXPECT_DOUBLE_EQ(r.floor_margin, 0.9);
   EXPECT_FALSE(r.ceilings);
   EXPECT_FALSE(load_ceilings(cache(), h100()));
@@ -133,7 +141,8 @@ TEST_F(RoofsTest, NoneOnlyWhenNeitherAMeasurementNorTheSpecExists) {
   m.answer = Unexpected(environment_error("no CUDA driver"));
   DeviceRoofs r = resolve_roofs(cache(), unlisted_gpu(), m.fn());
   EXPECT_EQ(r.origin, RoofsOrigin::none);
-  EXPECT_TRUE(r.source.starts_with("none: measuring the ceilings failed: no CUDA driver")) << r.source;
+  EXPECT_TRUE(r.source.starts_with("none: measuring the ceilings failed: no CUDA driver"))
+      << r.source;
   EXPECT_NE(r.source.find("not in the spec table"), std::string::npos) << r.source;
   EXPECT_EQ(r.bandwidth.rate, 0);
   EXPECT_EQ(roofline_floor_s(r, 1e9, 1e9, true), 0);
@@ -179,7 +188,8 @@ TEST_F(RoofsTest, TheFloorCatchesHalfTheWorkOnSpecRoofsAndSparesAGoodKernel) {
 
 TEST_F(RoofsTest, ACpusRoofsAreMeasuredAgainWhenContradictedAndTheBestIsKept) {
   // Measured while the host was busy: half what it does when quiet.
-  ASSERT_TRUE(save_ceilings(cache(), StoredCeilings{pocl_cpu(), measurement(15e9, 30e9), "2026-11-20T08:00:00Z"}));
+  ASSERT_TRUE(save_ceilings(
+      cache(), StoredCeilings{pocl_cpu(), measurement(15e9, 30e9), "2026-11-20T08:00:00Z"}));
   FakeMeasure m;
   m.answer = measurement(30e9, 25e9);  // a quiet moment for memory, a busy one for FMA
   DeviceRoofs r = resolve_roofs(cache(), pocl_cpu(), m.fn());
@@ -193,7 +203,8 @@ TEST_F(RoofsTest, ACpusRoofsAreMeasuredAgainWhenContradictedAndTheBestIsKept) {
   EXPECT_FALSE(roofs_may_be_low(again, pocl_cpu())) << "measured again once, not forever";
   EXPECT_DOUBLE_EQ(again.bandwidth.rate, 30e9);
   EXPECT_DOUBLE_EQ(again.compute.rate, 30e9);  // the earlier FMA figure was the better one
-  EXPECT_NE(again.source.find("best of this and the measurement of 2026-11-20T08:00:00Z"), std::string::npos)
+  EXPECT_NE(again.source.find("best of this and the measurement of 2026-11-20T08:00:00Z"),
+            std::string::npos)
       << again.source;
   auto stored = load_ceilings(cache(), pocl_cpu());
   ASSERT_TRUE(stored);
@@ -239,7 +250,8 @@ TEST(PrecisionRoof, EachPrecisionGetsItsOwnCeilingAndTheFastestStaysTheFloors) {
   EXPECT_EQ(precision_roof(roofs, "").name, "tensor_fp8");
 
   Problem p;
-  p.tensors = {TensorSpec{"A", DType::f32, {}, Role::input}, TensorSpec{"B", DType::bf16, {}, Role::input},
+  p.tensors = {TensorSpec{"A", DType::f32, {}, Role::input},
+               TensorSpec{"B", DType::bf16, {}, Role::input},
                TensorSpec{"C", DType::f16, {}, Role::output}};
   EXPECT_EQ(problem_precision(p), "bf16");
   p.tensors[1].dtype = DType::i32;

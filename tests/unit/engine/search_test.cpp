@@ -51,7 +51,8 @@ ParamPoint point(std::vector<std::int64_t> v) {
   return p;
 }
 
-SearchResult search(const SearchSpace& s, const Objective& f, SearchStrategy st, std::size_t budget, std::uint64_t seed = 7) {
+SearchResult search(const SearchSpace& s, const Objective& f, SearchStrategy st, std::size_t budget,
+                    std::uint64_t seed = 7) {
   SearchOptions o;
   o.strategy = st;
   o.budget.max_evaluations = budget;
@@ -116,7 +117,8 @@ TEST(Search, FailuresBecomeHiddenConstraints) {
   // Every point with P1 = 7 fails to compile; the rest is a bowl.
   SearchSpace s = grid(2, 8);
   Objective f = [](const ParamPoint& p) {
-    if (p.at("P1") == 7) return Evaluation{p, false, 0, "compile_failed: too much shared memory", 0};
+    if (p.at("P1") == 7)
+      return Evaluation{p, false, 0, "compile_failed: too much shared memory", 0};
     return bowl({2, 6})(p);
   };
   SearchResult r = search(s, f, SearchStrategy::exhaustive, 1000);
@@ -157,8 +159,8 @@ TEST(Search, TimeBudgetStopsTheSearch) {
 }
 
 TEST(Search, StrategyNames) {
-  for (auto st : {SearchStrategy::exhaustive, SearchStrategy::random, SearchStrategy::local, SearchStrategy::annealing,
-                  SearchStrategy::genetic})
+  for (auto st : {SearchStrategy::exhaustive, SearchStrategy::random, SearchStrategy::local,
+                  SearchStrategy::annealing, SearchStrategy::genetic})
     EXPECT_EQ(parse_search_strategy(search_strategy_name(st)), st);
   EXPECT_FALSE(parse_search_strategy("bayesian"));
 }
@@ -184,7 +186,8 @@ struct BatchBowl {
   }
 };
 
-SearchOptions options(SearchStrategy st, std::size_t budget, std::size_t batch, std::uint64_t seed = 3) {
+SearchOptions options(SearchStrategy st, std::size_t budget, std::size_t batch,
+                      std::uint64_t seed = 3) {
   SearchOptions o;
   o.strategy = st;
   o.budget.max_evaluations = budget;
@@ -212,7 +215,8 @@ TEST(SearchBatches, ABatchNeverGoesPastTheEvaluationBudget) {
   o.start = {point({5, 5})};
   SearchResult r = run_search(grid(2, 8), f.objective(), o);
   EXPECT_EQ(r.history.size(), 25u);
-  EXPECT_EQ(r.history[0].point, point({5, 5}));  // the start point first, at the head of the first batch
+  EXPECT_EQ(r.history[0].point,
+            point({5, 5}));  // the start point first, at the head of the first batch
   EXPECT_EQ(f.batches, (std::vector<std::size_t>{10, 10, 5}));
   EXPECT_EQ(r.stop_reason, "evaluation budget");
   std::set<ParamPoint> distinct;
@@ -239,8 +243,10 @@ TEST(SearchBatches, LocalAndGeneticFindTheOptimumWithBatches) {
     EXPECT_EQ(r.best->point, point({6, 1, 3, 7})) << search_strategy_name(st);
     std::size_t largest = 0;
     for (auto b : f.batches) largest = std::max(largest, b);
-    if (st == SearchStrategy::annealing) EXPECT_EQ(largest, 1u);  // one point at a time
-    else EXPECT_GT(largest, 1u) << search_strategy_name(st);     // neighbours, generations
+    if (st == SearchStrategy::annealing)
+      EXPECT_EQ(largest, 1u);  // one point at a time
+    else
+      EXPECT_GT(largest, 1u) << search_strategy_name(st);  // neighbours, generations
   }
 }
 
@@ -248,8 +254,9 @@ TEST(SearchBatches, FailuresInABatchStillTeachHiddenConstraints) {
   BatchObjective f = [](const std::vector<ParamPoint>& points) {
     std::vector<Evaluation> out;
     for (const auto& p : points)
-      out.push_back(p.at("P1") == 7 ? Evaluation{p, false, 0, "compile_failed: too much shared memory", 0}
-                                    : Evaluation{p, true, 1.0 + double(p.at("P0")), "", 0});
+      out.push_back(p.at("P1") == 7
+                        ? Evaluation{p, false, 0, "compile_failed: too much shared memory", 0}
+                        : Evaluation{p, true, 1.0 + double(p.at("P0")), "", 0});
     return out;
   };
   SearchResult r = run_search(grid(2, 8), f, options(SearchStrategy::exhaustive, 1000, 8));
@@ -270,7 +277,9 @@ namespace {
 TEST(SearchSpaceRepair, NearestFeasibleChangesOneParamInDeclaredOrder) {
   SearchSpace s;
   s.params = {{"STAGES", {3, 2, 4}}, {"ASYNC", {1, 0}}, {"BM", {128, 64}}};
-  s.feasible = [](const ParamPoint& p) { return (p.at("ASYNC") == 1 || p.at("STAGES") == 2) && p.at("BM") != 256; };
+  s.feasible = [](const ParamPoint& p) {
+    return (p.at("ASYNC") == 1 || p.at("STAGES") == 2) && p.at("BM") != 256;
+  };
   ParamPoint off{{"STAGES", 3}, {"ASYNC", 0}, {"BM", 128}};
   EXPECT_EQ(s.nearest_feasible(off), (ParamPoint{{"STAGES", 2}, {"ASYNC", 0}, {"BM", 128}}));
   ParamPoint on{{"STAGES", 3}, {"ASYNC", 1}, {"BM", 128}};
@@ -297,7 +306,8 @@ TEST(SearchSpaceRepairs, AWiderTileGetsAShallowerPipelineNotItsOldWidth) {
   EXPECT_EQ(r[2], (ParamPoint{{"BN", 256}, {"STAGES", 4}}));
   EXPECT_EQ(s.nearest_feasible(moved, "BN"), (ParamPoint{{"BN", 256}, {"STAGES", 2}}));
   EXPECT_EQ(s.nearest_feasible(moved), (ParamPoint{{"BN", 128}, {"STAGES", 5}}));
-  EXPECT_EQ(s.repairs(ParamPoint{{"BN", 128}, {"STAGES", 2}}, "BN").size(), 1u);  // feasible: itself
+  EXPECT_EQ(s.repairs(ParamPoint{{"BN", 128}, {"STAGES", 2}}, "BN").size(),
+            1u);  // feasible: itself
 }
 
 }  // namespace

@@ -21,8 +21,8 @@ Evaluation screened(double cost, double halfwidth, bool ok = true) {
 
 TEST(ConfirmRule, TheTopAndEveryCandidateWhoseIntervalReachesTheLeader) {
   // Leader 100 [98, 102]; 101 and 103 [99, ...] reach it, 110 [108, ...] does not.
-  std::vector<Evaluation> s = {screened(110, 2), screened(100, 2), screened(0, 0, false), screened(103, 4),
-                               screened(101, 2), screened(130, 2)};
+  std::vector<Evaluation> s = {screened(110, 2), screened(100, 2), screened(0, 0, false),
+                               screened(103, 4), screened(101, 2), screened(130, 2)};
   ConfirmRule rule;
   rule.top = 1;
   EXPECT_EQ(select_for_confirmation(s, rule), (std::vector<std::size_t>{1, 4, 3}));
@@ -46,12 +46,14 @@ struct FakeTuneLab final : TuneLab {
 
   static double true_cost(const ParamPoint& p) {
     double c = 100;
-    for (const auto& [name, v] : p) c += 3.0 * std::abs(double(v) - 1.2) + 0.01 * double(name[1]) * double(v);
+    for (const auto& [name, v] : p)
+      c += 3.0 * std::abs(double(v) - 1.2) + 0.01 * double(name[1]) * double(v);
     return c;
   }
   static bool fails(const ParamPoint& p) { return p.at("P0") == 2 && p.at("P1") == 0; }
 
-  std::vector<Evaluation> screen(const std::vector<ParamPoint>& points, StageTimes& times) override {
+  std::vector<Evaluation> screen(const std::vector<ParamPoint>& points,
+                                 StageTimes& times) override {
     ++batches;
     std::uniform_real_distribution<double> u(-noise, noise);
     std::vector<Evaluation> out;
@@ -71,7 +73,8 @@ struct FakeTuneLab final : TuneLab {
     return out;
   }
 
-  std::vector<Confirmed> confirm(const std::vector<ParamPoint>& points, StageTimes& times) override {
+  std::vector<Confirmed> confirm(const std::vector<ParamPoint>& points,
+                                 StageTimes& times) override {
     std::uniform_real_distribution<double> u(-0.001, 0.001);
     std::vector<Confirmed> out;
     for (const auto& p : points) {
@@ -89,7 +92,8 @@ struct FakeTuneLab final : TuneLab {
 
 SearchSpace gemm_like() {
   SearchSpace s;
-  for (const char* name : {"P0", "P1", "P2", "P3", "P4"}) s.params.emplace_back(name, std::vector<std::int64_t>{0, 1, 2});
+  for (const char* name : {"P0", "P1", "P2", "P3", "P4"})
+    s.params.emplace_back(name, std::vector<std::int64_t>{0, 1, 2});
   return s;
 }
 
@@ -148,7 +152,8 @@ TEST(TwoStage, NothingConfirmedWhenEveryCandidateFails) {
 TEST(TwoStage, AConfirmedFailureIsNeverTheChampion) {
   // Screening says the best is P0=2 and the rest 0 (it screens fast); its full measurement fails.
   static constexpr auto liar = [](const ParamPoint& p) {
-    return p.at("P0") == 2 && p.at("P1") == 0 && p.at("P2") == 0 && p.at("P3") == 0 && p.at("P4") == 0;
+    return p.at("P0") == 2 && p.at("P1") == 0 && p.at("P2") == 0 && p.at("P3") == 0 &&
+           p.at("P4") == 0;
   };
   struct Liar final : TuneLab {
     std::vector<Evaluation> screen(const std::vector<ParamPoint>& points, StageTimes&) override {
@@ -164,7 +169,8 @@ TEST(TwoStage, AConfirmedFailureIsNeverTheChampion) {
         Confirmed c;
         c.point = p;
         c.ok = !liar(p);
-        if (!c.ok) c.failure = "inconsistent: timed launches do not compute what an untimed launch computes";
+        if (!c.ok)
+          c.failure = "inconsistent: timed launches do not compute what an untimed launch computes";
         c.summary.median = c.ok ? 10.0 + double(p.at("P2")) : 1.0;
         out.push_back(c);
       }
@@ -180,7 +186,8 @@ TEST(TwoStage, AConfirmedFailureIsNeverTheChampion) {
   EXPECT_DOUBLE_EQ(r.champion->summary.median, 10.0);
   EXPECT_FALSE(liar(r.champion->point));
   ASSERT_FALSE(r.confirmed.empty());
-  EXPECT_TRUE(liar(r.confirmed.front().point));  // confirmed first (fastest screening), refused there
+  EXPECT_TRUE(
+      liar(r.confirmed.front().point));  // confirmed first (fastest screening), refused there
 }
 
 }  // namespace

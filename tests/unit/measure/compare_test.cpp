@@ -12,7 +12,8 @@ HostTensor make(DType t, const std::vector<double>& values, std::vector<std::int
   HostTensor h;
   h.name = "y";
   h.dtype = t;
-  h.shape = shape.empty() ? std::vector<std::int64_t>{static_cast<std::int64_t>(values.size())} : shape;
+  h.shape =
+      shape.empty() ? std::vector<std::int64_t>{static_cast<std::int64_t>(values.size())} : shape;
   h.data.resize(values.size() * dtype_size(t));
   for (std::size_t i = 0; i < values.size(); ++i) store_from_double(h.data.data(), i, t, values[i]);
   return h;
@@ -37,7 +38,8 @@ TEST(Compare, ToleranceIsAtolPlusRtolTimesReference) {
   EXPECT_EQ(strict.mismatches, 3u);
   EXPECT_NEAR(strict.max_abs_err, 0.1, 1e-9);
   EXPECT_NEAR(strict.max_rel_err, 1.1e-3, 1e-9);  // 0.0011 / 1.0 beats 0.1 / 100
-  EXPECT_NEAR(strict.rel_l2_err, std::sqrt(0.01 + 0.0011 * 0.0011 + 0.0005 * 0.0005) / std::sqrt(10001.0), 1e-12);
+  EXPECT_NEAR(strict.rel_l2_err,
+              std::sqrt(0.01 + 0.0011 * 0.0011 + 0.0005 * 0.0005) / std::sqrt(10001.0), 1e-12);
 }
 
 TEST(Compare, ReportsFirstMismatchesWithMultiIndices) {

@@ -39,7 +39,8 @@ TEST(DistributionFlags, AnHonestNoisySeriesIsNotFlagged) {
     for (double rel : {0.002, 0.02, 0.05}) {
       auto s = honest(200, 100e-6, rel, seed);
       auto flags = distribution_flags(s);
-      EXPECT_TRUE(flags.empty()) << "seed " << seed << " noise " << rel << ": " << flag_text(flags.front());
+      EXPECT_TRUE(flags.empty()) << "seed " << seed << " noise " << rel << ": "
+                                 << flag_text(flags.front());
     }
   }
 }
@@ -52,7 +53,8 @@ TEST(DistributionFlags, AFiftyFiftyTwoLevelSeriesIsBimodal) {
   for (int i = 0; i < 100; ++i) s.push_back((i % 2 ? 100e-6 : 40e-6) * (1.0 + noise(rng)));
   auto flags = distribution_flags(s);
   ASSERT_TRUE(has(flags, "bimodal"));
-  EXPECT_FALSE(has(flags, "fast_tail"));  // half of the samples are no tail: the IQR spans both levels
+  EXPECT_FALSE(
+      has(flags, "fast_tail"));  // half of the samples are no tail: the IQR spans both levels
   const std::string detail = flags.front().detail;
   EXPECT_NE(detail.find("50 % of the samples near 40"), std::string::npos) << detail;
   EXPECT_NE(detail.find("and 50 % near 99"), std::string::npos) << detail;
@@ -130,19 +132,22 @@ namespace {
 // are not.
 TEST(DistributionFlags, SamplesOnASecretSeedsInputsThatAreAllSlowAreFlagged) {
   std::vector<double> cached(40, 10e-6);
-  for (std::size_t i : {5, 6, 17, 18}) cached[i] = 40e-6;  // 5 and 17 on secret inputs, 6 and 18 after them
+  for (std::size_t i : {5, 6, 17, 18})
+    cached[i] = 40e-6;  // 5 and 17 on secret inputs, 6 and 18 after them
   std::vector<std::int64_t> secret = {5, 17};
   auto f = secret_slow_flag(cached, secret);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->name, "secret_slow");
   EXPECT_NE(f->detail.find("4.0x"), std::string::npos) << f->detail;
   auto all = distribution_flags(cached, secret);
-  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const DistributionFlag& x) { return x.name == "secret_slow"; }));
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(),
+                          [](const DistributionFlag& x) { return x.name == "secret_slow"; }));
   std::vector<double> honest(40, 10e-6);
   honest[5] = 11e-6;   // a little slower: inputs just written
   honest[17] = 30e-6;  // one slow outlier is noise, not a cache
   EXPECT_FALSE(secret_slow_flag(honest, secret));
-  EXPECT_FALSE(secret_slow_flag(cached, std::vector<std::int64_t>{5}));  // one secret sample says nothing
+  EXPECT_FALSE(
+      secret_slow_flag(cached, std::vector<std::int64_t>{5}));  // one secret sample says nothing
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ TEST(Compare, ClearDifferencesAndTies) {
   std::vector<double> a, b, same_a, same_b;
   for (int i = 0; i < 60; ++i) {
     double base = 1e-4 * (1 + noise(rng));
-    a.push_back(base * 0.8);   // A 20 % faster
+    a.push_back(base * 0.8);  // A 20 % faster
     b.push_back(base);
     same_a.push_back(1e-4 * (1 + noise(rng)));
     same_b.push_back(1e-4 * (1 + noise(rng)));
@@ -159,7 +159,7 @@ TEST(Summary, MedianIntervalIsTheOrderStatisticsAroundTheMedian) {
   for (int i = 15; i >= 1; --i) x.push_back(i);  // 1..15, unsorted
   Summary s = summarize(x);
   EXPECT_DOUBLE_EQ(s.median, 8);
-  EXPECT_DOUBLE_EQ(s.median_low, 3);   // ranks 3 and 13 of 15 (95 %)
+  EXPECT_DOUBLE_EQ(s.median_low, 3);  // ranks 3 and 13 of 15 (95 %)
   EXPECT_DOUBLE_EQ(s.median_high, 13);
   Summary one = summarize(std::vector<double>{4.0});
   EXPECT_DOUBLE_EQ(one.median_low, 4);

@@ -13,7 +13,9 @@ Value eval(const std::string& text, const Scope& scope = {}) {
   return *v;
 }
 
-std::int64_t ival(const std::string& text, const Scope& scope = {}) { return std::get<std::int64_t>(eval(text, scope)); }
+std::int64_t ival(const std::string& text, const Scope& scope = {}) {
+  return std::get<std::int64_t>(eval(text, scope));
+}
 
 std::string error_of(const std::string& text, const Scope& scope = {}) {
   auto e = Expr::parse(text);
@@ -72,11 +74,14 @@ TEST(Expr, ErrorsSayWhereAndWhy) {
   EXPECT_EQ(error_of("(1 + 2"), "in expression '(1 + 2' at column 7: expected ')'");
   EXPECT_EQ(error_of("1 $ 2"), "in expression '1 $ 2' at column 3: unexpected '$'");
   EXPECT_EQ(error_of("foo(1)"),
-            "in expression 'foo(1)' at column 7: unknown function foo() (known: min, max, abs, ceil_div, pow, log2, sqrt)");
-  EXPECT_EQ(error_of("ceil_div(1)"), "in expression 'ceil_div(1)' at column 12: ceil_div() takes 2 argument(s), got 1");
+            "in expression 'foo(1)' at column 7: unknown function foo() (known: min, max, abs, "
+            "ceil_div, pow, log2, sqrt)");
+  EXPECT_EQ(error_of("ceil_div(1)"),
+            "in expression 'ceil_div(1)' at column 12: ceil_div() takes 2 argument(s), got 1");
   EXPECT_EQ(error_of("1 / 0"), "in expression '1 / 0': division by zero");
   EXPECT_EQ(error_of("5 % 0"), "in expression '5 % 0': modulo by zero");
-  EXPECT_EQ(error_of("9223372036854775807 + 1"), "in expression '9223372036854775807 + 1': integer overflow in '+'");
+  EXPECT_EQ(error_of("9223372036854775807 + 1"),
+            "in expression '9223372036854775807 + 1': integer overflow in '+'");
   EXPECT_EQ(error_of("2 ** 64"), "in expression '2 ** 64': integer overflow");
   EXPECT_EQ(error_of("1 ? 2"), "in expression '1 ? 2' at column 6: expected ':' of 'cond ? a : b'");
 }

@@ -114,9 +114,9 @@ TEST_F(KernelLanguageTest, ACudaReferenceCannotRunOnOpenCL) {
 TEST_F(KernelLanguageTest, BadSourceListsNameTheField) {
   EXPECT_EQ(error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cl\", \"k2.cl\"]"),
             "two sources in OpenCL for one kernel @16 kernels[0].source[1]");
-  EXPECT_EQ(
-      error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cu\", \"k.txt\"]"),
-      "'k.txt': a kernel in several languages needs .cu, .cl or .py sources @16 kernels[0].source[1]");
+  EXPECT_EQ(error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cu\", \"k.txt\"]"),
+            "'k.txt': a kernel in several languages needs .cu, .cl or .py sources @16 "
+            "kernels[0].source[1]");
   EXPECT_EQ(error_with("[\"k.cu\", \"k.cl\"]", "[]"),
             "expected a file name, or a non-empty array of them @16 kernels[0].source");
   EXPECT_NE(error_with("[\"k.cu\", \"k.cl\"]", "[\"k.cu\", \"missing.cl\"]").find("file not found"),
@@ -151,7 +151,8 @@ TEST_F(KernelLanguageTest, CostMayLeaveFlopsOutButNotBytes) {
   EXPECT_TRUE(p->cost->flops.empty());
   EXPECT_FALSE(p->cost_at_dims().flops);
   EXPECT_EQ(*p->cost_at_dims().bytes, 256.0);
-  EXPECT_EQ(error_with("[reference]", "[cost]\nflops = \"n\"\n[reference]").substr(0, 24), "missing required field @");
+  EXPECT_EQ(error_with("[reference]", "[cost]\nflops = \"n\"\n[reference]").substr(0, 24),
+            "missing required field @");
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ class LoaderTest : public ::testing::Test {
     std::ofstream(m_dir.path() / "kernel.cu") << "// kernel\n";
     std::ofstream(m_dir.path() / "ref.cu") << "// ref\n";
   }
-  Expected<Problem> parse(const std::string& text, const std::map<std::string, std::int64_t>& dims = {}) {
+  Expected<Problem> parse(const std::string& text,
+                          const std::map<std::string, std::int64_t>& dims = {}) {
     return parse_problem(text, m_dir.path() / "kopt.toml", dims);
   }
   // The error for the valid spec with `from` replaced by `to`, with the temp dir cut off.
@@ -82,7 +83,8 @@ class LoaderTest : public ::testing::Test {
     if (p) return "parsed";
     std::string msg = p.error().to_string();
     std::string dir = m_dir.path().string() + "/";
-    for (auto pos = msg.find(dir); pos != std::string::npos; pos = msg.find(dir)) msg.erase(pos, dir.size());
+    for (auto pos = msg.find(dir); pos != std::string::npos; pos = msg.find(dir))
+      msg.erase(pos, dir.size());
     EXPECT_EQ(p.error().kind, ErrorKind::bad_input);
     return msg;
   }
@@ -126,11 +128,14 @@ TEST_F(LoaderTest, DimOverrides) {
 
 TEST_F(LoaderTest, BadSpecsNameFileLineAndField) {
   EXPECT_EQ(error_after("n = 1024", "n = 1024 1024"),
-            "kopt.toml:5: malformed TOML: Error while parsing key-value pair: expected a comment or whitespace, saw '1'");
+            "kopt.toml:5: malformed TOML: Error while parsing key-value pair: expected a comment "
+            "or whitespace, saw '1'");
   EXPECT_EQ(error_after("dtype = \"f16\"", "dtype = \"float16\""),
-            "kopt.toml:17: tensors[1].dtype: unknown dtype 'float16' (known: f64, f32, f16, bf16, i64, i32, i16, i8, u8)");
+            "kopt.toml:17: tensors[1].dtype: unknown dtype 'float16' (known: f64, f32, f16, bf16, "
+            "i64, i32, i16, i8, u8)");
   EXPECT_EQ(error_after("shape = [\"n\", \"m\"]", "shape = [\"n\", \"colls\"]"),
-            "kopt.toml:11: tensors[0].shape[1]: unknown name 'colls' in expression 'colls' (known dims: m, n)");
+            "kopt.toml:11: tensors[0].shape[1]: unknown name 'colls' in expression 'colls' (known "
+            "dims: m, n)");
   EXPECT_EQ(error_after("shape = [\"n\", \"m\"]", "shape = [\"n\", \"m - 8\"]"),
             "kopt.toml:11: tensors[0].shape[1]: extent must be > 0, got 0");
   EXPECT_EQ(error_after("source = \"kernel.cu\"", "source = \"missing.cu\""),
@@ -138,7 +143,8 @@ TEST_F(LoaderTest, BadSpecsNameFileLineAndField) {
   EXPECT_EQ(error_after("role = \"output\"", "role = \"result\""),
             "kopt.toml:19: tensors[1].role: unknown role 'result' (known: input, output, inout)");
   EXPECT_EQ(error_after("kind = \"uniform\"", "kind = \"gaussian\""),
-            "kopt.toml:13: tensors[0].init: unknown init kind 'gaussian' (known: normal, uniform, randint, arange, constant)");
+            "kopt.toml:13: tensors[0].init: unknown init kind 'gaussian' (known: normal, uniform, "
+            "randint, arange, constant)");
   EXPECT_EQ(error_after("low = -1.0, high = 1.0", "low = 1.0, high = -1.0"),
             "kopt.toml:13: tensors[0].init: uniform needs low < high");
   EXPECT_EQ(error_after("shape = [\"n\", \"m\"]", "shpae = [\"n\", \"m\"]"),
@@ -147,29 +153,40 @@ TEST_F(LoaderTest, BadSpecsNameFileLineAndField) {
             "kopt.toml:13: tensors[0].color: unknown field");
   EXPECT_EQ(error_after("constraints = [\"(n * m) % VEC == 0\", \"BLOCK * VEC <= 2048\"]",
                         "constraints = [\"BLOCK > 4096\"]"),
-            "kopt.toml:43: kernels[0].constraints: no point of the parameter space satisfies the constraints (18 points tried)");
-  EXPECT_EQ(error_after("constraints = [\"(n * m) % VEC == 0\"", "constraints = [\"(n * m) % VECTOR == 0\""),
-            "kopt.toml:43: kernels[0].constraints[0]: unknown name 'VECTOR' in expression '(n * m) % VECTOR == 0' "
+            "kopt.toml:43: kernels[0].constraints: no point of the parameter space satisfies the "
+            "constraints (18 points tried)");
+  EXPECT_EQ(error_after("constraints = [\"(n * m) % VEC == 0\"",
+                        "constraints = [\"(n * m) % VECTOR == 0\""),
+            "kopt.toml:43: kernels[0].constraints[0]: unknown name 'VECTOR' in expression '(n * m) "
+            "% VECTOR == 0' "
             "(known dims and params: BLOCK, FAST, VEC, m, n)");
-  EXPECT_EQ(error_after("grid = [\"ceil_div(n * m, BLOCK * VEC)\"]", "grid = [\"ceil_div(n * m, WARPS)\"]"),
-            "kopt.toml:41: kernels[0].grid[0]: unknown name 'WARPS' in expression 'ceil_div(n * m, WARPS)' "
+  EXPECT_EQ(error_after("grid = [\"ceil_div(n * m, BLOCK * VEC)\"]",
+                        "grid = [\"ceil_div(n * m, WARPS)\"]"),
+            "kopt.toml:41: kernels[0].grid[0]: unknown name 'WARPS' in expression 'ceil_div(n * m, "
+            "WARPS)' "
             "(known dims and params: BLOCK, FAST, VEC, m, n, sm_count)");
-  EXPECT_EQ(error_after("VEC = { values = [1, 2, 4], default = 4 }", "VEC = { values = [1, 2, 4], default = 3 }"),
+  EXPECT_EQ(error_after("VEC = { values = [1, 2, 4], default = 4 }",
+                        "VEC = { values = [1, 2, 4], default = 3 }"),
             "kopt.toml:47: kernels[0].params.VEC.default: default 3 is not one of the values");
   EXPECT_EQ(error_after("BLOCK = [256, 128, 1024]", "BLOCK = [256, \"big\"]"),
             "kopt.toml:46: kernels[0].params.BLOCK[1]: expected an integer or a boolean");
-  EXPECT_EQ(error_after("kind = \"cuda\"", "kind = \"fortran\""),
-            "kopt.toml:29: reference.kind: unknown reference kind 'fortran' (known: cuda, cpp, python)");
+  EXPECT_EQ(
+      error_after("kind = \"cuda\"", "kind = \"fortran\""),
+      "kopt.toml:29: reference.kind: unknown reference kind 'fortran' (known: cuda, cpp, python)");
   EXPECT_EQ(error_after("args = [\"x\", \"y\", \"n * m\"]", "args = [\"x\", \"z\", \"n * m\"]"),
-            "kopt.toml:32: reference.args[1]: unknown name 'z' in expression 'z' (not a tensor; known dims and params: m, n)");
-  EXPECT_EQ(error_after("{ expr = \"n * m\", dtype = \"i64\" }", "{ expr = \"n * m\", dtype = \"long\" }"),
-            "kopt.toml:40: kernels[0].args[2].dtype: unknown dtype 'long' (known: f64, f32, f16, bf16, i64, i32, i16, i8, u8)");
+            "kopt.toml:32: reference.args[1]: unknown name 'z' in expression 'z' (not a tensor; "
+            "known dims and params: m, n)");
+  EXPECT_EQ(error_after("{ expr = \"n * m\", dtype = \"i64\" }",
+                        "{ expr = \"n * m\", dtype = \"long\" }"),
+            "kopt.toml:40: kernels[0].args[2].dtype: unknown dtype 'long' (known: f64, f32, f16, "
+            "bf16, i64, i32, i16, i8, u8)");
   EXPECT_EQ(error_after("name = \"y\"", "name = \"x\""),
             "kopt.toml:16: tensors[1].name: name 'x' is already used by a dim or another tensor");
   EXPECT_EQ(error_after("role = \"output\"", "role = \"input\""),
             "kopt.toml:8: tensors: no tensor has role output or inout: nothing to check");
   EXPECT_EQ(error_after("role = \"output\"", "role = \"output\"\ninit = \"normal\""),
-            "kopt.toml:20: tensors[1].init: an output tensor is poisoned before each run, not initialized");
+            "kopt.toml:20: tensors[1].init: an output tensor is poisoned before each run, not "
+            "initialized");
   EXPECT_EQ(error_after("n = 1024", "n = -4"), "kopt.toml:5: dims.n: must be > 0, got -4");
   EXPECT_EQ(error_after("f16 = { atol = 1e-2 }", "f16 = { atol = -1.0 }"),
             "kopt.toml:26: tolerance.f16: tolerances must be >= 0");
@@ -190,7 +207,8 @@ TEST(LoadProblem, MissingDirectoryAndFile) {
 }
 
 TEST(LoadProblem, EveryExampleLoads) {
-  for (const char* name : {"vector_add", "softmax", "rmsnorm", "transpose", "reduction", "gemm_f32"}) {
+  for (const char* name :
+       {"vector_add", "softmax", "rmsnorm", "transpose", "reduction", "gemm_f32"}) {
     auto p = load_problem(test::source_dir() / "examples" / name);
     ASSERT_TRUE(p) << name << ": " << p.error().to_string();
     EXPECT_GE(p->kernels.size(), 2u) << name;
@@ -208,9 +226,10 @@ namespace {
 class MethodToggles : public LoaderTest {};
 
 TEST_F(MethodToggles, OnAndOffAreDeclaredParamValues) {
-  std::string text = std::string(k_valid) +
-                     "\n[kernels.methods]\nvectorized_global_loads = { on = \"VEC=4\", off = \"VEC=1\" }\n"
-                     "fast_math_intrinsics = { on = \"FAST=1 BLOCK=128\", off = \"FAST=0\" }\n";
+  std::string text =
+      std::string(k_valid) +
+      "\n[kernels.methods]\nvectorized_global_loads = { on = \"VEC=4\", off = \"VEC=1\" }\n"
+      "fast_math_intrinsics = { on = \"FAST=1 BLOCK=128\", off = \"FAST=0\" }\n";
   auto p = parse(text);
   ASSERT_TRUE(p) << p.error().to_string();
   const MethodToggle* v = p->kernels[0].find_method("vectorized_global_loads");

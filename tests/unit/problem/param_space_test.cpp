@@ -51,7 +51,8 @@ TEST(ParamSpace, ResolvePointAppliesSetsAndChecksConstraints) {
   auto bad = resolve_point(p, k, {{"TILE", 16}, {"BLOCK_ROWS", 32}});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message,
-            "point BLOCK_ROWS=32 PAD=1 TILE=16 of kernel 'tiled' violates constraint 'TILE % BLOCK_ROWS == 0'");
+            "point BLOCK_ROWS=32 PAD=1 TILE=16 of kernel 'tiled' violates constraint 'TILE % "
+            "BLOCK_ROWS == 0'");
   EXPECT_GT(bad.error().line, 0);
   EXPECT_EQ(bad.error().field, "kernels[1].constraints[0]");  // the first one it breaks
 }
@@ -60,8 +61,9 @@ TEST(ParamSpace, ValuesOutsideTheDeclaredListsAreRejected) {
   Problem p = example("transpose");
   auto bad = resolve_point(p, *p.find_kernel("tiled"), {{"TILE", 48}});
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message,
-            "TILE=48 is outside the parameter space of kernel 'tiled' (declared values: 32, 16, 64)");
+  EXPECT_EQ(
+      bad.error().message,
+      "TILE=48 is outside the parameter space of kernel 'tiled' (declared values: 32, 16, 64)");
   EXPECT_EQ(bad.error().field, "kernels[1].params.TILE");
 }
 
@@ -94,7 +96,8 @@ TEST(Launch, ResolvesExpressionsAndChecksDeviceLimits) {
   auto smem = resolve_launch(p, k, *point, no_smem);
   ASSERT_FALSE(smem);
   EXPECT_EQ(smem.error().message,
-            "dynamic shared memory of 64 bytes at BLOCK=512 USE_SHFL=1 VEC=4 exceeds the device limit of 16 bytes per block");
+            "dynamic shared memory of 64 bytes at BLOCK=512 USE_SHFL=1 VEC=4 exceeds the device "
+            "limit of 16 bytes per block");
 }
 
 TEST(Launch, GridStrideUsesTheDeviceSmCount) {
@@ -110,7 +113,8 @@ TEST(Launch, GridStrideUsesTheDeviceSmCount) {
 }
 
 TEST(Launch, ScalarThatDoesNotFitI32IsBadInput) {
-  auto p = load_problem(test::source_dir() / "examples" / "vector_add", {{"n", std::int64_t{1} << 32}});
+  auto p =
+      load_problem(test::source_dir() / "examples" / "vector_add", {{"n", std::int64_t{1} << 32}});
   ASSERT_TRUE(p);
   auto launch = resolve_launch(*p, *p->find_kernel("naive"), {}, architectural_limits());
   ASSERT_FALSE(launch);

@@ -1,11 +1,12 @@
 // The solve() contract: its signature read into arguments, and the problem's checks on it.
+#include "kopt/problem/solve_abi.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "kopt/core/fs.hpp"
 #include "kopt/problem/loader.hpp"
-#include "kopt/problem/solve_abi.hpp"
 
 namespace kopt {
 namespace {
@@ -13,7 +14,8 @@ namespace {
 TEST(SolveSignature, ConstPointersAreInputsOtherPointersOutputsTheRestScalars) {
   auto p = parse_solve_signature(
       "#include <cuda_runtime.h>\n__global__ void k() {}\n"
-      "extern \"C\" void solve(const float* __restrict__ input,\n    float* output, int N, long long M) {\n}\n",
+      "extern \"C\" void solve(const float* __restrict__ input,\n    float* output, int N, long "
+      "long M) {\n}\n",
       "solve", "solve.cu");
   ASSERT_TRUE(p) << p.error().to_string();
   ASSERT_EQ(p->size(), 4u);
@@ -45,11 +47,12 @@ TEST(SolveSignature, WhatKoptCannotPassIsBadInputAtItsLine) {
 }
 
 TEST(SolveSignature, TheShimCallsSolveWithEachArgumentInOrder) {
-  auto p = parse_solve_signature("extern \"C\" void solve(const float* __restrict__ a, float* b, int n);", "solve",
-                                 "s.cu");
+  auto p = parse_solve_signature(
+      "extern \"C\" void solve(const float* __restrict__ a, float* b, int n);", "solve", "s.cu");
   ASSERT_TRUE(p);
   std::string shim = solve_shim_source(*p, "solve");
-  EXPECT_NE(shim.find("extern \"C\" const char* kopt_solve_shim(void** a)"), std::string::npos) << shim;
+  EXPECT_NE(shim.find("extern \"C\" const char* kopt_solve_shim(void** a)"), std::string::npos)
+      << shim;
   EXPECT_NE(shim.find("solve(*(const float**)a[0]"), std::string::npos) << shim;
   EXPECT_NE(shim.find("*(float**)a[1], *(int*)a[2])"), std::string::npos) << shim;
 }
@@ -124,7 +127,8 @@ namespace kopt {
 namespace {
 
 TEST(SolveAbi, ASolveThatReturnsAMessageHasItPassedOn) {
-  std::string src = "extern \"C\" const char* solve(const float* a, float* b, int n) { return nullptr; }";
+  std::string src =
+      "extern \"C\" const char* solve(const float* a, float* b, int n) { return nullptr; }";
   auto p = parse_solve_signature(src, "solve", "s.cu");
   ASSERT_TRUE(p) << p.error().to_string();
   EXPECT_EQ(p->size(), 3u);

@@ -16,8 +16,10 @@ TensorSpec spec(const std::string& name, DType t, InitSpec init) {
 }
 
 TEST(TensorData, SameSeedSameBytesOtherSeedOtherBytes) {
-  for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8}) {
-    InitSpec init = is_float(t) ? InitSpec{InitKind::normal, 0.0, 1.0} : InitSpec{InitKind::randint, 0.0, 100.0};
+  for (DType t :
+       {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8}) {
+    InitSpec init = is_float(t) ? InitSpec{InitKind::normal, 0.0, 1.0}
+                                : InitSpec{InitKind::randint, 0.0, 100.0};
     auto s = spec("x", t, init);
     auto a = generate_tensor(s, {64, 33}, 7);
     auto b = generate_tensor(s, {64, 33}, 7);

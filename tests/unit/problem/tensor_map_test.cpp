@@ -56,12 +56,16 @@ BK = [64, 32, 8, 3]
 class TensorMapSpec : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* f : {"kernel.cu", "kernel.cl", "kernel.py", "ref.cpp"}) std::ofstream(m_dir.path() / f) << "//\n";
+    for (const char* f : {"kernel.cu", "kernel.cl", "kernel.py", "ref.cpp"})
+      std::ofstream(m_dir.path() / f) << "//\n";
   }
-  Expected<Problem> parse(const std::string& text) { return parse_problem(text, m_dir.path() / "kopt.toml"); }
+  Expected<Problem> parse(const std::string& text) {
+    return parse_problem(text, m_dir.path() / "kopt.toml");
+  }
   std::string without_dir(std::string msg) const {
     std::string dir = m_dir.path().string() + "/";
-    for (auto pos = msg.find(dir); pos != std::string::npos; pos = msg.find(dir)) msg.erase(pos, dir.size());
+    for (auto pos = msg.find(dir); pos != std::string::npos; pos = msg.find(dir))
+      msg.erase(pos, dir.size());
     return msg;
   }
   // The load error of the spec with `from` replaced by `to`, without the temp dir.
@@ -115,7 +119,8 @@ TEST_F(TensorMapSpec, ReadsTheTableAndResolvesTheBoxAtAPoint) {
   // The swizzle defaults to 0; a box may hold numbers.
   std::string plain = k_spec;
   plain.replace(plain.find("swizzle = 128"), 13, "box2 = 1");
-  EXPECT_EQ(without_dir(parse(plain).error().to_string()), "kopt.toml:30: kernels[0].args[0].box2: unknown field");
+  EXPECT_EQ(without_dir(parse(plain).error().to_string()),
+            "kopt.toml:30: kernels[0].args[0].box2: unknown field");
   plain = k_spec;
   plain.replace(plain.find("box = [\"BM\", \"BK\"], swizzle = 128"), 33, "box = [64, \"BK\"]");
   auto q = parse(plain);
@@ -130,11 +135,14 @@ TEST_F(TensorMapSpec, BadTablesNameFileLineAndField) {
   EXPECT_EQ(error_after("tensor_map = \"A\"", "tensor_map = \"Z\""),
             "kopt.toml:30: kernels[0].args[0].tensor_map: unknown tensor 'Z'");
   EXPECT_EQ(error_after("box = [\"BM\", \"BK\"]", "box = [\"BM\", \"BK\", 1]"),
-            "kopt.toml:30: kernels[0].args[0].box: expected 2 extents, one per dim of tensor 'A' (outermost "
+            "kopt.toml:30: kernels[0].args[0].box: expected 2 extents, one per dim of tensor 'A' "
+            "(outermost "
             "first, as its shape)");
-  EXPECT_EQ(error_after("box = [\"BM\", \"BK\"], ", ""), "kopt.toml:30: kernels[0].args[0].box: missing required field");
+  EXPECT_EQ(error_after("box = [\"BM\", \"BK\"], ", ""),
+            "kopt.toml:30: kernels[0].args[0].box: missing required field");
   EXPECT_EQ(error_after("box = [\"BM\", \"BK\"]", "box = [\"BM\", \"BN\"]"),
-            "kopt.toml:30: kernels[0].args[0].box[1]: unknown name 'BN' in expression 'BN' (known dims and params: "
+            "kopt.toml:30: kernels[0].args[0].box[1]: unknown name 'BN' in expression 'BN' (known "
+            "dims and params: "
             "BK, BM, K, M)");
   EXPECT_EQ(error_after("swizzle = 128", "swizzle = 16"),
             "kopt.toml:30: kernels[0].args[0].swizzle: expected 0, 32, 64 or 128 (bytes), got 16");
@@ -143,8 +151,10 @@ TEST_F(TensorMapSpec, BadTablesNameFileLineAndField) {
   EXPECT_EQ(error_after("swizzle = 128", "swizzle = 128, l2 = 256"),
             "kopt.toml:30: kernels[0].args[0].l2: unknown field");
   EXPECT_EQ(error_after("shape = [\"M\", \"K\"]", "shape = [\"M\", \"K\", 1, 1, 1, 1]"),
-            "kopt.toml:30: kernels[0].args[0].tensor_map: a tensor map has 1 to 5 dims; tensor 'A' has 6");
-  EXPECT_EQ(error_after("{ tensor_map", "{ expr_ = 1, tensor_map"), "kopt.toml:30: kernels[0].args[0].expr_: unknown field");
+            "kopt.toml:30: kernels[0].args[0].tensor_map: a tensor map has 1 to 5 dims; tensor 'A' "
+            "has 6");
+  EXPECT_EQ(error_after("{ tensor_map", "{ expr_ = 1, tensor_map"),
+            "kopt.toml:30: kernels[0].args[0].expr_: unknown field");
 }
 
 TEST_F(TensorMapSpec, OnlyCudaKernelsTakeTensorMaps) {
@@ -155,29 +165,37 @@ TEST_F(TensorMapSpec, OnlyCudaKernelsTakeTensorMaps) {
   auto p = parse(opencl);
   ASSERT_FALSE(p);
   EXPECT_EQ(without_dir(p.error().to_string()),
-            "kopt.toml:29: kernels[0].args[0].tensor_map: a tensor map is passed only to CUDA kernels: kernel "
+            "kopt.toml:29: kernels[0].args[0].tensor_map: a tensor map is passed only to CUDA "
+            "kernels: kernel "
             "'wgmma' has a source in OpenCL (kernel.cl)");
   // A port in another language would have to take it too.
   EXPECT_EQ(error_after("source = \"kernel.cu\"", "source = [\"kernel.cu\", \"kernel.py\"]"),
-            "kopt.toml:30: kernels[0].args[0].tensor_map: a tensor map is passed only to CUDA kernels: kernel "
+            "kopt.toml:30: kernels[0].args[0].tensor_map: a tensor map is passed only to CUDA "
+            "kernels: kernel "
             "'wgmma' has a source in Triton (kernel.py)");
-  EXPECT_EQ(error_after("args = [\"A\", \"C\"]", "args = [{ tensor_map = \"A\", box = [8, 8] }, \"C\"]"),
-            "kopt.toml:23: reference.args[0].tensor_map: a tensor map is passed only to CUDA kernels: the "
-            "reference is of kind \"cpp\"");
+  EXPECT_EQ(
+      error_after("args = [\"A\", \"C\"]", "args = [{ tensor_map = \"A\", box = [8, 8] }, \"C\"]"),
+      "kopt.toml:23: reference.args[0].tensor_map: a tensor map is passed only to CUDA kernels: "
+      "the "
+      "reference is of kind \"cpp\"");
 }
 
 TEST_F(TensorMapSpec, BoxesTmaCannotTakeAreRefusedAtThePoint) {
   EXPECT_EQ(resolve_error(k_spec, {{"BM", 64}, {"BK", 3}}),
-            "kopt.toml:30: kernels[0].args[0].box: the innermost box extent 3 x 2 bytes (bf16) = 6 bytes at BK=3 "
+            "kopt.toml:30: kernels[0].args[0].box: the innermost box extent 3 x 2 bytes (bf16) = 6 "
+            "bytes at BK=3 "
             "BM=64 is not a multiple of 16 bytes");
-  EXPECT_EQ(resolve_error(k_spec, {{"BM", 512}, {"BK", 64}}),
-            "kopt.toml:30: kernels[0].args[0].box: box[0] = 512 at BK=64 BM=512 is outside [1, 256]");
+  EXPECT_EQ(
+      resolve_error(k_spec, {{"BM", 512}, {"BK", 64}}),
+      "kopt.toml:30: kernels[0].args[0].box: box[0] = 512 at BK=64 BM=512 is outside [1, 256]");
   std::string small_swizzle = k_spec;
   small_swizzle.replace(small_swizzle.find("swizzle = 128"), 13, "swizzle = 32");
   EXPECT_EQ(resolve_error(small_swizzle, {{"BM", 64}, {"BK", 32}}),
-            "kopt.toml:30: kernels[0].args[0].box: the innermost box extent 32 x 2 bytes (bf16) = 64 bytes at "
+            "kopt.toml:30: kernels[0].args[0].box: the innermost box extent 32 x 2 bytes (bf16) = "
+            "64 bytes at "
             "BK=32 BM=64 exceeds the 32-byte swizzle span (a box row must fit in it)");
-  EXPECT_EQ(resolve_error(small_swizzle, {{"BM", 64}, {"BK", 8}}), "resolved");  // 16 bytes fit in 32
+  EXPECT_EQ(resolve_error(small_swizzle, {{"BM", 64}, {"BK", 8}}),
+            "resolved");  // 16 bytes fit in 32
   std::string zero = k_spec;
   zero.replace(zero.find("box = [\"BM\", \"BK\"]"), 18, "box = [\"BM - 64\", \"BK\"]");
   EXPECT_EQ(resolve_error(zero, {{"BM", 64}, {"BK", 8}}),
@@ -203,17 +221,20 @@ TEST(TensorMapLayout, TheDriversOrderIsInnermostFirstWithByteStrides) {
   auto unaligned = tensor_map_layout({1000, 772}, DType::bf16, ResolvedTensorMap{{32, 64}, 0});
   ASSERT_FALSE(unaligned);
   EXPECT_EQ(unaligned.error().message,
-            "a step along dim 0 is 1544 bytes, which TMA needs to be a multiple of 16 (and below 2^40); the inner "
+            "a step along dim 0 is 1544 bytes, which TMA needs to be a multiple of 16 (and below "
+            "2^40); the inner "
             "extents at this shape do not make 16-byte rows");
   EXPECT_FALSE(tensor_map_layout({1000, 776}, DType::bf16, ResolvedTensorMap{{64}, 0}));
   EXPECT_FALSE(tensor_map_layout({}, DType::bf16, ResolvedTensorMap{{}, 0}));
 }
 
 TEST(TensorMapRefusal, BackendsThatCannotPassOneSaySo) {
-  std::vector<ResolvedArg> args = {ResolvedArg{"x", DType::f32, std::int64_t{0}},
-                                   ResolvedArg{"a", DType::bf16, std::int64_t{0}, ResolvedTensorMap{{64, 64}, 128}}};
+  std::vector<ResolvedArg> args = {
+      ResolvedArg{"x", DType::f32, std::int64_t{0}},
+      ResolvedArg{"a", DType::bf16, std::int64_t{0}, ResolvedTensorMap{{64, 64}, 128}}};
   EXPECT_EQ(tensor_map_refusal(args, "the OpenCL backend"),
-            "argument 1 is a tensor map of 'a' (tensor_map), which only a CUDA kernel takes; the OpenCL backend "
+            "argument 1 is a tensor map of 'a' (tensor_map), which only a CUDA kernel takes; the "
+            "OpenCL backend "
             "cannot pass one");
   args.pop_back();
   EXPECT_EQ(tensor_map_refusal(args, "the OpenCL backend"), "");

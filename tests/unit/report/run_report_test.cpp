@@ -50,16 +50,27 @@ TEST_F(RunReports, PytorchBaselinesAreRowsOfTheBenchmark) {
   auto s = load_run_state(run());
   ASSERT_TRUE(s);
   s->reference.reset();
-  s->baselines.push_back(EvaluationRecord{"torch eager", "torch eager", {}, "ok", 70e-6, 0.01, 500, "", "", ""});
-  s->baselines.push_back(EvaluationRecord{"torch.compile", "torch.compile", {}, "unavailable", 0, 0, 0,
-                                          "torch 1.13 has no torch.compile | (it came with 2.0)", "", ""});
+  s->baselines.push_back(
+      EvaluationRecord{"torch eager", "torch eager", {}, "ok", 70e-6, 0.01, 500, "", "", ""});
+  s->baselines.push_back(EvaluationRecord{"torch.compile",
+                                          "torch.compile",
+                                          {},
+                                          "unavailable",
+                                          0,
+                                          0,
+                                          0,
+                                          "torch 1.13 has no torch.compile | (it came with 2.0)",
+                                          "",
+                                          ""});
   ASSERT_TRUE(save_run_state(run(), *s));
   auto again = load_run_state(run());
   ASSERT_TRUE(again);
   ASSERT_EQ(again->baselines.size(), 2u);
   std::string md = benchmark_markdown(load_run_report(run()));
-  EXPECT_NE(md.find("| PyTorch: torch eager | 70 us | ±1.00 % | 500 | 1.43× |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| PyTorch: torch.compile | unavailable | — | — | — | torch 1.13 has no torch.compile / (it came"),
+  EXPECT_NE(md.find("| PyTorch: torch eager | 70 us | ±1.00 % | 500 | 1.43× |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| PyTorch: torch.compile | unavailable | — | — | — | torch 1.13 has no "
+                    "torch.compile / (it came"),
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("was not timed in this run"), std::string::npos) << md;
@@ -70,7 +81,7 @@ TEST_F(RunReports, HtmlIsSelfContainedWithItsCharts) {
   for (const char* id : {"id=\"roofline\"", "id=\"timeline\"", "id=\"attribution\""})
     EXPECT_NE(html.find(id), std::string::npos) << id;
   EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_EQ(html.find("http"), std::string::npos);  // nothing fetched from anywhere
+  EXPECT_EQ(html.find("http"), std::string::npos);             // nothing fetched from anywhere
   EXPECT_NE(html.find("<title>v1 tuned"), std::string::npos);  // hover details of a point
 }
 
@@ -83,8 +94,8 @@ TEST_F(RunReports, MissingMaskedAndDamagedRecordsAreSaidNotFatal) {
   ASSERT_TRUE(save_run_state(run(), *s));
   RunReport r = load_run_report(run());
   std::string md = report_markdown(r);
-  for (const char* said : {"v1/hypothesis.md is missing", "v1/sass.json is damaged", "v1 is masked (noisy neighbour)",
-                           "no version improved on the baseline"})
+  for (const char* said : {"v1/hypothesis.md is missing", "v1/sass.json is damaged",
+                           "v1 is masked (noisy neighbour)", "no version improved on the baseline"})
     EXPECT_NE(md.find(said), std::string::npos) << said;
   EXPECT_NE(md.find("v1 (masked)"), std::string::npos);
 

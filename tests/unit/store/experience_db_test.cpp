@@ -13,8 +13,8 @@ namespace kopt {
 namespace {
 namespace fs = std::filesystem;
 
-ExperienceRecord rec(std::string family, std::string chip, std::string bottleneck, std::string method, double speedup,
-                     std::string run = "r1") {
+ExperienceRecord rec(std::string family, std::string chip, std::string bottleneck,
+                     std::string method, double speedup, std::string run = "r1") {
   ExperienceRecord r;
   r.family = std::move(family);
   r.chip = std::move(chip);
@@ -45,7 +45,7 @@ TEST(ExperienceDb, RankingOnASeededDb) {
       rec("softmax", "sm_90", "memory-bound", "vectorized_global_loads", 1.2, "b"),
       rec("softmax", "sm_90", "memory-bound", "warp_shuffle_reduction", 1.01, "a"),
       rec("softmax", "sm_90", "memory-bound", "warp_shuffle_reduction", 0.97, "b"),
-      rec("softmax", "sm_80", "memory-bound", "cp_async", 1.4, "c"),          // another chip
+      rec("softmax", "sm_80", "memory-bound", "cp_async", 1.4, "c"),               // another chip
       rec("rmsnorm", "sm_90", "memory-bound", "shared_memory_staging", 1.1, "d"),  // another family
   };
   auto added = db->add(seed);
@@ -60,7 +60,8 @@ TEST(ExperienceDb, RankingOnASeededDb) {
   EXPECT_EQ(recs->back().method, "warp_shuffle_reduction");  // failed twice here: demoted, last
   EXPECT_TRUE(recs->back().demoted);
   EXPECT_NE(recs->back().evidence.find("failed repeatedly"), std::string::npos);
-  auto cp = std::find_if(recs->begin(), recs->end(), [](auto& r) { return r.method == "cp_async"; });
+  auto cp =
+      std::find_if(recs->begin(), recs->end(), [](auto& r) { return r.method == "cp_async"; });
   ASSERT_NE(cp, recs->end());
   EXPECT_EQ(cp->family_successes, 1u);  // evidence from another chip, shown as such
   auto stats = db->stats("method");
@@ -101,13 +102,15 @@ TEST(ExperienceDb, AMalformedSyncLineImportsNothing) {
   TempDir dir("kopt-exp");
   auto db = ExperienceDb::open(dir.path() / "d.db");
   ASSERT_TRUE(db);
-  std::ofstream(dir.path() / "bad.jsonl") << to_json(rec("a", "sm_90", "b", "m", 1.2)).dump() << "\n{\"family\": \"a\"\n";
+  std::ofstream(dir.path() / "bad.jsonl")
+      << to_json(rec("a", "sm_90", "b", "m", 1.2)).dump() << "\n{\"family\": \"a\"\n";
   auto r = db->import_jsonl(dir.path() / "bad.jsonl");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().line, 2);
   EXPECT_NE(r.error().to_string().find("bad.jsonl:2"), std::string::npos);
   EXPECT_TRUE(db->list({})->empty());  // the good first line was not imported either
-  std::ofstream(dir.path() / "field.jsonl") << "{\"family\": \"a\", \"chip\": \"sm_90\", \"speedup\": 1.1}\n";
+  std::ofstream(dir.path() / "field.jsonl")
+      << "{\"family\": \"a\", \"chip\": \"sm_90\", \"speedup\": 1.1}\n";
   auto missing = db->import_jsonl(dir.path() / "field.jsonl");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().field, "method");
@@ -131,7 +134,8 @@ TEST(ExperienceDb, NotOursOrNewerIsRefusedAndLeftUntouched) {
   fs::path newer = dir.path() / "newer.db";
   ASSERT_TRUE(ExperienceDb::open(newer));
   ASSERT_EQ(sqlite3_open(newer.c_str(), &raw), SQLITE_OK);
-  sqlite3_exec(raw, "UPDATE meta SET value = '99' WHERE key = 'schema_version';", nullptr, nullptr, nullptr);
+  sqlite3_exec(raw, "UPDATE meta SET value = '99' WHERE key = 'schema_version';", nullptr, nullptr,
+               nullptr);
   sqlite3_close(raw);
   auto n = ExperienceDb::open(newer);
   ASSERT_FALSE(n);
@@ -151,7 +155,8 @@ TEST(ExperienceDb, ConcurrentWritersLoseNothing) {
       auto db = ExperienceDb::open(path);
       if (!db) _exit(2);
       for (int i = 0; i < k_each; ++i)  // one transaction per record: the most lock traffic
-        if (!db->add({rec("f", "sm_90", "b", "m" + std::to_string(i % 5), 1.0 + i * 0.01, "w" + std::to_string(w) + "-" + std::to_string(i))}))
+        if (!db->add({rec("f", "sm_90", "b", "m" + std::to_string(i % 5), 1.0 + i * 0.01,
+                          "w" + std::to_string(w) + "-" + std::to_string(i))}))
           _exit(3);
       _exit(0);
     }
@@ -171,10 +176,13 @@ TEST(ExperienceDb, ConcurrentWritersLoseNothing) {
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
   char* err = nullptr;
   std::string result;
-  sqlite3_exec(raw, "PRAGMA integrity_check;", [](void* out, int, char** v, char**) {
-    *static_cast<std::string*>(out) = v[0];
-    return 0;
-  }, &result, &err);
+  sqlite3_exec(
+      raw, "PRAGMA integrity_check;",
+      [](void* out, int, char** v, char**) {
+        *static_cast<std::string*>(out) = v[0];
+        return 0;
+      },
+      &result, &err);
   sqlite3_close(raw);
   EXPECT_EQ(result, "ok");
 }
@@ -215,10 +223,13 @@ TEST(ExperienceDb, ASchemaOneDbIsMigratedWithItsRecords) {
   EXPECT_EQ(db->list({})->size(), 2u);
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
   std::string version;
-  sqlite3_exec(raw, "SELECT value FROM meta WHERE key = 'schema_version';", [](void* out, int, char** v, char**) {
-    *static_cast<std::string*>(out) = v[0];
-    return 0;
-  }, &version, nullptr);
+  sqlite3_exec(
+      raw, "SELECT value FROM meta WHERE key = 'schema_version';",
+      [](void* out, int, char** v, char**) {
+        *static_cast<std::string*>(out) = v[0];
+        return 0;
+      },
+      &version, nullptr);
   sqlite3_close(raw);
   EXPECT_EQ(version, std::to_string(k_experience_schema_version));
 }

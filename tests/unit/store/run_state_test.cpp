@@ -29,7 +29,8 @@ RunState sample() {
   v1.kernel = "tuned";
   v1.point = {{"BLOCK", 256}, {"VEC", 4}};
   v1.methods = {"warp_shuffle_reduction"};
-  v1.method_outcomes = {{"warp_shuffle_reduction", "effective"}, {"vectorized_global_loads", "ineffective"}};
+  v1.method_outcomes = {{"warp_shuffle_reduction", "effective"},
+                        {"vectorized_global_loads", "ineffective"}};
   v1.attribution_ms = {{"warp_shuffle_reduction", 0.9}};
   v1.outcome = "accepted";
   s.versions = {v0, v1};
@@ -93,7 +94,8 @@ TEST(RunState, AKilledWriterLeavesTheLastCompleteState) {
   TempDir dir("kopt-run");
   RunState s = sample();
   ASSERT_TRUE(save_run_state(dir.path(), s));
-  ASSERT_TRUE(write_text_atomic(dir.path() / "run.json.tmp.12345", "{\"schema_version\": 1, \"probl"));
+  ASSERT_TRUE(
+      write_text_atomic(dir.path() / "run.json.tmp.12345", "{\"schema_version\": 1, \"probl"));
   auto back = load_run_state(dir.path());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->versions.size(), 2u);

@@ -26,20 +26,24 @@ TEST(NcuUnits, ScaleToBaseUnits) {
   EXPECT_EQ(ncu_unit_scale("Gbyte/second"), (std::pair<double, std::string>{1e9, "byte/s"}));
   EXPECT_EQ(ncu_unit_scale("Ghz"), (std::pair<double, std::string>{1e9, "hz"}));
   EXPECT_EQ(ncu_unit_scale("%"), (std::pair<double, std::string>{1, "%"}));
-  EXPECT_EQ(ncu_unit_scale("register/thread"), (std::pair<double, std::string>{1, "register/thread"}));
+  EXPECT_EQ(ncu_unit_scale("register/thread"),
+            (std::pair<double, std::string>{1, "register/thread"}));
 }
 
 TEST(NcuCsv, EveryRecordedWideCsvParses) {
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(test::source_dir() / "tests/fixtures/ncu/h100")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(test::source_dir() / "tests/fixtures/ncu/h100")) {
     std::string file = e.path().filename().string();
     if (file.starts_with("details_") || file.starts_with("multi_")) continue;
-    auto r = parse_ncu_csv(test::ncu_fixture_text("h100/" + e.path().filename().string()), e.path().string());
+    auto r = parse_ncu_csv(test::ncu_fixture_text("h100/" + e.path().filename().string()),
+                           e.path().string());
     ASSERT_TRUE(r) << e.path() << ": " << r.error().to_string();
     EXPECT_EQ(r->layout, "wide");
     ASSERT_EQ(r->launches.size(), 1u) << e.path();
     const NcuLaunch& l = r->launches[0];
-    EXPECT_GT(l.metrics.at("gpu__time_duration.sum"), 1000) << e.path();  // every example runs > 1 us
+    EXPECT_GT(l.metrics.at("gpu__time_duration.sum"), 1000)
+        << e.path();  // every example runs > 1 us
     EXPECT_EQ(l.units.at("gpu__time_duration.sum"), "ns");
     EXPECT_EQ(l.attributes.at("device__attribute_display_name"), "NVIDIA H100 80GB HBM3");
     EXPECT_EQ(l.cc, "9.0");
@@ -60,7 +64,8 @@ TEST(NcuCsv, WideCsvKeepsKernelAndMetrics) {
 
 TEST(NcuCsv, LongLayoutMapsSectionLabelsToMetricNames) {
   // ncu --page details --set full, as printed (labels, not metric names; units not base).
-  auto r = parse_ncu_csv(test::ncu_fixture_text("h100/details_probe_full.csv"), "details_probe_full.csv");
+  auto r = parse_ncu_csv(test::ncu_fixture_text("h100/details_probe_full.csv"),
+                         "details_probe_full.csv");
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(r->layout, "long");
   ASSERT_EQ(r->launches.size(), 1u);
@@ -100,13 +105,15 @@ TEST(NcuCsv, SeveralKernelsAndLaunches) {
   double sum = 0;
   for (const auto& l : r->launches)
     if (l.kernel == "softmax_tuned") sum += l.metrics.at("gpu__time_duration.sum");
-  EXPECT_DOUBLE_EQ(tuned->metrics.at("gpu__time_duration.sum"), sum / 3);  // the average of its launches
+  EXPECT_DOUBLE_EQ(tuned->metrics.at("gpu__time_duration.sum"),
+                   sum / 3);  // the average of its launches
   auto by_part = select_kernel(*r, "ref");
   ASSERT_TRUE(by_part);
   EXPECT_EQ(by_part->kernel, "softmax_ref");
   auto none = select_kernel(*r, "gemm");
   ASSERT_FALSE(none);
-  EXPECT_NE(none.error().message.find("softmax_ref, softmax_naive, softmax_tuned"), std::string::npos);
+  EXPECT_NE(none.error().message.find("softmax_ref, softmax_naive, softmax_tuned"),
+            std::string::npos);
 }
 
 TEST(NcuCsv, BadInputIsAClearError) {
@@ -126,7 +133,8 @@ TEST(NcuCsv, BadInputIsAClearError) {
   EXPECT_NE(cut.error().message.find("truncated"), std::string::npos);
   EXPECT_EQ(cut.error().line, 3);
 
-  auto perm = parse_ncu_csv("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n", "perm.csv");
+  auto perm =
+      parse_ncu_csv("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n", "perm.csv");
   ASSERT_FALSE(perm);
   EXPECT_EQ(perm.error().kind, ErrorKind::environment);
 

@@ -10,7 +10,9 @@
 namespace kopt {
 namespace {
 
-bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 std::string after(const std::vector<std::string>& v, const std::string& flag) {
   auto it = std::find(v.begin(), v.end(), flag);
@@ -50,7 +52,8 @@ TEST(NcuCommand, MinimalListsHaveNoDuplicatesAndNoFullSet) {
   std::size_t n = 0, start = 0;
   while (start < list.size()) {
     std::size_t comma = list.find(',', start);
-    std::string m = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string m =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     EXPECT_TRUE(seen.insert(m).second) << "duplicate " << m;
     ++n;
     start = comma == std::string::npos ? list.size() : comma + 1;
@@ -102,11 +105,14 @@ CommandResult result(int code, std::string out, std::string err = "") {
 
 TEST(NcuOutcome, PermissionNoKernelAndFailures) {
   EXPECT_EQ(classify_ncu_run(result(0, "==PROF== Disconnected\n")).failure, NcuFailure::none);
-  auto perm = classify_ncu_run(result(1, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n"));
+  auto perm = classify_ncu_run(
+      result(1, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n"));
   EXPECT_EQ(perm.failure, NcuFailure::no_permission);
   EXPECT_NE(perm.message.find("NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos);
-  EXPECT_EQ(classify_ncu_run(result(0, "==WARNING== No kernels were profiled.\n")).failure, NcuFailure::no_kernel_profiled);
-  auto failed = classify_ncu_run(result(1, "", "==ERROR== The application returned an error code (1).\n"));
+  EXPECT_EQ(classify_ncu_run(result(0, "==WARNING== No kernels were profiled.\n")).failure,
+            NcuFailure::no_kernel_profiled);
+  auto failed =
+      classify_ncu_run(result(1, "", "==ERROR== The application returned an error code (1).\n"));
   EXPECT_EQ(failed.failure, NcuFailure::program_failed);
   EXPECT_NE(failed.message.find("application returned an error"), std::string::npos);
   CommandResult missing;
@@ -120,7 +126,8 @@ namespace kopt {
 namespace {
 
 TEST(NcuSession, OneFilterForSeveralKernels) {
-  // Equal filters stay one exact name; any kernel (a solve() library's) makes the whole session unfiltered.
+  // Equal filters stay one exact name; any kernel (a solve() library's) makes the whole session
+  // unfiltered.
   EXPECT_EQ(ncu_kernel_filter_union({"_Z4gemmPKfS0_Pf", "_Z4gemmPKfS0_Pf"}), "_Z4gemmPKfS0_Pf");
   EXPECT_EQ(ncu_kernel_filter_union({"_Z4gemmPKfS0_Pf", ""}), "");
   // Names and a Triton kernel's regex join in one regex; '$' in a name is escaped.

@@ -25,7 +25,8 @@ CommandResult ran(std::string out, int exit_code) {
 }
 
 TEST(SanitizerTools, ListsAreReadAndUnknownNamesRefused) {
-  EXPECT_EQ(*parse_sanitizer_tools("memcheck, racecheck"), (std::vector<std::string>{"memcheck", "racecheck"}));
+  EXPECT_EQ(*parse_sanitizer_tools("memcheck, racecheck"),
+            (std::vector<std::string>{"memcheck", "racecheck"}));
   EXPECT_EQ(*parse_sanitizer_tools("all"), sanitizer_tools());
   EXPECT_EQ(*parse_sanitizer_tools("racecheck,racecheck"), (std::vector<std::string>{"racecheck"}));
   auto bad = parse_sanitizer_tools("memcheck,leakcheck");
@@ -45,7 +46,8 @@ TEST(SanitizerTools, TheCommandLineNamesTheToolAndAnExitCodeForFindings) {
   EXPECT_EQ(argv[0], "/opt/cuda/bin/compute-sanitizer");
   EXPECT_EQ(argv[1], "--tool");
   EXPECT_EQ(argv[2], "racecheck");
-  EXPECT_NE(std::find(argv.begin(), argv.end(), std::to_string(k_sanitizer_error_exit)), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), std::to_string(k_sanitizer_error_exit)),
+            argv.end());
   EXPECT_EQ(std::vector<std::string>(argv.end() - 4, argv.end()), r.program);
 }
 
@@ -57,7 +59,8 @@ TEST(SanitizerOutput, ACleanRunIsClean) {
 }
 
 TEST(SanitizerOutput, AnOutOfBoundsReadNamesTheKernelAndTheLine) {
-  auto o = parse_sanitizer_output("memcheck", ran(fixture("memcheck-oob.txt"), k_sanitizer_error_exit));
+  auto o =
+      parse_sanitizer_output("memcheck", ran(fixture("memcheck-oob.txt"), k_sanitizer_error_exit));
   ASSERT_EQ(o.status, "findings") << o.reason;
   ASSERT_FALSE(o.findings.empty());
   const SanitizerFinding& f = o.findings[0];
@@ -69,7 +72,8 @@ TEST(SanitizerOutput, AnOutOfBoundsReadNamesTheKernelAndTheLine) {
 }
 
 TEST(SanitizerOutput, ARaceNamesBothAccesses) {
-  auto o = parse_sanitizer_output("racecheck", ran(fixture("racecheck-race.txt"), k_sanitizer_error_exit));
+  auto o = parse_sanitizer_output("racecheck",
+                                  ran(fixture("racecheck-race.txt"), k_sanitizer_error_exit));
   ASSERT_EQ(o.status, "findings") << o.reason;
   ASSERT_FALSE(o.findings.empty());
   const SanitizerFinding& f = o.findings[0];
@@ -85,9 +89,10 @@ TEST(SanitizerOutput, WhatCannotCheckIsUnverifiableNeverClean) {
   EXPECT_EQ(parse_sanitizer_output("memcheck", not_started).status, "unverifiable");
   // What the tool says on a device it does not support (seen on a gVisor machine).
   auto refused = parse_sanitizer_output(
-      "memcheck", ran("========= COMPUTE-SANITIZER\n========= Error: Device not supported. Please refer to the "
-                      "\"Supported Devices\" section of the sanitizer documentation\n",
-                      1));
+      "memcheck",
+      ran("========= COMPUTE-SANITIZER\n========= Error: Device not supported. Please refer to the "
+          "\"Supported Devices\" section of the sanitizer documentation\n",
+          1));
   EXPECT_EQ(refused.status, "unverifiable");
   EXPECT_NE(refused.reason.find("Device not supported"), std::string::npos) << refused.reason;
   // A program that failed before printing any summary: nothing was checked.

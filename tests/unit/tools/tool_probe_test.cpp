@@ -10,14 +10,17 @@ namespace {
 
 TEST(ToolVersion, ParsesWhatTheToolsPrint) {
   // Version banners as printed by CUDA 13.0 tools on the device (scripts/device-check).
-  EXPECT_EQ(parse_tool_version("nvcc",
-                               "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n"
-                               "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\nCuda compilation tools, release 13.0, "
-                               "V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n"),
-            "13.0.88");
-  EXPECT_EQ(parse_tool_version("ncu",
-                               "NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2025 NVIDIA "
-                               "Corporation\nVersion 2025.3.1.0 (build 36398880) (public-release)\n"),
+  EXPECT_EQ(
+      parse_tool_version(
+          "nvcc",
+          "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n"
+          "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\nCuda compilation tools, release 13.0, "
+          "V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n"),
+      "13.0.88");
+  EXPECT_EQ(parse_tool_version(
+                "ncu",
+                "NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2025 NVIDIA "
+                "Corporation\nVersion 2025.3.1.0 (build 36398880) (public-release)\n"),
             "2025.3.1.0");
   EXPECT_EQ(parse_tool_version("python3", "Python 3.12.3\n"), "3.12.3");
   EXPECT_EQ(parse_tool_version("nvcc", "garbage"), "");
@@ -40,16 +43,18 @@ TEST(NcuProbe, ReadsTheRecordedProbeAsCounterAccess) {
 
 TEST(NcuProbe, PermissionErrorIsNamedWithTheFix) {
   // ncu's documented error code when counters are restricted to admin users.
-  NcuProbe p = classify_ncu_probe(
-      printed("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
-              "Counters on the target device 0.\n",
-              1));
+  NcuProbe p =
+      classify_ncu_probe(printed("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
+                                 "to access NVIDIA GPU Performance "
+                                 "Counters on the target device 0.\n",
+                                 1));
   EXPECT_EQ(p.access, CounterAccess::no_permission);
   EXPECT_NE(p.detail.find("NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos);
 }
 
 TEST(NcuProbe, NoMetricRowIsAFailureWithTheOutputTail) {
-  NcuProbe p = classify_ncu_probe(printed("==PROF== Connected\n==WARNING== No kernels were profiled.\n"));
+  NcuProbe p =
+      classify_ncu_probe(printed("==PROF== Connected\n==WARNING== No kernels were profiled.\n"));
   EXPECT_EQ(p.access, CounterAccess::failed);
   EXPECT_NE(p.detail.find("No kernels were profiled"), std::string::npos);
   CommandResult missing;

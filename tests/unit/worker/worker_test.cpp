@@ -28,7 +28,8 @@ RunJob sample_job() {
   job.grid = {4, 2, 1};
   job.block = {256, 1, 1};
   job.shared_mem = 1024;
-  job.args = {ResolvedArg{"x", DType::f32, std::int64_t{0}}, ResolvedArg{"", DType::i64, std::int64_t{1} << 40},
+  job.args = {ResolvedArg{"x", DType::f32, std::int64_t{0}},
+              ResolvedArg{"", DType::i64, std::int64_t{1} << 40},
               ResolvedArg{"", DType::f32, 1e-6}};
   job.tensors = {JobTensor{"x", DType::f32, 4096, Role::inout, "/in/x.bin", "/out/x.bin"}};
   return job;
@@ -82,13 +83,16 @@ class FakeExecutor final : public Executor {
   BenchResult bench(const BenchJob& job) override {
     BenchResult r;
     r.status = m_status;
-    for (const auto& v : job.variants) r.series.push_back(SampleSeries{v.label, {1e-3, 2e-3}, {false, true}});
-    if (!r.series.empty() && job.options.verify_samples) {  // what a timer says of a skipping kernel
+    for (const auto& v : job.variants)
+      r.series.push_back(SampleSeries{v.label, {1e-3, 2e-3}, {false, true}});
+    if (!r.series.empty() &&
+        job.options.verify_samples) {  // what a timer says of a skipping kernel
       SampleVerification& check = r.series[0].verification;
       check.enabled = true;
       check.poisoned_samples = 1;
       check.failed_sample = 1;
-      check.failure = "timed sample samples_s[1] (outputs poisoned before it): output 'y': ... left poisoned";
+      check.failure =
+          "timed sample samples_s[1] (outputs poisoned before it): output 'y': ... left poisoned";
     }
     return r;
   }
@@ -101,7 +105,8 @@ class FakeExecutor final : public Executor {
   Expected<Build> compile(const CompileRequest& req, const std::filesystem::path& path) override {
     Build b;
     b.ok = req.entry == "good";
-    b.log = req.source_path.string() + ":2: " + (b.ok ? "" : "error") + " with " + req.defines.at(0).second;
+    b.log = req.source_path.string() + ":2: " + (b.ok ? "" : "error") + " with " +
+            req.defines.at(0).second;
     b.cubin_path = path;
     return b;
   }
@@ -125,9 +130,10 @@ std::vector<json> serve(const std::string& requests, RunStatus status, int* rc =
 
 TEST(WorkerLoop, AnswersEachRequestOnOneLine) {
   std::string job = json{{"op", "run"}, {"job", to_json(sample_job())}}.dump();
-  auto replies = serve("{\"op\":\"hello\"}\n{\"op\":\"device_info\"}\nnot json\n{\"op\":\"dance\"}\n" + job +
-                           "\n{\"op\":\"shutdown\"}\n{\"op\":\"hello\"}\n",
-                       RunStatus::ok);
+  auto replies =
+      serve("{\"op\":\"hello\"}\n{\"op\":\"device_info\"}\nnot json\n{\"op\":\"dance\"}\n" + job +
+                "\n{\"op\":\"shutdown\"}\n{\"op\":\"hello\"}\n",
+            RunStatus::ok);
   ASSERT_EQ(replies.size(), 6u);  // nothing after shutdown
   EXPECT_EQ(replies[0]["protocol"], k_protocol_version);
   EXPECT_EQ(replies[1]["device"]["name"], "Fake GPU");
@@ -144,7 +150,9 @@ TEST(WorkerLoop, BenchAndCeilingsTravelWithTheirRecords) {
   job.variants[1].label = "B";
   job.options.mode = CacheMode::hot;
   job.options.rule.max_noise = 0.01;
-  auto replies = serve(json{{"op", "bench"}, {"job", to_json(job)}}.dump() + "\n{\"op\":\"ceilings\"}\n", RunStatus::ok);
+  auto replies =
+      serve(json{{"op", "bench"}, {"job", to_json(job)}}.dump() + "\n{\"op\":\"ceilings\"}\n",
+            RunStatus::ok);
   ASSERT_EQ(replies.size(), 2u);
   BenchResult b = bench_result_from_json(replies[0]["result"]);
   ASSERT_EQ(b.series.size(), 2u);
@@ -182,10 +190,13 @@ TEST(WorkerLoop, BuildsTravelBothWays) {
   EXPECT_TRUE(back.solve_abi);
   CompileRequest bad = req;
   bad.entry = "bad";
-  auto replies = serve(std::string(R"({"op":"toolkit"})") + "\n" +
-                           json{{"op", "compile"}, {"request", to_json(req)}, {"path", "/cache/m.json"}}.dump() + "\n" +
-                           json{{"op", "compile"}, {"request", to_json(bad)}, {"path", "/cache/n.json"}}.dump() + "\n",
-                       RunStatus::ok);
+  auto replies = serve(
+      std::string(R"({"op":"toolkit"})") + "\n" +
+          json{{"op", "compile"}, {"request", to_json(req)}, {"path", "/cache/m.json"}}.dump() +
+          "\n" +
+          json{{"op", "compile"}, {"request", to_json(bad)}, {"path", "/cache/n.json"}}.dump() +
+          "\n",
+      RunStatus::ok);
   ASSERT_EQ(replies.size(), 3u);
   EXPECT_EQ(replies[0]["toolkit"], "Fake driver 1.0");
   Build ok = build_from_json(replies[1]["build"]);
@@ -222,7 +233,8 @@ TEST(WorkerLoop, NoDeviceIsAnEnvironmentRefusal) {
 class WorkerProcess : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(test::kopt_binary())) GTEST_SKIP() << "kopt binary not built: " << test::kopt_binary();
+    if (!fs::exists(test::kopt_binary()))
+      GTEST_SKIP() << "kopt binary not built: " << test::kopt_binary();
   }
 
   RunJob reference_job(std::int64_t n) {
@@ -233,8 +245,8 @@ class WorkerProcess : public ::testing::Test {
     job.kind = ModuleKind::cpu_library;
     job.module_path = lib;
     job.entry = "vector_add_ref";
-    job.args = {ResolvedArg{"a", DType::f32, {}}, ResolvedArg{"b", DType::f32, {}}, ResolvedArg{"c", DType::f32, {}},
-                ResolvedArg{"", DType::i64, n}};
+    job.args = {ResolvedArg{"a", DType::f32, {}}, ResolvedArg{"b", DType::f32, {}},
+                ResolvedArg{"c", DType::f32, {}}, ResolvedArg{"", DType::i64, n}};
     std::vector<float> a(n), b(n);
     for (std::int64_t i = 0; i < n; ++i) {
       a[i] = static_cast<float>(i);
@@ -257,12 +269,14 @@ class WorkerProcess : public ::testing::Test {
 
   // A worker command that misbehaves (`first_time`, after answering hello) on its first
   // start only, then runs the real worker: the client must survive and restart it.
-  std::vector<std::string> misbehaving_once(const std::string& name, const std::string& first_time) {
+  std::vector<std::string> misbehaving_once(const std::string& name,
+                                            const std::string& first_time) {
     fs::path script = m_tmp.path() / (name + ".sh");
     fs::path marker = m_tmp.path() / (name + ".done");
     std::ofstream(script) << "#!/bin/sh\n"
                           << "if [ ! -e " << marker << " ]; then touch " << marker << "; "
-                          << "read line; echo '{\"ok\":true,\"protocol\":1}'; " << first_time << "; fi\n"
+                          << "read line; echo '{\"ok\":true,\"protocol\":1}'; " << first_time
+                          << "; fi\n"
                           << "exec " << test::kopt_binary() << " worker\n";
     fs::permissions(script, fs::perms::owner_all);
     return {script.string()};
@@ -290,7 +304,8 @@ namespace kopt {
 namespace {
 
 fs::path WorkerProcess::build_reference(CommandRunner& runner) {
-  auto b = build_cpu_reference(runner, test::source_dir() / "examples/vector_add/ref.cpp", {}, m_tmp.path() / "refs");
+  auto b = build_cpu_reference(runner, test::source_dir() / "examples/vector_add/ref.cpp", {},
+                               m_tmp.path() / "refs");
   EXPECT_TRUE(b && b->ok) << (b ? b->log : b.error().message);
   return b ? b->library : fs::path{};
 }
@@ -322,8 +337,8 @@ TEST_F(WorkerProcess, AHangingWorkerIsKilledAndReplaced) {
 }
 
 TEST_F(WorkerProcess, ACrashingWorkerIsAFailedResultWithItsLastWords) {
-  WorkerClient client(
-      options(misbehaving_once("crash", "read line; echo 'segfault in candidate' >&2; kill -SEGV $$")));
+  WorkerClient client(options(
+      misbehaving_once("crash", "read line; echo 'segfault in candidate' >&2; kill -SEGV $$")));
   RunResult crashed = client.run(reference_job(100));
   EXPECT_EQ(crashed.status, RunStatus::crash);
   EXPECT_NE(crashed.error.find("signal 11"), std::string::npos) << crashed.error;

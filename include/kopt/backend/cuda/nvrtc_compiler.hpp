@@ -15,7 +15,8 @@ class NvrtcCompiler final : public Compiler {
 };
 
 // nvcc -shared on the source plus a generated shim; a Build with the log when it fails.
-Expected<Build> compile_solve_library(const CompileRequest& request, const std::filesystem::path& library_path);
+Expected<Build> compile_solve_library(const CompileRequest& request,
+                                      const std::filesystem::path& library_path);
 
 // The architectures this NVRTC can target, e.g. {"sm_75", ..., "sm_120"}.
 Expected<std::vector<std::string>> nvrtc_supported_archs();

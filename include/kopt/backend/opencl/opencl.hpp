@@ -38,7 +38,8 @@ class OpenclExecutor : public Executor {
   // Builds with the device's driver (clBuildProgram), so that a build error shows its log,
   // with the user's file name and lines, at build time. The module holds the source and the
   // options; a run builds it again in its own context.
-  Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path) override;
+  Expected<Build> compile(const CompileRequest& request,
+                          const std::filesystem::path& module_path) override;
 
   struct Programs;
 

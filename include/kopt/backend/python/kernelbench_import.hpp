@@ -15,7 +15,8 @@ Expected<nlohmann::json> kernelbench_facts(const std::filesystem::path& file,
 
 // Writes the problem into `out_dir` (created). A directory that already holds a kopt.toml
 // is left alone unless `force`: nothing already there is lost by accident.
-Expected<ImportedProblem> import_kernelbench(const std::filesystem::path& file, const std::filesystem::path& out_dir,
+Expected<ImportedProblem> import_kernelbench(const std::filesystem::path& file,
+                                             const std::filesystem::path& out_dir,
                                              const std::filesystem::path& cache_root, bool force);
 
 }  // namespace kopt

@@ -6,10 +6,9 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/backend/bench_job.hpp"
 #include "kopt/core/process.hpp"
@@ -17,8 +16,8 @@
 namespace kopt {
 
 // A script compiled into kopt, written (once per content) into the cache as NAME-HASH.py.
-std::filesystem::path embedded_python_script(const std::filesystem::path& cache_root, const std::string& name,
-                                             const char* text);
+std::filesystem::path embedded_python_script(const std::filesystem::path& cache_root,
+                                             const std::string& name, const char* text);
 // The worker script, compiled into kopt, written (once per content) into the cache.
 std::filesystem::path python_worker_script(const std::filesystem::path& cache_root);
 // $KOPT_PYTHON, else the first of python3, /usr/bin/python3 and python that has torch.

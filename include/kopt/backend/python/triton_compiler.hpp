@@ -17,7 +17,8 @@ std::vector<std::string> triton_kernel_names(const std::string& source);
 class TritonCompiler : public Compiler {
  public:
   Expected<std::string> toolkit() override;
-  Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path) override;
+  Expected<Build> compile(const CompileRequest& request,
+                          const std::filesystem::path& module_path) override;
   bool concurrent() const override { return true; }  // a file copy
 };
 

@@ -7,11 +7,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kopt/engine/search/search_space.hpp"
 
@@ -28,9 +27,11 @@ struct Evaluation {
   double cost = 0;
   std::string failure;  // "compile_failed: ...", "wrong", ...
   double wall_s = 0;    // how long the evaluation took (its share of its batch's)
-  double cost_low = 0, cost_high = 0;  // an interval around cost where the objective knows one (0: none)
-  double build_s = 0;   // its compile's time, on one of the pool's threads (in an earlier run when cached)
-  int device = -1;      // which of the run's devices measured it (tune --gpus); -1: not said
+  double cost_low = 0,
+         cost_high = 0;  // an interval around cost where the objective knows one (0: none)
+  double build_s =
+      0;  // its compile's time, on one of the pool's threads (in an earlier run when cached)
+  int device = -1;  // which of the run's devices measured it (tune --gpus); -1: not said
 };
 using Objective = std::function<Evaluation(const ParamPoint&)>;
 // Several points at once (built in parallel, checked and timed side by side): one Evaluation
@@ -59,9 +60,9 @@ struct SearchProgress {
 struct SearchResult {
   SearchStrategy strategy = SearchStrategy::exhaustive;
   std::optional<Evaluation> best;
-  std::vector<Evaluation> history;  // in evaluation order
-  std::size_t skipped_infeasible = 0;   // declared constraints
-  std::size_t skipped_learned = 0;      // hidden constraints
+  std::vector<Evaluation> history;     // in evaluation order
+  std::size_t skipped_infeasible = 0;  // declared constraints
+  std::size_t skipped_learned = 0;     // hidden constraints
   std::vector<HiddenConstraint> learned;
   std::string stop_reason;  // "space exhausted", "evaluation budget", "time budget", "converged"
 };
@@ -82,8 +83,10 @@ struct SearchOptions {
   std::function<void(const SearchProgress&)> progress = [](const SearchProgress&) {};
 };
 
-SearchResult run_search(const SearchSpace& space, const BatchObjective& objective, const SearchOptions& options);
-SearchResult run_search(const SearchSpace& space, const Objective& objective, const SearchOptions& options);
+SearchResult run_search(const SearchSpace& space, const BatchObjective& objective,
+                        const SearchOptions& options);
+SearchResult run_search(const SearchSpace& space, const Objective& objective,
+                        const SearchOptions& options);
 
 nlohmann::json to_json(const SearchResult& r);
 

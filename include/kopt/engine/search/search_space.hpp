@@ -31,11 +31,13 @@ struct SearchSpace {
   PointIndex random_index(std::mt19937_64& rng) const;
   // Up to n distinct feasible points drawn at random, none of `exclude` (what the random
   // strategy draws, and how the optimization loop varies its branches).
-  std::vector<ParamPoint> sample(std::size_t n, std::mt19937_64& rng, const std::vector<ParamPoint>& exclude = {}) const;
+  std::vector<ParamPoint> sample(std::size_t n, std::mt19937_64& rng,
+                                 const std::vector<ParamPoint>& exclude = {}) const;
   // `p` when it is feasible, else the first feasible point that differs from it in one param
   // (params in declared order, each one's values in declared order), `keep` left as it is (a
   // move being repaired); nullopt when none does.
-  std::optional<ParamPoint> nearest_feasible(const ParamPoint& p, const std::string& keep = "") const;
+  std::optional<ParamPoint> nearest_feasible(const ParamPoint& p,
+                                             const std::string& keep = "") const;
   // Every feasible point one param away from `p` (`keep` fixed), or `p` when it is feasible.
   std::vector<ParamPoint> repairs(const ParamPoint& p, const std::string& keep) const;
 };
