@@ -53,25 +53,6 @@ std::optional<double> method_strength(const Method& m, const MetricValues& deriv
   return trigger_strength(*t, *v);
 }
 
-std::string_view method_outcome_name(MethodOutcome o) {
-  switch (o) {
-    case MethodOutcome::effective:
-      return "effective";
-    case MethodOutcome::ineffective:
-      return "ineffective";
-    case MethodOutcome::implementation_failed:
-      return "implementation_failed";
-  }
-  return "?";
-}
-
-std::optional<MethodOutcome> parse_method_outcome(std::string_view name) {
-  for (auto o :
-       {MethodOutcome::effective, MethodOutcome::ineffective, MethodOutcome::implementation_failed})
-    if (method_outcome_name(o) == name) return o;
-  return std::nullopt;
-}
-
 namespace {
 
 bool has_features(const Method& m, int sm) {
@@ -178,7 +159,7 @@ std::vector<ValidationIssue> validate_methods(const SelectionContext& ctx, const
       issues.push_back(
           {"reuse_without_override", id,
            fmt::format("classified {} in an earlier iteration; reuse needs an override",
-                       method_outcome_name(ctx.history.at(id)))});
+                       name_of(ctx.history.at(id)))});
   }
   if (static_cast<int>(set.methods.size()) > k_budget_slots)
     issues.push_back(

@@ -120,29 +120,30 @@ void judge_prediction(Prediction& p, const MetricValues& before, const MetricVal
   std::string moved =
       fmt::format("{} -> {} ({:+.1f} %)", shown(b->second), shown(a->second), 100 * rel);
   if (signed_rel <= 0.01) {
-    p.verdict = "refuted";
+    p.verdict = PredictionVerdict::refuted;
     p.note = moved + (std::fabs(rel) <= 0.01 ? ": no change beyond 1 %" : ": moved the other way");
     return;
   }
   double needed = p.amount ? *p.amount : 0;
   double got = p.relative ? signed_rel : signed_move;
   if (got + 1e-12 >= needed) {
-    p.verdict = "confirmed";
+    p.verdict = PredictionVerdict::confirmed;
     p.note = moved;
   } else {
-    p.verdict = "short";
+    p.verdict = PredictionVerdict::fell_short;
     p.note = moved + fmt::format(": {} expected", p.relative ? fmt::format("{:.1f} %", 100 * needed)
                                                              : number(needed));
   }
 }
 
 void leave_unjudged(Prediction& p, const std::string& why) {
-  p.verdict = "unmeasured";
+  p.verdict = PredictionVerdict::unmeasured;
   p.note = why;
 }
 
 std::string prediction_line(const Prediction& p) {
-  return fmt::format("`{}` — {}{}", p.text, p.verdict.empty() ? "not judged" : p.verdict,
+  return fmt::format("`{}` — {}{}", p.text,
+                     p.verdict == PredictionVerdict::not_judged ? "not judged" : name_of(p.verdict),
                      p.note.empty() ? "" : ": " + p.note);
 }
 
@@ -173,7 +174,7 @@ void from_json(const nlohmann::json& j, Prediction& p) {
   p.relative = j.value("relative", false);
   p.before = opt("before");
   p.after = opt("after");
-  p.verdict = j.value("verdict", "");
+  p.verdict = j.value("verdict", PredictionVerdict::not_judged);
   p.note = j.value("note", "");
 }
 

@@ -78,11 +78,11 @@ std::string compute_ceiling_name(const std::string& precision) {
 }
 
 RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec,
-                        const CeilingsResult* ceilings, const std::string& measured_at) {
+                        const std::vector<Ceiling>* ceilings, const std::string& measured_at) {
   RoofChoice c;
   auto measured = [&](const std::string& name) -> std::optional<Roof> {
     if (!ceilings) return std::nullopt;
-    for (const auto& x : ceilings->ceilings)
+    for (const auto& x : *ceilings)
       if (x.name == name && x.error.empty() && x.best > 0)
         return Roof{name, x.best, "measured",
                     "kopt ceilings (" + x.method + "), measured " + measured_at};

@@ -25,7 +25,7 @@ BuildCache::BuildCache(Compiler& compiler, fs::path dir)
     : m_compiler(compiler), m_dir(std::move(dir)) {}
 
 Expected<std::string> BuildCache::key(const CompileRequest& req) {
-  auto toolkit = m_compiler.toolkit();
+  auto toolkit = m_compiler.toolkit_for(req);
   if (!toolkit) return Unexpected(toolkit.error());
   Sha256 h;
   h.field("kopt-build-v1").field(*toolkit).field(req.arch).field(req.source_path.string());

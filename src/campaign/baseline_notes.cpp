@@ -1,8 +1,8 @@
-#include "kopt/engine/baseline_notes.hpp"
+#include "kopt/campaign/baseline_notes.hpp"
 
 #include <fmt/format.h>
 
-namespace kopt {
+namespace kopt::campaign {
 
 std::vector<std::string> torch_baseline_flags(const SampleSeries& series, const Summary& summary,
                                               std::size_t throttled_samples, double noisy_above) {
@@ -38,4 +38,4 @@ std::vector<std::string> torch_baseline_flags(const SampleSeries& series, const 
   return flags;
 }
 
-}  // namespace kopt
+}  // namespace kopt::campaign

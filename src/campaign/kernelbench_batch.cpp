@@ -1,4 +1,4 @@
-#include "kopt/engine/kernelbench_batch.hpp"
+#include "kopt/campaign/kernelbench_batch.hpp"
 
 #include <fmt/format.h>
 
@@ -9,13 +9,14 @@
 #include <mutex>
 #include <thread>
 
+#include "kopt/campaign/baseline_notes.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/baseline_notes.hpp"
-#include "kopt/engine/bencher.hpp"
+#include "kopt/evaluate/bench.hpp"
+#include "kopt/evaluate/evaluator.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
-namespace kopt {
+namespace kopt::campaign {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -34,12 +35,13 @@ long leading_number(const std::string& name) {
 }
 
 bool imported(const KernelbenchEntry& e) {
-  return e.status == "imported" || e.status == "kept";
+  return e.status == ImportStatus::imported || e.status == ImportStatus::kept;
 }
 
 bool needs_evaluation(const KernelbenchEntry& e, const KernelbenchBatchOptions& o) {
   if (!imported(e)) return false;
-  return (o.check && e.reference == "not_run") || (o.baselines && e.eager.status == "not_run");
+  return (o.check && e.reference == ReferenceStatus::not_run) ||
+         (o.baselines && e.eager.status == VariantStatus::not_run);
 }
 
 json to_json(const BaselineOutcome& b) {
@@ -96,35 +98,35 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
   auto t0 = Clock::now();
   e.error.clear();
   if (!o.force && fs::exists(dir / "kopt.toml")) {
-    e.status = "kept";
+    e.status = ImportStatus::kept;
   } else {
     auto notes = importer(file, dir);
     e.import_s = seconds_since(t0);
     if (!notes) {
       const Error& err = notes.error();
-      e.status = err.kind == ErrorKind::bad_input ? "refused" : "failed";
+      e.status = err.kind == ErrorKind::bad_input ? ImportStatus::refused : ImportStatus::failed;
       e.error = err.message;
       if (err.kind == ErrorKind::environment) environment = err;
       return;
     }
-    e.status = "imported";
+    e.status = ImportStatus::imported;
     e.notes = *notes;
-    e.reference = "not_run";
+    e.reference = ReferenceStatus::not_run;
     e.eager = e.compiled = BaselineOutcome{};
   }
   if (auto p = load_problem(dir)) e.flops_known = p->cost_at_dims().flops.has_value();
 }
 
 std::string time_cell(const BaselineOutcome& b) {
-  if (b.status == "not_run") return "-";
-  if (b.status != "ok") return b.status;
+  if (b.status == VariantStatus::not_run) return "-";
+  if (b.status != VariantStatus::ok) return std::string(name_of(b.status));
   double us = b.median_s * 1e6;
   std::string t = us >= 1000 ? fmt::format("{:.2f} ms", us / 1000) : fmt::format("{:.1f} us", us);
   return t;
 }
 
 std::string noise_cell(const BaselineOutcome& b) {
-  if (b.status != "ok") return "-";
+  if (b.status != VariantStatus::ok) return "-";
   return fmt::format("{:.1f} %{}", 100 * b.rel_noise, b.flags.empty() ? "" : " (flagged)");
 }
 
@@ -139,9 +141,9 @@ std::string cell(std::string s) {
 
 int KernelbenchBatch::exit_code() const {
   for (const auto& e : entries) {
-    if (!imported(e) || e.reference == "failed") return 1;
+    if (!imported(e) || e.reference == ReferenceStatus::failed) return 1;
     for (const auto* b : {&e.eager, &e.compiled})
-      if (b->status == "run_failed") return 1;
+      if (b->status == VariantStatus::run_failed) return 1;
   }
   return 0;
 }
@@ -202,7 +204,7 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
       std::optional<Error> env;
       import_one(e, files[i], o.out / e.problem, o, importer, env);
       o.log(fmt::format("[{:.0f} s] import {}: {} ({:.1f} s){}", seconds_since(t0), e.file,
-                        e.status, e.import_s, e.error.empty() ? "" : ": " + e.error));
+                        name_of(e.status), e.import_s, e.error.empty() ? "" : ": " + e.error));
       if (env) {
         std::lock_guard lock(env_mutex);
         environment = env;
@@ -235,11 +237,12 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
   return batch;
 }
 
-KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o, CheckContext ctx) {
+KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
+                                      evaluate::CheckContext ctx) {
   return [o, ctx](KernelbenchEntry& e, const fs::path& dir) mutable {
     auto problem = load_problem(dir);
     if (!problem) {
-      e.reference = "failed";
+      e.reference = ReferenceStatus::failed;
       e.reference_error = problem.error().to_string();
       return;
     }
@@ -248,25 +251,27 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o, CheckCon
       auto t0 = Clock::now();
       // KernelBench's reference outputs reach GBs: not kept, and in RAM where there is room.
       TempDir scratch("kopt-kernelbench", problem_tensor_bytes(*problem));
-      CheckOptions co;
+      evaluate::CheckOptions co;
       co.seeds = 1;
       co.cache_root = scratch.path();
-      auto report = run_check(*problem, co, ctx);
+      auto report = evaluate::run_check(*problem, co, ctx);
       e.reference_s = seconds_since(t0);
-      e.reference = report && report->device ? "ok" : "failed";
+      e.reference = report && report->device ? ReferenceStatus::ok : ReferenceStatus::failed;
       e.reference_error = !report          ? report.error().message
                           : report->device ? ""
                                            : report->device_error;
     }
     if (o.baselines) {
       auto t0 = Clock::now();
-      BenchRequest req = bench_request({}, false, o.bench, 0.01, std::nullopt, o.cache_root);
-      req.vs_torch = true;
-      req.check_first = false;
-      auto report = run_bench(*problem, req, ctx);
+      evaluate::EvaluatorOptions eo;
+      eo.cache_root = o.cache_root;
+      evaluate::Evaluator ev(*problem, {ctx}, eo);
+      evaluate::Rigour r = o.rigour;
+      r.check = false;
+      auto report = ev.with_baselines({}, r);
       e.baselines_s = seconds_since(t0);
       if (!report) {
-        e.eager.status = e.compiled.status = "run_failed";
+        e.eager.status = e.compiled.status = VariantStatus::run_failed;
         e.eager.error = e.compiled.error = report.error().message;
         return;
       }
@@ -326,10 +331,10 @@ json to_json(const KernelbenchBatch& b) {
   for (const auto& e : b.entries) {
     problems.push_back(to_json(e));
     n_imported += imported(e);
-    refused += e.status == "refused";
-    failed += e.status == "failed";
-    reference_ok += e.reference == "ok";
-    both_timed += e.eager.status == "ok" && e.compiled.status == "ok";
+    refused += e.status == ImportStatus::refused;
+    failed += e.status == ImportStatus::failed;
+    reference_ok += e.reference == ReferenceStatus::ok;
+    both_timed += e.eager.status == VariantStatus::ok && e.compiled.status == VariantStatus::ok;
   }
   return {{"schema_version", 1},          {"command", "import kernelbench"},
           {"device", b.device},           {"wall_s", b.wall_s},
@@ -359,15 +364,16 @@ std::string kernelbench_markdown(const KernelbenchBatch& b) {
     for (const auto* bl : {&e.eager, &e.compiled})
       for (const auto& f : bl->flags)
         why += (why.empty() ? "" : "; ") + std::string(bl == &e.eager ? "eager " : "compile ") + f;
-    md +=
-        fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} | {} |\n", cell(e.problem),
-                    e.status == "kept" ? std::string("kept") : fmt::format("{:.1f}", e.import_s),
-                    imported(e) ? (e.flops_known ? "formula" : "unknown") : "-",
-                    e.reference == "ok" ? fmt::format("ok ({:.1f} s)", e.reference_s) : e.reference,
-                    time_cell(e.eager), time_cell(e.compiled), noise_cell(e.eager),
-                    noise_cell(e.compiled), cell(imported(e) ? why : e.status + ": " + why));
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} / {} | {} |\n", cell(e.problem),
+        e.status == ImportStatus::kept ? std::string("kept") : fmt::format("{:.1f}", e.import_s),
+        imported(e) ? (e.flops_known ? "formula" : "unknown") : "-",
+        e.reference == ReferenceStatus::ok ? fmt::format("ok ({:.1f} s)", e.reference_s)
+                                           : std::string(name_of(e.reference)),
+        time_cell(e.eager), time_cell(e.compiled), noise_cell(e.eager), noise_cell(e.compiled),
+        cell(imported(e) ? why : std::string(name_of(e.status)) + ": " + why));
   }
   return md;
 }
 
-}  // namespace kopt
+}  // namespace kopt::campaign

@@ -8,13 +8,16 @@
 #include "commands.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/bencher.hpp"
-#include "kopt/engine/ceilings_store.hpp"
-#include "kopt/engine/dispatcher.hpp"
+#include "kopt/evaluate/bench.hpp"
+#include "kopt/evaluate/ceilings_store.hpp"
+#include "kopt/evaluate/evaluator.hpp"
+#include "kopt/evaluate/worker_pool.hpp"
 #include "kopt/problem/loader.hpp"
-#include "worker_pool.hpp"
 
 namespace kopt::cli {
+using evaluate::BenchReport;
+using evaluate::ensure_ceilings;
+using evaluate::StoredCeilings;
 namespace {
 using nlohmann::json;
 
@@ -51,9 +54,9 @@ void print_bench(const BenchReport& r) {
   char tag = 'A';
   for (const auto& v : r.variants) {
     std::string name = v.kernel + (v.point.empty() ? "" : " [" + point_to_string(v.point) + "]");
-    if (v.status != "ok" && v.summary.n == 0) {
-      std::cout << fmt::format("{:<3} {:<34} {}: {}\n", std::string(1, tag++), name, v.status,
-                               v.error);
+    if (v.status != VariantStatus::ok && v.summary.n == 0) {
+      std::cout << fmt::format("{:<3} {:<34} {}: {}\n", std::string(1, tag++), name,
+                               name_of(v.status), v.error);
       continue;
     }
     const Summary& s = v.summary;
@@ -82,7 +85,8 @@ void print_bench(const BenchReport& r) {
     if (!v.device.empty()) std::cout << "    measured on " << v.device << "\n";
     for (const auto& f : v.flags) std::cout << "    flagged: " << flag_text(f) << "\n";
     for (const auto& r : v.reviews) std::cout << "    review: " << r << "\n";
-    if (v.status != "ok") std::cout << "    " << v.status << ": " << v.error << "\n";
+    if (v.status != VariantStatus::ok)
+      std::cout << "    " << name_of(v.status) << ": " << v.error << "\n";
   }
   if (r.comparison) {
     const Comparison& c = *r.comparison;
@@ -94,7 +98,25 @@ void print_bench(const BenchReport& r) {
   }
 }
 
-}  // namespace
+struct BenchCliOptions {
+  ProblemSelection sel;
+  std::optional<std::string> vs_kernel;
+  std::string mode = "cold";
+  std::string flush = "read";
+  double max_noise_pct = 100 * StoppingRule{}.max_noise;
+  std::size_t min_samples = StoppingRule{}.min_samples;
+  double min_time_s = StoppingRule{}.min_time_s;
+  double max_time_s = evaluate::k_bench_max_time_s;
+  double warmup_s = BenchOptions{}.warmup_s;
+  double threshold_pct = 1.0;
+  bool check_first = true;
+  bool blocking = true;
+  bool vs_torch = false;
+  bool verify_samples = true;
+  std::string gpus;     // --gpus all|N,M,...: variants measured one per device
+  std::string cluster;  // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
+  bool allow_mixed = false;
+};
 
 int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   ProblemSelection selection = o.sel;
@@ -103,7 +125,7 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   if (!sel) return report_error(g, "bench", exit_code(sel.error().kind), sel.error().to_string());
   const Problem& problem = sel->problem;
 
-  BenchRequest req;
+  std::vector<evaluate::Candidate> candidates;
   std::vector<std::string> kernels = o.sel.kernels;
   if (kernels.empty())
     for (const auto& k : problem.kernels) kernels.push_back(k.name);
@@ -111,47 +133,63 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   if (comparing) {
     if (kernels.size() != 1)
       return report_error(g, "bench", 2, "--vs compares one kernel: name it with --kernel");
-    req.variants.push_back({kernels[0], sel->sets});
     auto b_sets = sel->sets;
     for (const auto& [k, v] : sel->vs) b_sets[k] = v;
-    req.variants.push_back({o.vs_kernel.value_or(kernels[0]), b_sets});
-    req.compare = true;
+    candidates = {{kernels[0], sel->sets}, {o.vs_kernel.value_or(kernels[0]), b_sets}};
   } else {
     auto chosen = select_kernels(problem, kernels);
     if (!chosen) return report_error(g, "bench", 2, chosen.error().to_string());
     if (auto used = check_assignments_used(problem, *chosen, sel->sets, "--set"); !used)
       return report_error(g, "bench", 2, used.error().to_string());
     for (const KernelSpec* ks : *chosen)
-      req.variants.push_back({ks->name, assignments_for(*ks, sel->sets)});
+      candidates.push_back({ks->name, assignments_for(*ks, sel->sets)});
   }
-  req.options.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
-  req.options.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;
-  req.options.warmup_s = o.warmup_s;
-  req.options.blocking_kernel = o.blocking;
-  req.options.verify_samples = o.verify_samples;
-  req.options.rule.max_noise = o.max_noise_pct / 100.0;
-  req.options.rule.min_samples = o.min_samples;
-  req.options.rule.min_time_s = o.min_time_s;
-  req.options.rule.max_time_s = o.max_time_s;
-  req.threshold = o.threshold_pct / 100.0;
-  req.check_first = o.check_first;
-  req.vs_torch = o.vs_torch;
-  req.arch = o.sel.arch;
-  req.cache_root = cache_dir();
-  if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+  evaluate::Rigour rigour = evaluate::Rigour::report();
+  BenchOptions& t = rigour.timing;
+  t.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
+  t.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;
+  t.warmup_s = o.warmup_s;
+  t.blocking_kernel = o.blocking;
+  t.verify_samples = o.verify_samples;
+  t.rule.max_noise = o.max_noise_pct / 100.0;
+  t.rule.min_samples = o.min_samples;
+  t.rule.min_time_s = o.min_time_s;
+  t.rule.max_time_s = o.max_time_s;
+  rigour.threshold = o.threshold_pct / 100.0;
+  rigour.check = o.check_first;
 
-  auto pool = WorkerPool::open({o.gpus, o.cluster, o.sel.device, o.allow_mixed});
+  auto pool =
+      evaluate::WorkerPool::open({device_family(), o.gpus, o.cluster, o.sel.device, o.allow_mixed});
   if (!pool)
     return report_error(g, "bench", exit_code(pool.error().kind), pool.error().to_string());
-  std::vector<CheckContext> workers = (*pool)->contexts();
+  evaluate::EvaluatorOptions eo;
+  eo.arch = o.sel.arch;
+  eo.cache_root = cache_dir();
+  eo.allow_mixed = o.allow_mixed;
+  if (g.verbose) eo.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+  evaluate::Evaluator ev(problem, (*pool)->contexts(), eo);
   std::vector<std::string> notes;
-  if (workers.size() > 1) {
-    auto devices = worker_devices(workers, o.allow_mixed, notes);
+  bool several = ev.workers() > 1;
+  if (several) {
+    auto devices = ev.devices();
     if (!devices)
       return report_error(g, "bench", exit_code(devices.error().kind), devices.error().to_string());
     std::cerr << "kopt bench: " << (*pool)->description() << "\n";
   }
-  auto report = run_bench(problem, req, workers, notes);
+  Expected<evaluate::BenchReport> report = Unexpected(internal_error("bench: nothing ran"));
+  if (comparing) {
+    if (several) notes.push_back("a comparison runs on one device: all of it on worker 0");
+    report = ev.compare(candidates[0], candidates[1], rigour);
+  } else if (o.vs_torch) {
+    if (several)
+      notes.push_back("the PyTorch baselines are timed beside the kernels: all on worker 0");
+    report = ev.with_baselines(candidates, rigour);
+  } else if (several && candidates.size() > 1) {
+    report = ev.one_per_worker(candidates, rigour);
+  } else {
+    report = ev.side_by_side(candidates, rigour);
+  }
+  for (auto& n : ev.notes()) notes.push_back(std::move(n));
   for (const auto& n : notes) std::cerr << "kopt bench: note: " << n << "\n";
   if (!report)
     return report_error(g, "bench", exit_code(report.error().kind), report.error().to_string());
@@ -161,6 +199,11 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
     print_bench(*report);
   return report->exit_code();
 }
+
+struct CeilingsCliOptions {
+  bool refresh = false;
+  int device = 0;
+};
 
 int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o) {
   TempDir tmp("kopt-worker");
@@ -191,6 +234,94 @@ int run_ceilings_command(const GlobalOptions& g, const CeilingsCliOptions& o) {
                                rate_text(c.best, c.unit), rate_text(c.median, c.unit), c.method);
   }
   return 0;
+}
+
+}  // namespace
+
+std::vector<Command> bench_commands(const GlobalRef& g) {
+  auto o = std::make_shared<BenchCliOptions>();
+  Command bench{.path = {"bench"},
+                .help = "time kernels (cold or hot cache), or compare two with --vs",
+                .run = [g, o] { return run_bench_command(*g, *o); },
+                .long_running = true,
+                .storage = o};
+  add_selection(bench, o->sel, "compare with the same point changed by NAME=VALUE (repeatable)");
+  bench.options.insert(
+      bench.options.end(),
+      {{.names = "--vs-kernel",
+        .help = "compare with another kernel of the problem",
+        .target = &o->vs_kernel},
+       {.names = "--mode",
+        .help = "cold (L2 flushed before each sample) or hot",
+        .target = &o->mode,
+        .choices = {"cold", "hot"}},
+       {.names = "--flush",
+        .help = "cold mode: read (clean L2) or write (dirty L2) the flush buffer",
+        .target = &o->flush,
+        .choices = {"read", "write"}},
+       {.names = "--max-noise",
+        .help = "stop when the relative noise is below this (%)",
+        .target = &o->max_noise_pct,
+        .positive = true},
+       {.names = "--min-samples",
+        .help = "at least this many samples",
+        .target = &o->min_samples,
+        .range = {{2, 1000000}}},
+       {.names = "--min-time",
+        .help = "at least this much measured GPU time (s)",
+        .target = &o->min_time_s,
+        .non_negative = true},
+       {.names = "--max-time",
+        .help = "time cap per bench (s)",
+        .target = &o->max_time_s,
+        .positive = true},
+       {.names = "--warmup",
+        .help = "warm-up per variant (s)",
+        .target = &o->warmup_s,
+        .non_negative = true},
+       {.names = "--threshold",
+        .help = "difference below which A and B are the same (%)",
+        .target = &o->threshold_pct,
+        .positive = true},
+       {.names = "--no-check",
+        .help = "time without checking correctness first",
+        .target = &o->check_first,
+        .negates = true},
+       {.names = "--vs-torch",
+        .help = "also time the PyTorch reference (ref.py), eager and through torch.compile",
+        .target = &o->vs_torch},
+       {.names = "--no-blocking-kernel",
+        .help = "do not hold the stream while queueing a sample",
+        .target = &o->blocking,
+        .negates = true},
+       {.names = "--no-verify-samples",
+        .help = "do not poison outputs before random timed samples and compare them with an "
+                "untimed launch's",
+        .target = &o->verify_samples,
+        .negates = true},
+       {.names = "--gpus",
+        .help = "all, or N,M,...: one worker per device, the variants measured one per worker "
+                "(each names its device); a comparison (--vs) stays on one device",
+        .target = &o->gpus},
+       {.names = "--cluster",
+        .help = "ray, or ray:ADDRESS: as --gpus over the devices of a Ray cluster",
+        .target = &o->cluster},
+       {.names = "--allow-mixed",
+        .help = "with --gpus or --cluster: devices of different models",
+        .target = &o->allow_mixed}});
+
+  auto c = std::make_shared<CeilingsCliOptions>();
+  Command ceilings{.path = {"ceilings"},
+                   .help = "measure the device's real ceilings (cached per device)",
+                   .run = [g, c] { return run_ceilings_command(*g, *c); },
+                   .long_running = true,
+                   .storage = c};
+  ceilings.options = {
+      {.names = "--refresh", .help = "measure again even if cached", .target = &c->refresh},
+      {.names = "--device",
+       .help = "device ordinal (CUDA, or OpenCL with --backend opencl: GPUs first)",
+       .target = &c->device}};
+  return {bench, ceilings};
 }
 
 }  // namespace kopt::cli

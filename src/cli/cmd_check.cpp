@@ -6,10 +6,24 @@
 
 #include "commands.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/checker.hpp"
+#include "kopt/evaluate/checker.hpp"
+#include "kopt/evaluate/devices.hpp"
+#include "kopt/evaluate/sanitize.hpp"
 #include "kopt/problem/loader.hpp"
 
 namespace kopt::cli {
+using evaluate::check_other_shape;
+using evaluate::CheckContext;
+using evaluate::CheckOptions;
+using evaluate::CheckReport;
+using evaluate::kernel_status_name;
+using evaluate::KernelStatus;
+using evaluate::run_check;
+using evaluate::sanitize_kernel;
+using evaluate::sanitize_request;
+using evaluate::sanitizer_summary;
+using evaluate::sanitizer_verdict;
+using evaluate::SanitizeRequest;
 namespace {
 
 std::string sci(double v) {
@@ -36,9 +50,10 @@ std::string compiler_messages(const std::string& log) {
 
 void print_sanitizer(const std::vector<SanitizerOutcome>& outcomes) {
   for (const auto& o : outcomes) {
-    if (o.status != "findings") {
+    if (o.status != SanitizerStatus::findings) {
       std::cout << fmt::format(
-          "    {:<10} {}{}\n", o.tool, o.status == "clean" ? "clean" : "UNVERIFIABLE: " + o.reason,
+          "    {:<10} {}{}\n", o.tool,
+          o.status == SanitizerStatus::clean ? "clean" : "UNVERIFIABLE: " + o.reason,
           o.findings.empty() ? "" : fmt::format(" ({} warnings)", o.findings.size()));
       continue;
     }
@@ -106,7 +121,7 @@ void print_human(const CheckReport& r) {
   }
   int passed = 0, failed = 0, not_run = 0;
   for (const auto& k : r.kernels) {
-    if (sanitizer_verdict(k.sanitizer) == "findings")
+    if (sanitizer_verdict(k.sanitizer) == SanitizerStatus::findings)
       ++failed;
     else if (k.status == KernelStatus::passed)
       ++passed;
@@ -127,6 +142,17 @@ void print_human(const CheckReport& r) {
 
 }  // namespace
 
+struct CheckCliOptions {
+  ProblemSelection sel;
+  int seeds = 3;
+  std::uint64_t first_seed = 1;
+  double timeout_s = 10.0;
+  bool secret_seed = true;  // the last seed drawn at run time (--no-secret-seed: first + N - 1)
+  bool other_shape = true;  // [check] dims: passing kernels checked at that shape too
+  std::string sanitize;     // --sanitize memcheck,racecheck,...: "" runs none
+  double sanitize_timeout_s = 600.0;
+};
+
 int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   ProblemSelection selection = o.sel;
   selection.allow_no_kernels = true;  // a fresh import: its reference runs, before any kernel
@@ -137,7 +163,7 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
   WorkerOptions wo = worker_options(o.sel.device, tmp.path());
   wo.job_timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
   WorkerClient worker(wo);
-  auto compiler = make_compiler(worker);
+  auto compiler = evaluate::make_compiler(device_family(), worker);
   SystemCommandRunner runner;
 
   CheckOptions co;
@@ -181,6 +207,42 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
                                    "unverifiable, not passed (exit 3)\n"
                                  : "kopt check: no CUDA device, so no kernel was run (exit 3)\n");
   return report->exit_code();
+}
+
+std::vector<Command> check_commands(const GlobalRef& g) {
+  auto o = std::make_shared<CheckCliOptions>();
+  Command c{.path = {"check"},
+            .help = "correctness of a problem's kernels over several seeds",
+            .run = [g, o] { return run_check_command(*g, *o); },
+            .long_running = true,
+            .storage = o};
+  add_selection(c, o->sel);
+  c.options.insert(
+      c.options.end(),
+      {{.names = "--seeds", .help = "number of seeds", .target = &o->seeds, .range = {{1, 1000}}},
+       {.names = "--first-seed", .help = "first seed (then +1 each)", .target = &o->first_seed},
+       {.names = "--timeout",
+        .help = "seconds one kernel run may take (watchdog)",
+        .target = &o->timeout_s,
+        .positive = true},
+       {.names = "--no-secret-seed",
+        .help = "the last seed is first-seed + seeds - 1 rather than one drawn at run time",
+        .target = &o->secret_seed,
+        .negates = true},
+       {.names = "--no-other-shape",
+        .help = "do not check passing kernels again at the problem's [check] dims (another "
+                "shape, which catches a shape hard-coded into a kernel)",
+        .target = &o->other_shape,
+        .negates = true},
+       {.names = "--sanitize",
+        .help = "also run each kernel under compute-sanitizer: "
+                "memcheck,racecheck,synccheck,initcheck or all",
+        .target = &o->sanitize},
+       {.names = "--sanitize-timeout",
+        .help = "seconds one sanitizer run may take",
+        .target = &o->sanitize_timeout_s,
+        .positive = true}});
+  return {c};
 }
 
 }  // namespace kopt::cli

@@ -11,6 +11,7 @@
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/backend/opencl/opencl.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/evaluate/devices.hpp"
 #include "kopt/tools/tool_probe.hpp"
 #include "kopt/worker/worker_client.hpp"
 
@@ -19,6 +20,10 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
+
+struct EnvOptions {
+  bool probe_ncu = true;
+};
 
 json gather(const EnvOptions& o) {
   SystemCommandRunner runner;
@@ -39,7 +44,7 @@ json gather(const EnvOptions& o) {
               {"device_count", probe->device_count}};
     TempDir tmp("kopt-env");
     for (int i = 0; i < probe->device_count; ++i) {
-      WorkerClient worker(worker_options(i, tmp.path(), Backend::cuda));
+      WorkerClient worker(evaluate::worker_options(DeviceFamily::cuda, i, tmp.path()));
       auto info = worker.device_info();
       gpus.push_back(info ? to_json(*info) : json{{"ordinal", i}, {"error", info.error().message}});
     }
@@ -62,7 +67,7 @@ json gather(const EnvOptions& o) {
     ocl["error"] = devices.error().message;
   }
   env["opencl"] = ocl;
-  env["backend"] = backend_name(active_backend());
+  env["backend"] = device_family_name(device_family());
 
   cuda::NvrtcCompiler nvrtc;
   auto toolkit = nvrtc.toolkit();
@@ -155,7 +160,8 @@ void print_human(const json& env) {
                              d["type"].get<std::string>(), d["platform"].get<std::string>(),
                              d["version"].get<std::string>(), d["driver"].get<std::string>());
   std::cout << "backend           " << env["backend"].get<std::string>()
-            << " (--backend cuda|opencl|auto)\n";
+            << " (--backend cuda|opencl|auto: a CUDA GPU runs a problem's CUDA, solve() and "
+               "Triton kernels side by side)\n";
   const json& nv = env["nvrtc"];
   std::cout << "NVRTC             "
             << (nv["found"].get<bool>() ? nv["version"].get<std::string>()
@@ -183,8 +189,6 @@ void print_human(const json& env) {
     std::cout << "python3           missing\n";
 }
 
-}  // namespace
-
 int run_env(const GlobalOptions& g, const EnvOptions& o) {
   json env = gather(o);
   if (g.json)
@@ -192,6 +196,21 @@ int run_env(const GlobalOptions& g, const EnvOptions& o) {
   else
     print_human(env);
   return 0;
+}
+
+}  // namespace
+
+std::vector<Command> env_commands(const GlobalRef& g) {
+  auto o = std::make_shared<EnvOptions>();
+  Command c{.path = {"env"},
+            .help = "what is here: GPUs, driver, CUDA, NVRTC, tools, Python",
+            .run = [g, o] { return run_env(*g, *o); },
+            .storage = o};
+  c.options.push_back({.names = "--no-ncu-probe",
+                       .help = "do not run a tiny profile to test counter access",
+                       .target = &o->probe_ncu,
+                       .negates = true});
+  return {c};
 }
 
 }  // namespace kopt::cli

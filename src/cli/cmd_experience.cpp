@@ -16,11 +16,20 @@ void print_records(const std::vector<ExperienceRecord>& rs) {
                            "chip", "bottleneck", "method", "speedup", "verdict", "run / note");
   for (const auto& r : rs)
     std::cout << fmt::format("{:<5} {:<12} {:<7} {:<22} {:<26} {:>7.3f}x {:<11} {}{}\n", r.id,
-                             r.family, r.chip, r.bottleneck, r.method, r.speedup, r.verdict,
-                             r.run_id, r.note.empty() ? "" : " — " + r.note);
+                             r.family, r.chip, r.bottleneck, r.method, r.speedup,
+                             r.verdict.value_or(experience_verdict(r.speedup)), r.run_id,
+                             r.note.empty() ? "" : " — " + r.note);
 }
 
-}  // namespace
+struct ExperienceCliOptions {
+  std::string action;  // add | recommend | search | list | merge | sync | stats | predictions
+  std::string db;      // default: default_experience_db()
+  std::string family, chip, bottleneck, method, verdict, text, sass, note, by = "method", file,
+                                                                           direction;
+  std::vector<std::string> params;
+  double before_s = 0, after_s = 0;
+  std::size_t limit = 50;
+};
 
 int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o) {
   std::string cmd = "experience " + o.action;
@@ -138,6 +147,98 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
   }
   if (g.json) std::cout << out.dump(2) << "\n";
   return 0;
+}
+
+}  // namespace
+
+std::vector<Command> experience_commands(const GlobalRef& g) {
+  std::vector<Command> out;
+  const char* helps[] = {"record an outcome",
+                         "methods ranked by past outcomes for a family, chip and bottleneck",
+                         "records with this text in any field",
+                         "the records, newest first",
+                         "take in another kopt experience DB",
+                         "export or import JSON lines (one record a line)",
+                         "success rates by method, bottleneck or chip",
+                         "the predictions agents and the loop made, with their verdicts"};
+  const char* actions[] = {"add",   "recommend", "search", "list",
+                           "merge", "sync",      "stats",  "predictions"};
+  for (int i = 0; i < 8; ++i) {
+    auto e = std::make_shared<ExperienceCliOptions>();
+    e->action = actions[i];
+    Command c{.path = {"experience", actions[i]},
+              .help = helps[i],
+              .run = [g, e] { return run_experience_command(*g, *e); },
+              .storage = e};
+    c.options.push_back(
+        {.names = "--db",
+         .help =
+             "experience DB (default: $KOPT_EXPERIENCE_DB or ~/.local/share/kopt/experience.db)",
+         .target = &e->db});
+    bool lists = e->action == "list" || e->action == "predictions";
+    if (e->action == "add" || e->action == "recommend" || lists) {
+      c.options.push_back({.names = "--family",
+                           .help = "kernel family (softmax, gemm, ...)",
+                           .target = &e->family});
+      c.options.push_back({.names = "--chip", .help = "sm_90, gfx942, ...", .target = &e->chip});
+      if (e->action != "predictions")
+        c.options.push_back({.names = "--bottleneck",
+                             .help = "memory-bound, compute-bound, ...",
+                             .target = &e->bottleneck});
+    }
+    if (e->action == "add" || lists)
+      c.options.push_back({.names = "--method", .help = "method id", .target = &e->method});
+    if (e->action == "add") {
+      c.options.insert(
+          c.options.end(),
+          {{.names = "--before", .help = "time without the method (s)", .target = &e->before_s},
+           {.names = "--after", .help = "time with it (s)", .target = &e->after_s},
+           {.names = "--param", .help = "NAME=VALUE (repeatable)", .target = &e->params},
+           {.names = "--sass", .help = "SASS verdict", .target = &e->sass},
+           {.names = "--note", .help = "a note", .target = &e->note}});
+    }
+    if (lists) {
+      c.options.push_back(
+          {.names = "--verdict",
+           .help = "only records with this verdict",
+           .target = &e->verdict,
+           .choices =
+               e->action == "list"
+                   ? std::vector<std::string>{"success", "neutral", "failure", "regression"}
+                   : std::vector<std::string>{"confirmed", "short", "refuted", "unmeasured"}});
+      c.options.push_back({.names = "--limit", .help = "at most this many", .target = &e->limit});
+    }
+    if (e->action == "search") {
+      c.options.push_back({.names = "text",
+                           .help = "text found in any field",
+                           .target = &e->text,
+                           .required = true});
+      c.options.push_back({.names = "--limit", .help = "at most this many", .target = &e->limit});
+    }
+    if (e->action == "merge")
+      c.options.push_back({.names = "other",
+                           .help = "another kopt experience DB",
+                           .target = &e->file,
+                           .required = true});
+    if (e->action == "sync") {
+      c.options.push_back({.names = "direction",
+                           .help = "export or import",
+                           .target = &e->direction,
+                           .choices = {"export", "import"},
+                           .required = true});
+      c.options.push_back({.names = "file",
+                           .help = "JSON-lines file (one record a line)",
+                           .target = &e->file,
+                           .required = true});
+    }
+    if (e->action == "stats")
+      c.options.push_back({.names = "--by",
+                           .help = "method, bottleneck or chip",
+                           .target = &e->by,
+                           .choices = {"method", "bottleneck", "chip"}});
+    out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace kopt::cli

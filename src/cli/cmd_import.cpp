@@ -6,13 +6,31 @@
 
 #include "commands.hpp"
 #include "kopt/backend/python/kernelbench_import.hpp"
+#include "kopt/campaign/kernelbench_batch.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/kernelbench_batch.hpp"
+#include "kopt/evaluate/devices.hpp"
 
 namespace kopt::cli {
 namespace fs = std::filesystem;
 
 namespace {
+using campaign::KernelbenchBatchOptions;
+using campaign::KernelbenchEntry;
+using campaign::KernelbenchEvaluator;
+
+struct ImportCliOptions {
+  std::string file;  // a KernelBench problem (.py), or a folder of them
+  std::string out;   // the problem directory to write (a folder: one per problem under it)
+  bool force = false;
+  // A folder only: parallel imports, then each reference run once (--check) and its PyTorch
+  // baselines timed (--vs-torch) for --max-time each; the table also written to --report.
+  int jobs = 0;
+  bool check = false;
+  bool vs_torch = false;
+  double max_time_s = 1.0;
+  std::string report;
+  int device = 0;
+};
 
 int import_one_file(const GlobalOptions& g, const ImportCliOptions& o) {
   auto imported = import_kernelbench(o.file, o.out, cache_dir(), o.force);
@@ -48,8 +66,8 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   bo.force = o.force;
   bo.check = o.check;
   bo.baselines = o.vs_torch;
-  bo.bench.rule.max_time_s = o.max_time_s;
-  bo.bench.rule.min_time_s = std::min(bo.bench.rule.min_time_s, o.max_time_s / 2);
+  bo.rigour.timing.rule.max_time_s = o.max_time_s;
+  bo.rigour.timing.rule.min_time_s = std::min(bo.rigour.timing.rule.min_time_s, o.max_time_s / 2);
   bo.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
   if (o.jobs < 0) return report_error(g, "import kernelbench", 2, "--jobs must be at least 1");
   if (o.max_time_s <= 0)
@@ -69,11 +87,11 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   std::string device;
   if (o.check || o.vs_torch) {
     worker.emplace(worker_options(o.device, tmp.path()));
-    compiler = make_compiler(*worker);
+    compiler = evaluate::make_compiler(device_family(), *worker);
     if (auto d = worker->device_info()) device = d->name;
-    evaluate = worker_evaluator(bo, CheckContext{*compiler, runner, *worker});
+    evaluate = campaign::worker_evaluator(bo, evaluate::CheckContext{*compiler, runner, *worker});
   }
-  auto batch = run_kernelbench_batch(bo, importer, evaluate);
+  auto batch = campaign::run_kernelbench_batch(bo, importer, evaluate);
   if (!batch)
     return report_error(g, "import kernelbench", exit_code(batch.error().kind),
                         batch.error().to_string());
@@ -91,8 +109,6 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   return batch->exit_code();
 }
 
-}  // namespace
-
 int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOptions& o) {
   if (fs::is_directory(o.file)) return import_folder(g, o);
   if (o.check || o.vs_torch || !o.report.empty())
@@ -101,6 +117,53 @@ int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOption
         "--check, --vs-torch and --report apply to a folder; for one problem run `kopt check` and "
         "`kopt bench --vs-torch` on what the import wrote");
   return import_one_file(g, o);
+}
+
+}  // namespace
+
+std::vector<Command> import_commands(const GlobalRef& g) {
+  auto o = std::make_shared<ImportCliOptions>();
+  Command c{.path = {"import", "kernelbench"},
+            .help =
+                "a KernelBench problem (Model, get_inputs, get_init_inputs) -> kopt.toml, "
+                "ref.py, model.py; or a folder of them",
+            .run = [g, o] { return run_import_kernelbench_command(*g, *o); },
+            .long_running = true,
+            .storage = o};
+  c.options = {
+      {.names = "file",
+       .help = "the KernelBench problem (.py), or a folder of them",
+       .target = &o->file,
+       .required = true},
+      {.names = "--out",
+       .help = "the problem directory to write (for a folder: one directory per problem under it)",
+       .target = &o->out,
+       .required = true},
+      {.names = "--force",
+       .help = "replace the imported files of an earlier import (a folder: import and evaluate "
+               "all again)",
+       .target = &o->force},
+      {.names = "--jobs",
+       .help = "a folder: imports at a time (0: the machine's cores)",
+       .target = &o->jobs,
+       .range = {{0, 1024}}},
+      {.names = "--check",
+       .help = "a folder: run each problem's reference once",
+       .target = &o->check},
+      {.names = "--vs-torch",
+       .help = "a folder: time each problem's PyTorch baselines, eager and torch.compile",
+       .target = &o->vs_torch},
+      {.names = "--max-time",
+       .help = "a folder: seconds of timing per baseline",
+       .target = &o->max_time_s,
+       .positive = true},
+      {.names = "--report",
+       .help = "a folder: also write the summary table to this markdown file",
+       .target = &o->report},
+      {.names = "--device",
+       .help = "GPU ordinal for --check and --vs-torch",
+       .target = &o->device}};
+  return {c};
 }
 
 }  // namespace kopt::cli

@@ -2,6 +2,9 @@
 // Each tool runs the matching kopt command with --json in a child process and returns what
 // it printed, so tools and CLI can never disagree. Malformed messages get JSON-RPC errors
 // and the server keeps serving.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,131 +13,39 @@
 
 #include "commands.hpp"
 #include "kopt/core/process.hpp"
+#include "kopt/core/suggest.hpp"
 
 namespace kopt::cli {
 namespace {
 using nlohmann::json;
 
-struct Arg {
-  const char* name;
-  const char* type;  // "string", "integer", "number", "boolean", "array"
-  const char* flag;  // "" for a positional argument
-  const char* description;
-  bool required = false;
+// The tools: every command of the table an agent may call, each option an argument, and the
+// device family (--backend) too. The table is built once, bound to storage the server never
+// reads: a call runs the command in a child process.
+struct Tools {
+  std::shared_ptr<GlobalOptions> g = std::make_shared<GlobalOptions>();
+  std::vector<Command> commands = command_table(g);
+  std::vector<Option> globals = global_options(*g);
+  const Option& backend() const { return globals.back(); }
 };
 
-struct Tool {
-  const char* name;
-  const char* description;
-  std::vector<std::string> command;  // kopt subcommand words
-  std::vector<Arg> args;
-  bool long_running = false;
-};
-
-const std::vector<Tool>& tools() {
-  static const std::vector<Tool> t = {
-      {"env",
-       "What this machine has: GPUs, driver, NVRTC, ncu and counter access, tools.",
-       {"env"},
-       {}},
-      {"check",
-       "Correctness of a problem's kernels over several seeds.",
-       {"check"},
-       {{"problem", "string", "", "problem directory", true},
-        {"kernel", "string", "--kernel", "one kernel"},
-        {"set", "array", "--set", "param values NAME=VALUE"}},
-       true},
-      {"bench",
-       "Time kernels (cold L2), or compare two points interleaved.",
-       {"bench"},
-       {{"problem", "string", "", "problem directory", true},
-        {"kernel", "string", "--kernel", "one kernel"},
-        {"set", "array", "--set", "param values NAME=VALUE"},
-        {"vs", "array", "--vs", "the other point NAME=VALUE"}},
-       true},
-      {"profile",
-       "ncu metrics, roofline and bottleneck class with evidence.",
-       {"profile"},
-       {{"problem", "string", "", "problem directory", true},
-        {"kernel", "string", "--kernel", "one kernel"},
-        {"set", "array", "--set", "param values NAME=VALUE"}},
-       true},
-      {"analyze",
-       "The profile analysis from a saved ncu CSV or .ncu-rep.",
-       {"analyze"},
-       {{"file", "string", "", "the CSV or .ncu-rep", true},
-        {"kernel", "string", "--kernel", "kernel name"},
-        {"problem", "string", "--problem", "problem directory (cost formulas)"}}},
-      {"sass",
-       "Machine-code facts and method signature verdicts.",
-       {"sass"},
-       {{"problem", "string", "", "problem directory", true},
-        {"kernel", "string", "--kernel", "one kernel"},
-        {"method", "array", "--method", "methods to verify"}}},
-      {"iter_open",
-       "Open the next iteration: profile, headroom, budget, ranked suggestions or a reasoned stop, "
-       "hypothesis.md.",
-       {"iter", "open"},
-       {{"run", "string", "", "run directory", true},
-        {"problem", "string", "--problem", "problem (new run)"}},
-       true},
-      {"iter_branch",
-       "Add a branch (a kernel source) to the open iteration.",
-       {"iter", "branch"},
-       {{"run", "string", "", "run directory", true},
-        {"file", "string", "--file", "kernel source", true},
-        {"kernel", "string", "--kernel", "which kernel it replaces"},
-        {"set", "array", "--set", "param values"},
-        {"method", "array", "--method", "methods it applies"},
-        {"ablates", "string", "--ablates", "method it leaves out"},
-        {"hypothesis", "string", "--hypothesis",
-         "what the branch should do and why, recorded before measurement"},
-        {"expect", "array", "--expect", "predictions METRIC:up|down[:AMOUNT], judged at close"}}},
-      {"iter_close",
-       "Measure the branches, pick the champion, verify, attribute, judge the predictions, record.",
-       {"iter", "close"},
-       {{"run", "string", "", "run directory", true}},
-       true},
-      {"iter_finalize",
-       "End the run.",
-       {"iter", "finalize"},
-       {{"run", "string", "", "run directory", true}}},
-      {"experience_recommend",
-       "Methods ranked by past outcomes for a family, chip and bottleneck.",
-       {"experience", "recommend"},
-       {{"family", "string", "--family", "kernel family"},
-        {"chip", "string", "--chip", "sm_90, ..."},
-        {"bottleneck", "string", "--bottleneck", "bottleneck class"}}},
-      {"experience_add",
-       "Record an outcome.",
-       {"experience", "add"},
-       {{"family", "string", "--family", "kernel family", true},
-        {"chip", "string", "--chip", "sm_90, ...", true},
-        {"bottleneck", "string", "--bottleneck", "bottleneck class"},
-        {"method", "string", "--method", "method id", true},
-        {"before", "number", "--before", "time without it (s)", true},
-        {"after", "number", "--after", "time with it (s)", true}}},
-      {"report",
-       "Write report.md, benchmark.md and report.html for a run.",
-       {"report"},
-       {{"run", "string", "", "run directory", true},
-        {"html", "boolean", "--html", "also report.html"}}},
-  };
+const Tools& tools() {
+  static const Tools t;
   return t;
 }
 
-json input_schema(const Tool& t) {
-  json props = json::object(), required = json::array();
-  for (const auto& a : t.args) {
-    json p{{"type", a.type}, {"description", a.description}};
-    if (std::string(a.type) == "array") p["items"] = {{"type", "string"}};
-    props[a.name] = p;
-    if (a.required) required.push_back(a.name);
-  }
-  return {{"type", "object"},
-          {"properties", props},
-          {"required", required},
-          {"additionalProperties", false}};
+const Command* find_tool(const std::string& name) {
+  for (const auto& c : tools().commands)
+    if (!c.internal && c.tool && c.tool_name() == name) return &c;
+  return nullptr;
+}
+
+json schema_of(const Command& c) {
+  json s = tool_schema(c);
+  const Option& b = tools().backend();
+  s["inputSchema"]["properties"][b.argument_name()] = {
+      {"type", "string"}, {"description", b.help}, {"enum", b.choices}, {"default", "auto"}};
+  return s;
 }
 
 json rpc_error(const json& id, int code, const std::string& message) {
@@ -142,39 +53,59 @@ json rpc_error(const json& id, int code, const std::string& message) {
 }
 
 // The kopt command line for a call, or an error message for bad arguments.
-std::variant<std::vector<std::string>, std::string> command_for(const Tool& t, const json& args) {
+std::variant<std::vector<std::string>, std::string> command_for(const Command& c,
+                                                                const json& args) {
   std::vector<std::string> argv = {self_executable().string()};
-  argv.insert(argv.end(), t.command.begin(), t.command.end());
+  argv.insert(argv.end(), c.path.begin(), c.path.end());
   if (!args.is_object()) return std::string("arguments must be an object");
+  std::vector<const Option*> options;
+  for (const auto& o : c.options) options.push_back(&o);
+  options.push_back(&tools().backend());
+  std::vector<std::string> names;
+  for (const Option* o : options) names.push_back(o->argument_name());
   for (auto it = args.begin(); it != args.end(); ++it)
-    if (std::none_of(t.args.begin(), t.args.end(),
-                     [&](const Arg& a) { return it.key() == a.name; }))
-      return "unknown argument '" + it.key() + "'";
-  for (const auto& a : t.args) {
-    if (!args.contains(a.name)) {
-      if (a.required) return std::string("missing required argument '") + a.name + "'";
+    if (std::find(names.begin(), names.end(), it.key()) == names.end())
+      return "unknown argument '" + it.key() + "'" + did_you_mean(it.key(), names);
+  std::vector<std::string> positionals;
+  for (const Option* o : options) {
+    const std::string name = o->argument_name();
+    if (!args.contains(name)) {
+      if (o->required) return "missing required argument '" + name + "'";
       continue;
     }
-    const json& v = args[a.name];
-    std::string type = a.type;
-    bool ok = (type == "string" && v.is_string()) || (type == "integer" && v.is_number_integer()) ||
-              (type == "number" && v.is_number()) || (type == "boolean" && v.is_boolean()) ||
-              (type == "array" && v.is_array() &&
-               std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); }));
-    if (!ok) return std::string("argument '") + a.name + "' must be of type " + type;
-    std::string flag = a.flag;
-    if (type == "boolean") {
+    const json& v = args[name];
+    const std::string type = o->schema_type();
+    bool ok =
+        (type == "string" && v.is_string()) || (type == "integer" && v.is_number_integer()) ||
+        (type == "number" && v.is_number()) || (type == "boolean" && v.is_boolean()) ||
+        (type == "array" && v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) {
+           return x.is_string() || x.is_number_integer();
+         }));
+    if (!ok) return "argument '" + name + "' must be of type " + type;
+    auto text = [](const json& x) { return x.is_string() ? x.get<std::string>() : x.dump(); };
+    if (type == "string" && !o->choices.empty() &&
+        std::find(o->choices.begin(), o->choices.end(), v.get<std::string>()) == o->choices.end())
+      return "argument '" + name +
+             "' must be one of: " + fmt::format("{}", fmt::join(o->choices, ", "));
+    const std::string flag = o->long_name();
+    if (o->positional()) {
+      if (v.is_array())
+        for (const auto& x : v) positionals.push_back(text(x));
+      else
+        positionals.push_back(text(v));
+    } else if (type == "boolean") {
       if (v.get<bool>()) argv.push_back(flag);
     } else if (type == "array") {
       for (const auto& x : v) {
         argv.push_back(flag);
-        argv.push_back(x.get<std::string>());
+        argv.push_back(text(x));
       }
     } else {
-      if (!flag.empty()) argv.push_back(flag);
-      argv.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+      argv.push_back(flag);
+      argv.push_back(text(v));
     }
   }
+  argv.insert(argv.end(), positionals.begin(), positionals.end());
   argv.push_back("--json");
   return argv;
 }
@@ -203,16 +134,19 @@ json handle(const json& msg) {
   if (method == "ping") return {{"jsonrpc", "2.0"}, {"id", id}, {"result", json::object()}};
   if (method == "tools/list") {
     json list = json::array();
-    for (const auto& t : tools())
-      list.push_back(
-          {{"name", t.name}, {"description", t.description}, {"inputSchema", input_schema(t)}});
+    for (const auto& c : tools().commands)
+      if (!c.internal && c.tool) list.push_back(schema_of(c));
     return {{"jsonrpc", "2.0"}, {"id", id}, {"result", {{"tools", list}}}};
   }
   if (method == "tools/call") {
     std::string name = params.value("name", "");
-    auto t =
-        std::find_if(tools().begin(), tools().end(), [&](const Tool& x) { return name == x.name; });
-    if (t == tools().end()) return rpc_error(id, -32602, "unknown tool '" + name + "'");
+    const Command* t = find_tool(name);
+    if (!t) {
+      std::vector<std::string> known;
+      for (const auto& c : tools().commands)
+        if (!c.internal && c.tool) known.push_back(c.tool_name());
+      return rpc_error(id, -32602, "unknown tool '" + name + "'" + did_you_mean(name, known));
+    }
     auto cmd = command_for(*t, params.value("arguments", json::object()));
     if (auto* why = std::get_if<std::string>(&cmd)) return rpc_error(id, -32602, *why);
     json token = params.contains("_meta") ? params["_meta"].value("progressToken", json(nullptr))
@@ -248,6 +182,7 @@ json handle(const json& msg) {
 }  // namespace
 
 int run_mcp_command() {
+  (void)tools();  // the table, before the first message
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -268,6 +203,14 @@ int run_mcp_command() {
     if (!reply.is_null()) send(reply);
   }
   return 0;
+}
+
+std::vector<Command> mcp_commands(const GlobalRef&) {
+  Command c{.path = {"mcp"},
+            .help = "a Model Context Protocol server on stdio (JSON-RPC 2.0) for coding agents",
+            .run = [] { return run_mcp_command(); },
+            .tool = false};
+  return {c};
 }
 
 }  // namespace kopt::cli

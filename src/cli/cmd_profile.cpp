@@ -7,13 +7,22 @@
 #include "commands.hpp"
 #include "kopt/analysis/advice.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/ceilings_store.hpp"
-#include "kopt/engine/profiler.hpp"
+#include "kopt/evaluate/ceilings_store.hpp"
+#include "kopt/evaluate/devices.hpp"
+#include "kopt/evaluate/profiler.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/tools/ncu.hpp"
 #include "kopt/tools/tool_probe.hpp"
 
 namespace kopt::cli {
+using evaluate::CheckContext;
+using evaluate::find_ceilings_by_name;
+using evaluate::KernelProfile;
+using evaluate::ProfileReport;
+using evaluate::ProfileRequest;
+using evaluate::ProfileStatus;
+using evaluate::run_profile;
+using evaluate::StoredCeilings;
 namespace {
 
 std::vector<std::string> split_commas(const std::vector<std::string>& items) {
@@ -45,7 +54,8 @@ Expected<ToolInfo> find_ncu(CommandRunner& runner) {
 void print_profile(const ProfileReport& r) {
   for (const auto& k : r.kernels) {
     if (k.explanation) std::cout << summary_markdown(*k.explanation, k.provenance) << "\n";
-    if (k.status != "ok") std::cout << fmt::format("{}: {}: {}\n", k.kernel, k.status, k.error);
+    if (k.status != ProfileStatus::ok)
+      std::cout << fmt::format("{}: {}: {}\n", k.kernel, k.status, k.error);
     if (k.explanation && k.provenance.report_file.empty())
       std::cout << fmt::format("written: {}/{{summary.md,details.md,analysis.json}}\n\n",
                                k.dir.string());
@@ -60,7 +70,25 @@ void print_profile(const ProfileReport& r) {
   }
 }
 
-}  // namespace
+struct ProfileCliOptions {
+  ProblemSelection sel;
+  std::vector<std::string> questions;  // comma lists allowed
+  std::optional<std::string> ncu_set;
+  std::string clock_control = "none";
+  int launch_skip = 0;
+  int launch_count = 1;
+  std::string out = "kopt-profiles";
+  bool check_first = true;
+  double timeout_s = 600;
+  bool one_session = true;  // --session-per-kernel: one ncu session per kernel
+};
+
+struct AnalyzeCliOptions {
+  std::string file;
+  std::string kernel;
+  std::optional<std::string> gpu;
+  std::optional<std::string> problem;
+};
 
 int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) {
   // `--set full` (no '=') names one of ncu's section sets; `--set NAME=VALUE` a parameter.
@@ -107,7 +135,7 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
   if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
   SystemCommandRunner runner;
-  if (active_backend() != Backend::opencl) {  // OpenCL kernels get the timing-only analysis
+  if (device_family() != DeviceFamily::opencl) {  // OpenCL kernels get a timing-only analysis
     auto ncu = find_ncu(runner);
     if (!ncu) return report_error(g, "profile", 3, ncu.error().message);
     req.ncu = ncu->path;
@@ -116,7 +144,7 @@ int run_profile_command(const GlobalOptions& g, const ProfileCliOptions& given) 
 
   TempDir tmp("kopt-worker");
   WorkerClient worker(worker_options(o.sel.device, tmp.path()));
-  auto compiler = make_compiler(worker);
+  auto compiler = evaluate::make_compiler(device_family(), worker);
   auto report = run_profile(problem, req, CheckContext{*compiler, runner, worker});
   if (!report)
     return report_error(g, "profile", exit_code(report.error().kind), report.error().to_string());
@@ -167,7 +195,7 @@ int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
   std::optional<StoredCeilings> ceilings;
   if (!in.device_name.empty()) ceilings = find_ceilings_by_name(cache_dir(), in.device_name);
   if (ceilings) {
-    in.ceilings = &ceilings->result;
+    in.ceilings = &ceilings->result.ceilings;
     in.ceilings_measured_at = ceilings->measured_at;
   }
   ProfileProvenance prov;
@@ -202,6 +230,76 @@ int run_analyze_command(const GlobalOptions& g, const AnalyzeCliOptions& o) {
     std::cout << summary_markdown(e, prov) << advice_markdown(advice);
   }
   return 0;
+}
+
+}  // namespace
+
+std::vector<Command> profile_commands(const GlobalRef& g) {
+  auto o = std::make_shared<ProfileCliOptions>();
+  Command prof{.path = {"profile"},
+               .help = "ncu metrics -> roofline -> bottleneck, with the evidence",
+               .run = [g, o] { return run_profile_command(*g, *o); },
+               .long_running = true,
+               .storage = o};
+  add_selection(prof, o->sel);
+  prof.options.insert(
+      prof.options.end(),
+      {{.names = "--question",
+        .help = "collect the metrics for these questions (repeatable or comma list): sol, "
+                "memory, compute, occupancy, launch, stalls, instructions, source (default: all "
+                "but source)",
+        .target = &o->questions},
+       {.names = "--ncu-set",
+        .help = "collect one of ncu's own section sets instead (e.g. full); `--set full` says "
+                "the same",
+        .target = &o->ncu_set},
+       {.names = "--clock-control",
+        .help = "ncu --clock-control: none (clocks untouched) or base",
+        .target = &o->clock_control,
+        .choices = {"none", "base"}},
+       {.names = "--launch-skip",
+        .help = "launches to skip before profiling",
+        .target = &o->launch_skip,
+        .range = {{0, 1000}}},
+       {.names = "--launch-count",
+        .help = "launches to profile (averaged)",
+        .target = &o->launch_count,
+        .range = {{1, 100}}},
+       {.names = "--out",
+        .help = "directory for the reports (PROBLEM/KERNEL/ below it)",
+        .target = &o->out},
+       {.names = "--no-check",
+        .help = "profile even if the output is wrong",
+        .target = &o->check_first,
+        .negates = true},
+       {.names = "--timeout",
+        .help = "seconds ncu may take per kernel",
+        .target = &o->timeout_s,
+        .positive = true},
+       {.names = "--session-per-kernel",
+        .help = "one ncu session per kernel instead of one for all (each pays ncu's start-up)",
+        .target = &o->one_session,
+        .negates = true}});
+
+  auto a = std::make_shared<AnalyzeCliOptions>();
+  Command an{.path = {"analyze"},
+             .help = "the profile analysis from saved ncu output (CSV or .ncu-rep)",
+             .run = [g, a] { return run_analyze_command(*g, *a); },
+             .storage = a};
+  an.options = {{.names = "file",
+                 .help = "ncu CSV (--page raw or details) or an .ncu-rep",
+                 .target = &a->file,
+                 .required = true},
+                {.names = "--kernel",
+                 .help = "the kernel to analyse (default: the longest)",
+                 .target = &a->kernel},
+                {.names = "--gpu",
+                 .help = "spec table entry for the roofs (default: the device named in the CSV)",
+                 .target = &a->gpu},
+                {.names = "--problem",
+                 .help = "problem directory, for its cost formulas",
+                 .target = &a->problem}};
+  return {prof, an};
 }
 
 }  // namespace kopt::cli

@@ -6,6 +6,14 @@
 #include "kopt/report/run_report.hpp"
 
 namespace kopt::cli {
+namespace {
+
+struct ReportCliOptions {
+  std::vector<std::string> runs;
+  bool html = false;
+  bool leaderboard = false;
+  std::string out;  // default: the run directory (the leaderboard: stdout only)
+};
 
 int run_report_command(const GlobalOptions& g, const ReportCliOptions& o) {
   if (o.runs.empty()) return report_error(g, "report", 2, "name a run directory");
@@ -49,6 +57,29 @@ int run_report_command(const GlobalOptions& g, const ReportCliOptions& o) {
     std::cout << "\n";
   }
   return r.state ? 0 : 1;
+}
+
+}  // namespace
+
+std::vector<Command> report_commands(const GlobalRef& g) {
+  auto o = std::make_shared<ReportCliOptions>();
+  Command c{.path = {"report"},
+            .help = "report.md, benchmark.md and report.html from a run directory",
+            .run = [g, o] { return run_report_command(*g, *o); },
+            .storage = o};
+  c.options = {
+      {.names = "runs",
+       .help = "run directory (several with --leaderboard)",
+       .target = &o->runs,
+       .required = true},
+      {.names = "--html",
+       .help = "also write report.html (self-contained, SVG charts)",
+       .target = &o->html},
+      {.names = "--leaderboard",
+       .help = "rank several runs by speedup and % of the ceiling",
+       .target = &o->leaderboard},
+      {.names = "--out", .help = "where to write (default: the run directory)", .target = &o->out}};
+  return {c};
 }
 
 }  // namespace kopt::cli

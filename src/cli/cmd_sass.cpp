@@ -6,11 +6,16 @@
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/sass_report.hpp"
+#include "kopt/evaluate/devices.hpp"
+#include "kopt/evaluate/sass_report.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/worker/worker_client.hpp"
 
 namespace kopt::cli {
+using evaluate::run_sass;
+using evaluate::SassContext;
+using evaluate::SassReport;
+using evaluate::SassRequest;
 namespace {
 
 // The device's architecture when there is one (asked of a worker), else sm_90.
@@ -68,14 +73,17 @@ void print_sass(const SassReport& r) {
   }
 }
 
-}  // namespace
+struct SassCliOptions {
+  ProblemSelection sel;
+  std::vector<std::string> methods;
+  std::optional<std::string> catalog;
+};
 
 int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
-  if (active_backend() != Backend::cuda)
+  if (device_family() != DeviceFamily::cuda)
     return report_error(g, "sass", 3,
                         "SASS is NVIDIA machine code, and OpenCL builds are the driver's own: kopt "
-                        "sass needs the CUDA "
-                        "backend (--backend cuda)");
+                        "sass needs a CUDA device (--backend cuda)");
   auto sel = load_selection(o.sel);
   if (!sel) return report_error(g, "sass", exit_code(sel.error().kind), sel.error().to_string());
   Expected<MethodCatalog> catalog = builtin_method_catalog();
@@ -96,7 +104,7 @@ int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
   TempDir tmp("kopt-worker");
   WorkerClient worker(
       worker_options(o.sel.device, tmp.path()));  // started only if a build needs it
-  auto compiler = make_compiler(worker);
+  auto compiler = evaluate::make_compiler(device_family(), worker);
   SystemCommandRunner runner;
   auto report = run_sass(sel->problem, req, SassContext{*compiler, runner, *catalog});
   if (!report)
@@ -106,6 +114,24 @@ int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
   else
     print_sass(*report);
   return report->exit_code();
+}
+
+}  // namespace
+
+std::vector<Command> sass_commands(const GlobalRef& g) {
+  auto o = std::make_shared<SassCliOptions>();
+  Command c{.path = {"sass"},
+            .help = "machine-code facts and method signatures of kernels",
+            .run = [g, o] { return run_sass_command(*g, *o); },
+            .storage = o};
+  add_selection(c, o->sel, "diff against the same point changed by NAME=VALUE (repeatable)");
+  c.options.push_back({.names = "--method",
+                       .help = "check this method's signature (repeatable; default: all)",
+                       .target = &o->methods});
+  c.options.push_back({.names = "--catalog",
+                       .help = "a method catalog instead of the built-in one",
+                       .target = &o->catalog});
+  return {c};
 }
 
 }  // namespace kopt::cli

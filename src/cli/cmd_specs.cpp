@@ -5,12 +5,16 @@
 #include "kopt/analysis/target.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/ceilings_store.hpp"
-#include "kopt/engine/roofs.hpp"
+#include "kopt/evaluate/ceilings_store.hpp"
+#include "kopt/evaluate/roofs.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/report/target_markdown.hpp"
 
 namespace kopt::cli {
+using evaluate::find_ceilings_by_name;
+using evaluate::resolve_roofs;
+using evaluate::StoredCeilings;
+using evaluate::worker_ceilings;
 namespace {
 using nlohmann::json;
 
@@ -39,7 +43,16 @@ std::string known_ids() {
   return ids;
 }
 
-}  // namespace
+struct SpecsCliOptions {
+  std::optional<std::string> gpu;
+};
+
+struct TargetCliOptions {
+  ProblemSelection sel;
+  std::optional<std::string> gpu;
+  std::optional<std::string> precision;
+  std::string out = "target.md";
+};
 
 int run_specs_command(const GlobalOptions& g, const SpecsCliOptions& o) {
   if (o.gpu) {
@@ -95,9 +108,9 @@ int run_target_command(const GlobalOptions& g, const TargetCliOptions& o) {
     ceilings = resolve_roofs(cache_dir(), *device, worker_ceilings(worker)).ceilings;
   }
   std::string precision = o.precision.value_or(default_precision(problem));
-  auto t =
-      compute_target(problem, precision, spec, device_name, ceilings ? &ceilings->result : nullptr,
-                     ceilings ? ceilings->measured_at : "");
+  auto t = compute_target(problem, precision, spec, device_name,
+                          ceilings ? &ceilings->result.ceilings : nullptr,
+                          ceilings ? ceilings->measured_at : "");
   if (!t) return report_error(g, "target", exit_code(t.error().kind), t.error().to_string());
   std::string md = target_markdown(*t);
   if (auto w = write_text_atomic(o.out, md); !w)
@@ -107,6 +120,36 @@ int run_target_command(const GlobalOptions& g, const TargetCliOptions& o) {
   else
     std::cout << md << "\nwritten: " << o.out << "\n";
   return 0;
+}
+
+}  // namespace
+
+std::vector<Command> specs_commands(const GlobalRef& g) {
+  auto s = std::make_shared<SpecsCliOptions>();
+  Command specs{.path = {"specs"},
+                .help = "the hardware spec table, with a source for every value",
+                .run = [g, s] { return run_specs_command(*g, *s); },
+                .storage = s};
+  specs.options = {{.names = "gpu",
+                    .help = "an id (h100-sxm) or a device name (\"NVIDIA H100 80GB HBM3\")",
+                    .target = &s->gpu}};
+  auto o = std::make_shared<TargetCliOptions>();
+  Command target{.path = {"target"},
+                 .help = "write target.md: roofs with sources, bound, stop conditions",
+                 .run = [g, o] { return run_target_command(*g, *o); },
+                 .storage = o};
+  add_selection(target, o->sel);
+  target.options.insert(
+      target.options.end(),
+      {{.names = "--gpu",
+        .help = "a GPU of the spec table (default: this machine's)",
+        .target = &o->gpu},
+       {.names = "--precision",
+        .help = "compute roof: fp32, fp64, fp16, bf16, tf32, fp8, int8",
+        .target = &o->precision,
+        .choices = {"fp32", "fp64", "fp16", "bf16", "tf32", "fp8", "int8"}},
+       {.names = "--out", .help = "where to write target.md", .target = &o->out}});
+  return {specs, target};
 }
 
 }  // namespace kopt::cli

@@ -10,9 +10,20 @@
 #include "commands.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/parallel.hpp"
-#include "kopt/engine/tuner.hpp"
+#include "kopt/evaluate/worker_pool.hpp"
 #include "kopt/report/explanation_markdown.hpp"
-#include "worker_pool.hpp"
+#include "kopt/tune/tuner.hpp"
+
+namespace kopt::cli {
+using tune::Confirmed;
+using tune::ConfirmRule;
+using tune::parse_search_strategy;
+using tune::search_strategy_name;
+using tune::SearchProgress;
+using tune::SearchResult;
+using tune::TuneReport;
+using tune::TuneRequest;
+}  // namespace kopt::cli
 
 namespace kopt::cli {
 namespace {
@@ -125,7 +136,21 @@ std::optional<ConfirmRule> parse_confirm(const std::string& text) {
   }
 }
 
-}  // namespace
+struct TuneCliOptions {
+  ProblemSelection sel;
+  std::string strategy = "random";
+  std::size_t budget = 30;
+  double time_budget_s = 0;
+  std::uint64_t seed = 1;
+  double max_time_s = evaluate::k_tune_max_time_s;
+  unsigned jobs = 0;       // 0: the machine's cores
+  std::size_t batch = 32;  // candidates screened together
+  std::size_t screen_samples = 15;
+  std::string confirm = "auto";  // auto (the rule), all, or a number: at most that many
+  std::string gpus;              // --gpus all|N,M,...: screening split over these devices
+  std::string cluster;           // --cluster ray|ray:ADDRESS
+  bool allow_mixed = false;
+};
 
 int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   auto sel = load_selection(o.sel);
@@ -154,29 +179,29 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   req.search.budget.max_evaluations = o.budget;
   req.search.budget.max_wall_s = o.time_budget_s;
   req.search.seed = o.seed;
-  req.bench.rule.max_time_s = o.max_time_s;
-  req.bench.rule.min_time_s = std::min(0.2, o.max_time_s);
-  req.bench.rule.max_noise = 0.01;
-  req.screen = screen_options(req.bench, o.screen_samples);
+  req.full = evaluate::Rigour::decide(o.max_time_s);
+  req.screen_samples = o.screen_samples;
   auto confirm = parse_confirm(o.confirm);
   if (!confirm)
     return report_error(g, "tune", 2,
                         "--confirm " + o.confirm + ": expected auto, all or a number >= 1");
   req.confirm = *confirm;
-  req.jobs = o.jobs > 0 ? o.jobs : hardware_jobs();
   req.search.batch = o.batch;
-  req.arch = o.sel.arch;
-  req.cache_root = cache_dir();
   if (!g.json) req.search.progress = print_progress;
-  if (g.verbose) req.log = [](const std::string& line) { std::cerr << "kopt:" << line << "\n"; };
 
-  req.allow_mixed = o.allow_mixed;
-  auto pool = WorkerPool::open({o.gpus, o.cluster, o.sel.device, o.allow_mixed});
+  auto pool =
+      evaluate::WorkerPool::open({device_family(), o.gpus, o.cluster, o.sel.device, o.allow_mixed});
   if (!pool) return report_error(g, "tune", exit_code(pool.error().kind), pool.error().to_string());
   if (std::string d = (*pool)->description(); !d.empty() && !g.json)
     std::cerr << "kopt tune: " << d << "\n";
-  std::vector<CheckContext> devices = (*pool)->contexts();
-  auto report = run_tune(problem, req, devices);
+  evaluate::EvaluatorOptions eo;
+  eo.arch = o.sel.arch;
+  eo.cache_root = cache_dir();
+  eo.jobs = o.jobs > 0 ? o.jobs : hardware_jobs();
+  eo.allow_mixed = o.allow_mixed;
+  if (g.verbose) eo.log = [](const std::string& line) { std::cerr << "kopt:" << line << "\n"; };
+  evaluate::Evaluator ev(problem, (*pool)->contexts(), eo);
+  auto report = run_tune(req, ev);
   if (!report)
     return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
   if (g.json) {
@@ -186,6 +211,65 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
     print_tune(*report);
   }
   return report->exit_code();
+}
+
+}  // namespace
+
+std::vector<Command> tune_commands(const GlobalRef& g) {
+  auto o = std::make_shared<TuneCliOptions>();
+  Command c{.path = {"tune"},
+            .help = "search a kernel's parameter space (strategy, budget)",
+            .run = [g, o] { return run_tune_command(*g, *o); },
+            .long_running = true,
+            .storage = o};
+  add_selection(c, o->sel);
+  c.options.insert(
+      c.options.end(),
+      {{.names = "--strategy",
+        .help = "exhaustive, random, local, annealing or genetic",
+        .target = &o->strategy,
+        .choices = {"exhaustive", "random", "local", "annealing", "genetic"}},
+       {.names = "--budget",
+        .help = "points to evaluate at most",
+        .target = &o->budget,
+        .range = {{1, 100000}}},
+       {.names = "--time-budget",
+        .help = "seconds the search may take (0: no limit)",
+        .target = &o->time_budget_s,
+        .non_negative = true},
+       {.names = "--seed", .help = "random seed of the strategy", .target = &o->seed},
+       {.names = "--max-time",
+        .help = "time cap of each full measurement (s)",
+        .target = &o->max_time_s,
+        .positive = true},
+       {.names = "--jobs",
+        .help = "builds in parallel (0: the machine's cores)",
+        .target = &o->jobs,
+        .range = {{0, 1024}}},
+       {.names = "--batch",
+        .help = "candidates built, checked and screened together",
+        .target = &o->batch,
+        .range = {{1, 4096}}},
+       {.names = "--screen-samples",
+        .help = "timed samples of each candidate's screening",
+        .target = &o->screen_samples,
+        .range = {{3, 100000}}},
+       {.names = "--confirm",
+        .help = "candidates re-measured in full: auto (top 3 and those whose screening overlaps "
+                "the leader's, at most 8), all, or N (top N and overlaps, at most N)",
+        .target = &o->confirm},
+       {.names = "--gpus",
+        .help = "all, or N,M,...: one worker per device; screening batches are split over them, "
+                "confirmation and the final comparison run on the first",
+        .target = &o->gpus},
+       {.names = "--cluster",
+        .help = "ray, or ray:ADDRESS: one worker per device of a Ray cluster (ray alone starts a "
+                "local instance), as an actor on its node; see docs/cluster.md",
+        .target = &o->cluster},
+       {.names = "--allow-mixed",
+        .help = "with --gpus or --cluster: devices of different models in one run",
+        .target = &o->allow_mixed}});
+  return {c};
 }
 
 }  // namespace kopt::cli

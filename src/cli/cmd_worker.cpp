@@ -21,9 +21,10 @@ namespace kopt::cli {
 
 namespace {
 
-// The executor a worker of this backend drives.
-Expected<std::unique_ptr<Executor>> open_executor(int device, const std::string& backend) {
-  if (backend == "opencl") {  // "triton" and "cuda" workers own the CUDA GPU
+// The executor a worker of this device family drives (a CUDA worker runs Python jobs, Triton
+// kernels and PyTorch, in a Python child).
+Expected<std::unique_ptr<Executor>> open_executor(int device, DeviceFamily family) {
+  if (family == DeviceFamily::opencl) {
     auto e = opencl::OpenclExecutor::open(device);
     if (!e) return Unexpected(e.error());
     return std::unique_ptr<Executor>(std::move(*e));
@@ -35,7 +36,7 @@ Expected<std::unique_ptr<Executor>> open_executor(int device, const std::string&
 
 }  // namespace
 
-int run_worker_command(int device, const std::string& backend) {
+int run_worker_command(int device, DeviceFamily backend) {
   // The protocol gets a private copy of stdout; fd 1 then points at stderr, so a kernel's
   // printf (which writes to fd 1) can never corrupt the protocol stream.
   int protocol_fd = ::dup(1);
@@ -50,7 +51,7 @@ int run_worker_command(int device, const std::string& backend) {
   return run_worker_loop(std::cin, out, factory);
 }
 
-int run_worker_once_command(int device, const std::string& backend,
+int run_worker_once_command(int device, DeviceFamily backend,
                             const std::vector<std::string>& job_files, int warmup, int repeat) {
   std::vector<RunJob> jobs;
   for (const auto& file : job_files) {
@@ -150,6 +151,57 @@ int run_probe_kernel_command(int device) {
     return 1;
   }
   return 0;
+}
+
+namespace {
+struct WorkerCliOptions {
+  int device = 0;
+  std::vector<std::string> once;
+  int warmup = 0;
+  int repeat = 1;
+};
+}  // namespace
+
+std::vector<Command> worker_commands(const GlobalRef& g) {
+  auto o = std::make_shared<WorkerCliOptions>();
+  // A worker drives the family it is started for (evaluate/devices.cpp passes --backend); one
+  // started by hand without it owns a CUDA GPU, as it always did.
+  auto family = [g] { return g->backend == "opencl" ? DeviceFamily::opencl : DeviceFamily::cuda; };
+  Command worker{.path = {"worker"},
+                 .help = "internal: the process that owns a GPU",
+                 .run =
+                     [o, family] {
+                       return o->once.empty()
+                                  ? run_worker_command(o->device, family())
+                                  : run_worker_once_command(o->device, family(), o->once, o->warmup,
+                                                            o->repeat);
+                     },
+                 .internal = true,
+                 .tool = false,
+                 .storage = o};
+  worker.options = {
+      {.names = "--device", .help = "device ordinal", .target = &o->device},
+      {.names = "--once",
+       .help = "run this job file (for ncu; repeatable: in order, each in its NVTX range) instead "
+               "of serving the protocol",
+       .target = &o->once},
+      {.names = "--warmup",
+       .help = "with --once: launches of each job before its range",
+       .target = &o->warmup,
+       .range = {{0, 1000}}},
+      {.names = "--repeat",
+       .help = "with --once: launches of each job inside its range",
+       .target = &o->repeat,
+       .range = {{1, 1000}}}};
+  auto p = std::make_shared<int>(0);
+  Command probe{.path = {"probe-kernel"},
+                .help = "internal: launch one tiny kernel (for ncu)",
+                .run = [p] { return run_probe_kernel_command(*p); },
+                .internal = true,
+                .tool = false,
+                .storage = p};
+  probe.options = {{.names = "--device", .help = "device ordinal", .target = p.get()}};
+  return {worker, probe};
 }
 
 }  // namespace kopt::cli

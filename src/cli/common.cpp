@@ -1,152 +1,33 @@
-#include <unistd.h>
-
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "kopt/backend/cuda/executor.hpp"
-#include "kopt/backend/cuda/nvrtc_compiler.hpp"
-#include "kopt/backend/opencl/opencl.hpp"
-#include "kopt/backend/python/triton_compiler.hpp"
+#include "kopt/evaluate/devices.hpp"
 #include "kopt/problem/loader.hpp"
-#include "kopt/tools/tool_probe.hpp"
 
 namespace kopt::cli {
 
-std::filesystem::path self_executable() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::filesystem::path("kopt") : p;
-}
-
-SanitizeRequest sanitize_request(CommandRunner& runner, std::vector<std::string> tools,
-                                 int device) {
-  SanitizeRequest r;
-  r.tools = std::move(tools);
-  r.device = device;
-  r.kopt_executable = self_executable();
-  ToolInfo t = probe_tool(runner, "compute-sanitizer");
-  if (t.found)
-    r.sanitizer = t.path;
-  else
-    r.missing_reason =
-        "compute-sanitizer not found on PATH or in the CUDA toolkit's bin (it ships with the "
-        "toolkit)";
-  return r;
-}
-
 namespace {
 std::string g_backend_choice = "auto";
-std::optional<Backend> g_backend;
+std::optional<DeviceFamily> g_family;
 }  // namespace
 
 void set_backend_choice(const std::string& choice) {
+  if (choice == "triton")
+    std::cerr << "kopt: --backend triton is --backend cuda now: a problem's Triton kernels run "
+                 "beside its CUDA kernels on the CUDA GPU\n";
   g_backend_choice = choice;
-  g_backend.reset();
+  g_family.reset();
 }
 
-Backend active_backend() {
-  if (!g_backend) {
-    if (g_backend_choice == "cuda")
-      g_backend = Backend::cuda;
-    else if (g_backend_choice == "opencl")
-      g_backend = Backend::opencl;
-    else if (g_backend_choice == "triton")
-      g_backend = Backend::triton;
-    else if (cuda::probe_driver())
-      g_backend = Backend::cuda;
-    else if (opencl::list_opencl_devices())
-      g_backend = Backend::opencl;
-    else
-      g_backend = Backend::cuda;
-  }
-  return *g_backend;
+DeviceFamily device_family() {
+  if (!g_family) g_family = evaluate::choose_device_family(g_backend_choice);
+  return *g_family;
 }
 
-void prefer_backend_of(const Problem& p) {
-  if (g_backend_choice != "auto" || active_backend() != Backend::cuda) return;
-  auto has = [&](KernelLanguage l) {
-    return std::any_of(p.kernels.begin(), p.kernels.end(), [&](const KernelSpec& k) {
-      auto in_l = [&](const std::filesystem::path& s) { return language_of(s) == l; };
-      return in_l(k.source) || std::any_of(k.sources.begin(), k.sources.end(), in_l);
-    });
-  };
-  // Triton kernels run on the same CUDA GPU: a problem with no CUDA C++ kernel gets them.
-  if (!has(KernelLanguage::cuda) && has(KernelLanguage::triton)) g_backend = Backend::triton;
-}
-
-std::string_view backend_name(Backend b) {
-  return b == Backend::opencl ? "opencl" : b == Backend::triton ? "triton" : "cuda";
-}
-
-KernelLanguage backend_language(Backend b) {
-  return b == Backend::opencl   ? KernelLanguage::opencl
-         : b == Backend::triton ? KernelLanguage::triton
-                                : KernelLanguage::cuda;
-}
-
-Expected<void> backend_device_present() {
-  if (active_backend() == Backend::opencl) {
-    if (auto d = opencl::list_opencl_devices(); !d) return Unexpected(d.error());
-    return {};
-  }
-  if (auto p = cuda::probe_driver(); !p) return Unexpected(p.error());
-  return {};
-}
-
-Expected<std::vector<int>> select_devices(const std::string& gpus, int default_device) {
-  if (gpus.empty()) return std::vector<int>{default_device};
-  int count = 0;
-  if (active_backend() == Backend::opencl) {
-    auto d = opencl::list_opencl_devices();
-    if (!d) return Unexpected(d.error());
-    count = static_cast<int>(d->size());
-  } else {
-    auto p = cuda::probe_driver();
-    if (!p) return Unexpected(p.error());
-    count = p->device_count;
-  }
-  std::string have = "this machine has " + std::to_string(count) + " device(s)" +
-                     (count > 0 ? " (0-" + std::to_string(count - 1) + ")" : "");
-  std::vector<int> out;
-  if (gpus == "all") {
-    for (int i = 0; i < count; ++i) out.push_back(i);
-    if (out.empty()) return Unexpected(environment_error("--gpus all: " + have));
-    return out;
-  }
-  std::size_t at = 0;
-  while (at <= gpus.size()) {
-    std::size_t comma = gpus.find(',', at);
-    std::string item = gpus.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    int n = -1;
-    try {
-      std::size_t used = 0;
-      n = std::stoi(item, &used);
-      if (used != item.size()) n = -1;
-    } catch (const std::exception&) {
-    }
-    if (n < 0)
-      return Unexpected(bad_input("--gpus " + gpus + ": '" + item +
-                                  "' is not a device ordinal (all, or N,M,...)"));
-    if (n >= count)
-      return Unexpected(
-          bad_input("--gpus " + gpus + ": no device " + std::to_string(n) + "; " + have));
-    if (std::find(out.begin(), out.end(), n) != out.end())
-      return Unexpected(
-          bad_input("--gpus " + gpus + ": device " + std::to_string(n) + " named twice"));
-    out.push_back(n);
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return out;
-}
-
-std::unique_ptr<Compiler> make_compiler(WorkerClient& worker) {
-  // OpenCL builds need the device's driver: they happen in the worker, which owns the device.
-  if (active_backend() == Backend::opencl) return std::make_unique<WorkerCompiler>(worker);
-  if (active_backend() == Backend::triton) return std::make_unique<TritonCompiler>();
-  return std::make_unique<cuda::NvrtcCompiler>();
+WorkerOptions worker_options(int device, const std::filesystem::path& log_dir) {
+  return evaluate::worker_options(device_family(), device, log_dir);
 }
 
 std::string device_summary(const DeviceInfo& d) {
@@ -157,17 +38,25 @@ std::string device_summary(const DeviceInfo& d) {
          cuda_version_string(d.driver_version);
 }
 
-WorkerOptions worker_options(int device, const std::filesystem::path& log_dir,
-                             std::optional<Backend> backend) {
-  WorkerOptions wo;
-  wo.command = {self_executable().string(),
-                "worker",
-                "--device",
-                std::to_string(device),
-                "--backend",
-                std::string(backend_name(backend.value_or(active_backend())))};
-  wo.log_path = log_dir / ("worker" + std::to_string(device) + ".log");
-  return wo;
+void add_selection(Command& c, ProblemSelection& sel, const std::string& vs_help) {
+  c.options.push_back({.names = "problem",
+                       .help = "problem directory (or its kopt.toml)",
+                       .target = &sel.problem,
+                       .required = true});
+  c.options.push_back({.names = "--kernel",
+                       .help = "only this kernel (repeatable; default: all of them)",
+                       .target = &sel.kernels});
+  c.options.push_back(
+      {.names = "--set", .help = "parameter value NAME=VALUE (repeatable)", .target = &sel.sets});
+  if (!vs_help.empty()) c.options.push_back({.names = "--vs", .help = vs_help, .target = &sel.vs});
+  c.options.push_back(
+      {.names = "--dim", .help = "override a dim NAME=VALUE (repeatable)", .target = &sel.dims});
+  c.options.push_back({.names = "--arch",
+                       .help = "target architecture, e.g. sm_90 (default: the device's)",
+                       .target = &sel.arch});
+  c.options.push_back({.names = "--device",
+                       .help = "device ordinal (CUDA, or OpenCL with --backend opencl: GPUs first)",
+                       .target = &sel.device});
 }
 
 Expected<std::map<std::string, std::int64_t>> parse_assignments(
@@ -205,9 +94,8 @@ Expected<Selected> load_selection(const ProblemSelection& sel) {
   }
   auto problem = load_problem(sel.problem, out.dims);
   if (!problem) return Unexpected(problem.error());
-  prefer_backend_of(*problem);
   if (auto chosen =
-          select_language(*problem, backend_language(active_backend()), sel.allow_no_kernels);
+          select_runnable(*problem, runnable_languages(device_family()), sel.allow_no_kernels);
       !chosen)
     return Unexpected(chosen.error());
   out.problem = std::move(*problem);

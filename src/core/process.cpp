@@ -313,4 +313,10 @@ std::string Subprocess::reap(std::chrono::milliseconds timeout) {
   return describe_wait_status(status);
 }
 
+std::filesystem::path self_executable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path("kopt") : p;
+}
+
 }  // namespace kopt

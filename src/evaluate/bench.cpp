@@ -1,4 +1,4 @@
-#include "kopt/engine/bencher.hpp"
+#include "kopt/evaluate/bench.hpp"
 
 #include <fmt/format.h>
 
@@ -8,12 +8,12 @@
 
 #include "bench_checks.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/roofs.hpp"
-#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/evaluate/roofs.hpp"
+#include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/measure/review.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace fs = std::filesystem;
 using nlohmann::json;
 namespace {
@@ -23,22 +23,9 @@ double seconds_since(Clock::time_point t) {
 }
 }  // namespace
 
-BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare,
-                           const BenchOptions& options, double threshold,
-                           const std::optional<std::string>& arch, const fs::path& cache_root) {
-  BenchRequest r;
-  r.variants = std::move(variants);
-  r.compare = compare;
-  r.options = options;
-  r.threshold = threshold;
-  r.arch = arch;
-  r.cache_root = cache_root;
-  return r;
-}
-
 int BenchReport::exit_code() const {
   for (const auto& v : variants)
-    if (v.status != "ok" && v.status != "unavailable") return 1;
+    if (v.status != VariantStatus::ok && v.status != VariantStatus::unavailable) return 1;
   return 0;
 }
 
@@ -96,7 +83,7 @@ class BenchRun {
       BenchVariant& v = m_report.variants[i];
       v.build = *builds[i];
       if (!v.build.ok) {
-        v.status = "compile_failed";
+        v.status = VariantStatus::compile_failed;
         v.error = v.build.log;
       }
     }
@@ -189,8 +176,9 @@ class BenchRun {
       } else {
         std::string first_line = r.error.substr(0, r.error.find('\n'));
         // A torch before 2.0 has no torch.compile: a fact of this machine, not a failure.
-        v.status = first_line.find("has no torch.compile") != std::string::npos ? "unavailable"
-                                                                                : "run_failed";
+        v.status = first_line.find("has no torch.compile") != std::string::npos
+                       ? VariantStatus::unavailable
+                       : VariantStatus::run_failed;
         v.error = first_line;
         all.series.push_back(SampleSeries{});  // keeps the rows aligned with their series
       }
@@ -241,12 +229,12 @@ class BenchRun {
   std::vector<std::size_t> ok_variants() const {
     std::vector<std::size_t> out;
     for (std::size_t i = 0; i < m_report.variants.size(); ++i)
-      if (m_report.variants[i].status == "ok") out.push_back(i);
+      if (m_report.variants[i].status == VariantStatus::ok) out.push_back(i);
     return out;
   }
 
   static void fail_run(BenchVariant& v, const BenchResult& r) {
-    v.status = "run_failed";
+    v.status = VariantStatus::run_failed;
     v.error = std::string(run_status_name(r.status)) + ": " + r.error;
   }
 
@@ -277,8 +265,8 @@ class BenchRun {
     for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {
       const SampleVerification& check = result.series[i].verification;
       BenchVariant& v = m_report.variants[i];
-      if (!check.failed() || v.status != "ok") continue;
-      v.status = "inconsistent";
+      if (!check.failed() || v.status != VariantStatus::ok) continue;
+      v.status = VariantStatus::inconsistent;
       v.error = "timed launches do not compute what an untimed launch computes: " + check.failure +
                 "; its times are not a result";
     }
@@ -289,10 +277,11 @@ class BenchRun {
   void review_speedups() {
     const BenchVariant* eager = nullptr;
     for (const auto& v : m_report.variants)
-      if (v.kernel == "torch eager" && v.status == "ok" && v.summary.median > 0) eager = &v;
+      if (v.kernel == "torch eager" && v.status == VariantStatus::ok && v.summary.median > 0)
+        eager = &v;
     if (!eager) return;
     for (auto& v : m_report.variants) {
-      if (&v == eager || v.kernel.rfind("torch", 0) == 0 || v.status != "ok") continue;
+      if (&v == eager || v.kernel.rfind("torch", 0) == 0 || v.status != VariantStatus::ok) continue;
       if (auto note = review_speedup_over_eager(v.summary.median, eager->summary.median))
         v.reviews.push_back(*note);
     }
@@ -311,8 +300,8 @@ class BenchRun {
     double bytes = cost.bytes.value_or(0), flops = cost.flops.value_or(0);
     for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {
       BenchVariant& v = m_report.variants[i];
-      if (v.status == "below_floor") {  // judged again, with roofs measured once more
-        v.status = "ok";
+      if (v.status == VariantStatus::below_floor) {  // judged again, with roofs measured once more
+        v.status = VariantStatus::ok;
         v.error.clear();
       }
       v.series = result.series[i];
@@ -329,8 +318,8 @@ class BenchRun {
         v.pct_compute_ceiling = 100.0 * flops / t / m_report.compute_roof.rate;
       // The DRAM floor holds only when the data come from DRAM: in cold mode.
       v.floor_s = roofline_floor_s(roofs, bytes, flops, m_r.options.mode == CacheMode::cold);
-      if (v.status == "ok" && is_below_floor(roofs, t, v.floor_s)) {
-        v.status = "below_floor";
+      if (v.status == VariantStatus::ok && is_below_floor(roofs, t, v.floor_s)) {
+        v.status = VariantStatus::below_floor;
         v.error =
             "median " + std::to_string(t * 1e6) + " us is below the roofline floor of " +
             std::to_string(v.floor_s * 1e6) + " us (roofs: " + roofs.source +
@@ -350,7 +339,7 @@ class BenchRun {
     // floor is called an error, they are measured once more and the best of both kept.
     if (roofs_may_be_low(m_report.roofs, m_report.device) &&
         std::any_of(m_report.variants.begin(), m_report.variants.end(),
-                    [](const BenchVariant& v) { return v.status == "below_floor"; })) {
+                    [](const BenchVariant& v) { return v.status == VariantStatus::below_floor; })) {
       m_report.roofs = remeasure_roofs(m_r.cache_root, m_report.device,
                                        worker_ceilings(m_ctx.worker), m_report.roofs, m_r.log);
       judge(result);
@@ -443,4 +432,4 @@ json to_json(const BenchReport& r) {
   return j;
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -1,6 +1,6 @@
 #include "bench_checks.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 namespace {
 
@@ -14,7 +14,7 @@ bool timer_verifies(const Problem& p, const BenchRequest& r,
     outputs = outputs || t.role == Role::output;
   }
   for (const auto& v : variants)
-    if (v.status == "ok" &&
+    if (v.status == VariantStatus::ok &&
         (is_python(v.build.module_kind) || v.build.module_kind == ModuleKind::cpu_library))
       return false;
   return outputs;
@@ -66,8 +66,8 @@ void mark_wrong(std::vector<BenchVariant>& variants, const BenchResult& result) 
   for (std::size_t i = 0; i < variants.size() && i < result.series.size(); ++i) {
     const std::string& failure = result.series[i].verification.check_failure;
     BenchVariant& v = variants[i];
-    if (failure.empty() || v.status != "ok") continue;
-    v.status = "wrong";
+    if (failure.empty() || v.status != VariantStatus::ok) continue;
+    v.status = VariantStatus::wrong;
     v.error = "kopt check (in the timing job, seed 1): " + failure + "; not timed";
   }
 }
@@ -77,7 +77,7 @@ Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckCont
   CheckOptions co;
   std::vector<BenchVariant*> checked;
   for (auto& v : variants) {
-    if (v.status != "ok") continue;
+    if (v.status != VariantStatus::ok) continue;
     co.points.push_back(
         {v.kernel, std::map<std::string, std::int64_t>(v.point.begin(), v.point.end())});
     checked.push_back(&v);
@@ -94,7 +94,7 @@ Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckCont
     BenchVariant& v = *checked[i];
     v.check_s = kc.check_s;
     if (kc.status != KernelStatus::passed) {
-      v.status = "wrong";
+      v.status = VariantStatus::wrong;
       v.error = "kopt check " + std::string(kernel_status_name(kc.status)) +
                 (kc.error.empty() ? "" : ": " + kc.error) + "; not timed";
     }
@@ -102,4 +102,4 @@ Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckCont
   return {};
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -4,9 +4,9 @@
 // golden output against seed 1's reference outputs, output_verifier.hpp).
 #include <vector>
 
-#include "kopt/engine/bencher.hpp"
+#include "kopt/evaluate/bench.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 // Whether the check can be made inside the timing job: asked for (check_in_timing), not a
 // comparison, verified samples on (the golden output is taken), outputs only (an inout changes
@@ -38,4 +38,4 @@ void mark_wrong(std::vector<BenchVariant>& variants, const BenchResult& result);
 Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckContext ctx,
                               std::vector<BenchVariant>& variants);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

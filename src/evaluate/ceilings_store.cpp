@@ -1,10 +1,10 @@
-#include "kopt/engine/ceilings_store.hpp"
+#include "kopt/evaluate/ceilings_store.hpp"
 
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -97,4 +97,4 @@ Expected<std::pair<StoredCeilings, bool>> ensure_ceilings(const fs::path& cache_
   return std::pair{stored, false};
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

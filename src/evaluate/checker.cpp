@@ -1,4 +1,4 @@
-#include "kopt/engine/checker.hpp"
+#include "kopt/evaluate/checker.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,12 +8,12 @@
 #include "kopt/core/entropy.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
-#include "kopt/engine/sanitize.hpp"
-#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/evaluate/sanitize.hpp"
+#include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/problem/tensor_data.hpp"
 #include "kopt/worker/protocol.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -38,12 +38,12 @@ int CheckReport::exit_code() const {
     return device ? 0 : 3;  // a fresh import: its reference ran, or nothing could
   bool any_failed = false, any_ran = false, unverifiable = false;
   for (const auto& k : kernels) {
-    std::string sanitized = sanitizer_verdict(k.sanitizer);
+    auto sanitized = sanitizer_verdict(k.sanitizer);
     any_failed = any_failed ||
                  (k.status != KernelStatus::passed && k.status != KernelStatus::not_run) ||
-                 sanitized == "findings";
+                 sanitized == SanitizerStatus::findings;
     any_ran = any_ran || k.status != KernelStatus::not_run;
-    unverifiable = unverifiable || sanitized == "unverifiable";
+    unverifiable = unverifiable || sanitized == SanitizerStatus::unverifiable;
   }
   if (any_failed) return 1;
   return any_ran && !unverifiable ? 0 : 3;
@@ -457,27 +457,6 @@ class CheckRun {
                 problem_tensor_bytes(m_p) * static_cast<std::uintmax_t>(m_o.seeds + 1)};
 };
 
-json to_json(const CompareResult& c) {
-  json mism = json::array();
-  for (const auto& m : c.first_mismatches)
-    mism.push_back(
-        {{"index", m.index}, {"flat", m.flat}, {"got", m.got}, {"expected", m.expected}});
-  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(std::to_string(v)); };
-  return json{{"tensor", c.tensor},
-              {"numel", c.numel},
-              {"atol", c.tolerance.atol},
-              {"rtol", c.tolerance.rtol},
-              {"max_abs_err", num(c.max_abs_err)},
-              {"max_rel_err", num(c.max_rel_err)},
-              {"rel_l2_err", num(c.rel_l2_err)},
-              {"mismatches", c.mismatches},
-              {"first_mismatches", mism},
-              {"nan_count", c.nan_count},
-              {"inf_count", c.inf_count},
-              {"unwritten", c.unwritten},
-              {"passed", c.passed}};
-}
-
 }  // namespace
 
 Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options,
@@ -490,55 +469,4 @@ Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& opti
   }
 }
 
-json to_json(const CheckReport& r) {
-  json kernels = json::array();
-  for (const auto& k : r.kernels) {
-    json seeds = json::array();
-    for (const auto& s : k.seeds) {
-      json outs = json::array();
-      for (const auto& o : s.outputs) outs.push_back(to_json(o));
-      seeds.push_back({{"seed", s.seed},
-                       {"status", run_status_name(s.status)},
-                       {"error", s.error},
-                       {"passed", s.passed},
-                       {"kernel_ms", s.kernel_ms},
-                       {"modified_inputs", s.modified_inputs},
-                       {"outputs", outs}});
-    }
-    kernels.push_back({{"kernel", k.kernel},
-                       {"source", k.source},
-                       {"params", k.point},
-                       {"grid", k.launch.grid},
-                       {"block", k.launch.block},
-                       {"shared_mem", k.launch.shared_mem},
-                       {"status", kernel_status_name(k.status)},
-                       {"error", k.error},
-                       {"build", to_json(k.build)},
-                       {"resources", k.resources},
-                       {"seeds", seeds}});
-    if (!k.sanitizer.empty()) {
-      json outcomes = json::array();
-      for (const auto& o : k.sanitizer) outcomes.push_back(to_json(o));
-      kernels.back()["sanitizer"] = {{"verdict", sanitizer_verdict(k.sanitizer)},
-                                     {"tools", outcomes}};
-    }
-  }
-  json j{{"schema_version", 1},
-         {"command", "check"},
-         {"problem", r.problem},
-         {"problem_dir", r.problem_dir},
-         {"arch", r.arch},
-         {"toolkit", r.toolkit},
-         {"reference", {{"kind", r.reference_kind}, {"cached", r.reference_cached}}},
-         {"seeds", r.seeds},
-         {"secret_seed", r.secret_seed ? json(*r.secret_seed) : json(nullptr)},
-         {"other_shape", {{"dims", r.other_shape}, {"note", r.other_shape_note}}},
-         {"kernels", kernels},
-         {"worker_starts", r.worker_starts},
-         {"device", r.device ? to_json(*r.device) : json(nullptr)},
-         {"device_error", r.device_error},
-         {"exit_code", r.exit_code()}};
-  return j;
-}
-
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -1,12 +1,12 @@
-#include "kopt/engine/dispatcher.hpp"
+#include "kopt/evaluate/dispatcher.hpp"
 
 #include <condition_variable>
 #include <deque>
 #include <thread>
 
-#include "kopt/engine/checker.hpp"
+#include "kopt/evaluate/checker.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 std::size_t Dispatcher::live() const {
   std::lock_guard lock(m_mutex);
@@ -164,4 +164,4 @@ Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>
   return devices;
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

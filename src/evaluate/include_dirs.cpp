@@ -1,12 +1,13 @@
-#include "kopt/engine/include_dirs.hpp"
+#include "kopt/evaluate/include_dirs.hpp"
 
 #include <map>
 #include <mutex>
 
 #include "kopt/core/process.hpp"
+#include "kopt/core/python.hpp"
 #include "kopt/core/tools_dir.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace fs = std::filesystem;
 
 namespace {
@@ -17,24 +18,17 @@ fs::path find_package(const std::string& name) {
     if (fs::is_directory(root, ec))
       for (const auto& e : fs::directory_iterator(root, ec))
         if (fs::is_directory(e.path() / name, ec)) return e.path() / name;
-  std::vector<std::string> pythons;
-  if (const char* v = std::getenv("KOPT_PYTHON"); v && *v) pythons.emplace_back(v);
-  pythons.insert(pythons.end(), {"python3", "/usr/bin/python3"});
   SystemCommandRunner runner;
-  for (const auto& py : pythons) {
-    auto found = find_program(py);
-    if (!found) continue;
-    CommandResult r = runner.run({found->string(), "-c",
-                                  "import importlib.util, sys\n"
-                                  "s = importlib.util.find_spec(sys.argv[1])\n"
-                                  "print(list(s.submodule_search_locations)[0] if s and "
-                                  "s.submodule_search_locations else '')",
-                                  name},
-                                 std::chrono::seconds(20));
-    std::string out = r.out;
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    if (r.ok() && !out.empty() && fs::is_directory(out, ec)) return out;
-  }
+  CommandResult r = runner.run({choose_python(name), "-c",
+                                "import importlib.util, sys\n"
+                                "s = importlib.util.find_spec(sys.argv[1])\n"
+                                "print(list(s.submodule_search_locations)[0] if s and "
+                                "s.submodule_search_locations else '')",
+                                name},
+                               std::chrono::seconds(20));
+  std::string out = r.out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (r.ok() && !out.empty() && fs::is_directory(out, ec)) return out;
   return {};
 }
 
@@ -80,4 +74,4 @@ ResolvedIncludes resolve_include_dirs(const Problem& p, const KernelSpec& k) {
   return out;
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

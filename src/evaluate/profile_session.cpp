@@ -8,7 +8,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/tools/ncu.hpp"
 
-namespace kopt::profile_detail {
+namespace kopt::evaluate::profile_detail {
 namespace fs = std::filesystem;
 
 namespace {
@@ -24,7 +24,7 @@ std::string join_command(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-void fail(KernelProfile& kp, const std::string& status, const std::string& error) {
+void fail(KernelProfile& kp, ProfileStatus status, const std::string& error) {
   kp.status = status;
   kp.error = error;
 }
@@ -34,7 +34,7 @@ ExplainInputs explain_inputs(const Problem& p, const DeviceInfo& device,
   ExplainInputs in;
   in.device_name = device.name;
   if (c) {
-    in.ceilings = &c->result;
+    in.ceilings = &c->result.ceilings;
     in.ceilings_measured_at = c->measured_at;
   }
   Cost cost = p.cost_at_dims();
@@ -98,18 +98,19 @@ void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& p
   };
   if (outcome.failure == NcuFailure::no_permission)
     return each([&](const Staged& b, KernelProfile& kp) {
-      degrade(*b.problem, b.check, sc, kp, "no_counters", outcome.message);
+      degrade(*b.problem, b.check, sc, kp, ProfileStatus::no_counters, outcome.message);
     });
   // A job that failed under ncu leaves the others' launches in the report.
   if (outcome.failure != NcuFailure::none &&
       (outcome.failure != NcuFailure::program_failed || !fs::exists(rep)))
-    return each(
-        [&](const Staged&, KernelProfile& kp) { fail(kp, "profile_failed", outcome.message); });
+    return each([&](const Staged&, KernelProfile& kp) {
+      fail(kp, ProfileStatus::profile_failed, outcome.message);
+    });
   CommandResult csv =
       sc.ctx.runner.run(ncu_import_argv(r.ncu, rep), std::chrono::milliseconds(120000));
   if (!csv.ok())
     return each([&](const Staged&, KernelProfile& kp) {
-      fail(kp, "profile_failed", "ncu --import failed: " + csv.err.substr(0, 400));
+      fail(kp, ProfileStatus::profile_failed, "ncu --import failed: " + csv.err.substr(0, 400));
     });
   if (batch.size() > 1) (void)write_text_atomic(session_dir / "profile.csv", csv.out);
   for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -121,11 +122,11 @@ void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& p
     (void)write_text_atomic(kp.dir / "profile.csv", mine);
     auto parsed = parse_ncu_csv(mine, kp.provenance.csv_file);
     if (!parsed) {
-      fail(kp, "profile_failed", parsed.error().message);
+      fail(kp, ProfileStatus::profile_failed, parsed.error().message);
       continue;
     }
     if (parsed->launches.empty()) {
-      fail(kp, "profile_failed",
+      fail(kp, ProfileStatus::profile_failed,
            outcome.failure != NcuFailure::none
                ? outcome.message
                : "ncu recorded no launch of it in its range (" + ncu_job_range(i) + "); see " +
@@ -134,7 +135,7 @@ void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& p
     }
     auto target = select_kernel(*parsed, "");
     if (!target) {
-      fail(kp, "profile_failed", target.error().message);
+      fail(kp, ProfileStatus::profile_failed, target.error().message);
       continue;
     }
     ExplainInputs in = explain_inputs(*b.problem, sc.device, sc.ceilings);
@@ -145,7 +146,7 @@ void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& p
 }
 
 void degrade(const Problem& p, const KernelCheck& kc, const SessionContext& sc, KernelProfile& kp,
-             const std::string& status, const std::string& why) {
+             ProfileStatus status, const std::string& why) {
   kp.status = status;
   kp.error = why;
   ExplainInputs in = explain_inputs(p, sc.device, sc.ceilings);
@@ -163,4 +164,4 @@ void degrade(const Problem& p, const KernelCheck& kc, const SessionContext& sc, 
   write_profile_files(kp);
 }
 
-}  // namespace kopt::profile_detail
+}  // namespace kopt::evaluate::profile_detail

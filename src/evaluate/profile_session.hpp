@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "kopt/engine/ceilings_store.hpp"
-#include "kopt/engine/profiler.hpp"
+#include "kopt/evaluate/ceilings_store.hpp"
+#include "kopt/evaluate/profiler.hpp"
 
-namespace kopt::profile_detail {
+namespace kopt::evaluate::profile_detail {
 
 // A kernel ready for a session: its job file, and ncu's name filter for its launches.
 struct Staged {
@@ -27,7 +27,7 @@ struct Staged {
 ExplainInputs explain_inputs(const Problem& p, const DeviceInfo& device,
                              const std::optional<StoredCeilings>& c);
 // The profile did not come about: `status` (compile_failed, wrong, profile_failed, ...) and why.
-void fail(KernelProfile& kp, const std::string& status, const std::string& error);
+void fail(KernelProfile& kp, ProfileStatus status, const std::string& error);
 // summary.md, details.md and analysis.json in the profile's folder.
 void write_profile_files(const KernelProfile& kp);
 
@@ -41,11 +41,11 @@ struct SessionContext {
 // No counters (no permission, or a backend without a counter profiler): time from the
 // check's run and the static facts, and say so.
 void degrade(const Problem& p, const KernelCheck& kc, const SessionContext& sc, KernelProfile& kp,
-             const std::string& status, const std::string& why);
+             ProfileStatus status, const std::string& why);
 
 // Profiles `batch` in one ncu session whose report and log go to `session_dir`; fills each
 // one's KernelProfile in `profiles`.
 void run_session(const std::vector<Staged>& batch, std::vector<KernelProfile>& profiles,
                  const SessionContext& sc, const std::filesystem::path& session_dir);
 
-}  // namespace kopt::profile_detail
+}  // namespace kopt::evaluate::profile_detail

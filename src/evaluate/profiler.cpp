@@ -1,25 +1,25 @@
-#include "kopt/engine/profiler.hpp"
+#include "kopt/evaluate/profiler.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "kopt/backend/python/triton_compiler.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/roofs.hpp"
-#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/evaluate/roofs.hpp"
+#include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/tools/ncu.hpp"
 #include "kopt/worker/protocol.hpp"
 #include "profile_session.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 int ProfileReport::exit_code() const {
   int code = 0;
   for (const auto& k : kernels) {
-    if (k.status == "no_counters") return 3;
-    if (k.status != "ok" && k.status != "timing_only") code = 1;
+    if (k.status == ProfileStatus::no_counters) return 3;
+    if (k.status != ProfileStatus::ok && k.status != ProfileStatus::timing_only) code = 1;
   }
   return code;
 }
@@ -107,25 +107,28 @@ class ProfileRun {
     KernelProfile& kp = profiles.back();
     if (kc.status == KernelStatus::compile_failed || kc.status == KernelStatus::run_failed ||
         kc.status == KernelStatus::not_run)
-      return fail(kp, kc.status == KernelStatus::compile_failed ? "compile_failed" : "run_failed",
+      return fail(kp,
+                  kc.status == KernelStatus::compile_failed ? ProfileStatus::compile_failed
+                                                            : ProfileStatus::run_failed,
                   kc.error);
     if (kc.status == KernelStatus::mismatch && m_r.check_first)
-      return fail(kp, "wrong",
+      return fail(kp, ProfileStatus::wrong,
                   "the output is wrong (kopt check); not profiled (--no-check profiles it anyway)");
     std::error_code ec;
     fs::create_directories(kp.dir, ec);
     if (ec)
-      return fail(kp, "profile_failed", "cannot create " + kp.dir.string() + ": " + ec.message());
+      return fail(kp, ProfileStatus::profile_failed,
+                  "cannot create " + kp.dir.string() + ": " + ec.message());
     if (m_device->is_opencl())
       return profile_detail::degrade(
-          p, kc, session(), kp, "timing_only",
+          p, kc, session(), kp, ProfileStatus::timing_only,
           "the OpenCL backend has no hardware-counter profiler (ncu profiles CUDA kernels only).");
     Staged s{profiles.size() - 1, &p, kc, kc.build.lowered_entry, {}};
     if (kc.build.module_kind == ModuleKind::triton) {
       // ncu follows the Python worker and picks out the @triton.jit kernels.
       auto names = triton_kernel_names(read_text_file(kc.build.cubin_path).value_or(""));
       if (names.empty())
-        return profile_detail::degrade(p, kc, session(), kp, "timing_only",
+        return profile_detail::degrade(p, kc, session(), kp, ProfileStatus::timing_only,
                                        "no @triton.jit function in " + kc.kernel +
                                            "'s source for ncu to pick out (it "
                                            "calls library code only): timed, not profiled.");
@@ -135,14 +138,14 @@ class ProfileRun {
     // no filter; in its range the worker runs nothing else, and its longest kernel is taken.
     if (kc.build.module_kind == ModuleKind::solve_library) s.filter.clear();
     auto inputs = seed_inputs(p);
-    if (!inputs) return fail(kp, "profile_failed", inputs.error().message);
+    if (!inputs) return fail(kp, ProfileStatus::profile_failed, inputs.error().message);
     fs::path job_dir = m_tmp.path() / ("job" + std::to_string(staged.size()));
     fs::create_directories(job_dir, ec);
     RunJob job = kernel_job(p.name + "/" + kc.kernel + " " + point_to_string(kc.point), kc.build,
                             kc.launch, job_tensors(p, **inputs, job_dir));
     s.job_file = job_dir / "job.json";
     if (auto w = write_text_atomic(s.job_file, to_json(job).dump()); !w)
-      return fail(kp, "profile_failed", w.error().message);
+      return fail(kp, ProfileStatus::profile_failed, w.error().message);
     staged.push_back(std::move(s));
   }
 
@@ -223,4 +226,4 @@ json to_json(const ProfileReport& r) {
           {"kernels", kernels}};
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

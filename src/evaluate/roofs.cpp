@@ -1,4 +1,4 @@
-#include "kopt/engine/roofs.hpp"
+#include "kopt/evaluate/roofs.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include "kopt/analysis/roofline.hpp"
 #include "kopt/core/clock.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -324,4 +324,4 @@ json to_json(const DeviceRoofs& r) {
           {"floor_margin", r.floor_margin},        {"notes", r.notes}};
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -1,12 +1,13 @@
-#include "kopt/engine/sanitize.hpp"
+#include "kopt/evaluate/sanitize.hpp"
 
 #include <fmt/format.h>
 
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/evaluate/variant_jobs.hpp"
+#include "kopt/tools/tool_probe.hpp"
 #include "kopt/worker/protocol.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -63,23 +64,23 @@ std::vector<SanitizerOutcome> sanitize_kernel(const Problem& p, const KernelChec
   return out;
 }
 
-std::string sanitizer_verdict(const std::vector<SanitizerOutcome>& outcomes) {
-  if (outcomes.empty()) return "";
+std::optional<SanitizerStatus> sanitizer_verdict(const std::vector<SanitizerOutcome>& outcomes) {
+  if (outcomes.empty()) return std::nullopt;
   bool unverifiable = false;
   for (const auto& o : outcomes) {
-    if (o.status == "findings") return "findings";
-    unverifiable = unverifiable || o.status == "unverifiable";
+    if (o.status == SanitizerStatus::findings) return SanitizerStatus::findings;
+    unverifiable = unverifiable || o.status == SanitizerStatus::unverifiable;
   }
-  return unverifiable ? "unverifiable" : "clean";
+  return unverifiable ? SanitizerStatus::unverifiable : SanitizerStatus::clean;
 }
 
 std::string sanitizer_summary(const std::vector<SanitizerOutcome>& outcomes) {
   std::string s;
   for (const auto& o : outcomes) {
     std::string part = o.tool + ": ";
-    if (o.status == "clean")
+    if (o.status == SanitizerStatus::clean)
       part += o.findings.empty() ? "clean" : fmt::format("clean ({} warnings)", o.findings.size());
-    else if (o.status == "unverifiable")
+    else if (o.status == SanitizerStatus::unverifiable)
       part += "unverifiable (" + o.reason + ")";
     else {
       const auto& f = o.findings.front();
@@ -107,4 +108,20 @@ json to_json(const SanitizerOutcome& o) {
           {"output", o.output}};
 }
 
-}  // namespace kopt
+SanitizeRequest sanitize_request(CommandRunner& runner, std::vector<std::string> tools,
+                                 int device) {
+  SanitizeRequest r;
+  r.tools = std::move(tools);
+  r.device = device;
+  r.kopt_executable = self_executable();
+  ToolInfo t = probe_tool(runner, "compute-sanitizer");
+  if (t.found)
+    r.sanitizer = t.path;
+  else
+    r.missing_reason =
+        "compute-sanitizer not found on PATH or in the CUDA toolkit's bin (it ships with the "
+        "toolkit)";
+  return r;
+}
+
+}  // namespace kopt::evaluate

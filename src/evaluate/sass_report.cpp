@@ -1,11 +1,11 @@
-#include "kopt/engine/sass_report.hpp"
+#include "kopt/evaluate/sass_report.hpp"
 
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/backend/cubin_resources.hpp"
-#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/problem/arch_target.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 using nlohmann::json;
 
 int SassReport::exit_code() const {
@@ -89,6 +89,15 @@ Expected<SassReport> run_sass(const Problem& p, const SassRequest& req, SassCont
       report.kernels.push_back(std::move(kr));
       continue;
     }
+    if (is_python(b->module_kind)) {  // a Triton kernel, compiled just in time in the worker
+      kr.error =
+          "a Triton kernel: Triton compiles it at run time, in the worker, so there is no "
+          "binary here to disassemble";
+      for (const Method* m : methods)
+        kr.verdicts.push_back(unchecked_method(*m, SassVerdictKind::unverifiable, kr.error));
+      report.kernels.push_back(std::move(kr));
+      continue;
+    }
     bool library = b->module_kind == ModuleKind::solve_library;
     auto dis = disassemble(ctx.runner, b->cubin_path, library);
     if (!dis) {
@@ -145,4 +154,4 @@ json to_json(const SassReport& r) {
           {"kernels", kernels},  {"diff", diff},      {"exit_code", r.exit_code()}};
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

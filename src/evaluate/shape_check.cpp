@@ -2,9 +2,9 @@
 // [check] dims gives another shape every passing kernel is checked at too (seed 1).
 #include <fmt/format.h>
 
-#include "kopt/engine/checker.hpp"
+#include "kopt/evaluate/checker.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 Expected<void> check_other_shape(const Problem& p, const CheckOptions& o, CheckContext ctx,
                                  CheckReport& report) {
@@ -63,4 +63,4 @@ Expected<void> check_other_shape(const Problem& p, const CheckOptions& o, CheckC
   return {};
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -1,12 +1,12 @@
-#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/evaluate/variant_jobs.hpp"
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
-#include "kopt/engine/include_dirs.hpp"
+#include "kopt/evaluate/include_dirs.hpp"
 #include "kopt/problem/arch_target.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace fs = std::filesystem;
 
 CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point,
@@ -84,4 +84,4 @@ RunJob kernel_job(std::string label, const Build& build, const ResolvedLaunch& l
   return job;
 }
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

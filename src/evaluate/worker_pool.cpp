@@ -1,9 +1,9 @@
-#include "worker_pool.hpp"
+#include "kopt/evaluate/worker_pool.hpp"
 
-#include "commands.hpp"
 #include "kopt/backend/opencl/opencl.hpp"
+#include "kopt/evaluate/devices.hpp"
 
-namespace kopt::cli {
+namespace kopt::evaluate {
 
 Expected<std::unique_ptr<WorkerPool>> WorkerPool::open(const WorkerChoice& choice) {
   std::unique_ptr<WorkerPool> pool(new WorkerPool());
@@ -12,13 +12,10 @@ Expected<std::unique_ptr<WorkerPool>> WorkerPool::open(const WorkerChoice& choic
       return Unexpected(
           bad_input("--gpus chooses devices of this host; with --cluster the workers are one per "
                     "device of the cluster"));
-    if (active_backend() == Backend::triton)
-      return Unexpected(
-          bad_input("--cluster runs CUDA or OpenCL workers; Triton kernels run on this host"));
     int opencl_devices = 0;
-    if (active_backend() == Backend::opencl)
+    if (choice.family == DeviceFamily::opencl)
       if (auto d = opencl::list_opencl_devices()) opencl_devices = static_cast<int>(d->size());
-    auto cluster = RayCluster::open(choice.cluster, std::string(backend_name(active_backend())),
+    auto cluster = RayCluster::open(choice.cluster, std::string(device_family_name(choice.family)),
                                     cache_dir(), opencl_devices, pool->m_tmp.path());
     if (!cluster) return Unexpected(cluster.error());
     pool->m_cluster = std::move(*cluster);
@@ -26,15 +23,15 @@ Expected<std::unique_ptr<WorkerPool>> WorkerPool::open(const WorkerChoice& choic
       pool->m_workers.push_back(
           std::make_unique<WorkerClient>(pool->m_cluster->worker_options(i, self_executable())));
   } else {
-    auto ordinals = select_devices(choice.gpus, choice.device);
+    auto ordinals = select_devices(choice.family, choice.gpus, choice.device);
     if (!ordinals) return Unexpected(ordinals.error());
     for (int d : *ordinals)
       pool->m_workers.push_back(
-          std::make_unique<WorkerClient>(worker_options(d, pool->m_tmp.path())));
+          std::make_unique<WorkerClient>(worker_options(choice.family, d, pool->m_tmp.path())));
   }
   // A compiler per worker: an OpenCL build happens in its device's worker, which serves one
   // request at a time (the workers run at once).
-  for (auto& w : pool->m_workers) pool->m_compilers.push_back(make_compiler(*w));
+  for (auto& w : pool->m_workers) pool->m_compilers.push_back(make_compiler(choice.family, *w));
   return pool;
 }
 
@@ -53,4 +50,4 @@ std::string WorkerPool::description() const {
   return "";
 }
 
-}  // namespace kopt::cli
+}  // namespace kopt::evaluate

@@ -21,6 +21,7 @@ constexpr double k_fast_below = 0.8;
 constexpr double k_fast_min_share = 0.05;
 constexpr std::size_t k_fast_min_count = 3;
 constexpr double k_fast_fence_iqrs = 3.0;
+constexpr double k_min_alternation = 0.9;
 
 std::string time_text(double s) {
   if (s >= 1.0) return fmt::format("{:.3g} s", s);
@@ -85,6 +86,34 @@ std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples) {
           time_text(x[split - 1]), time_text(x[split]), w)};
 }
 
+std::optional<DistributionFlag> alternating_flag(std::span<const double> samples) {
+  const std::size_t n = samples.size();
+  if (n < k_min_samples_for_flags) return std::nullopt;
+  std::vector<double> x = sorted_copy(samples);
+  const double median = quantile_sorted(x, 0.5);
+  std::size_t pairs = 0, crossings = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    if (samples[i - 1] == median || samples[i] == median) continue;
+    ++pairs;
+    crossings += (samples[i - 1] < median) != (samples[i] < median);
+  }
+  if (pairs < k_min_samples_for_flags - 1 ||
+      static_cast<double>(crossings) < k_min_alternation * static_cast<double>(pairs))
+    return std::nullopt;
+  std::vector<double> even, odd;
+  for (std::size_t i = 0; i < n; ++i) (i % 2 ? odd : even).push_back(samples[i]);
+  std::sort(even.begin(), even.end());
+  std::sort(odd.begin(), odd.end());
+  double a = quantile_sorted(even, 0.5), b = quantile_sorted(odd, 0.5);
+  double fast = std::min(a, b), slow = std::max(a, b);
+  if (fast > k_max_mode_ratio * slow) return std::nullopt;
+  return DistributionFlag{
+      "alternating",
+      fmt::format("{} of {} consecutive samples on opposite sides of the median; every other "
+                  "sample near {}, the rest near {} (work done on every other launch?)",
+                  crossings, pairs, time_text(fast), time_text(slow))};
+}
+
 std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples) {
   const std::size_t n = samples.size();
   if (n < k_min_samples_for_flags) return std::nullopt;
@@ -142,6 +171,7 @@ std::vector<DistributionFlag> distribution_flags(std::span<const double> samples
                                                  std::span<const std::int64_t> secret) {
   std::vector<DistributionFlag> out;
   if (auto f = bimodal_flag(samples)) out.push_back(std::move(*f));
+  if (auto f = alternating_flag(samples)) out.push_back(std::move(*f));
   if (auto f = fast_tail_flag(samples)) out.push_back(std::move(*f));
   if (auto f = secret_slow_flag(samples, secret)) out.push_back(std::move(*f));
   return out;

@@ -1,10 +1,10 @@
-#include "kopt/engine/iteration_notes.hpp"
+#include "kopt/optimize/iteration_notes.hpp"
 
 #include <fmt/format.h>
 
 #include "kopt/core/fs.hpp"
 
-namespace kopt {
+namespace kopt::optimize {
 
 void write_branch_hypotheses(const std::filesystem::path& file,
                              const std::vector<BranchRecord>& branches,
@@ -29,4 +29,4 @@ void write_branch_hypotheses(const std::filesystem::path& file,
   (void)write_text_atomic(file, out + marker + open);
 }
 
-}  // namespace kopt
+}  // namespace kopt::optimize

@@ -1,8 +1,8 @@
-#include "kopt/engine/optimizer.hpp"
+#include "kopt/optimize/optimizer.hpp"
 
 #include "optimizer_impl.hpp"
 
-namespace kopt {
+namespace kopt::optimize {
 
 std::string Variant::label() const {
   return kernel + (point.empty() ? "" : " " + point_to_string(point)) +
@@ -21,7 +21,7 @@ Expected<RunState> Optimizer::run() {
   if (auto r = open(); !r) return Unexpected(r.error());
   if (m_state.versions.empty())
     if (auto r = baseline(); !r) return Unexpected(r.error());
-  while (m_state.status == "running") {
+  while (m_state.status == RunPhase::running) {
     if (m_state.iteration >= m_o.iterations) {
       finish("iteration limit (" + std::to_string(m_o.iterations) + ")");
       break;
@@ -44,8 +44,8 @@ Expected<void> Optimizer::open() {
       return Unexpected(bad_input("the run in " + m_o.run_dir.string() + " is of problem '" +
                                   s->problem + "', not '" + m_p.name + "'"));
     m_state = *s;
-    if (m_state.status == "finished" && m_state.iteration < m_o.iterations) {
-      m_state.status = "running";  // asked for more iterations than the run had
+    if (m_state.status == RunPhase::finished && m_state.iteration < m_o.iterations) {
+      m_state.status = RunPhase::running;  // asked for more iterations than the run had
       m_state.stop_reason.clear();
     }
     m_o.log(fmt::format("resuming {} at iteration {} ({} measurements recorded)",
@@ -77,11 +77,15 @@ void Optimizer::commit(const std::string& message, VersionRecord* record) {
   if (!m_git) return;
   auto c = m_git->commit_all(message);
   if (c && record) record->git_commit = *c;
-  if (!c) m_o.log("git: " + c.error().message);
+  if (c) return;
+  // The run goes on without its history, and says why: in the log, run.json and report.md.
+  if (m_state.git_error.empty()) m_o.log("git: " + c.error().message);
+  m_state.git_error = c.error().message;
+  (void)save();
 }
 
 void Optimizer::finish(const std::string& reason) {
-  m_state.status = "finished";
+  m_state.status = RunPhase::finished;
   m_state.stop_reason = reason;
   (void)save();
   commit("finished: " + reason, nullptr);
@@ -112,7 +116,7 @@ std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(
   for (std::size_t i = 0; i < vs.size(); ++i) {
     auto key = m_lab.evaluation_key(vs[i]);
     if (!key) {
-      out[i] = {"", Measured{"compile_failed", 0, 0, 0, key.error().message}};
+      out[i] = {"", Measured{VariantStatus::compile_failed, 0, 0, 0, key.error().message}};
       continue;
     }
     out[i].first = *key;
@@ -130,9 +134,10 @@ std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(
     const std::string& key = out[where[j]].first;
     m_state.evaluations[key] = record(key, v.kernel, v.point, m);
     (void)save();  // each as it is done: a run killed in the middle keeps what was measured
-    m_o.log(fmt::format("  {:<40} {}{}", v.label(),
-                        m.ok() ? human_time(m.median_s) : m.status + ": " + m.error,
-                        m.device.empty() ? "" : "  (" + m.device + ")"));
+    m_o.log(fmt::format(
+        "  {:<40} {}{}", v.label(),
+        m.ok() ? human_time(m.median_s) : std::string(name_of(m.status)) + ": " + m.error,
+        m.device.empty() ? "" : "  (" + m.device + ")"));
     for (const auto& f : m.flags) m_o.log("    flagged: " + f);
     out[where[j]].second = m;
   });
@@ -170,8 +175,9 @@ Expected<void> Optimizer::baseline() {
   m_o.log("v0: measuring the baseline " + v.label());
   auto [key, m] = measure(v);
   if (!m.ok())
-    return Unexpected(bad_input("the starting kernel " + v.label() + " fails (" + m.status + ": " +
-                                m.error + "): nothing to optimize from"));
+    return Unexpected(bad_input("the starting kernel " + v.label() + " fails (" +
+                                std::string(name_of(m.status)) + ": " + m.error +
+                                "): nothing to optimize from"));
   VersionRecord r;
   r.index = 0;
   r.kernel = v.kernel;
@@ -181,7 +187,7 @@ Expected<void> Optimizer::baseline() {
   r.noise = m.noise;
   r.flags =
       m.flags;  // the baseline is where the run starts, flagged or not: the flags stay on record
-  r.outcome = "baseline";
+  r.outcome = VersionOutcome::baseline;
   write_variant_files(version_dir(0), v, m);
   if (auto ref = m_lab.measure_reference())
     m_state.reference = record("reference", "reference", {}, *ref);
@@ -395,4 +401,4 @@ Expected<RunState> run_optimize(const Problem& problem, const MethodCatalog& cat
   KOPT_OPTIMIZER_CALL(o.run())
 }
 
-}  // namespace kopt
+}  // namespace kopt::optimize

@@ -1,7 +1,7 @@
 // The open's selection context, its advice (analysis/advice.hpp) and hypothesis.md.
 #include "optimizer_impl.hpp"
 
-namespace kopt::optimizer_detail {
+namespace kopt::optimize::optimizer_detail {
 
 SelectionContext Optimizer::selection(const Explanation& e, const Variant& champ) {
   SelectionContext ctx;
@@ -9,8 +9,7 @@ SelectionContext Optimizer::selection(const Explanation& e, const Variant& champ
   ctx.budget = allocate_budget(e.gaps);
   ctx.metrics = trigger_metrics(e.metrics);
   ctx.sm = m_lab.sm();
-  for (const auto& [m, o] : m_state.method_history())
-    if (auto parsed = parse_method_outcome(o)) ctx.history[m] = *parsed;
+  ctx.history = m_state.method_history();
   ctx.available.emplace();  // what the problem can still switch on; an agent can write any method
   if (m_agent)
     for (const auto& m : m_catalog.methods) ctx.available->insert(m.id);
@@ -96,4 +95,4 @@ std::string Optimizer::hypothesis(int i, const Explanation& e, const SelectionCo
   return out;
 }
 
-}  // namespace kopt::optimizer_detail
+}  // namespace kopt::optimize::optimizer_detail

@@ -2,7 +2,7 @@
 // their predictions judged.
 #include "optimizer_impl.hpp"
 
-namespace kopt::optimizer_detail {
+namespace kopt::optimize::optimizer_detail {
 
 std::string Optimizer::shell_quote(const std::string& s) {
   std::string out = "'";
@@ -129,7 +129,7 @@ void Optimizer::judge_predictions(int i, VersionRecord& rec,
       const Measured& m = out.measured.at(k);
       auto mine = after.find(k);
       if (!m.ok())
-        leave_unjudged(p, "the branch did not measure: " + m.status);
+        leave_unjudged(p, "the branch did not measure: " + std::string(name_of(m.status)));
       else if (p.metric == k_time_metric)
         judge_prediction(p, before, {{k_time_metric, m.median_s}});
       else if (mine != after.end() && mine->second)
@@ -231,7 +231,7 @@ Expected<RunState> Optimizer::agent_open() {
         bad_input(fmt::format("iteration {} is open: add branches (kopt iter branch) and close it "
                               "(kopt iter close) first",
                               m_state.open->index)));
-  if (m_state.status == "finished")
+  if (m_state.status == RunPhase::finished)
     return Unexpected(bad_input("the run is finished (" + m_state.stop_reason + ")"));
   int i = m_state.iteration + 1;
   auto opened = begin_iteration(i);
@@ -279,14 +279,19 @@ Expected<RunState> Optimizer::agent_branch(const BranchRecord& given,
   auto text = read_text_file(file);
   if (!text)
     return Unexpected(bad_input("cannot read the branch: " + text.error().message, file.string()));
-  // The branch is in the backend's language, and holds the kernel's entry.
+  // The branch is in the language of the kernel it replaces, and holds the kernel's entry.
+  const KernelLanguage kernel_language = language_of(k->source);
   auto lang = kernel_language_of(file);
-  if (lang && *lang != m_p.language)
+  if (lang && *lang != kernel_language)
     return Unexpected(bad_input("a " + std::string(kernel_language_name(*lang)) +
-                                    " branch, but this run builds " +
-                                    std::string(kernel_language_name(m_p.language)) + " kernels",
+                                    " branch, but kernel '" + k->name + "' is " +
+                                    std::string(kernel_language_name(kernel_language)) + " (" +
+                                    k->source.filename().string() + ")",
                                 file.string(), 1));
-  const char* qualifier = m_p.language == KernelLanguage::opencl ? "__kernel" : "__global__";
+  const char* qualifier = k->abi == KernelSpec::Abi::solve            ? "extern \"C\""
+                          : kernel_language == KernelLanguage::opencl ? "__kernel"
+                          : kernel_language == KernelLanguage::triton ? "def "
+                                                                      : "__global__";
   if (text->find(qualifier) == std::string::npos || text->find(k->entry) == std::string::npos)
     return Unexpected(bad_input(
         "not a kernel of '" + k->name + "': no " + qualifier + " function named " + k->entry,
@@ -339,7 +344,7 @@ Expected<RunState> Optimizer::agent_close() {
 
 Expected<RunState> Optimizer::agent_finalize() {
   if (auto r = open_existing(); !r) return Unexpected(r.error());
-  if (m_state.status != "finished")
+  if (m_state.status != RunPhase::finished)
     finish(m_state.open
                ? "finalized with iteration " + std::to_string(m_state.open->index) + " left open"
                : "finalized");
@@ -354,4 +359,4 @@ Expected<void> Optimizer::open_existing() {
   return open();
 }
 
-}  // namespace kopt::optimizer_detail
+}  // namespace kopt::optimize::optimizer_detail

@@ -2,7 +2,7 @@
 // kernels), the methods the iteration chose switched on.
 #include "optimizer_impl.hpp"
 
-namespace kopt::optimizer_detail {
+namespace kopt::optimize::optimizer_detail {
 
 std::vector<Variant> Optimizer::make_branches(const Variant& champ,
                                               const std::vector<std::string>& methods, int i,
@@ -46,7 +46,7 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   std::set<std::string> switched;
   for (const auto& t : k->methods)
     for (const auto& [p, v] : t.on) switched.insert(p);
-  SearchSpace space = SearchSpace::from_kernel(*k, m_p.dim_scope());
+  tune::SearchSpace space = tune::SearchSpace::from_kernel(*k, m_p.dim_scope());
   for (auto& [name, values] : space.params)
     if (switched.contains(name)) values = {base.at(name)};
   // The points of this kernel the run has measured: no branch below repeats one (the base
@@ -103,4 +103,4 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   return out;
 }
 
-}  // namespace kopt::optimizer_detail
+}  // namespace kopt::optimize::optimizer_detail

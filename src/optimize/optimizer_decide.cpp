@@ -2,7 +2,7 @@
 // verdicts, attribution, experience and the iteration's records.
 #include "optimizer_impl.hpp"
 
-namespace kopt::optimizer_detail {
+namespace kopt::optimize::optimizer_detail {
 
 bool Optimizer::passes_champion_checks(VersionRecord& rec, const Variant& v) {
   ChampionCheck checked = m_lab.check_champion(v);
@@ -13,12 +13,12 @@ bool Optimizer::passes_champion_checks(VersionRecord& rec, const Variant& v) {
   }
   const std::vector<SanitizerOutcome>& outcomes = checked.sanitizer;
   if (outcomes.empty()) return true;
-  std::string verdict = sanitizer_verdict(outcomes);
-  rec.sanitizer = verdict + ": " + sanitizer_summary(outcomes);
+  auto verdict = evaluate::sanitizer_verdict(outcomes);
+  rec.sanitizer = fmt::format("{}: {}", *verdict, evaluate::sanitizer_summary(outcomes));
   m_o.log("    compute-sanitizer: " + rec.sanitizer);
-  if (verdict != "findings") return true;
+  if (verdict != SanitizerStatus::findings) return true;
   rec.note = "compute-sanitizer found errors in a candidate faster than the champion: " +
-             sanitizer_summary(outcomes);
+             evaluate::sanitizer_summary(outcomes);
   return false;
 }
 
@@ -26,9 +26,10 @@ Expected<void> Optimizer::record_failure(int i, Opened& o, const std::string& wh
   o.rec.kernel = o.champ.kernel;
   o.rec.point = o.champ.point;
   o.rec.source = o.champ.source;
-  o.rec.outcome = "failed";
+  o.rec.outcome = VersionOutcome::failed;
   o.rec.note = why;
-  for (const auto& m : o.rec.methods) o.rec.method_outcomes[m] = "implementation_failed";
+  for (const auto& m : o.rec.methods)
+    o.rec.method_outcomes[m] = MethodOutcome::implementation_failed;
   return close_iteration(i, o.rec, false);
 }
 
@@ -78,7 +79,7 @@ Expected<void> Optimizer::decide(
   if (double gain = o.champ_time - wm.median_s; gain > 0)
     for (const auto& [m, ms] : rec.attribution_ms)
       rec.attribution_pct[m] = 100.0 * ms * 1e-3 / gain;
-  rec.outcome = accepted ? "accepted" : "rejected";
+  rec.outcome = accepted ? VersionOutcome::accepted : VersionOutcome::rejected;
   write_variant_files(dir, wv, wm);
   return close_iteration(i, rec, accepted);
 }
@@ -96,16 +97,16 @@ void Optimizer::attribute_agent(
   for (const auto& m : rec.methods) {
     auto verdict = sass.find(m);
     if (verdict != sass.end() && verdict->second == SassVerdictKind::missing) {
-      rec.method_outcomes[m] = "implementation_failed";
+      rec.method_outcomes[m] = MethodOutcome::implementation_failed;
       continue;
     }
     auto a = ablations.find(m);
     if (a != ablations.end() && a->second.second.ok()) continue;  // attributed above
     {
       if (!accepted)
-        rec.method_outcomes[m] = "ineffective";
+        rec.method_outcomes[m] = MethodOutcome::ineffective;
       else if (rec.methods.size() == 1)
-        rec.method_outcomes[m] = "effective";
+        rec.method_outcomes[m] = MethodOutcome::effective;
       else
         unattributed.push_back(m);
     }
@@ -157,7 +158,7 @@ void Optimizer::record_experience(const VersionRecord& rec) {
     e.time_before_s =
         a != rec.attribution_ms.end() ? rec.median_s + a->second * 1e-3 : rec.median_s;
     e.speedup = e.time_after_s > 0 ? e.time_before_s / e.time_after_s : 1.0;
-    if (cls == "implementation_failed") e.verdict = "failure";
+    if (cls == MethodOutcome::implementation_failed) e.verdict = ExperienceVerdict::failure;
     if (auto s = m_last_sass.find(method); s != m_last_sass.end()) e.sass_verdict = s->second;
     e.attribution_ms = a != rec.attribution_ms.end() ? a->second : 0;
     e.run_id = m_state.problem + "@" + m_state.created_at;
@@ -176,7 +177,7 @@ void Optimizer::record_predictions(const VersionRecord& rec) {
     r.chip = chip();
     r.bottleneck = rec.bottleneck;
     r.prediction = p;
-    r.accepted = rec.outcome == "accepted" && m_candidate_branch == p.branch;
+    r.accepted = rec.outcome == VersionOutcome::accepted && m_candidate_branch == p.branch;
     for (const auto& b : m_closing_branches)
       if (b.id == p.branch) {
         r.methods = b.ablates.empty() ? b.methods : std::vector<std::string>{"-" + b.ablates};
@@ -230,11 +231,11 @@ void Optimizer::attribute(VersionRecord& rec, const Variant& wv, const Measured&
     write_variant_files(dir / "ablations" / m, ablated, am);
     auto verdict = sass.find(m);
     if (verdict != sass.end() && verdict->second == SassVerdictKind::missing) {
-      rec.method_outcomes[m] = "implementation_failed";
+      rec.method_outcomes[m] = MethodOutcome::implementation_failed;
       continue;
     }
     if (!am.ok()) {  // without the method the kernel fails: it is needed
-      rec.method_outcomes[m] = "effective";
+      rec.method_outcomes[m] = MethodOutcome::effective;
       continue;
     }
     attribute_one(rec, m, wm, am);
@@ -256,7 +257,8 @@ void Optimizer::attribute_one(VersionRecord& rec, const std::string& m, const Me
   double saved = without.median_s - winner.median_s;
   rec.attribution_ms[m] = saved * 1e3;
   double noise = std::max({winner.noise, without.noise, 0.01});
-  rec.method_outcomes[m] = saved > noise * winner.median_s ? "effective" : "ineffective";
+  rec.method_outcomes[m] =
+      saved > noise * winner.median_s ? MethodOutcome::effective : MethodOutcome::ineffective;
 }
 
-}  // namespace kopt::optimizer_detail
+}  // namespace kopt::optimize::optimizer_detail

@@ -18,14 +18,14 @@
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
-#include "kopt/engine/iteration_notes.hpp"
-#include "kopt/engine/optimizer.hpp"
-#include "kopt/engine/sanitize.hpp"
-#include "kopt/engine/search/search_space.hpp"
+#include "kopt/evaluate/sanitize.hpp"
 #include "kopt/measure/review.hpp"
+#include "kopt/optimize/iteration_notes.hpp"
+#include "kopt/optimize/optimizer.hpp"
 #include "kopt/report/explanation_markdown.hpp"
+#include "kopt/tune/search_space.hpp"
 
-namespace kopt::optimizer_detail {
+namespace kopt::optimize::optimizer_detail {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -230,4 +230,4 @@ class Optimizer {
       m_round_profiles;  // evaluation key -> profile, its folder
 };
 
-}  // namespace kopt::optimizer_detail
+}  // namespace kopt::optimize::optimizer_detail

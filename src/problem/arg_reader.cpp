@@ -20,7 +20,7 @@ void read_tensor_map(TomlReader& ar, ArgSpec& a, const Problem& p,
     ar.fail("tensor_map", "TMA has no element type for " + std::string(dtype_name(t->dtype)));
   TensorMapSpec map;
   const toml::node* box = ar.node("box");
-  if (!box) ar.fail("box", "missing required field");
+  if (!box) ar.fail("box", ar.missing("box"));
   const toml::array* arr = box->as_array();
   if (!arr || arr->size() != t->shape.size())
     ar.fail("box", "expected " + std::to_string(t->shape.size()) +

@@ -28,12 +28,25 @@ KernelLanguage language_of(const std::filesystem::path& source) {
   return kernel_language_of(source).value_or(KernelLanguage::cuda);
 }
 
-Expected<void> select_language(Problem& p, KernelLanguage language, bool allow_no_kernels) {
-  p.language = language;
-  const std::string name(kernel_language_name(language));
-  if (p.reference.kind == ReferenceKind::cuda && language == KernelLanguage::opencl)
-    return Unexpected(bad_input("the reference is a CUDA kernel, which the " + name +
-                                    " backend cannot run; give a C++ reference (kind = \"cpp\")",
+namespace {
+std::string extensions(KernelLanguage l) {
+  return l == KernelLanguage::opencl ? ".cl" : l == KernelLanguage::triton ? ".py" : ".cu";
+}
+}  // namespace
+
+Expected<void> select_runnable(Problem& p, const std::vector<KernelLanguage>& languages,
+                               bool allow_no_kernels) {
+  auto runnable = [&](KernelLanguage l) {
+    return std::find(languages.begin(), languages.end(), l) != languages.end();
+  };
+  std::string names, exts;
+  for (KernelLanguage l : languages) {
+    names += (names.empty() ? "" : " or ") + std::string(kernel_language_name(l));
+    exts += (exts.empty() ? "" : ", ") + extensions(l);
+  }
+  if (p.reference.kind == ReferenceKind::cuda && !runnable(KernelLanguage::cuda))
+    return Unexpected(bad_input("the reference is a CUDA kernel, which this device (" + names +
+                                    " kernels) cannot run; give a C++ reference (kind = \"cpp\")",
                                 p.spec_path.string(), p.reference.kernel.where.line,
                                 "reference.kind"));
   if (p.kernels.empty()) {
@@ -45,23 +58,26 @@ Expected<void> select_language(Problem& p, KernelLanguage language, bool allow_n
   p.skipped_kernels.clear();
   for (auto& k : p.kernels) {
     if (k.sources.empty()) k.sources.push_back(k.source);
-    auto it = std::find_if(k.sources.begin(), k.sources.end(),
-                           [&](const auto& s) { return language_of(s) == language; });
-    if (it == k.sources.end()) {
+    std::optional<std::filesystem::path> chosen;
+    for (KernelLanguage l : languages) {
+      auto it = std::find_if(k.sources.begin(), k.sources.end(),
+                             [&](const auto& s) { return language_of(s) == l; });
+      if (it != k.sources.end()) {
+        chosen = *it;
+        break;
+      }
+    }
+    if (!chosen) {
       p.skipped_kernels.push_back(k.name);
       continue;
     }
-    k.source = *it;
+    k.source = *chosen;
     kept.push_back(std::move(k));
   }
   p.kernels = std::move(kept);
   if (p.kernels.empty())
-    return Unexpected(bad_input("no kernel of this problem has a " + name + " source (" + name +
-                                    " sources end in " +
-                                    (language == KernelLanguage::opencl   ? ".cl"
-                                     : language == KernelLanguage::triton ? ".py"
-                                                                          : ".cu") +
-                                    ")",
+    return Unexpected(bad_input("no kernel of this problem has a " + names + " source (" + exts +
+                                    "), which this device runs",
                                 p.spec_path.string(), 0, "kernels.source"));
   return {};
 }

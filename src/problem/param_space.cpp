@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "kopt/core/suggest.hpp"
+
 namespace kopt {
 
 std::string point_to_string(const ParamPoint& point) {
@@ -100,8 +102,17 @@ Expected<std::vector<const KernelSpec*>> select_kernels(const Problem& problem,
     const KernelSpec* k = problem.find_kernel(name);
     if (!k) {
       std::string known;
-      for (const auto& kk : problem.kernels) known += (known.empty() ? "" : ", ") + kk.name;
-      return Unexpected(bad_input("--kernel " + name + ": no such kernel (known: " + known + ")",
+      std::vector<std::string> names_known;
+      for (const auto& kk : problem.kernels) {
+        known += (known.empty() ? "" : ", ") + kk.name;
+        names_known.push_back(kk.name);
+      }
+      std::string skipped;
+      for (const auto& s : problem.skipped_kernels)
+        if (s == name) skipped = "; its source is in a language this device does not run";
+      return Unexpected(bad_input("--kernel " + name + ": no such kernel" +
+                                      did_you_mean(name, names_known) + " (known: " + known + ")" +
+                                      skipped,
                                   problem.spec_path.string()));
     }
     chosen.push_back(k);

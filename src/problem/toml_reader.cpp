@@ -1,5 +1,7 @@
 #include "toml_reader.hpp"
 
+#include "kopt/core/suggest.hpp"
+
 namespace kopt::detail {
 
 int line_of(const toml::node& n) {
@@ -42,8 +44,7 @@ const toml::node* TomlReader::node(const std::string& key) {
 
 std::string TomlReader::get_string(const std::string& key) {
   const toml::node* n = node(key);
-  if (!n)
-    throw SpecError{bad_input("missing required field", m_file, line_of(m_table), field(key))};
+  if (!n) throw SpecError{bad_input(missing(key), m_file, line_of(m_table), field(key))};
   if (!n->is_string()) fail(key, "expected a string");
   return n->as_string()->get();
 }
@@ -54,8 +55,7 @@ std::string TomlReader::get_string(const std::string& key, const std::string& fa
 
 std::int64_t TomlReader::get_int(const std::string& key) {
   const toml::node* n = node(key);
-  if (!n)
-    throw SpecError{bad_input("missing required field", m_file, line_of(m_table), field(key))};
+  if (!n) throw SpecError{bad_input(missing(key), m_file, line_of(m_table), field(key))};
   if (!n->is_integer()) fail(key, "expected an integer");
   return n->as_integer()->get();
 }
@@ -91,10 +91,21 @@ std::string TomlReader::expr_text(const toml::node& n, const std::string& fld) c
 }
 
 void TomlReader::reject_unknown() const {
+  std::vector<std::string> known(m_used.begin(), m_used.end());
   for (const auto& [k, v] : m_table) {
     std::string key(k.str());
-    if (!m_used.count(key)) fail_at(v, field(key), "unknown field");
+    if (!m_used.count(key)) fail_at(v, field(key), "unknown field" + did_you_mean(key, known));
   }
+}
+
+std::string TomlReader::missing(const std::string& key) const {
+  std::vector<std::string> present;
+  for (const auto& [k, v] : m_table)
+    if (!m_used.count(std::string(k.str()))) present.push_back(std::string(k.str()));
+  for (const auto& p : present)
+    if (closest_name(p, {key}))
+      return "missing required field (the table has '" + p + "': did you mean '" + key + "'?)";
+  return "missing required field";
 }
 
 }  // namespace kopt::detail

@@ -46,6 +46,8 @@ class TomlReader {
 
   // Errors on any key that was not read: catches typos such as "shpae".
   void reject_unknown() const;
+  // "missing required field", and the key of the table that looks like a typo of it.
+  std::string missing(const std::string& key) const;
 
  private:
   const toml::table& m_table;

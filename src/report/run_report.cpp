@@ -80,7 +80,7 @@ RunReport load_run_report(const fs::path& run_dir) {
     r.versions.push_back(std::move(view));
   }
   for (const auto& v : st.versions)
-    if (v.outcome == "baseline" && !v.masked) r.baseline = &v;
+    if (v.outcome == VersionOutcome::baseline && !v.masked) r.baseline = &v;
   r.best = st.champion();
   if (!r.baseline) r.gaps.push_back("no baseline version (v0 missing or masked)");
   if (!r.best || r.best == r.baseline)

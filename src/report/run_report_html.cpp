@@ -79,10 +79,17 @@ std::string decade_ticks(const LogAxis& a, bool horizontal, double other, const 
   return out;
 }
 
-const char* outcome_color(const std::string& o) {
-  if (o == "accepted") return "#1a7f37";
-  if (o == "baseline") return "#0b5cad";
-  if (o == "rejected") return "#9a6700";
+const char* outcome_color(VersionOutcome o) {
+  switch (o) {
+    case VersionOutcome::accepted:
+      return "#1a7f37";
+    case VersionOutcome::baseline:
+      return "#0b5cad";
+    case VersionOutcome::rejected:
+      return "#9a6700";
+    case VersionOutcome::failed:
+      break;
+  }
   return "#cf222e";
 }
 
@@ -178,15 +185,18 @@ std::string timeline_svg(const RunReport& r) {
 
 std::string attribution_svg(const RunReport& r) {
   struct Bar {
-    std::string label, cls;
+    std::string label;
+    std::optional<MethodOutcome> cls;
     double us;
   };
   std::vector<Bar> bars;
   for (const auto& view : r.versions)
     for (const auto& [m, ms] : view.record.attribution_ms) {
       auto cls = view.record.method_outcomes.find(m);
-      bars.push_back({fmt::format("v{} {}", view.record.index, m),
-                      cls == view.record.method_outcomes.end() ? "" : cls->second, ms * 1e3});
+      bars.push_back(
+          {fmt::format("v{} {}", view.record.index, m),
+           cls == view.record.method_outcomes.end() ? std::nullopt : std::optional(cls->second),
+           ms * 1e3});
     }
   int h = 40 + 26 * static_cast<int>(std::max<std::size_t>(1, bars.size()));
   std::string out = fmt::format(
@@ -202,13 +212,14 @@ std::string attribution_svg(const RunReport& r) {
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     double y = 20 + 26.0 * static_cast<double>(i), len = b.us * scale;
-    const char* color = b.cls == "effective"     ? "#1a7f37"
-                        : b.cls == "ineffective" ? "#9a6700"
-                                                 : "#cf222e";
+    const char* color = b.cls == MethodOutcome::effective     ? "#1a7f37"
+                        : b.cls == MethodOutcome::ineffective ? "#9a6700"
+                                                              : "#cf222e";
     out += fmt::format(
         R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="16" fill="{}"><title>{}</title></rect><text x="{:.1f}" y="{:.1f}" text-anchor="{}">{}</text>)",
         len >= 0 ? zero : zero + len, y, std::fabs(len), color,
-        esc(fmt::format("{}: removing it costs {:+.3g} us ({})", b.label, b.us, b.cls)),
+        esc(fmt::format("{}: removing it costs {:+.3g} us ({})", b.label, b.us,
+                        b.cls ? name_of(*b.cls) : "unclassified")),
         len >= 0 ? zero - 6 : zero + 6, y + 12, len >= 0 ? "end" : "start",
         esc(fmt::format("{} ({:+.3g} us)", b.label, b.us)));
   }
@@ -224,9 +235,10 @@ std::string report_html(const RunReport& r) {
   out += "<h1>" + esc(r.title()) + ": optimization report</h1>\n";
   if (r.state) {
     const RunState& s = *r.state;
-    out += fmt::format("<p class=\"note\">{} · started {} · {} iterations · {}</p>\n",
-                       esc(s.device), esc(s.created_at), s.iteration,
-                       esc(s.status == "finished" ? "stopped: " + s.stop_reason : "still running"));
+    out += fmt::format(
+        "<p class=\"note\">{} · started {} · {} iterations · {}</p>\n", esc(s.device),
+        esc(s.created_at), s.iteration,
+        esc(s.status == RunPhase::finished ? "stopped: " + s.stop_reason : "still running"));
     out += "<p class=\"headline\">";
     if (r.baseline && r.best && r.best != r.baseline) {
       out += fmt::format("<b>{} → {}</b>, <b>{:.2f}× faster</b>",
@@ -254,13 +266,13 @@ std::string report_html(const RunReport& r) {
     for (const auto& m : v.methods) {
       auto o = v.method_outcomes.find(m);
       methods += (methods.empty() ? "" : "<br>") + esc(m) +
-                 (o == v.method_outcomes.end() ? "" : " — " + esc(o->second));
+                 (o == v.method_outcomes.end() ? "" : " — " + esc(std::string(name_of(o->second))));
     }
     out += fmt::format(
         "<tr><td>v{}{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td "
         "class=\"num\">{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        v.index, v.masked ? " (masked)" : "", esc(v.outcome),
+        v.index, v.masked ? " (masked)" : "", esc(std::string(name_of(v.outcome))),
         v.median_s > 0 ? esc(human_time(v.median_s)) : "—",
         r.baseline && v.median_s > 0 ? fmt::format("{:.2f}×", r.baseline->median_s / v.median_s)
                                      : "—",

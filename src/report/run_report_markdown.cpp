@@ -21,7 +21,7 @@ std::string methods_cell(const VersionRecord& v) {
     auto ms = v.attribution_ms.find(m);
     auto pct = v.attribution_pct.find(m);
     out += (out.empty() ? "" : "; ") + m;
-    if (o != v.method_outcomes.end()) out += " — " + o->second;
+    if (o != v.method_outcomes.end()) out += " — " + std::string(name_of(o->second));
     if (ms != v.attribution_ms.end())
       out += fmt::format(
           " ({:+.3g} us{})", ms->second * 1e3,
@@ -49,9 +49,9 @@ std::string report_markdown(const RunReport& r) {
     return out;
   }
   const RunState& s = *r.state;
-  out += fmt::format("Device: {} · started {} · {} iterations · {}\n\n", s.device, s.created_at,
-                     s.iteration,
-                     s.status == "finished" ? "stopped: " + s.stop_reason : "still running");
+  out += fmt::format(
+      "Device: {} · started {} · {} iterations · {}\n\n", s.device, s.created_at, s.iteration,
+      s.status == RunPhase::finished ? "stopped: " + s.stop_reason : "still running");
   out += "## Headline\n\n";
   if (r.baseline && r.best && r.best != r.baseline) {
     out +=
@@ -102,17 +102,17 @@ std::string report_markdown(const RunReport& r) {
     if (!v.cross_check.empty()) checks += " The champion it started from: " + v.cross_check + ".";
     if (!v.sanitizer.empty()) checks += " compute-sanitizer " + v.sanitizer + ".";
     for (const auto& f : v.flags) checks += " Flagged: " + f + ".";
-    if (v.outcome != "accepted" && !v.note.empty()) checks += " " + v.note;
+    if (v.outcome != VersionOutcome::accepted && !v.note.empty()) checks += " " + v.note;
     checks += "\n";
   }
   // KernelBench's review rule: the best version against the torch eager baseline.
   for (const auto& b : s.baselines)
-    if (b.kernel == "torch eager" && r.best && b.status == "ok")
+    if (b.kernel == "torch eager" && r.best && b.status == VariantStatus::ok)
       if (auto note = review_speedup_over_eager(r.best->median_s, b.median_s))
         checks += fmt::format("- v{} is {}\n", r.best->index, *note);
   if (!checks.empty()) out += "\n## Honesty checks\n\n" + checks;
   // Methods by class, with the evidence behind each verdict.
-  std::map<std::string, std::vector<std::string>> by_class;
+  std::map<MethodOutcome, std::vector<std::string>> by_class;
   for (const auto& view : r.versions) {
     if (view.record.masked) continue;
     for (const auto& [m, cls] : view.record.method_outcomes) {
@@ -125,12 +125,12 @@ std::string report_markdown(const RunReport& r) {
   }
   out += "\n## Methods by class\n\n";
   if (by_class.empty()) out += "No method was applied (tuning only, or nothing triggered).\n";
-  for (const char* cls : {"effective", "ineffective", "implementation_failed"}) {
-    if (!by_class.contains(cls)) continue;
-    out += fmt::format("- **{}**: {}\n", cls, fmt::join(by_class[cls], "; "));
-  }
+  for (const auto& [cls, lines] : by_class)
+    out += fmt::format("- **{}**: {}\n", cls, fmt::join(lines, "; "));
   out += "\n## What to try next\n\n";
-  if (s.status == "finished") out += "- The run stopped: " + s.stop_reason + ".\n";
+  if (s.status == RunPhase::finished) out += "- The run stopped: " + s.stop_reason + ".\n";
+  if (!s.git_error.empty())
+    out += "- The run directory's git history is incomplete: " + s.git_error + ".\n";
   if (!r.versions.empty()) {
     const VersionRecord& last = r.versions.back().record;
     if (!last.bottleneck.empty())
@@ -180,7 +180,7 @@ std::string benchmark_markdown(const RunReport& r) {
   if (s.reference)
     row("reference implementation", &*s.reference, s.reference->median_s, s.reference->noise);
   for (const auto& b : s.baselines) {
-    if (b.status == "ok")
+    if (b.status == VariantStatus::ok)
       row("PyTorch: " + b.kernel, &b, b.median_s, b.noise);
     else {
       std::string why = b.error;

@@ -63,7 +63,7 @@ ExperienceRecord row(const Statement& s) {
   r.time_before_s = s.real(8);
   r.time_after_s = s.real(9);
   r.speedup = s.real(10);
-  r.verdict = s.text(11);
+  r.verdict = parse_enum<ExperienceVerdict>(s.text(11)).value_or(experience_verdict(r.speedup));
   r.sass_verdict = s.text(12);
   r.attribution_ms = s.real(13);
   r.run_id = s.text(14);
@@ -75,12 +75,12 @@ ExperienceRecord row(const Statement& s) {
 
 }  // namespace
 
-std::string experience_verdict(double speedup) {
+ExperienceVerdict experience_verdict(double speedup) {
   double gain = speedup - 1.0;
-  if (gain > 0.05) return "success";
-  if (gain >= 0.02) return "neutral";
-  if (gain >= -0.02) return "failure";
-  return "regression";
+  if (gain > 0.05) return ExperienceVerdict::success;
+  if (gain >= 0.02) return ExperienceVerdict::neutral;
+  if (gain >= -0.02) return ExperienceVerdict::failure;
+  return ExperienceVerdict::regression;
 }
 
 std::string experience_uid(const ExperienceRecord& r) {
@@ -170,7 +170,7 @@ Expected<ExperienceDb> ExperienceDb::open(const fs::path& path) {
 
 Expected<std::size_t> ExperienceDb::add(std::vector<ExperienceRecord> records) {
   auto bind = [](Statement& ins, ExperienceRecord& r) {
-    if (r.verdict.empty()) r.verdict = experience_verdict(r.speedup);
+    if (!r.verdict) r.verdict = experience_verdict(r.speedup);
     if (r.uid.empty()) r.uid = experience_uid(r);
     ins.bind(1, r.uid);
     ins.bind(2, r.family);
@@ -182,7 +182,7 @@ Expected<std::size_t> ExperienceDb::add(std::vector<ExperienceRecord> records) {
     ins.bind(8, r.time_before_s);
     ins.bind(9, r.time_after_s);
     ins.bind(10, r.speedup);
-    ins.bind(11, r.verdict);
+    ins.bind(11, std::string(name_of(*r.verdict)));
     ins.bind(12, r.sass_verdict);
     ins.bind(13, r.attribution_ms);
     ins.bind(14, r.run_id);
@@ -364,7 +364,7 @@ json to_json(const ExperienceRecord& r) {
           {"time_before_s", r.time_before_s},
           {"time_after_s", r.time_after_s},
           {"speedup", r.speedup},
-          {"verdict", r.verdict},
+          {"verdict", r.verdict.value_or(experience_verdict(r.speedup))},
           {"sass_verdict", r.sass_verdict},
           {"attribution_ms", r.attribution_ms},
           {"run_id", r.run_id},
@@ -390,7 +390,8 @@ Expected<ExperienceRecord> experience_from_json(const json& j) {
     r.time_before_s = j.value("time_before_s", 0.0);
     r.time_after_s = j.value("time_after_s", 0.0);
     r.speedup = j.at("speedup").get<double>();
-    r.verdict = j.value("verdict", experience_verdict(r.speedup));
+    r.verdict = parse_enum<ExperienceVerdict>(j.value("verdict", std::string()))
+                    .value_or(experience_verdict(r.speedup));
     r.sass_verdict = j.value("sass_verdict", "");
     r.attribution_ms = j.value("attribution_ms", 0.0);
     r.run_id = j.value("run_id", "");

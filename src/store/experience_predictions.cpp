@@ -59,7 +59,7 @@ Expected<std::size_t> ExperienceDb::add_predictions(std::vector<PredictionRecord
     ins.bind(11, static_cast<std::int64_t>(p.relative));
     bind_optional(ins, 12, p.before);
     bind_optional(ins, 13, p.after);
-    ins.bind(14, p.verdict);
+    ins.bind(14, std::string(name_of(p.verdict)));
     ins.bind(15, p.note);
     ins.bind(16, static_cast<std::int64_t>(r.accepted));
     ins.bind(17, r.run_id);
@@ -107,7 +107,7 @@ Expected<std::vector<PredictionRecord>> ExperienceDb::list_predictions(
     p.relative = s.integer(11) != 0;
     if (!s.null(12)) p.before = s.real(12);
     if (!s.null(13)) p.after = s.real(13);
-    p.verdict = s.text(14);
+    p.verdict = parse_enum<PredictionVerdict>(s.text(14)).value_or(PredictionVerdict::unmeasured);
     p.note = s.text(15);
     r.accepted = s.integer(16) != 0;
     r.run_id = s.text(17);

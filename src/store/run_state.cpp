@@ -26,12 +26,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(OpenIteration, index, draft, bud
 
 const VersionRecord* RunState::champion() const {
   for (auto it = versions.rbegin(); it != versions.rend(); ++it)
-    if (!it->masked && (it->outcome == "accepted" || it->outcome == "baseline")) return &*it;
+    if (!it->masked &&
+        (it->outcome == VersionOutcome::accepted || it->outcome == VersionOutcome::baseline))
+      return &*it;
   return nullptr;
 }
 
-std::map<std::string, std::string> RunState::method_history() const {
-  std::map<std::string, std::string> out;
+std::map<std::string, MethodOutcome> RunState::method_history() const {
+  std::map<std::string, MethodOutcome> out;
   for (const auto& v : versions)
     if (!v.masked)
       for (const auto& [m, o] : v.method_outcomes) out[m] = o;
@@ -53,6 +55,7 @@ json to_json(const RunState& s) {
           {"created_at", s.created_at},
           {"status", s.status},
           {"stop_reason", s.stop_reason},
+          {"git_error", s.git_error},
           {"iteration", s.iteration},
           {"no_improvement", s.no_improvement},
           {"versions", s.versions},
@@ -87,8 +90,9 @@ Expected<RunState> run_state_from_json(const std::string& text, const std::strin
     s.problem_dir = j.value("problem_dir", "");
     s.device = j.value("device", "");
     s.created_at = j.value("created_at", "");
-    s.status = j.value("status", "running");
+    s.status = j.value("status", RunPhase::running);
     s.stop_reason = j.value("stop_reason", "");
+    s.git_error = j.value("git_error", "");
     s.iteration = j.value("iteration", 0);
     s.no_improvement = j.value("no_improvement", 0);
     s.versions = j.value("versions", std::vector<VersionRecord>{});

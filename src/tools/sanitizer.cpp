@@ -188,11 +188,11 @@ SanitizerOutcome parse_sanitizer_output(const std::string& tool, const CommandRe
   fold(findings);
   o.findings = std::move(findings);
   if (errors || (run.exit_code == k_sanitizer_error_exit && !o.findings.empty())) {
-    o.status = "findings";
+    o.status = SanitizerStatus::findings;
   } else if (run.timed_out) {
     o.reason = "compute-sanitizer timed out (a kernel runs far slower under it)";
   } else if (summary && clean_summary && run.ok()) {
-    o.status = "clean";
+    o.status = SanitizerStatus::clean;
   } else if (!run.ok()) {
     std::string tail = trim(run.err.size() > 400 ? run.err.substr(run.err.size() - 400) : run.err);
     o.reason = "the checked program failed (" +

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "kopt/core/python.hpp"
 #include "kopt/core/tools_dir.hpp"
 #include "kopt/tools/ncu.hpp"
 
@@ -62,7 +63,8 @@ ToolInfo probe_tool(CommandRunner& runner, const std::string& name) {
 
 PythonInfo probe_python(CommandRunner& runner) {
   PythonInfo p;
-  p.python = probe_tool(runner, "python3");
+  p.python = probe_tool(runner, choose_python("torch"));  // the Python kopt will run
+  p.python.name = "python3";
   if (!p.python.found) return p;
   // One interpreter start for both imports; each import failure is reported, not fatal.
   static const char* script =

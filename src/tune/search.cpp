@@ -1,4 +1,4 @@
-#include "kopt/engine/search/search.hpp"
+#include "kopt/tune/search.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +10,9 @@
 #include <set>
 #include <utility>
 
-#include "evaluator.hpp"
+#include "search_state.hpp"
 
-namespace kopt {
+namespace kopt::tune {
 namespace {
 
 using search_detail::Evaluator;
@@ -383,4 +383,4 @@ nlohmann::json to_json(const SearchResult& r) {
           {"history", history}};
 }
 
-}  // namespace kopt
+}  // namespace kopt::tune

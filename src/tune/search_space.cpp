@@ -1,9 +1,9 @@
-#include "kopt/engine/search/search_space.hpp"
+#include "kopt/tune/search_space.hpp"
 
 #include <algorithm>
 #include <limits>
 
-namespace kopt {
+namespace kopt::tune {
 
 SearchSpace SearchSpace::from_kernel(const KernelSpec& kernel, const Scope& dims) {
   SearchSpace s;
@@ -103,4 +103,4 @@ std::vector<ParamPoint> SearchSpace::repairs(const ParamPoint& p, const std::str
   return out;
 }
 
-}  // namespace kopt
+}  // namespace kopt::tune

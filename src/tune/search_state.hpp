@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "kopt/engine/search/search.hpp"
+#include "kopt/tune/search.hpp"
 
-namespace kopt::search_detail {
+namespace kopt::tune::search_detail {
 
 constexpr double k_inf = std::numeric_limits<double>::infinity();
 
@@ -190,4 +190,4 @@ class Evaluator {
   std::set<std::pair<std::string, std::int64_t>> m_forbidden;
 };
 
-}  // namespace kopt::search_detail
+}  // namespace kopt::tune::search_detail

@@ -1,9 +1,9 @@
-#include "kopt/engine/tune_stages.hpp"
+#include "kopt/tune/tune_stages.hpp"
 
 #include <algorithm>
 #include <chrono>
 
-namespace kopt {
+namespace kopt::tune {
 using nlohmann::json;
 
 StageTimes& StageTimes::operator+=(const StageTimes& o) {
@@ -80,4 +80,4 @@ json to_json(const Confirmed& c) {
           {"summary", c.ok ? to_json(c.summary) : json(nullptr)}};
 }
 
-}  // namespace kopt
+}  // namespace kopt::tune

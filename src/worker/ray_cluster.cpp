@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kopt/backend/python/python_runner.hpp"
+#include "kopt/core/python.hpp"
 #include "kopt/core/tools_dir.hpp"
 
 namespace kopt {
@@ -31,20 +32,7 @@ std::string tail_of(const fs::path& log) {
 // user starts Ray with), /usr/bin/python3 and python that finds Ray, with the site directory
 // on its path. Ray insists that a driver's Python is the cluster's, to the patch version.
 std::string ray_python() {
-  static const std::string chosen = [] {
-    SystemCommandRunner runner;
-    std::string probe =
-        "import importlib.util, sys; sys.path.insert(0, sys.argv[1]); "
-        "sys.exit(0 if importlib.util.find_spec('ray') else 1)";
-    for (const char* candidate : {"python3", "/usr/bin/python3", "python"}) {
-      auto found = find_program(candidate);
-      if (!found) continue;
-      if (runner.run({found->string(), "-c", probe, ray_site_dir().string()}, 20s).exit_code == 0)
-        return found->string();
-    }
-    return std::string("python3");  // its error says Ray is missing
-  }();
-  return chosen;
+  return choose_python("ray", ray_site_dir());
 }
 
 }  // namespace

@@ -94,13 +94,17 @@ TEST_F(OpenclBackend, BenchTimesWithTheSharedScheduleAndAFlush) {
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   ASSERT_EQ(j["variants"].size(), 2u);
+  // What kopt guarantees whatever the load: the minimum sample count, or the time cap as the
+  // stop reason (a loaded CPU reaches the cap first).
   for (const auto& v : j["variants"]) {
-    EXPECT_GE(v["series"]["samples_s"].size(), 10u) << v.dump(2);
+    EXPECT_TRUE(v["series"]["samples_s"].size() >= 10u || v["series"]["stop"] == "time_cap")
+        << v.dump(2);
     EXPECT_EQ(v["status"], "ok") << v.dump(2);
   }
   EXPECT_EQ(j["flush_method"], "write");
   EXPECT_GT(j["flush_bytes"].get<double>(), 0);
-  EXPECT_TRUE(j.contains("comparison"));
+  ASSERT_TRUE(j["comparison"].is_object()) << j.dump(2);  // a verdict, inconclusive or not
+  EXPECT_FALSE(j["comparison"]["verdict"].get<std::string>().empty());
 }
 
 TEST_F(OpenclBackend, CeilingsAreMeasuredOnTheDevice) {
@@ -156,18 +160,30 @@ TEST_F(OpenclBackend, NoPlatformSaysWhatToInstallAndExits3) {
 // Some drivers cut OCL_ICD_FILENAMES down in the process that loads them; kopt puts it back,
 // or the workers and tools it starts would no longer see those drivers' devices.
 TEST_F(OpenclBackend, ListingDevicesLeavesTheIcdVariablesAsTheyWere) {
-  const char* before = std::getenv("OCL_ICD_FILENAMES");
-  std::string expected = before ? before : "";
-  (void)opencl::list_opencl_devices();
+  // A value the driver would cut down: the ICD PoCL registered, named directly.
+  std::string icd;
+  if (std::ifstream in("/etc/OpenCL/vendors/pocl.icd"); in) std::getline(in, icd);
+  if (icd.empty()) GTEST_SKIP() << "no /etc/OpenCL/vendors/pocl.icd to name the driver with";
+  const char* saved = std::getenv("OCL_ICD_FILENAMES");
+  std::optional<std::string> restore = saved ? std::optional<std::string>(saved) : std::nullopt;
+  const std::string set_to = icd + ":" + icd;  // a list, as users write it
+  ::setenv("OCL_ICD_FILENAMES", set_to.c_str(), 1);
+  auto devices = opencl::list_opencl_devices();
   const char* after = std::getenv("OCL_ICD_FILENAMES");
-  EXPECT_EQ(after ? after : "", expected);
+  std::string seen = after ? after : "(unset)";
+  if (restore)
+    ::setenv("OCL_ICD_FILENAMES", restore->c_str(), 1);
+  else
+    ::unsetenv("OCL_ICD_FILENAMES");
+  EXPECT_TRUE(devices) << devices.error().to_string();
+  EXPECT_EQ(seen, set_to);
 }
 
 TEST_F(OpenclBackend, SassIsRefusedWithTheReason) {
   int rc = -1;
   auto j = kopt({"sass", example("vector_add")}, rc);
   EXPECT_EQ(rc, 3);
-  EXPECT_NE(j.value("error", "").find("CUDA backend"), std::string::npos);
+  EXPECT_NE(j.value("error", "").find("needs a CUDA device"), std::string::npos) << j.dump(2);
 }
 
 // The engine end to end: check, time, a timing-only analysis, branches, ablation, reports,
@@ -180,14 +196,21 @@ TEST_F(OpenclBackend, OptimizeRunsEndToEndAndResumes) {
                  "--max-time", "0.3", "--run", run},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
-  ASSERT_GE(j["versions"].size(), 2u);
+  ASSERT_GE(j["versions"].size(), 1u);
   EXPECT_EQ(j["versions"][0]["kernel"], "naive");
   EXPECT_EQ(j["status"], "finished");
-  for (const char* f :
-       {"report.md", "benchmark.md", "report.html", "target.md", "v1/hypothesis.md"})
+  for (const char* f : {"report.md", "benchmark.md", "report.html", "target.md"})
     EXPECT_TRUE(fs::exists(fs::path(run) / f)) << f;
-  std::string hypothesis = *read_text_file(fs::path(run) / "v1/hypothesis.md");
-  EXPECT_NE(hypothesis.find("no counters"), std::string::npos) << hypothesis;
+  // What the loop guarantees whatever the load: an iteration with its hypothesis, or a stop
+  // with its reason before one (roofs measured on a loaded CPU are low, and the naive kernel
+  // can sit near them: a reasoned stop, not a failure).
+  std::string stop = j["stop_reason"];
+  if (j["versions"].size() == 1) {
+    EXPECT_TRUE(stop.rfind("near_peak", 0) == 0 || stop.rfind("at_roof", 0) == 0) << stop;
+  } else {
+    std::string hypothesis = *read_text_file(fs::path(run) / "v1/hypothesis.md");
+    EXPECT_NE(hypothesis.find("no counters"), std::string::npos) << hypothesis;
+  }
   auto again = kopt({"optimize", example("vector_add"), "--iterations", "3", "--branches", "3",
                      "--max-time", "0.3", "--run", run, "--resume"},
                     rc);

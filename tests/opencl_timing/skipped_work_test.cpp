@@ -1,7 +1,7 @@
 // Work skipped under timing is caught, on the OpenCL device here (PoCL in CI): a kernel that
 // does its work on every other launch passes kopt check (its first launch is honest) but fails
 // kopt bench as "inconsistent", with the poisoned sample named, and its series is flagged
-// bimodal; the honest kernel passes with no flag.
+// alternating; the honest kernel passes with no flag.
 #include <gtest/gtest.h>
 
 #include "kopt/core/fs.hpp"
@@ -61,7 +61,9 @@ TEST_F(SkippedWork, AKernelThatSkipsEveryOtherLaunchIsInconsistentAndFlagged) {
   std::int64_t failed = check["failed_sample"];
   EXPECT_GE(failed, 0);
   EXPECT_LT(failed, static_cast<std::int64_t>(v["series"]["samples_s"].size()));
-  EXPECT_TRUE(has_flag(v, "bimodal")) << v["flags"].dump(2);
+  // Its series alternates between its two levels: said whatever the load of the machine
+  // (bimodal too where the two levels stay apart, which a busy CPU may blur).
+  EXPECT_TRUE(has_flag(v, "alternating")) << v["flags"].dump(2);
 }
 
 TEST_F(SkippedWork, TheHonestKernelIsVerifiedAndNotFlagged) {
@@ -134,7 +136,9 @@ TEST_F(SkippedWork, WithoutVerificationTheFlagsStillShow) {
   EXPECT_NE(v["status"], "inconsistent") << v.dump(2);
   EXPECT_FALSE(v["series"]["verification"]["enabled"].get<bool>());
   EXPECT_FALSE(j["options"]["verify_samples"].get<bool>());
-  EXPECT_TRUE(has_flag(v, "bimodal")) << v["flags"].dump(2);
+  // Its series alternates between its two levels: said whatever the load of the machine
+  // (bimodal too where the two levels stay apart, which a busy CPU may blur).
+  EXPECT_TRUE(has_flag(v, "alternating")) << v["flags"].dump(2);
 }
 
 }  // namespace

@@ -10,10 +10,15 @@
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
-#include "kopt/engine/lab.hpp"
+#include "kopt/optimize/lab.hpp"
 
 namespace kopt::test {
 namespace fs = std::filesystem;
+using optimize::ChampionCheck;
+using optimize::Lab;
+using optimize::Measured;
+using optimize::TargetRecord;
+using optimize::Variant;
 
 inline const char* k_problem = R"TOML(name = "toy"
 [dims]
@@ -95,8 +100,8 @@ class FakeLab : public Lab {
     if (++measure_calls == crash_after) throw std::runtime_error("killed");
     ++measured[*evaluation_key(v)];
     if (fail_tuned && v.kernel == "tuned")
-      return Measured{"compile_failed", 0, 0, 0, "ptxas: too many resources"};
-    Measured m{"ok", time_us(v) * 1e-6, 0.002, 20, ""};
+      return Measured{VariantStatus::compile_failed, 0, 0, 0, "ptxas: too many resources"};
+    Measured m{VariantStatus::ok, time_us(v) * 1e-6, 0.002, 20, ""};
     if (!v.source.empty())  // an agent's branch may say its timing is flagged: "// flag=bimodal"
       if (auto text = read_text_file(v.source);
           text && text->find("flag=bimodal") != std::string::npos)
@@ -173,7 +178,7 @@ class FakeLab : public Lab {
         "# Target: toy\n"};
   }
   std::optional<Measured> measure_reference() override {
-    return Measured{"ok", 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"};
+    return Measured{VariantStatus::ok, 50e-6, 0.003, 20, "", "SM 1980/1980 MHz"};
   }
   std::string source_text(const Variant& v) override { return "// " + v.kernel + "\n"; }
   // An agent's branch may say what the champion check finds in it: "// seed1only" (answers
@@ -196,12 +201,13 @@ class FakeLab : public Lab {
     out.sanitizer.resize(2);
     out.sanitizer[0].tool = "memcheck";
     out.sanitizer[1].tool = "racecheck";
-    for (auto& o : out.sanitizer) o.status = "clean";
+    for (auto& o : out.sanitizer) o.status = SanitizerStatus::clean;
     if (text && text->find("nosanitizer") != std::string::npos)
       for (auto& o : out.sanitizer)
-        o = SanitizerOutcome{o.tool, "unverifiable", {}, "compute-sanitizer not found", ""};
+        o = SanitizerOutcome{
+            o.tool, SanitizerStatus::unverifiable, {}, "compute-sanitizer not found", ""};
     if (text && text->find("race") != std::string::npos) {
-      out.sanitizer[1].status = "findings";
+      out.sanitizer[1].status = SanitizerStatus::findings;
       out.sanitizer[1].findings.push_back(SanitizerFinding{
           "racecheck", "Race reported between Write access at k+0x90 in tuned.cu:7", "k",
           "tuned.cu:7", "and Read access at k+0xd0 in tuned.cu:9 [992 hazards]", 1});

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "fake_lab.hpp"
-#include "kopt/engine/optimizer.hpp"
+#include "kopt/optimize/optimizer.hpp"
 #include "kopt/problem/loader.hpp"
 
 namespace kopt::test {
@@ -20,9 +20,9 @@ inline void make_toy_run(const std::filesystem::path& problem_dir,
   auto catalog = builtin_method_catalog();
   ASSERT_TRUE(catalog);
   FakeLab lab;
-  OptimizeOptions o;
+  optimize::OptimizeOptions o;
   o.run_dir = run_dir;
-  auto s = run_optimize(*p, *catalog, o, lab, nullptr);
+  auto s = optimize::run_optimize(*p, *catalog, o, lab, nullptr);
   ASSERT_TRUE(s) << s.error().to_string();
 }
 

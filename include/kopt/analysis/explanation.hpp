@@ -15,7 +15,7 @@ struct ExplainInputs {
   NcuKernelProfile profile;
   std::string device_name;        // to find the spec; may be ncu's or the driver's
   const GpuSpec* spec = nullptr;  // found from device_name when null
-  const CeilingsResult* ceilings = nullptr;
+  const std::vector<Ceiling>* ceilings = nullptr;
   std::string ceilings_measured_at;
   std::optional<double> cost_flops, cost_bytes;  // the problem's cost formulas, evaluated
   bool has_half_data =

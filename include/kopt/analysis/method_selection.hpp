@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kopt/analysis/axis_budget.hpp"
+#include "kopt/core/enum_names.hpp"
 
 namespace kopt {
 
@@ -27,9 +28,21 @@ std::optional<double> method_strength(const Method& m, const MetricValues& deriv
 const Trigger* strongest_trigger(const Method& m, const MetricValues& derived);
 inline constexpr double k_triggered = 0.5;  // a method is "triggered" from this strength on
 
+// What a method did in a version (the loop's attribution).
 enum class MethodOutcome { effective, ineffective, implementation_failed };
-std::string_view method_outcome_name(MethodOutcome o);
-std::optional<MethodOutcome> parse_method_outcome(std::string_view name);
+
+}  // namespace kopt
+
+template <>
+struct kopt::EnumNames<kopt::MethodOutcome> {
+  static constexpr std::array<std::pair<MethodOutcome, std::string_view>, 3> table{{
+      {MethodOutcome::effective, "effective"},
+      {MethodOutcome::ineffective, "ineffective"},
+      {MethodOutcome::implementation_failed, "implementation_failed"},  // not in the SASS
+  }};
+};
+
+namespace kopt {
 
 struct MethodCandidate {
   std::string method;

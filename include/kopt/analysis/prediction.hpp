@@ -15,10 +15,31 @@
 #include <utility>
 #include <vector>
 
+#include "kopt/core/enum_names.hpp"
 #include "kopt/core/error.hpp"
 #include "kopt/tools/ncu_csv.hpp"
 
 namespace kopt {
+
+// How a prediction fared against what the metric did.
+enum class PredictionVerdict {
+  not_judged,  // not yet: the iteration is open
+  confirmed,   // moved as predicted, by the amount predicted
+  fell_short,  // moved the right way, by less than predicted
+  refuted,     // did not move (within 1 %), or moved the other way
+  unmeasured,  // no measurement to judge it by (the branch failed, no profile)
+};
+
+template <>
+struct EnumNames<PredictionVerdict> {
+  static constexpr std::array<std::pair<PredictionVerdict, std::string_view>, 5> table{{
+      {PredictionVerdict::not_judged, ""},
+      {PredictionVerdict::confirmed, "confirmed"},
+      {PredictionVerdict::fell_short, "short"},
+      {PredictionVerdict::refuted, "refuted"},
+      {PredictionVerdict::unmeasured, "unmeasured"},
+  }};
+};
 
 struct Prediction {
   std::string branch;     // the branch that made it ("a1"); "" for a proposer's or kopt's own
@@ -29,7 +50,7 @@ struct Prediction {
   bool relative = false;  // amount is a fraction of before
   // Filled when judged:
   std::optional<double> before, after;
-  std::string verdict;  // "" (not judged), confirmed, short, refuted, unmeasured
+  PredictionVerdict verdict = PredictionVerdict::not_judged;
   std::string note;
 };
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kopt/analysis/hardware_spec.hpp"
-#include "kopt/backend/bench_job.hpp"
+#include "kopt/measure/ceiling.hpp"
 #include "kopt/tools/ncu_csv.hpp"
 
 namespace kopt {
@@ -49,7 +49,7 @@ struct RoofChoice {
 std::string compute_ceiling_name(const std::string& precision);
 
 RoofChoice choose_roofs(const std::string& precision, const GpuSpec* spec,
-                        const CeilingsResult* ceilings, const std::string& measured_at);
+                        const std::vector<Ceiling>* ceilings, const std::string& measured_at);
 
 struct RooflinePoint {
   std::string basis;                           // "cost formulas" or "ncu counters"

@@ -27,7 +27,7 @@ struct Target {
 std::string default_precision(const Problem& p);
 
 Expected<Target> compute_target(const Problem& p, const std::string& precision, const GpuSpec* spec,
-                                const std::string& device, const CeilingsResult* ceilings,
+                                const std::string& device, const std::vector<Ceiling>* ceilings,
                                 const std::string& measured_at);
 
 nlohmann::json to_json(const Target& t);

@@ -7,6 +7,7 @@
 
 #include "kopt/backend/device_info.hpp"
 #include "kopt/backend/run_job.hpp"
+#include "kopt/measure/ceiling.hpp"
 #include "kopt/measure/statistics.hpp"
 
 namespace kopt {
@@ -96,16 +97,7 @@ struct BenchResult {
   bool ok() const { return status == RunStatus::ok; }
 };
 
-// Ceilings: what the device really sustains (kopt ceilings).
-struct Ceiling {
-  std::string name;  // "dram_copy", "fp32_fma", "tensor_f16", ...
-  std::string unit;  // "B/s" or "FLOP/s"
-  double best = 0;   // the best sample
-  double median = 0;
-  std::string method;  // how it was measured
-  std::string error;   // why it is missing
-};
-
+// What kopt ceilings measured on a device.
 struct CeilingsResult {
   RunStatus status = RunStatus::ok;
   std::string error;
@@ -113,11 +105,6 @@ struct CeilingsResult {
   Clocks clocks_before;
   Clocks clocks_after;
 };
-
-// A ceiling from the seconds each run of `amount` units took: best and median rates, or
-// the reason there are none.
-Ceiling ceiling_from_times(const std::string& name, const std::string& unit, double amount,
-                           const Expected<std::vector<double>>& seconds, const std::string& method);
 
 nlohmann::json to_json(const BenchOptions& o);
 BenchOptions bench_options_from_json(const nlohmann::json& j);
@@ -127,7 +114,6 @@ nlohmann::json to_json(const SampleSeries& s);
 SampleSeries sample_series_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const BenchResult& r);
 BenchResult bench_result_from_json(const nlohmann::json& j);
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ceiling, name, unit, best, median, method, error)
 nlohmann::json to_json(const CeilingsResult& r);
 CeilingsResult ceilings_result_from_json(const nlohmann::json& j);
 

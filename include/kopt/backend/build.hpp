@@ -61,6 +61,9 @@ class Compiler {
   virtual ~Compiler() = default;
   // e.g. "NVRTC 13.0"; part of every cache key. An Error if the compiler is unavailable.
   virtual Expected<std::string> toolkit() = 0;
+  // The toolkit that builds `request` (part of its cache key); a compiler of several
+  // languages answers per request.
+  virtual Expected<std::string> toolkit_for(const CompileRequest&) { return toolkit(); }
   // Compiles into `cubin_path`. Compile errors are a Build with ok == false.
   virtual Expected<Build> compile(const CompileRequest& request,
                                   const std::filesystem::path& cubin_path) = 0;

@@ -8,7 +8,7 @@
 #include "kopt/backend/bench_job.hpp"
 #include "kopt/measure/statistics.hpp"
 
-namespace kopt {
+namespace kopt::campaign {
 
 // A baseline whose sample-to-sample spread (relative noise) is above this is "noisy".
 inline constexpr double k_noisy_baseline = 0.05;
@@ -19,4 +19,4 @@ std::vector<std::string> torch_baseline_flags(const SampleSeries& series, const 
                                               std::size_t throttled_samples,
                                               double noisy_above = k_noisy_baseline);
 
-}  // namespace kopt
+}  // namespace kopt::campaign

@@ -12,14 +12,46 @@
 #include <vector>
 
 #include "kopt/backend/bench_job.hpp"
-#include "kopt/engine/checker.hpp"
+#include "kopt/evaluate/checker.hpp"
+#include "kopt/evaluate/rigour.hpp"
+#include "kopt/measure/variant_status.hpp"
+
+namespace kopt::campaign {
+
+// What became of one KernelBench file's import.
+enum class ImportStatus { pending, imported, kept, refused, failed };
+// Whether the problem's reference ran.
+enum class ReferenceStatus { not_run, ok, failed };
+
+}  // namespace kopt::campaign
 
 namespace kopt {
+template <>
+struct EnumNames<campaign::ImportStatus> {
+  static constexpr std::array<std::pair<campaign::ImportStatus, std::string_view>, 5> table{{
+      {campaign::ImportStatus::pending, "pending"},
+      {campaign::ImportStatus::imported, "imported"},
+      {campaign::ImportStatus::kept, "kept"},        // an earlier import
+      {campaign::ImportStatus::refused, "refused"},  // bad input
+      {campaign::ImportStatus::failed, "failed"},
+  }};
+};
+template <>
+struct EnumNames<campaign::ReferenceStatus> {
+  static constexpr std::array<std::pair<campaign::ReferenceStatus, std::string_view>, 3> table{{
+      {campaign::ReferenceStatus::not_run, "not_run"},
+      {campaign::ReferenceStatus::ok, "ok"},
+      {campaign::ReferenceStatus::failed, "failed"},
+  }};
+};
+}  // namespace kopt
+
+namespace kopt::campaign {
 
 // One timed PyTorch baseline of a problem.
 struct BaselineOutcome {
-  std::string status = "not_run";  // ok | run_failed | unavailable | not_run
-  std::string label;               // what the Python worker timed
+  VariantStatus status = VariantStatus::not_run;  // ok, run_failed, unavailable or not_run
+  std::string label;                              // what the Python worker timed
   double median_s = 0;
   double rel_noise = 0;
   std::size_t n = 0;
@@ -30,17 +62,16 @@ struct BaselineOutcome {
 struct KernelbenchEntry {
   std::string file;     // the KernelBench file's name
   std::string problem;  // its stem: the problem's name and directory under OUT
-  std::string status =
-      "pending";  // imported | kept (an earlier import) | refused (bad input) | failed
+  ImportStatus status = ImportStatus::pending;
   std::string error;
   double import_s = 0;
   bool flops_known = false;
   std::vector<std::string> notes;
-  std::string reference = "not_run";  // ok | failed | not_run
+  ReferenceStatus reference = ReferenceStatus::not_run;
   std::string reference_error;
   double reference_s = 0;  // the check's wall time: inputs, the reference's run, its outputs
-  double baselines_s =
-      0;  // the wall time of timing both baselines, torch.compile's compile included
+  // the wall time of timing both baselines, torch.compile's compile included
+  double baselines_s = 0;
   BaselineOutcome eager, compiled;
 };
 
@@ -52,7 +83,7 @@ struct KernelbenchBatchOptions {
   bool force = false;      // import again and evaluate again what an earlier batch did
   bool check = false;      // run each reference once
   bool baselines = false;  // time torch eager and torch.compile
-  BenchOptions bench;
+  evaluate::Rigour rigour = evaluate::Rigour::report();  // the baselines' timing
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -81,7 +112,8 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
 
 // The evaluator over a real worker: `kopt check` of the reference (one seed, its outputs in a
 // scratch cache, since KernelBench's outputs reach GBs) and `kopt bench --vs-torch`.
-KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& options, CheckContext ctx);
+KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& options,
+                                      evaluate::CheckContext ctx);
 
 nlohmann::json to_json(const KernelbenchEntry& e);
 KernelbenchEntry kernelbench_entry_from_json(const nlohmann::json& j);
@@ -89,4 +121,4 @@ nlohmann::json to_json(const KernelbenchBatch& b);
 // The table of docs/kernelbench.md: a row per problem.
 std::string kernelbench_markdown(const KernelbenchBatch& b);
 
-}  // namespace kopt
+}  // namespace kopt::campaign

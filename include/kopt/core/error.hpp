@@ -1,11 +1,11 @@
 #pragma once
-// Expected failures travel as values (DESIGN.md §5): kopt::Error inside kopt::Expected.
+// Expected failures travel as values (docs/architecture.md §5): kopt::Error inside kopt::Expected.
 #include <string>
 #include <tl/expected.hpp>
 
 namespace kopt {
 
-// What kind of failure this is; decides the process exit code (DESIGN.md §4).
+// What kind of failure this is; decides the process exit code (docs/architecture.md §4).
 enum class ErrorKind {
   bad_input,    // exit 2: malformed spec, unknown name, missing file, usage
   environment,  // exit 3: no GPU, no driver, no NVRTC, no tool

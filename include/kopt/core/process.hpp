@@ -1,5 +1,5 @@
 #pragma once
-// Process spawning behind a small interface (DESIGN.md §5), with a fake for tests.
+// Process spawning behind a small interface (docs/architecture.md §5), with a fake for tests.
 #include <sys/types.h>
 
 #include <chrono>
@@ -89,5 +89,9 @@ class Subprocess {
 };
 
 std::string describe_wait_status(int status);
+
+// The running executable (/proc/self/exe), to start workers and one-shot runs with; "kopt"
+// when it cannot be read.
+std::filesystem::path self_executable();
 
 }  // namespace kopt

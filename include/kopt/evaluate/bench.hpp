@@ -1,17 +1,18 @@
 #pragma once
-// `kopt bench`: time kernels in the worker with the policy of BenchOptions; summarize, derive
-// rates from the spec's cost formulas, check against the roofline floor, and compare two
-// variants measured interleaved.
+// The timing pipeline of the evaluator (evaluator.hpp): time candidates in the worker with the
+// policy of BenchOptions; summarize, derive rates from the spec's cost formulas, check against
+// the roofline floor, and compare two candidates measured interleaved.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kopt/backend/bench_job.hpp"
-#include "kopt/engine/checker.hpp"
-#include "kopt/engine/roofs.hpp"
+#include "kopt/evaluate/checker.hpp"
+#include "kopt/evaluate/roofs.hpp"
 #include "kopt/measure/distribution_flags.hpp"
+#include "kopt/measure/variant_status.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 struct BenchVariantSpec {
   std::string kernel;
@@ -53,12 +54,11 @@ struct BenchVariant {
   double gbps = 0;                   // from the cost formula `bytes` and the median time
   double gflops = 0;                 // from `flops`
   double pct_bandwidth_ceiling = 0;  // of the memory roof (BenchReport::roofs)
-  double pct_compute_ceiling =
-      0;               // of the compute roof of the problem's precision (BenchReport::compute_roof)
+  // of the compute roof of the problem's precision (BenchReport::compute_roof)
+  double pct_compute_ceiling = 0;
   double floor_s = 0;  // the roofline floor, when a roof is known
   double check_s = 0;  // kopt check's run of it (check_first), not its build
-  std::string status = "ok";  // ok | wrong | compile_failed | run_failed | below_floor |
-                              // inconsistent | unavailable (a baseline this torch lacks)
+  VariantStatus status = VariantStatus::ok;
   std::string error;
   // Shapes of the series an honest kernel does not produce (distribution_flags.hpp): shown,
   // recorded, and a reason to refuse the variant as a champion; the status stays ok.
@@ -81,39 +81,23 @@ struct BenchReport {
   Clocks clocks_before, clocks_after;
   std::int64_t flush_bytes = 0;
   std::string flush_method;
-  std::string ceilings_source;  // roofs.source: "measured <date>", "measured now (first use, 4.8
-                                // s)", "spec table: ..."
-  DeviceRoofs roofs;            // what %BW and the floor divide by, and where they come from
-  RoofRate compute_roof;        // what %FLOP divides by: the roof of the problem's precision
-  Cost cost;  // the problem's cost formulas at its dims; no flops: GFLOP/s unknown
+  // roofs.source: "measured <date>", "measured now (first use, 4.8 s)", "spec table: ..."
+  std::string ceilings_source;
+  DeviceRoofs roofs;      // what %BW and the floor divide by, and where they come from
+  RoofRate compute_roof;  // what %FLOP divides by: the roof of the problem's precision
+  Cost cost;              // the problem's cost formulas at its dims; no flops: GFLOP/s unknown
   // Where this run's wall time went: builds (in parallel), the check, the timing job, in all.
   double build_s = 0, check_s = 0, measure_s = 0, wall_s = 0;
   int exit_code() const;
 };
 
-// A request for variants timed with `options` (compared, when `compare`, at `threshold`).
-BenchRequest bench_request(std::vector<BenchVariantSpec> variants, bool compare,
-                           const BenchOptions& options, double threshold,
-                           const std::optional<std::string>& arch,
-                           const std::filesystem::path& cache_root);
-
+// The timing pipeline on one worker: points resolved, builds (on up to `jobs` threads, from
+// the cache where they are there), the check (separate, or inside the timing job), one timing
+// job, then verification, the rates, the roofline floor and distribution flags. Clients call
+// it through the evaluator (evaluator.hpp), which makes the request from their rigour.
 Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
                                 CheckContext ctx);
 
-// Several workers (bench --gpus, --cluster; engine/bench_spread.cpp): without a comparison the
-// variants are dealt out one per worker by a Dispatcher (a lost worker's variant is measured
-// again on another), each tagged with its worker; the report's device, clocks and roofs are
-// the first live worker's. A comparison (--vs, --vs-kernel) and the PyTorch baselines run on
-// that one worker, as run_bench does: a comparison is never split over devices. `notes` gets
-// what happened (where the comparison ran, workers lost).
-Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& request,
-                                const std::vector<CheckContext>& workers,
-                                std::vector<std::string>& notes);
-
-// Why `worker` is lost after bench job `b` (dispatcher.hpp's worker_lost), asked only when no
-// variant of the job is ok (one that is proves the worker alive); nullopt when it is not lost.
-std::optional<std::string> lost_after(const Expected<BenchReport>& b, WorkerClient& worker);
-
 nlohmann::json to_json(const BenchReport& r);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -7,7 +7,7 @@
 #include "kopt/backend/bench_job.hpp"
 #include "kopt/worker/worker_client.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 struct StoredCeilings {
   DeviceInfo device;
@@ -36,4 +36,4 @@ double best_compute_rate(const CeilingsResult& r);
 
 nlohmann::json to_json(const StoredCeilings& c);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -18,7 +18,7 @@
 #include "kopt/tools/sanitizer.hpp"
 #include "kopt/worker/worker_client.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 // One kernel at one point of its params.
 struct CheckPoint {
@@ -132,4 +132,4 @@ Expected<void> check_other_shape(const Problem& problem, const CheckOptions& opt
 
 nlohmann::json to_json(const CheckReport& r);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -13,7 +13,7 @@
 
 #include "kopt/worker/worker_client.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 struct DispatchOutcome {
   bool lost = false;   // the worker is gone (not the task's own failure)
@@ -69,4 +69,4 @@ std::string worker_label(std::size_t index, WorkerClient& worker);
 Expected<std::vector<DeviceInfo>> worker_devices(const std::vector<CheckContext>& workers,
                                                  bool allow_mixed, std::vector<std::string>& notes);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -6,7 +6,7 @@
 
 #include "kopt/problem/problem.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 struct ResolvedIncludes {
   std::vector<std::filesystem::path> dirs;
@@ -21,4 +21,4 @@ ResolvedIncludes resolve_include_dirs(const Problem& p, const KernelSpec& k);
 // none has it. Looked up once per process and name.
 std::filesystem::path python_package_dir(const std::string& name);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

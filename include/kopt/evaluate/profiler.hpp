@@ -11,10 +11,41 @@
 #include <vector>
 
 #include "kopt/analysis/explanation.hpp"
-#include "kopt/engine/checker.hpp"
+#include "kopt/core/enum_names.hpp"
+#include "kopt/evaluate/checker.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 
+namespace kopt::evaluate {
+
+// What became of one kernel's profile.
+enum class ProfileStatus {
+  ok,
+  timing_only,  // a backend without counters (OpenCL): timing and static facts
+  wrong,        // its check failed: not profiled
+  compile_failed,
+  run_failed,
+  profile_failed,  // ncu did not give a profile of it
+  no_counters,     // ncu without permission to read the counters: timing and static facts
+};
+
+}  // namespace kopt::evaluate
+
 namespace kopt {
+template <>
+struct EnumNames<evaluate::ProfileStatus> {
+  static constexpr std::array<std::pair<evaluate::ProfileStatus, std::string_view>, 7> table{{
+      {evaluate::ProfileStatus::ok, "ok"},
+      {evaluate::ProfileStatus::timing_only, "timing_only"},
+      {evaluate::ProfileStatus::wrong, "wrong"},
+      {evaluate::ProfileStatus::compile_failed, "compile_failed"},
+      {evaluate::ProfileStatus::run_failed, "run_failed"},
+      {evaluate::ProfileStatus::profile_failed, "profile_failed"},
+      {evaluate::ProfileStatus::no_counters, "no_counters"},
+  }};
+};
+}  // namespace kopt
+
+namespace kopt::evaluate {
 
 struct ProfileRequest {
   std::vector<std::string> kernels;          // empty: every kernel of the problem
@@ -42,9 +73,7 @@ struct ProfileRequest {
 struct KernelProfile {
   std::string kernel;
   ParamPoint point;
-  // ok | timing_only (a backend without counters: OpenCL) | wrong | compile_failed | run_failed |
-  // profile_failed | no_counters (ncu without permission)
-  std::string status = "ok";
+  ProfileStatus status = ProfileStatus::ok;
   std::string error;
   std::optional<Explanation> explanation;
   ProfileProvenance provenance;
@@ -83,4 +112,4 @@ Expected<std::vector<KernelProfile>> run_profile_items(const std::vector<Profile
 
 nlohmann::json to_json(const ProfileReport& r);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "kopt/analysis/hardware_spec.hpp"
-#include "kopt/engine/ceilings_store.hpp"
+#include "kopt/evaluate/ceilings_store.hpp"
 #include "kopt/problem/problem.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 enum class RoofsOrigin {
   measured,      // stored ceilings, measured earlier
@@ -98,4 +98,4 @@ bool is_below_floor(const DeviceRoofs& roofs, double median_s, double floor_s);
 // {origin, source, bandwidth {rate, name, source}, compute {...}, floor_margin, notes}
 nlohmann::json to_json(const DeviceRoofs& r);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

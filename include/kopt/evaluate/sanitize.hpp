@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "kopt/engine/checker.hpp"
+#include "kopt/evaluate/checker.hpp"
 #include "kopt/tools/sanitizer.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 struct SanitizeRequest {
   std::vector<std::string> tools;                  // memcheck, racecheck, synccheck, initcheck
@@ -25,14 +25,18 @@ struct SanitizeRequest {
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
+// What running kernels under compute-sanitizer needs: the tool (or why there is none) and this
+// kopt, to run the worker's one-shot mode under it.
+SanitizeRequest sanitize_request(CommandRunner& runner, std::vector<std::string> tools, int device);
+
 // Every tool's outcome for one built kernel. A kernel of a backend the tools cannot see
 // (OpenCL, Triton) gets "unverifiable" outcomes with the reason.
 std::vector<SanitizerOutcome> sanitize_kernel(const Problem& p, const KernelCheck& kc, bool opencl,
                                               const SanitizeRequest& r, CommandRunner& runner);
 
-// The verdict over a kernel's outcomes: "findings" when any tool found an error, else
-// "unverifiable" when any could not check, else "clean"; "" without outcomes.
-std::string sanitizer_verdict(const std::vector<SanitizerOutcome>& outcomes);
+// The verdict over a kernel's outcomes: findings when any tool found an error, else
+// unverifiable when any could not check, else clean; nullopt without outcomes.
+std::optional<SanitizerStatus> sanitizer_verdict(const std::vector<SanitizerOutcome>& outcomes);
 // One line: "memcheck: Invalid __global__ read of size 4 bytes at kernel.cu:12 (3x); racecheck:
 // clean".
 std::string sanitizer_summary(const std::vector<SanitizerOutcome>& outcomes);
@@ -40,4 +44,4 @@ std::string sanitizer_summary(const std::vector<SanitizerOutcome>& outcomes);
 nlohmann::json to_json(const SanitizerFinding& f);
 nlohmann::json to_json(const SanitizerOutcome& o);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -12,7 +12,7 @@
 #include "kopt/core/process.hpp"
 #include "kopt/problem/param_space.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 struct SassRequest {
   std::vector<std::string> kernels;  // empty: every kernel (ignored with vs)
@@ -54,4 +54,4 @@ Expected<SassReport> run_sass(const Problem& problem, const SassRequest& request
 
 nlohmann::json to_json(const SassReport& r);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -12,7 +12,7 @@
 #include "kopt/problem/launch.hpp"
 #include "kopt/problem/param_space.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 
 CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point,
                                const std::string& arch);
@@ -34,4 +34,4 @@ std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
 RunJob kernel_job(std::string label, const Build& build, const ResolvedLaunch& launch,
                   std::vector<JobTensor> tensors);
 
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -1,19 +1,21 @@
 #pragma once
 // The workers of a command that can use several (tune, optimize): one per device of --gpus on
 // this host, or one per device of a Ray cluster (--cluster ray[:ADDRESS]), each with its
-// compiler. The first live one is where comparisons go (engine/dispatcher.hpp).
+// compiler. The first live one is where comparisons go (evaluate/dispatcher.hpp).
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "kopt/backend/device_family.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
-#include "kopt/engine/checker.hpp"
+#include "kopt/evaluate/checker.hpp"
 #include "kopt/worker/ray_cluster.hpp"
 
-namespace kopt::cli {
+namespace kopt::evaluate {
 
 struct WorkerChoice {
+  DeviceFamily family = DeviceFamily::cuda;
   std::string gpus;     // --gpus all|N,M,...; "" with no --cluster: `device` alone
   std::string cluster;  // --cluster ray|ray:ADDRESS; "": this host
   int device = 0;
@@ -40,4 +42,4 @@ class WorkerPool {
   SystemCommandRunner m_runner;
 };
 
-}  // namespace kopt::cli
+}  // namespace kopt::evaluate

@@ -13,7 +13,7 @@
 namespace kopt {
 
 struct DistributionFlag {
-  std::string name;    // "bimodal" | "fast_tail"
+  std::string name;    // "bimodal" | "alternating" | "fast_tail" | "secret_slow"
   std::string detail;  // the numbers that tripped the rule
   bool operator==(const DistributionFlag&) const = default;
 };
@@ -31,6 +31,13 @@ inline constexpr std::size_t k_min_samples_for_flags = 20;
 // tens of times). Steady noise, slow outliers and the timer's quantization do not trip it; a
 // kernel that does its work on only some of its launches does.
 std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples);
+
+// alternating: at least 90 % of consecutive samples on opposite sides of the median, and the
+// median of the samples at even positions at most 0.85 x the median of those at odd positions
+// (or the other way round). Independent noise crosses the median at about half the steps; a
+// kernel that does its work on every other launch crosses it at nearly every step, however
+// noisy the machine (its two levels blur into one another on a loaded CPU, its order does not).
+std::optional<DistributionFlag> alternating_flag(std::span<const double> samples);
 
 // fast_tail: at least 5 % of the samples (and at least 3) below 0.8 x the median, below
 // Tukey's outer fence Q1 - 3 IQR, and more than two timer steps below the median. Timing

@@ -1,6 +1,6 @@
 #pragma once
 // Robust summaries of timing samples and the rule that decides when to stop sampling.
-// Pure functions: no clocks, no devices (DESIGN.md §2, measure/).
+// Pure functions: no clocks, no devices (docs/architecture.md §2, measure/).
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>

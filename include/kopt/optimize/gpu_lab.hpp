@@ -1,36 +1,30 @@
 #pragma once
-// The Lab on a real machine: measurements through `kopt bench`'s engine (check first, then
-// time), comparisons interleaved, profiles through ncu, SASS through the disassembler, and
-// the target from measured ceilings or the cited spec table.
+// The Lab on a real machine, over the evaluator (evaluate/evaluator.hpp): measurements at the
+// loop's rigour, comparisons interleaved on one device, profiles through ncu, SASS through the
+// disassembler, the champion's checks, and the target from the device's roofs.
 #include <memory>
 
-#include "kopt/engine/bencher.hpp"
-#include "kopt/engine/lab.hpp"
-#include "kopt/engine/sanitize.hpp"
+#include "kopt/evaluate/evaluator.hpp"
+#include "kopt/evaluate/sanitize.hpp"
+#include "kopt/optimize/lab.hpp"
 
-namespace kopt {
+namespace kopt::optimize {
 
 struct GpuLabOptions {
-  BenchOptions bench;  // per measurement
-  double compare_threshold = 0.01;
-  double compare_max_time_s = 4.0;
-  std::optional<std::string> arch;
+  // Per measurement (Rigour::decide of --max-time); comparisons are Rigour::compare of it.
+  evaluate::Rigour rigour = evaluate::Rigour::decide(evaluate::k_loop_max_time_s);
   int device = 0;
-  std::filesystem::path cache_root;
   std::filesystem::path kopt_executable;
   std::filesystem::path ncu;  // empty: no profiles
   std::string ncu_version;
   // Run on a candidate about to become champion (tools empty: --no-sanitize).
-  SanitizeRequest sanitize;
-  std::function<void(const std::string&)> log = [](const std::string&) {};
+  evaluate::SanitizeRequest sanitize;
 };
 
-std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog,
-                                  GpuLabOptions options, CheckContext ctx);
-// Several workers (optimize --gpus, --cluster): measure_all() measures one variant per worker at
-// once and a lost worker's variant again on another; comparisons, profiles, SASS and the
-// champion's checks run on the first live worker. One model of device, as tune requires.
-std::unique_ptr<Lab> make_gpu_lab(const Problem& problem, const MethodCatalog& catalog,
-                                  GpuLabOptions options, std::vector<CheckContext> workers);
+// Several workers (optimize --gpus, --cluster): measure_all() measures one variant per worker
+// at once and a lost worker's variant again on another; comparisons, profiles, SASS and the
+// champion's checks run on the first live worker. `ev` outlives the lab.
+std::unique_ptr<Lab> make_gpu_lab(evaluate::Evaluator& ev, const MethodCatalog& catalog,
+                                  GpuLabOptions options);
 
-}  // namespace kopt
+}  // namespace kopt::optimize

@@ -6,7 +6,7 @@
 
 #include "kopt/store/run_state.hpp"
 
-namespace kopt {
+namespace kopt::optimize {
 
 // hypothesis.md at close: each branch's own hypothesis and its predictions with what the
 // metrics did, above kopt's analysis from the open (kept as it was written).
@@ -14,4 +14,4 @@ void write_branch_hypotheses(const std::filesystem::path& file,
                              const std::vector<BranchRecord>& branches,
                              const std::vector<Prediction>& judged, const std::string& candidate);
 
-}  // namespace kopt
+}  // namespace kopt::optimize

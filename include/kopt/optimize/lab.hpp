@@ -1,8 +1,8 @@
 #pragma once
 // What the optimization loop asks of the machine: measure a variant (build, check, time),
 // compare two interleaved, profile one, verify methods in its SASS. The loop's decisions
-// live in the optimizer and are tested with a fake lab; the real one (engine/gpu_lab) uses
-// the worker, ncu and the disassembler.
+// live in the optimizer and are tested with a fake lab; the real one (optimize/gpu_lab) goes
+// through the evaluator.
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -13,10 +13,12 @@
 #include "kopt/analysis/explanation.hpp"
 #include "kopt/analysis/method_catalog.hpp"
 #include "kopt/measure/compare.hpp"
+#include "kopt/measure/statistics.hpp"
+#include "kopt/measure/variant_status.hpp"
 #include "kopt/problem/param_space.hpp"
 #include "kopt/tools/sanitizer.hpp"
 
-namespace kopt {
+namespace kopt::optimize {
 
 struct Variant {
   std::string kernel;
@@ -28,8 +30,7 @@ struct Variant {
 };
 
 struct Measured {
-  std::string status =
-      "ok";  // ok | wrong | compile_failed | run_failed | below_floor | inconsistent | error
+  VariantStatus status = VariantStatus::ok;
   double median_s = 0;
   double noise = 0;
   std::size_t samples = 0;
@@ -40,7 +41,7 @@ struct Measured {
   std::vector<std::string> flags;
   std::string
       device;  // which device measured it, where a lab has several workers ("worker 1: ...")
-  bool ok() const { return status == "ok"; }
+  bool ok() const { return status == VariantStatus::ok; }
 };
 
 // What Lab::check_champion found.
@@ -115,4 +116,4 @@ class Lab {
   virtual nlohmann::json environment() = 0;
 };
 
-}  // namespace kopt
+}  // namespace kopt::optimize

@@ -13,12 +13,12 @@
 #include <string>
 
 #include "kopt/analysis/headroom.hpp"
-#include "kopt/engine/lab.hpp"
+#include "kopt/optimize/lab.hpp"
 #include "kopt/store/experience_db.hpp"
 #include "kopt/store/run_state.hpp"
 #include "kopt/tools/git.hpp"
 
-namespace kopt {
+namespace kopt::optimize {
 
 struct OptimizeOptions {
   int iterations = 5;
@@ -81,4 +81,4 @@ Expected<RunState> iter_finalize(const Problem& problem, const MethodCatalog& ca
 // The kernel that carries method toggles (the loop's branches are points of it).
 const KernelSpec* method_kernel(const Problem& problem);
 
-}  // namespace kopt
+}  // namespace kopt::optimize

@@ -1,5 +1,6 @@
 #pragma once
-// The parsed problem directory: kopt.toml (DESIGN.md §3). Plain records; loader.hpp builds them.
+// The parsed problem directory: kopt.toml (docs/architecture.md §3). Plain records; loader.hpp
+// builds them.
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -185,9 +186,7 @@ struct Problem {
 
   const TensorSpec* find_tensor(std::string_view tensor) const;
   const KernelSpec* find_kernel(std::string_view kernel) const;
-  // The backend's language: kernels without a source in it are left out (and named in
-  // skipped_kernels); a kernel reference must be in it too.
-  KernelLanguage language = KernelLanguage::cuda;
+  // Kernels with no source this device runs, left out by select_runnable (and named here).
   std::vector<std::string> skipped_kernels;
   Tolerance tolerance_for(const TensorSpec& t) const;
   Scope dim_scope() const;
@@ -195,10 +194,13 @@ struct Problem {
   bool has_half_data() const;  // any f16 or bf16 tensor
 };
 
-// Points every kernel at its source in `language` and leaves out those without one. An
-// Error (bad input, naming the file and line) when the reference is a kernel in another
-// language, or when no kernel is left (a problem with none at all passes when
-// `allow_no_kernels`: bench --vs-torch times a fresh import's baselines).
-Expected<void> select_language(Problem& p, KernelLanguage language, bool allow_no_kernels = false);
+// Points every kernel at its first source in one of `languages` (the device's, in its order
+// of preference: backend/device_family.hpp) and leaves out those with none. Kernels of several
+// languages stay side by side (CUDA C++ and Triton on a CUDA GPU). An Error (bad input,
+// naming the file and line) when the reference is a kernel in none of them, or when no kernel
+// is left (a problem with none at all passes when `allow_no_kernels`: bench --vs-torch times a
+// fresh import's baselines).
+Expected<void> select_runnable(Problem& p, const std::vector<KernelLanguage>& languages,
+                               bool allow_no_kernels = false);
 
 }  // namespace kopt

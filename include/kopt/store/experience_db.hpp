@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kopt/analysis/prediction.hpp"
+#include "kopt/core/enum_names.hpp"
 #include "kopt/core/error.hpp"
 #include "kopt/problem/param_space.hpp"
 
@@ -19,6 +20,19 @@ namespace kopt {
 // 1: the first schema; 2: adds `origin` (run, manual, import) to every record; 3: adds the
 // `predictions` table (a new table: older files gain it on open).
 inline constexpr int k_experience_schema_version = 3;
+
+// What a method did to a kernel's time, as the experience DB records it.
+enum class ExperienceVerdict { success, neutral, failure, regression };
+
+template <>
+struct EnumNames<ExperienceVerdict> {
+  static constexpr std::array<std::pair<ExperienceVerdict, std::string_view>, 4> table{{
+      {ExperienceVerdict::success, "success"},
+      {ExperienceVerdict::neutral, "neutral"},
+      {ExperienceVerdict::failure, "failure"},
+      {ExperienceVerdict::regression, "regression"},
+  }};
+};
 
 struct ExperienceRecord {
   std::int64_t id = 0;
@@ -29,8 +43,10 @@ struct ExperienceRecord {
   std::string method;
   ParamPoint params;
   double time_before_s = 0, time_after_s = 0;
-  double speedup = 1;        // before / after
-  std::string verdict;       // success | neutral | failure | regression
+  double speedup = 1;  // before / after
+  // success above +5 %, neutral +2 to +5 %, failure within ±2 %, regression slower than 2 %;
+  // nullopt: derived from the speedup when the record is added.
+  std::optional<ExperienceVerdict> verdict;
   std::string sass_verdict;  // verified | missing | ...
   double attribution_ms = 0;
   std::string run_id, date, note;
@@ -39,8 +55,8 @@ struct ExperienceRecord {
   std::string uid;  // content hash: the same experience merged twice is one record
 };
 
-// success above +5 %, neutral +2 to +5 %, failure within ±2 %, regression slower than 2 %.
-std::string experience_verdict(double speedup);
+// The verdict of a speedup (ExperienceRecord::verdict).
+ExperienceVerdict experience_verdict(double speedup);
 std::string experience_uid(const ExperienceRecord& r);
 
 // $KOPT_EXPERIENCE_DB, else $XDG_DATA_HOME/kopt/experience.db, else

@@ -11,21 +11,47 @@
 #include <string>
 #include <vector>
 
+#include "kopt/analysis/method_selection.hpp"
 #include "kopt/analysis/prediction.hpp"
 #include "kopt/core/error.hpp"
+#include "kopt/measure/variant_status.hpp"
 #include "kopt/problem/param_space.hpp"
 
 namespace kopt {
 
 inline constexpr int k_run_schema_version = 1;
 
+// Whether a run goes on (kopt optimize --resume, the next iter open) or has stopped.
+enum class RunPhase { running, finished };
+// What became of an iteration's winner.
+enum class VersionOutcome {
+  baseline,  // v0: the starting kernel
+  accepted,  // faster than the champion outside the noise, and passed the champion's checks
+  rejected,  // not faster, flagged, or refused by a check
+  failed,    // nothing of the iteration measured
+};
+
+template <>
+struct EnumNames<RunPhase> {
+  static constexpr std::array<std::pair<RunPhase, std::string_view>, 2> table{
+      {{RunPhase::running, "running"}, {RunPhase::finished, "finished"}}};
+};
+template <>
+struct EnumNames<VersionOutcome> {
+  static constexpr std::array<std::pair<VersionOutcome, std::string_view>, 4> table{{
+      {VersionOutcome::baseline, "baseline"},
+      {VersionOutcome::accepted, "accepted"},
+      {VersionOutcome::rejected, "rejected"},
+      {VersionOutcome::failed, "failed"},
+  }};
+};
+
 // One measured variant: build + check + time, keyed by the hash of what determines it.
 struct EvaluationRecord {
   std::string key;  // content hash: source, params, arch, toolkit, dims, timing mode
   std::string kernel;
   ParamPoint point;
-  std::string status =
-      "ok";  // ok | wrong | compile_failed | run_failed | below_floor | inconsistent
+  VariantStatus status = VariantStatus::ok;
   double median_s = 0;
   double noise = 0;  // relative
   std::size_t samples = 0;
@@ -55,11 +81,10 @@ struct VersionRecord {
   std::string agent_hypothesis;  // the hypothesis of the branch that won, as its author wrote it
   std::vector<Prediction> predictions;  // every branch's, judged at close (analysis/prediction.hpp)
   std::vector<std::string> methods;     // the methods this version applied
-  std::map<std::string, std::string>
-      method_outcomes;  // method -> effective | ineffective | implementation_failed
+  std::map<std::string, MethodOutcome> method_outcomes;
   std::map<std::string, double> attribution_ms;   // method -> time it saved (leave-one-out)
   std::map<std::string, double> attribution_pct;  // method -> share of this iteration's gain
-  std::string outcome = "accepted";               // baseline | accepted | rejected | failed
+  VersionOutcome outcome = VersionOutcome::accepted;
   std::string verdict;  // the interleaved comparison with the champion: faster, same, ...
   double ratio = 0;     // winner / champion time
   std::string note;     // why rejected or failed
@@ -105,8 +130,11 @@ struct RunState {
   std::string problem_dir;
   std::string device;
   std::string created_at;
-  std::string status = "running";  // running | finished
+  RunPhase status = RunPhase::running;
   std::string stop_reason;
+  // Why the run directory's git history stopped being written ("" while it is): the run goes
+  // on without it, and says so.
+  std::string git_error;
   int iteration = 0;       // the last one completed
   int no_improvement = 0;  // iterations in a row without a new champion
   std::vector<VersionRecord> versions;
@@ -119,7 +147,7 @@ struct RunState {
 
   const VersionRecord* champion() const;  // the newest unmasked baseline or accepted version
   // Outcomes of methods in unmasked versions, the newest winning.
-  std::map<std::string, std::string> method_history() const;
+  std::map<std::string, MethodOutcome> method_history() const;
   const EvaluationRecord* find_evaluation(const std::string& key) const;
 };
 

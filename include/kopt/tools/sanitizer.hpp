@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kopt/core/enum_names.hpp"
 #include "kopt/core/error.hpp"
 #include "kopt/core/process.hpp"
 
@@ -39,17 +40,31 @@ struct SanitizerFinding {
   int count = 1;  // identical reports folded into one
 };
 
+// What a sanitizer's run (or several tools' runs) found.
+enum class SanitizerStatus {
+  clean,         // ran, nothing found
+  findings,      // errors (or racecheck hazards) reported
+  unverifiable,  // could not check (missing, device refused, the program failed before the
+                 // kernel ran, timed out): never counted as passed
+};
+
+template <>
+struct EnumNames<SanitizerStatus> {
+  static constexpr std::array<std::pair<SanitizerStatus, std::string_view>, 3> table{{
+      {SanitizerStatus::clean, "clean"},
+      {SanitizerStatus::findings, "findings"},
+      {SanitizerStatus::unverifiable, "unverifiable"},
+  }};
+};
+
 // What one tool's run found.
 struct SanitizerOutcome {
   std::string tool;
-  // clean: ran, nothing found | findings: errors (or racecheck hazards) reported |
-  // unverifiable: the tool could not check (missing, device refused, the program failed
-  // before the kernel ran, timed out) — never counted as passed.
-  std::string status = "unverifiable";
+  SanitizerStatus status = SanitizerStatus::unverifiable;
   std::vector<SanitizerFinding> findings;
   std::string reason;  // why unverifiable; the summary line otherwise
   std::string output;  // what the tool printed (its report lines, at most ~16 KB)
-  bool passed() const { return status == "clean"; }
+  bool passed() const { return status == SanitizerStatus::clean; }
 };
 
 // Reads compute-sanitizer's report (its lines start with "========="). The run's result

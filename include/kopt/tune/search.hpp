@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "kopt/engine/search/search_space.hpp"
+#include "kopt/tune/search_space.hpp"
 
-namespace kopt {
+namespace kopt::tune {
 
 enum class SearchStrategy { exhaustive, random, local, annealing, genetic };
 std::string_view search_strategy_name(SearchStrategy s);
@@ -90,4 +90,4 @@ SearchResult run_search(const SearchSpace& space, const Objective& objective,
 
 nlohmann::json to_json(const SearchResult& r);
 
-}  // namespace kopt
+}  // namespace kopt::tune

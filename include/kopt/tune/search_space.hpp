@@ -11,7 +11,7 @@
 
 #include "kopt/problem/param_space.hpp"
 
-namespace kopt {
+namespace kopt::tune {
 
 using PointIndex = std::vector<std::size_t>;  // one value index per param
 
@@ -42,4 +42,4 @@ struct SearchSpace {
   std::vector<ParamPoint> repairs(const ParamPoint& p, const std::string& keep) const;
 };
 
-}  // namespace kopt
+}  // namespace kopt::tune

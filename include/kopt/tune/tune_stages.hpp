@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "kopt/engine/search/search.hpp"
 #include "kopt/measure/statistics.hpp"
+#include "kopt/tune/search.hpp"
 
-namespace kopt {
+namespace kopt::tune {
 
 // Where the time of a batch went (seconds of wall time, the batch's own clock).
 struct StageTimes {
@@ -79,4 +79,4 @@ TwoStageResult run_two_stage(const SearchSpace& space, TuneLab& lab, const Searc
 nlohmann::json to_json(const StageTimes& t);
 nlohmann::json to_json(const Confirmed& c);
 
-}  // namespace kopt
+}  // namespace kopt::tune

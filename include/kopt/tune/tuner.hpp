@@ -8,30 +8,22 @@
 #include <optional>
 #include <string>
 
-#include "kopt/engine/bencher.hpp"
-#include "kopt/engine/search/search.hpp"
-#include "kopt/engine/tune_stages.hpp"
+#include "kopt/evaluate/evaluator.hpp"
+#include "kopt/tune/search.hpp"
+#include "kopt/tune/tune_stages.hpp"
 
-namespace kopt {
+namespace kopt::tune {
 
 struct TuneRequest {
   std::string kernel;
   std::map<std::string, std::int64_t> fixed;  // --set: params held at these values
   SearchOptions search;
-  BenchOptions bench;   // the full measurement: confirmation and the final comparison
-  BenchOptions screen;  // the screening measurement (screen_options())
+  // The full measurement (confirmation), from which screening (Rigour::screen) and the final
+  // comparison (Rigour::compare) are made.
+  evaluate::Rigour full = evaluate::Rigour::decide(evaluate::k_tune_max_time_s);
+  std::size_t screen_samples = 15;
   ConfirmRule confirm;
-  unsigned jobs = 1;         // builds on up to this many threads
-  bool allow_mixed = false;  // several devices of different models (--allow-mixed)
-  double threshold = 0.01;   // for the final verdict
-  std::optional<std::string> arch;
-  std::filesystem::path cache_root;
-  std::function<void(const std::string&)> log = [](const std::string&) {};
 };
-
-// The screening measurement: `full`'s cache mode, flush and verification, a fixed number of
-// samples, no time-based warm-up (two launches), capped by full's time cap.
-BenchOptions screen_options(const BenchOptions& full, std::size_t samples);
 
 // What one candidate of a batch holds while its timing job runs: its own tensors on the
 // device, and in the worker's host memory the golden copy of its outputs (output_verifier.hpp).
@@ -62,22 +54,18 @@ struct TuneReport {
   TwoStageResult stages;
   std::size_t batch = 1;
   unsigned jobs = 1;
-  std::optional<BenchReport> final_comparison;  // champion vs default, interleaved
+  std::optional<evaluate::BenchReport> final_comparison;  // champion vs default, interleaved
   double compare_s = 0, wall_s = 0;
   double configs_per_min() const;
   int exit_code() const;  // 0 with a champion, 1 when every point failed
 };
 
-Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request, CheckContext ctx);
-// Several devices (tune --gpus, --cluster), one context each (a worker per device, and a
-// compiler each where builds happen in the worker): screening batches are split over them by
-// a Dispatcher (a lost worker's slice is screened again on another), evaluations tagged with
-// their device; confirmation and the final comparison run on the first live one, so each
-// comparison is on one device.
-// Devices of different models are refused (bad input) unless request.allow_mixed.
-Expected<TuneReport> run_tune(const Problem& problem, const TuneRequest& request,
-                              const std::vector<CheckContext>& devices);
+// Screening batches are spread over the evaluator's workers (a lost worker's slice is
+// screened again on another), evaluations tagged with their device; confirmation and the final
+// comparison run on the first live one, so each comparison is on one device. Devices of
+// different models are refused (bad input) unless the evaluator allows them.
+Expected<TuneReport> run_tune(const TuneRequest& request, evaluate::Evaluator& ev);
 
 nlohmann::json to_json(const TuneReport& r);
 
-}  // namespace kopt
+}  // namespace kopt::tune

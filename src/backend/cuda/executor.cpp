@@ -11,7 +11,7 @@
 namespace kopt::cuda {
 
 // Every driver call in this file goes through one of these: the call text and file:line
-// are kept with the error (DESIGN.md §5).
+// are kept with the error (docs/architecture.md §5).
 #define KOPT_CU_CHECK(api, call)                                                            \
   do {                                                                                      \
     CUresult kopt_r_ = (call);                                                              \

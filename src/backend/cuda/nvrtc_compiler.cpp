@@ -11,7 +11,8 @@
 namespace kopt::cuda {
 namespace fs = std::filesystem;
 
-// Every NVRTC call goes through this: it keeps the call text and file:line (DESIGN.md §5).
+// Every NVRTC call goes through this: it keeps the call text and file:line (docs/architecture.md
+// §5).
 #define KOPT_NVRTC_CHECK(api, call)                                                      \
   do {                                                                                   \
     nvrtcResult kopt_r_ = (call);                                                        \

@@ -1,7 +1,7 @@
 #pragma once
 // A job made ready to launch: module loaded, buffers allocated and filled (outputs poisoned),
 // arguments packed. Shared by single runs and timing. Move-only RAII owners of every driver
-// handle (DESIGN.md §5: no raw handles escape backend/cuda).
+// handle (docs/architecture.md §5: no raw handles escape backend/cuda).
 #include <map>
 #include <memory>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// Move-only owners of OpenCL objects (DESIGN.md §5: no raw handles outside the backend),
+// Move-only owners of OpenCL objects (docs/architecture.md §5: no raw handles outside the backend),
 // and the device a worker or a compiler opens: context plus an in-order profiling queue.
 #include <memory>
 #include <string>

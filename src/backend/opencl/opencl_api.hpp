@@ -1,6 +1,6 @@
 #pragma once
 // The OpenCL entry points kopt calls, loaded at run time from the ICD loader
-// (libOpenCL.so.1), so kopt starts where no OpenCL is installed (DESIGN.md §2).
+// (libOpenCL.so.1), so kopt starts where no OpenCL is installed (docs/architecture.md §2).
 #define CL_TARGET_OPENCL_VERSION 120
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>

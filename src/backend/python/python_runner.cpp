@@ -6,6 +6,7 @@
 #include "kopt/backend/sampling_rounds.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/core/python.hpp"
 
 namespace kopt {
 extern const char* const k_python_worker_script;
@@ -27,23 +28,7 @@ fs::path python_worker_script(const fs::path& cache_root) {
 }
 
 std::string python_executable() {
-  static const std::string chosen = [] {
-    if (const char* v = std::getenv("KOPT_PYTHON"); v && *v) return std::string(v);
-    // The first Python on PATH that has torch (a cheap find_spec, no import), else python3;
-    // named by its full path, so every message says which Python it was.
-    SystemCommandRunner runner;
-    for (const char* candidate : {"python3", "/usr/bin/python3", "python"}) {
-      auto found = find_program(candidate);
-      if (!found) continue;
-      CommandResult r = runner.run(
-          {found->string(), "-c",
-           "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 1)"},
-          std::chrono::seconds(20));
-      if (r.exit_code == 0) return found->string();
-    }
-    return std::string("python3");
-  }();
-  return chosen;
+  return choose_python("torch");
 }
 
 PythonRunner::~PythonRunner() {

@@ -118,7 +118,7 @@ TEST(ValidateMethods, BudgetUnknownIdsArchitectureAndReuse) {
 TEST(MethodOutcomeNames, RoundTrip) {
   for (auto o :
        {MethodOutcome::effective, MethodOutcome::ineffective, MethodOutcome::implementation_failed})
-    EXPECT_EQ(parse_method_outcome(method_outcome_name(o)), o);
+    EXPECT_EQ(parse_enum<MethodOutcome>(name_of(o)), o);
 }
 
 }  // namespace

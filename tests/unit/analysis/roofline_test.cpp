@@ -33,18 +33,16 @@ TEST(Flops, NaiveGemmCountsTwoFlopsPerMultiplyAdd) {
   EXPECT_NEAR(f.fp32, 2.0 * 1024 * 1024 * 1024, 0.01 * 2.0 * 1024 * 1024 * 1024);
 }
 
-CeilingsResult ceilings() {
-  CeilingsResult c;
-  c.ceilings.push_back(Ceiling{"dram_copy", "B/s", 2.96e12, 2.9e12, "cuMemcpyDtoDAsync", ""});
-  c.ceilings.push_back(Ceiling{"fp32_fma", "FLOP/s", 65.6e12, 65e12, "FMA kernel", ""});
-  c.ceilings.push_back(Ceiling{"tensor_bf16", "FLOP/s", 0, 0, "", "cublas failed"});
-  return c;
+std::vector<Ceiling> ceilings() {
+  return {Ceiling{"dram_copy", "B/s", 2.96e12, 2.9e12, "cuMemcpyDtoDAsync", ""},
+          Ceiling{"fp32_fma", "FLOP/s", 65.6e12, 65e12, "FMA kernel", ""},
+          Ceiling{"tensor_bf16", "FLOP/s", 0, 0, "", "cublas failed"}};
 }
 
 TEST(Roofs, MeasuredCeilingsTakePrecedenceAndSayWhere) {
   const GpuSpec* h100 = find_gpu_spec("h100-sxm");
   ASSERT_TRUE(h100);
-  CeilingsResult c = ceilings();
+  std::vector<Ceiling> c = ceilings();
   RoofChoice r = choose_roofs("fp32", h100, &c, "2026-11-21T10:00:00Z");
   ASSERT_TRUE(r.compute && r.memory);
   EXPECT_EQ(r.compute->origin, "measured");

@@ -7,12 +7,16 @@
 #include "kopt/analysis/method_catalog.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/sass_report.hpp"
+#include "kopt/evaluate/sass_report.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt_binary.hpp"
 
 namespace kopt {
 namespace {
+using evaluate::run_sass;
+using evaluate::SassContext;
+using evaluate::SassReport;
+using evaluate::SassRequest;
 
 SassFunction recorded(const std::string& name) {
   auto text =

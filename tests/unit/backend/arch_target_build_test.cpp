@@ -7,7 +7,7 @@
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt_binary.hpp"
 
@@ -46,7 +46,7 @@ TEST(ArchTargetBuild, AnArchTheDeviceCannotRunIsAFailedBuildThatIsNeverCompiledO
   const KernelSpec& k = p.kernels.at(0);
   auto point = default_point(p, k);
   ASSERT_TRUE(point);
-  CompileRequest req = compile_request(p, k, *point, "sm_80");
+  CompileRequest req = evaluate::compile_request(p, k, *point, "sm_80");
   EXPECT_EQ(req.arch, "sm_90a");
   std::string why =
       p.spec_path.string() + ":" + std::to_string(k.arch_where.line) +
@@ -68,7 +68,7 @@ TEST(ArchTargetBuild, AnArchTheDeviceCannotRunIsAFailedBuildThatIsNeverCompiledO
   EXPECT_EQ(compiler.compiles, 0);
   EXPECT_FALSE(fs::exists(dir.path() / "builds"));
   // Its key is no real build's: the same target on a device that runs it builds for real.
-  CompileRequest on_hopper = compile_request(p, k, *point, "sm_90");
+  CompileRequest on_hopper = evaluate::compile_request(p, k, *point, "sm_90");
   EXPECT_EQ(on_hopper.arch, "sm_90a");
   EXPECT_EQ(on_hopper.refused, "");
   EXPECT_NE(*cache.key(req), *cache.key(on_hopper));
@@ -93,7 +93,7 @@ TEST(ArchTargetBuild, NvrtcBuildsTheTmaFixtureForSm90a) {
   BuildCache cache(compiler, dir.path() / "builds");
   for (const auto& point :
        {ParamPoint{{"BR", 32}, {"BC", 64}}, ParamPoint{{"BR", 64}, {"BC", 32}}}) {
-    auto b = cache.build(compile_request(p, k, point, "sm_90"));
+    auto b = cache.build(evaluate::compile_request(p, k, point, "sm_90"));
     ASSERT_TRUE(b) << b.error().to_string();
     EXPECT_TRUE(b->ok) << b->log;
     EXPECT_EQ(b->arch, "sm_90a");

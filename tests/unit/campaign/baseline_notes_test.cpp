@@ -1,9 +1,9 @@
 // Why a PyTorch baseline is flagged: noise, recompilation, graph breaks, Python overhead.
-#include "kopt/engine/baseline_notes.hpp"
+#include "kopt/campaign/baseline_notes.hpp"
 
 #include <gtest/gtest.h>
 
-namespace kopt {
+namespace kopt::campaign {
 namespace {
 
 Summary summary(double median, double noise, std::size_t n = 50) {
@@ -49,4 +49,4 @@ TEST(TorchBaselineFlags, ARecompilationInsideTheTimingIsFlaggedEvenWhenQuiet) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::campaign

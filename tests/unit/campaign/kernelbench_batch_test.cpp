@@ -1,6 +1,6 @@
 // `kopt import kernelbench FOLDER`: the batch over fake importers and evaluators: order,
 // refusals with their reasons, resumption after a stop, and the table.
-#include "kopt/engine/kernelbench_batch.hpp"
+#include "kopt/campaign/kernelbench_batch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "kopt/core/fs.hpp"
 
-namespace kopt {
+namespace kopt::campaign {
 namespace {
 namespace fs = std::filesystem;
 
@@ -57,9 +57,9 @@ class KernelbenchBatchTest : public ::testing::Test {
     return [this](KernelbenchEntry& e, const fs::path& dir) {
       m_evaluated.push_back(e.problem);
       EXPECT_TRUE(fs::exists(dir / "kopt.toml"));
-      e.reference = "ok";
+      e.reference = ReferenceStatus::ok;
       e.reference_s = 0.5;
-      e.eager.status = e.compiled.status = "ok";
+      e.eager.status = e.compiled.status = VariantStatus::ok;
       e.eager.median_s = 100e-6;
       e.compiled.median_s = 80e-6;
       e.compiled.rel_noise = 0.19;
@@ -91,9 +91,9 @@ TEST_F(KernelbenchBatchTest, ImportsEveryFileAndSaysWhyOneWasRefused) {
   EXPECT_EQ(batch->entries[0].problem, "1_First");
   EXPECT_EQ(batch->entries[3].problem, "10_Big");
   const KernelbenchEntry& refused = batch->entries[2];
-  EXPECT_EQ(refused.status, "refused");
+  EXPECT_EQ(refused.status, ImportStatus::refused);
   EXPECT_NE(refused.error.find("bool tensor"), std::string::npos);
-  EXPECT_EQ(batch->entries[0].status, "imported");
+  EXPECT_EQ(batch->entries[0].status, ImportStatus::imported);
   EXPECT_TRUE(batch->entries[0].flops_known);
   EXPECT_FALSE(batch->entries[1].flops_known) << "2_Small has no flops formula";
   // Only what imported is evaluated, one problem at a time.
@@ -118,7 +118,8 @@ TEST_F(KernelbenchBatchTest, ASecondRunResumesAndRedoesNothingDone) {
   // The refused file is tried again (the user may have fixed it); nothing else is.
   EXPECT_EQ(m_imported, (std::set<std::string>{"3_Bool.py"}));
   EXPECT_TRUE(m_evaluated.empty()) << (m_evaluated.empty() ? "" : m_evaluated.front());
-  EXPECT_EQ(again->entries[0].reference, "ok") << "the outcome of the first run is kept";
+  EXPECT_EQ(again->entries[0].reference, ReferenceStatus::ok)
+      << "the outcome of the first run is kept";
   EXPECT_EQ(again->entries[3].compiled.median_s, 80e-6);
 }
 
@@ -132,7 +133,7 @@ TEST_F(KernelbenchBatchTest, AStateCutShortByAKillResumesFromTheProblemDirectori
   auto again = run_kernelbench_batch(m_options, importer(), evaluator());
   ASSERT_TRUE(again);
   EXPECT_EQ(m_imported, (std::set<std::string>{"3_Bool.py"}));
-  EXPECT_EQ(again->entries[0].status, "kept");
+  EXPECT_EQ(again->entries[0].status, ImportStatus::kept);
   EXPECT_EQ(m_evaluated.size(), 3u) << "never evaluated before, so evaluated now";
 }
 
@@ -172,18 +173,18 @@ TEST(KernelbenchEntryJson, RoundTrips) {
   KernelbenchEntry e;
   e.file = "23_Softmax.py";
   e.problem = "23_Softmax";
-  e.status = "imported";
-  e.reference = "ok";
-  e.compiled.status = "ok";
+  e.status = ImportStatus::imported;
+  e.reference = ReferenceStatus::ok;
+  e.compiled.status = VariantStatus::ok;
   e.compiled.median_s = 1e-4;
   e.compiled.flags = {"noisy"};
   KernelbenchEntry back = kernelbench_entry_from_json(to_json(e));
   EXPECT_EQ(back.problem, "23_Softmax");
-  EXPECT_EQ(back.reference, "ok");
+  EXPECT_EQ(back.reference, ReferenceStatus::ok);
   EXPECT_EQ(back.compiled.median_s, 1e-4);
   EXPECT_EQ(back.compiled.flags, e.compiled.flags);
-  EXPECT_EQ(back.eager.status, "not_run");
+  EXPECT_EQ(back.eager.status, VariantStatus::not_run);
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::campaign

@@ -29,6 +29,35 @@ TEST_F(Cli, MalformedSpecExitsTwoNamingFileAndLine) {
   EXPECT_NE(r.err.find("kopt.toml:3: malformed TOML"), std::string::npos) << r.err;
 }
 
+// Every usage error names its command and, where a near name exists, what was meant
+// (the command table's names: commands, steps, flags; the problem's: dims, kernels).
+TEST_F(Cli, UsageErrorsNameTheCommandAndWhatWasMeant) {
+  fs::path softmax = test::source_dir() / "examples/softmax";
+  struct Case {
+    std::vector<std::string> args;
+    std::string said;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"bnech", softmax.string()}, "kopt: no command 'bnech' (did you mean 'bench'?)"},
+           {{"iter", "opne", "run"},
+            "kopt iter: no step of kopt iter 'opne' (did you mean 'open'?)"},
+           {{"bench", softmax.string(), "--max-tme", "1"},
+            "kopt bench: unknown option --max-tme (did you mean '--max-time'?)"},
+           {{"bench", softmax.string(), "--iterations", "3"},
+            "kopt bench: unknown option --iterations (an option of kopt optimize)"},
+           {{"bench", softmax.string(), "--max-time", "x"},
+            "kopt bench: --max-time: 'x' is not a number (it takes a number above 0)"},
+           {{"check", softmax.string(), "--dim", "row=256"},
+            "--dim row=256: no such dim (did you mean 'rows'?) (the problem's dims: cols, rows)"},
+           {{"check", softmax.string(), "--kernel", "tunde"},
+            "--kernel tunde: no such kernel (did you mean 'tuned'?) (known: naive, tuned)"},
+       }) {
+    CommandResult r = kopt(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.said << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.said), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(Cli, BadInputIsJsonToo) {
   CommandResult r = kopt({"check", "no/such/dir", "--json"});
   EXPECT_EQ(r.exit_code, 2);

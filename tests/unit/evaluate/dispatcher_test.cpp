@@ -1,4 +1,4 @@
-#include "kopt/engine/dispatcher.hpp"
+#include "kopt/evaluate/dispatcher.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace {
 
 using namespace std::chrono_literals;
@@ -139,4 +139,4 @@ TEST(Dispatcher, WithNoWorkerLeftTheRestIsGivenUp) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::evaluate

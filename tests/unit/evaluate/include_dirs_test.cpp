@@ -1,17 +1,17 @@
 // include_dirs: read from kopt.toml (folders, or a Python package's folder), resolved when a
 // build needs them; a missing one refuses the kernel's builds with the file, line and field,
 // and says what to install.
-#include "kopt/engine/include_dirs.hpp"
+#include "kopt/evaluate/include_dirs.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "kopt/core/fs.hpp"
-#include "kopt/engine/variant_jobs.hpp"
+#include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/problem/loader.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace {
 
 const char* k_spec = R"TOML(name = "inc"
@@ -120,4 +120,4 @@ TEST_F(IncludeDirs, BadEntriesNameTheField) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::evaluate

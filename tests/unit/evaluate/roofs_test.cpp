@@ -1,12 +1,12 @@
 // The roofs' source resolution order (stored, measured now, spec table, none) with a fake
 // measurement in place of the worker, and the floor they give.
-#include "kopt/engine/roofs.hpp"
+#include "kopt/evaluate/roofs.hpp"
 
 #include <gtest/gtest.h>
 
 #include "kopt/core/fs.hpp"
 
-namespace kopt {
+namespace kopt::evaluate {
 namespace {
 
 DeviceInfo h100() {
@@ -261,4 +261,4 @@ TEST(PrecisionRoof, EachPrecisionGetsItsOwnCeilingAndTheFastestStaysTheFloors) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::evaluate

@@ -53,12 +53,34 @@ TEST(DistributionFlags, AFiftyFiftyTwoLevelSeriesIsBimodal) {
   for (int i = 0; i < 100; ++i) s.push_back((i % 2 ? 100e-6 : 40e-6) * (1.0 + noise(rng)));
   auto flags = distribution_flags(s);
   ASSERT_TRUE(has(flags, "bimodal"));
+  EXPECT_TRUE(has(flags, "alternating"));  // every other launch
   EXPECT_FALSE(
       has(flags, "fast_tail"));  // half of the samples are no tail: the IQR spans both levels
   const std::string detail = flags.front().detail;
   EXPECT_NE(detail.find("50 % of the samples near 40"), std::string::npos) << detail;
   EXPECT_NE(detail.find("and 50 % near 99"), std::string::npos) << detail;
   EXPECT_EQ(flag_text(flags.front()).rfind("bimodal (two clusters: ", 0), 0u);
+}
+
+// The same skipper on a CPU shared with other work: noise of 30 % blurs its two levels into one
+// another (no empty gap for bimodal), but every other sample is still the fast one.
+TEST(DistributionFlags, AKernelWorkingOnEveryOtherLaunchAlternatesHoweverNoisy) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.3);
+  for (int seed = 0; seed < 20; ++seed) {
+    std::vector<double> s;
+    for (int i = 0; i < 60; ++i)
+      s.push_back((i % 2 ? 700e-6 : 330e-6) * std::max(0.3, 1.0 + 0.5 * noise(rng)));
+    auto flags = distribution_flags(s);
+    EXPECT_TRUE(has(flags, "alternating")) << "seed " << seed;
+  }
+  // Two levels in a random order are bimodal, not alternating.
+  std::vector<double> random_order;
+  std::bernoulli_distribution coin(0.5);
+  for (int i = 0; i < 100; ++i) random_order.push_back(coin(rng) ? 100e-6 : 40e-6);
+  auto flags = distribution_flags(random_order);
+  EXPECT_TRUE(has(flags, "bimodal"));
+  EXPECT_FALSE(has(flags, "alternating"));
 }
 
 TEST(DistributionFlags, ATenPercentFastTailIsFlagged) {

@@ -1,7 +1,7 @@
 // The optimization loop's decisions on a fake lab whose timings and profiles follow a
 // known model, so every choice can be checked: methods, champion, ablation, stop rules,
 // and resuming after a kill at any measurement.
-#include "kopt/engine/optimizer.hpp"
+#include "kopt/optimize/optimizer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "kopt/problem/loader.hpp"
 #include "kopt/report/run_report.hpp"
 
-namespace kopt {
+namespace kopt::optimize {
 namespace {
 namespace fs = std::filesystem;
 using test::FakeLab;
@@ -50,27 +50,27 @@ TEST_F(Optimize, FromTheNaiveKernelToTheMethodsThatTheProfileCallsFor) {
   auto s = run(lab, options());
   ASSERT_TRUE(s) << s.error().to_string();
   ASSERT_GE(s->versions.size(), 2u);
-  EXPECT_EQ(s->versions[0].outcome, "baseline");
+  EXPECT_EQ(s->versions[0].outcome, VersionOutcome::baseline);
   EXPECT_EQ(s->versions[0].kernel, "naive");
   const VersionRecord& v1 = s->versions[1];
-  EXPECT_EQ(v1.outcome, "accepted");
+  EXPECT_EQ(v1.outcome, VersionOutcome::accepted);
   // Ranked: the profile is latency-bound, so the latency axis's method comes first.
   EXPECT_EQ(v1.methods,
             (std::vector<std::string>{"warp_shuffle_reduction", "vectorized_global_loads"}));
   EXPECT_EQ(v1.point, (ParamPoint{{"BLOCK", 256}, {"USE_SHFL", 1}, {"VEC", 4}}));
   EXPECT_NEAR(v1.median_s, 35e-6, 1e-12);
   EXPECT_EQ(v1.verdict, "faster");
-  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), "effective");
-  EXPECT_EQ(v1.method_outcomes.at("vectorized_global_loads"), "effective");
+  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), MethodOutcome::effective);
+  EXPECT_EQ(v1.method_outcomes.at("vectorized_global_loads"), MethodOutcome::effective);
   EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.015, 1e-9);
   EXPECT_NEAR(v1.attribution_ms.at("vectorized_global_loads"), 0.010, 1e-9);
   EXPECT_NEAR(v1.attribution_pct.at("warp_shuffle_reduction"), 100.0 * 15 / 65,
               1e-6);  // of the 100 -> 35 us gain
   // Then nothing is triggered and no tuning beats the champion: two iterations, then stop.
   EXPECT_EQ(s->champion()->index, 1);
-  EXPECT_EQ(s->status, "finished");
+  EXPECT_EQ(s->status, RunPhase::finished);
   EXPECT_EQ(s->stop_reason, "no improvement for 2 iterations");
-  EXPECT_EQ(s->versions.back().outcome, "rejected");
+  EXPECT_EQ(s->versions.back().outcome, VersionOutcome::rejected);
   for (const auto& [key, n] : lab.measured) EXPECT_EQ(n, 1) << "measured twice: " << key;
   for (const char* f : {"run.json", "env.json", "target.md", "v0/params.json", "v1/hypothesis.md",
                         "v1/attribution.json", "v1/sass.json", "v1/tuned.cu",
@@ -94,7 +94,7 @@ TEST_F(Optimize, ARoundsBranchesShareOneProfileSessionAndTheNextChampionIsNotPro
   EXPECT_GE(lab.profile_sessions.at(0), 2u);
   // v1 won iteration 1 as a branch: iteration 2 starts from that profile, not a new one.
   const VersionRecord& v1 = s->versions[1];
-  ASSERT_EQ(v1.outcome, "accepted");
+  ASSERT_EQ(v1.outcome, VersionOutcome::accepted);
   EXPECT_EQ(lab.profiled.at(Variant{v1.kernel, v1.point, ""}.label()), 1);
   for (const auto& [label, n] : lab.profiled)
     EXPECT_EQ(n, 1) << label << " profiled " << n << " times";
@@ -113,8 +113,10 @@ TEST_F(Optimize, AMethodMissingFromTheSassIsImplementationFailedAndNotReused) {
   lab.not_landing = {"vectorized_global_loads"};
   auto s = run(lab, options());
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->versions[1].method_outcomes.at("vectorized_global_loads"), "implementation_failed");
-  EXPECT_EQ(s->method_history().at("vectorized_global_loads"), "implementation_failed");
+  EXPECT_EQ(s->versions[1].method_outcomes.at("vectorized_global_loads"),
+            MethodOutcome::implementation_failed);
+  EXPECT_EQ(s->method_history().at("vectorized_global_loads"),
+            MethodOutcome::implementation_failed);
 }
 
 TEST_F(Optimize, StopRules) {
@@ -142,8 +144,9 @@ TEST_F(Optimize, WhenEveryBranchFailsItRetriesThenRecordsAndMovesOn) {
   lab.fail_tuned = true;
   auto s = run(lab, options());
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->versions[1].outcome, "failed");
-  EXPECT_EQ(s->versions[1].method_outcomes.at("warp_shuffle_reduction"), "implementation_failed");
+  EXPECT_EQ(s->versions[1].outcome, VersionOutcome::failed);
+  EXPECT_EQ(s->versions[1].method_outcomes.at("warp_shuffle_reduction"),
+            MethodOutcome::implementation_failed);
   EXPECT_EQ(s->champion()->index, 0);
   EXPECT_LE(lab.measure_calls,
             1 + 2 * 4 * (1 + 3) + 4);  // baseline, 2 iterations x 4 branches x (1 + 3 retries)
@@ -202,18 +205,20 @@ TEST_F(Optimize, ANewerOrDamagedRunJsonIsRefusedAndKept) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::optimize
 
-namespace kopt {
+namespace kopt::optimize {
 namespace {
 
 TEST_F(Optimize, EveryIterationIsAGitCommitOfTheRunDirectory) {
+  if (!find_program("git")) GTEST_SKIP() << "git is not installed";
   SystemCommandRunner runner;
   GitRepo git(runner, m_dir.path() / "run");
   FakeLab lab;
   auto s = run_optimize(m_problem, m_catalog, options(), lab, &git);
   ASSERT_TRUE(s) << s.error().to_string();
-  if (s->versions[0].git_commit.empty()) GTEST_SKIP() << "git is not installed";
+  EXPECT_TRUE(s->git_error.empty()) << s->git_error;
+  for (const auto& v : s->versions) EXPECT_FALSE(v.git_commit.empty()) << "v" << v.index;
   std::set<std::string> commits;
   for (const auto& v : s->versions) commits.insert(v.git_commit);
   EXPECT_EQ(commits.size(), s->versions.size());
@@ -224,9 +229,9 @@ TEST_F(Optimize, EveryIterationIsAGitCommitOfTheRunDirectory) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::optimize
 
-namespace kopt {
+namespace kopt::optimize {
 namespace {
 
 TEST_F(Optimize, WithoutMethodTogglesTheBranchesTuneTheKernelsThatHaveParams) {
@@ -238,16 +243,16 @@ TEST_F(Optimize, WithoutMethodTogglesTheBranchesTuneTheKernelsThatHaveParams) {
   auto s = run_optimize(*p, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(s) << s.error().to_string();
   ASSERT_GE(s->versions.size(), 2u);
-  EXPECT_EQ(s->versions[1].outcome, "accepted");
+  EXPECT_EQ(s->versions[1].outcome, VersionOutcome::accepted);
   EXPECT_EQ(s->versions[1].kernel, "tuned");
   EXPECT_TRUE(s->versions[1].methods.empty());  // nothing to switch: tuning only
   EXPECT_LE(s->versions[1].median_s, 40e-6);
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::optimize
 
-namespace kopt {
+namespace kopt::optimize {
 namespace {
 
 class AgentMode : public Optimize {
@@ -290,9 +295,9 @@ TEST_F(AgentMode, OpenBranchCloseFinalize) {
   ASSERT_TRUE(closed) << closed.error().to_string();
   EXPECT_FALSE(closed->open);
   const VersionRecord& v1 = closed->versions.at(1);
-  EXPECT_EQ(v1.outcome, "accepted");
+  EXPECT_EQ(v1.outcome, VersionOutcome::accepted);
   EXPECT_NEAR(v1.median_s, 30e-6, 1e-12);
-  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), "effective");
+  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), MethodOutcome::effective);
   EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.012, 1e-9);
   EXPECT_FALSE(v1.method_outcomes.contains(
       "vectorized_global_loads"));  // no ablation branch: not attributed
@@ -300,7 +305,7 @@ TEST_F(AgentMode, OpenBranchCloseFinalize) {
   EXPECT_TRUE(fs::exists(m_dir.path() / "run/v1/branches/a1/tuned.cu"));
   auto done = iter_finalize(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(done);
-  EXPECT_EQ(done->status, "finished");
+  EXPECT_EQ(done->status, RunPhase::finished);
 }
 
 // A branch whose samples form two clusters (what a kernel that skips its work on every other
@@ -315,7 +320,7 @@ TEST_F(AgentMode, AFlaggedBranchIsNotAcceptedAsChampion) {
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord& v1 = closed->versions.at(1);
-  EXPECT_EQ(v1.outcome, "rejected");
+  EXPECT_EQ(v1.outcome, VersionOutcome::rejected);
   ASSERT_EQ(v1.flags.size(), 1u);
   EXPECT_EQ(v1.flags[0].rfind("bimodal (", 0), 0u);
   EXPECT_NE(v1.note.find("flagged: bimodal"), std::string::npos) << v1.note;
@@ -362,7 +367,7 @@ TEST_F(AgentMode, ARacyBranchIsNotAcceptedAsChampion) {
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord v1 = closed->versions.at(1);  // a copy: `closed` is replaced below
-  EXPECT_EQ(v1.outcome, "rejected");
+  EXPECT_EQ(v1.outcome, VersionOutcome::rejected);
   EXPECT_EQ(v1.sanitizer.rfind("findings: ", 0), 0u) << v1.sanitizer;
   EXPECT_NE(v1.note.find("racecheck: Race reported between"), std::string::npos) << v1.note;
   EXPECT_NE(v1.note.find("tuned.cu:7"), std::string::npos) << v1.note;
@@ -378,7 +383,7 @@ TEST_F(AgentMode, ARacyBranchIsNotAcceptedAsChampion) {
       iter_branch(m_problem, m_catalog, again, lab, branch({"warp_shuffle_reduction"}), clean));
   closed = iter_close(m_problem, m_catalog, again, lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
-  EXPECT_EQ(closed->versions.at(2).outcome, "accepted");
+  EXPECT_EQ(closed->versions.at(2).outcome, VersionOutcome::accepted);
   EXPECT_EQ(closed->versions.at(2).sanitizer, "clean: memcheck: clean; racecheck: clean");
 
   ASSERT_TRUE(iter_open(m_problem, m_catalog, again, lab, nullptr));
@@ -388,7 +393,7 @@ TEST_F(AgentMode, ARacyBranchIsNotAcceptedAsChampion) {
       iter_branch(m_problem, m_catalog, again, lab, branch({"warp_shuffle_reduction"}), unchecked));
   closed = iter_close(m_problem, m_catalog, again, lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
-  EXPECT_EQ(closed->versions.at(3).outcome, "accepted");
+  EXPECT_EQ(closed->versions.at(3).outcome, VersionOutcome::accepted);
   EXPECT_EQ(closed->versions.at(3).sanitizer.rfind("unverifiable: ", 0), 0u)
       << closed->versions.at(3).sanitizer;
   auto s = load_run_state(m_dir.path() / "run");  // on record
@@ -408,7 +413,7 @@ TEST_F(AgentMode, ABranchRightOnSeedOneOnlyIsNotAcceptedAsChampion) {
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord& v1 = closed->versions.at(1);
-  EXPECT_EQ(v1.outcome, "rejected");
+  EXPECT_EQ(v1.outcome, VersionOutcome::rejected);
   EXPECT_NE(v1.note.find("wrong on the secret seed"), std::string::npos) << v1.note;
   EXPECT_EQ(closed->champion()->index, 0);
 }
@@ -444,7 +449,7 @@ TEST_F(AgentMode, BadBranchesAreRefusedAndNothingIsLost) {
                           branch({"warp_shuffle_reduction"}), ok));
   auto closed = iter_close(m_problem, m_catalog, options(), failing, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
-  EXPECT_EQ(closed->versions.at(1).outcome, "failed");
+  EXPECT_EQ(closed->versions.at(1).outcome, VersionOutcome::failed);
 }
 
 TEST_F(AgentMode, NoRunYetIsAClearError) {
@@ -455,9 +460,9 @@ TEST_F(AgentMode, NoRunYetIsAClearError) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::optimize
 
-namespace kopt {
+namespace kopt::optimize {
 namespace {
 
 TEST_F(Optimize, OutcomesGoToTheExperienceDbAndRepeatedFailuresAreLeftOut) {
@@ -474,7 +479,7 @@ TEST_F(Optimize, OutcomesGoToTheExperienceDbAndRepeatedFailuresAreLeftOut) {
   for (const auto& r : *recs) {
     EXPECT_EQ(r.family, "toy");
     EXPECT_EQ(r.chip, "sm_90");
-    EXPECT_EQ(r.verdict, "success");
+    EXPECT_EQ(r.verdict, ExperienceVerdict::success);
     EXPECT_EQ(r.sass_verdict, "verified");
   }
   // Two failures of the warp shuffle on this family and chip (from other runs): the next
@@ -520,9 +525,9 @@ TEST_F(Optimize, OutcomesGoToTheExperienceDbAndRepeatedFailuresAreLeftOut) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::optimize
 
-namespace kopt {
+namespace kopt::optimize {
 namespace {
 
 class Proposer : public Optimize {
@@ -557,9 +562,9 @@ EOF2
   auto s = run(lab, o);
   ASSERT_TRUE(s) << s.error().to_string();
   const VersionRecord& v1 = s->versions.at(1);
-  EXPECT_EQ(v1.outcome, "accepted");
+  EXPECT_EQ(v1.outcome, VersionOutcome::accepted);
   EXPECT_NEAR(v1.median_s, 30e-6, 1e-12);
-  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), "effective");
+  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), MethodOutcome::effective);
   EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.010, 1e-9);
   auto seen = read_text_file(m_dir.path() / "good/v1/proposal/stdin.json");
   ASSERT_TRUE(seen);
@@ -568,7 +573,7 @@ EOF2
   EXPECT_EQ(j["champion"]["kernel"], "naive");
   EXPECT_FALSE(j["suggested_methods"].empty());
   // Later iterations wrote nothing: recorded as failed, and the run stopped on patience.
-  EXPECT_EQ(s->versions.at(2).outcome, "failed");
+  EXPECT_EQ(s->versions.at(2).outcome, VersionOutcome::failed);
   EXPECT_EQ(s->versions.at(2).note, "the proposer wrote no kernel files");
   EXPECT_EQ(s->stop_reason, "no improvement for 2 iterations");
 }
@@ -578,7 +583,7 @@ TEST_F(Proposer, HangsFailuresAndFloodsAreFailedBranchesAndTheRunGoesOn) {
   auto hang = run(hang_lab, with_proposer("hang", "sleep 30\n", 0.5));
   ASSERT_TRUE(hang) << hang.error().to_string();
   EXPECT_EQ(hang->versions.at(1).note, "the proposer timed out");
-  EXPECT_EQ(hang->status, "finished");
+  EXPECT_EQ(hang->status, RunPhase::finished);
   FakeLab fail_lab;
   auto fail = run(fail_lab, with_proposer("fail", "echo broken >&2\nexit 7\n"));
   ASSERT_TRUE(fail);
@@ -597,9 +602,9 @@ echo '__global__ void tuned(float* x, float* y) {}' > "$KOPT_PROPOSAL_DIR/k.cu"
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::optimize
 
-namespace kopt {
+namespace kopt::optimize {
 namespace {
 
 // The open's answer is ranked or a reasoned stop; a branch's hypothesis and predictions are
@@ -645,7 +650,7 @@ TEST_F(AgentMode, PredictionsAreRecordedThenJudgedAgainstWhatTheMetricsDid) {
   for (const auto& r : *kept) {
     EXPECT_EQ(r.hypothesis, b.hypothesis);
     EXPECT_TRUE(r.accepted);
-    EXPECT_FALSE(r.prediction.verdict.empty());
+    EXPECT_NE(r.prediction.verdict, PredictionVerdict::not_judged);
   }
   ExperienceFilter refuted;
   refuted.verdict = "refuted";
@@ -653,7 +658,7 @@ TEST_F(AgentMode, PredictionsAreRecordedThenJudgedAgainstWhatTheMetricsDid) {
   EXPECT_EQ(db->list_predictions(refuted)->size(), 1u);
   ASSERT_EQ(v1.predictions.size(), 4u);
   std::map<std::string, std::string> verdicts;
-  for (const auto& p : v1.predictions) verdicts[p.text] = p.verdict;
+  for (const auto& p : v1.predictions) verdicts[p.text] = name_of(p.verdict);
   EXPECT_EQ(verdicts["time:down:50%"], "confirmed");           // 100 us -> 30 us
   EXPECT_EQ(verdicts["stall_barrier:down"], "confirmed");      // 0.45 -> 0.05
   EXPECT_EQ(verdicts["dram_throughput:up:10%"], "confirmed");  // 30 -> 88
@@ -696,7 +701,7 @@ TEST_F(AgentMode, EveryBranchsCounterPredictionsAreJudgedByItsOwnProfileFromOneS
   EXPECT_EQ(lab.profile_sessions, (std::vector<std::size_t>{2}));
   std::map<std::string, std::string> verdicts;
   for (const auto& p : closed->versions.at(1).predictions)
-    verdicts[p.branch + " " + p.text] = p.verdict;
+    verdicts[p.branch + " " + p.text] = name_of(p.verdict);
   EXPECT_EQ(verdicts["a1 stall_barrier:down"], "confirmed");
   EXPECT_EQ(verdicts["a2 dram_throughput:up:10%"], "confirmed");  // 30 -> 88, on a2's own profile
   EXPECT_EQ(verdicts["a2 stall_barrier:down"], "refuted");        // 4.5 -> 4.5
@@ -721,7 +726,7 @@ TEST_F(AgentMode, TheNextIterationComparesWithTheAgentsCodeThatWon) {
       branch_file("b.cu", "__global__ void tuned(float* x, float* y) {} // time=32\n")));
   auto second = iter_close(m_problem, m_catalog, o, lab, nullptr);
   ASSERT_TRUE(second);
-  EXPECT_EQ(second->versions.at(2).outcome, "rejected");
+  EXPECT_EQ(second->versions.at(2).outcome, VersionOutcome::rejected);
   EXPECT_EQ(second->champion()->index, 1);
 }
 
@@ -738,10 +743,10 @@ TEST_F(AgentMode, AnAblationIsAttributedWhenTheIterationIsRejected) {
   auto closed = iter_close(m_problem, m_catalog, options(), lab, nullptr);
   ASSERT_TRUE(closed) << closed.error().to_string();
   const VersionRecord& v1 = closed->versions.at(1);
-  EXPECT_EQ(v1.outcome, "rejected");
+  EXPECT_EQ(v1.outcome, VersionOutcome::rejected);
   EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.010, 1e-9);
-  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), "effective");
+  EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), MethodOutcome::effective);
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::optimize

@@ -41,7 +41,7 @@ block = [64]
 class KernelLanguageTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* f : {"k.cu", "k.cl", "k2.cl", "ref.cpp", "k.txt"})
+    for (const char* f : {"k.cu", "k.cl", "k2.cl", "ref.cpp", "k.txt", "k.py"})
       std::ofstream(m_dir.path() / f) << "//\n";
   }
   Expected<Problem> parse(const std::string& text) {
@@ -64,23 +64,41 @@ TEST_F(KernelLanguageTest, LanguageComesFromTheExtension) {
   EXPECT_FALSE(kernel_language_of("kernel.txt"));
 }
 
-TEST_F(KernelLanguageTest, EachBackendKeepsTheKernelsItHasASourceFor) {
+TEST_F(KernelLanguageTest, EachDeviceKeepsTheKernelsItHasASourceFor) {
   auto p = parse(k_spec);
   ASSERT_TRUE(p) << p.error().to_string();
   EXPECT_EQ(p->kernels[0].sources.size(), 2u);
   EXPECT_EQ(p->kernels[0].source, "k.cu");  // the first, until a backend chooses
 
   Problem cl = *p;
-  ASSERT_TRUE(select_language(cl, KernelLanguage::opencl));
+  ASSERT_TRUE(select_runnable(cl, {KernelLanguage::opencl}));
   ASSERT_EQ(cl.kernels.size(), 1u);
   EXPECT_EQ(cl.kernels[0].name, "both");
   EXPECT_EQ(cl.kernels[0].source, "k.cl");
   EXPECT_EQ(cl.skipped_kernels, (std::vector<std::string>{"cuda_only"}));
 
   Problem cu = *p;
-  ASSERT_TRUE(select_language(cu, KernelLanguage::cuda));
+  ASSERT_TRUE(select_runnable(cu, {KernelLanguage::cuda, KernelLanguage::triton}));
   EXPECT_EQ(cu.kernels.size(), 2u);
   EXPECT_TRUE(cu.skipped_kernels.empty());
+}
+
+// The backend belongs to the kernel: on a CUDA GPU a problem's CUDA C++ and Triton kernels
+// stay side by side, each with its own source (19_ReLU's vec, solve and triton).
+TEST_F(KernelLanguageTest, ACudaDeviceKeepsCudaAndTritonKernelsSideBySide) {
+  auto p = parse(std::string(k_spec) +
+                 "[[kernels]]\nname = \"triton\"\nsource = \"k.py\"\nentry = \"run_kernel\"\n");
+  ASSERT_TRUE(p) << p.error().to_string();
+  Problem cu = *p;
+  ASSERT_TRUE(select_runnable(cu, {KernelLanguage::cuda, KernelLanguage::triton}));
+  ASSERT_EQ(cu.kernels.size(), 3u);
+  EXPECT_EQ(cu.kernels[0].source, "k.cu");
+  EXPECT_EQ(cu.kernels[2].name, "triton");
+  EXPECT_EQ(cu.kernels[2].source, "k.py");
+  EXPECT_TRUE(cu.skipped_kernels.empty());
+  Problem cl = *p;
+  ASSERT_TRUE(select_runnable(cl, {KernelLanguage::opencl}));
+  EXPECT_EQ(cl.skipped_kernels, (std::vector<std::string>{"cuda_only", "triton"}));
 }
 
 TEST_F(KernelLanguageTest, NoKernelLeftIsBadInput) {
@@ -88,10 +106,10 @@ TEST_F(KernelLanguageTest, NoKernelLeftIsBadInput) {
   text.replace(text.find("[\"k.cu\", \"k.cl\"]"), 16, "\"k.cu\"");
   auto p = parse(text);
   ASSERT_TRUE(p);
-  auto chosen = select_language(*p, KernelLanguage::opencl);
+  auto chosen = select_runnable(*p, {KernelLanguage::opencl});
   ASSERT_FALSE(chosen);
   EXPECT_EQ(chosen.error().kind, ErrorKind::bad_input);
-  EXPECT_NE(chosen.error().message.find("no kernel of this problem has a OpenCL source"),
+  EXPECT_NE(chosen.error().message.find("no kernel of this problem has a OpenCL source (.cl)"),
             std::string::npos);
 }
 
@@ -104,7 +122,7 @@ TEST_F(KernelLanguageTest, ACudaReferenceCannotRunOnOpenCL) {
       "[64]");
   auto p = parse(text);
   ASSERT_TRUE(p) << p.error().to_string();
-  auto chosen = select_language(*p, KernelLanguage::opencl);
+  auto chosen = select_runnable(*p, {KernelLanguage::opencl});
   ASSERT_FALSE(chosen);
   EXPECT_EQ(chosen.error().field, "reference.kind");
   EXPECT_EQ(chosen.error().line, 9);  // [reference]
@@ -137,7 +155,7 @@ TEST_F(KernelLanguageTest, AProblemWithoutKernelsLoadsAndSelectingSaysWhatToAdd)
   auto p = parse(text);
   ASSERT_TRUE(p) << p.error().to_string();
   EXPECT_TRUE(p->kernels.empty());
-  auto chosen = select_language(*p, KernelLanguage::cuda);
+  auto chosen = select_runnable(*p, {KernelLanguage::cuda});
   ASSERT_FALSE(chosen);
   EXPECT_EQ(chosen.error().kind, ErrorKind::bad_input);
   EXPECT_EQ(chosen.error().field, "kernels");

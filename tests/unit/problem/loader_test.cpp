@@ -148,7 +148,8 @@ TEST_F(LoaderTest, BadSpecsNameFileLineAndField) {
   EXPECT_EQ(error_after("low = -1.0, high = 1.0", "low = 1.0, high = -1.0"),
             "kopt.toml:13: tensors[0].init: uniform needs low < high");
   EXPECT_EQ(error_after("shape = [\"n\", \"m\"]", "shpae = [\"n\", \"m\"]"),
-            "kopt.toml:8: tensors[0].shape: missing required field");
+            "kopt.toml:8: tensors[0].shape: missing required field (the table has 'shpae': did you "
+            "mean 'shape'?)");
   EXPECT_EQ(error_after("role = \"input\"", "role = \"input\"\ncolor = \"red\""),
             "kopt.toml:13: tensors[0].color: unknown field");
   EXPECT_EQ(error_after("constraints = [\"(n * m) % VEC == 0\", \"BLOCK * VEC <= 2048\"]",

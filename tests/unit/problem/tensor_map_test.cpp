@@ -120,7 +120,7 @@ TEST_F(TensorMapSpec, ReadsTheTableAndResolvesTheBoxAtAPoint) {
   std::string plain = k_spec;
   plain.replace(plain.find("swizzle = 128"), 13, "box2 = 1");
   EXPECT_EQ(without_dir(parse(plain).error().to_string()),
-            "kopt.toml:30: kernels[0].args[0].box2: unknown field");
+            "kopt.toml:30: kernels[0].args[0].box2: unknown field (did you mean 'box'?)");
   plain = k_spec;
   plain.replace(plain.find("box = [\"BM\", \"BK\"], swizzle = 128"), 33, "box = [64, \"BK\"]");
   auto q = parse(plain);

@@ -50,12 +50,12 @@ TEST_F(RunReports, PytorchBaselinesAreRowsOfTheBenchmark) {
   auto s = load_run_state(run());
   ASSERT_TRUE(s);
   s->reference.reset();
-  s->baselines.push_back(
-      EvaluationRecord{"torch eager", "torch eager", {}, "ok", 70e-6, 0.01, 500, "", "", ""});
+  s->baselines.push_back(EvaluationRecord{
+      "torch eager", "torch eager", {}, VariantStatus::ok, 70e-6, 0.01, 500, "", "", ""});
   s->baselines.push_back(EvaluationRecord{"torch.compile",
                                           "torch.compile",
                                           {},
-                                          "unavailable",
+                                          VariantStatus::unavailable,
                                           0,
                                           0,
                                           0,

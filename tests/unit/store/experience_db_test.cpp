@@ -29,11 +29,11 @@ ExperienceRecord rec(std::string family, std::string chip, std::string bottlenec
 }
 
 TEST(ExperienceVerdict, Thresholds) {
-  EXPECT_EQ(experience_verdict(1.06), "success");
-  EXPECT_EQ(experience_verdict(1.03), "neutral");
-  EXPECT_EQ(experience_verdict(1.01), "failure");
-  EXPECT_EQ(experience_verdict(0.99), "failure");
-  EXPECT_EQ(experience_verdict(0.9), "regression");
+  EXPECT_EQ(experience_verdict(1.06), ExperienceVerdict::success);
+  EXPECT_EQ(experience_verdict(1.03), ExperienceVerdict::neutral);
+  EXPECT_EQ(experience_verdict(1.01), ExperienceVerdict::failure);
+  EXPECT_EQ(experience_verdict(0.99), ExperienceVerdict::failure);
+  EXPECT_EQ(experience_verdict(0.9), ExperienceVerdict::regression);
 }
 
 TEST(ExperienceDb, RankingOnASeededDb) {

@@ -15,24 +15,25 @@ RunState sample() {
   s.problem_dir = "examples/softmax";
   s.device = "NVIDIA H100 80GB HBM3";
   s.created_at = "2026-11-21T16:00:00Z";
-  EvaluationRecord e{"k0", "naive", {}, "ok", 1.38e-3, 0.002, 20, "", "2026-11-21T16:00:01Z"};
+  EvaluationRecord e{"k0",  "naive", {}, VariantStatus::ok,     1.38e-3,
+                     0.002, 20,      "", "2026-11-21T16:00:01Z"};
   s.evaluations[e.key] = e;
   VersionRecord v0;
   v0.index = 0;
   v0.kernel = "naive";
   v0.evaluation = "k0";
   v0.median_s = 1.38e-3;
-  v0.outcome = "baseline";
+  v0.outcome = VersionOutcome::baseline;
   VersionRecord v1 = v0;
   v1.index = 1;
   v1.iteration = 1;
   v1.kernel = "tuned";
   v1.point = {{"BLOCK", 256}, {"VEC", 4}};
   v1.methods = {"warp_shuffle_reduction"};
-  v1.method_outcomes = {{"warp_shuffle_reduction", "effective"},
-                        {"vectorized_global_loads", "ineffective"}};
+  v1.method_outcomes = {{"warp_shuffle_reduction", MethodOutcome::effective},
+                        {"vectorized_global_loads", MethodOutcome::ineffective}};
   v1.attribution_ms = {{"warp_shuffle_reduction", 0.9}};
-  v1.outcome = "accepted";
+  v1.outcome = VersionOutcome::accepted;
   s.versions = {v0, v1};
   s.iteration = 1;
   return s;
@@ -52,7 +53,7 @@ TEST(RunState, RoundTripsThroughTheFile) {
 
 TEST(RunState, MaskedVersionsDoNotSteer) {
   RunState s = sample();
-  EXPECT_EQ(s.method_history().at("vectorized_global_loads"), "ineffective");
+  EXPECT_EQ(s.method_history().at("vectorized_global_loads"), MethodOutcome::ineffective);
   ASSERT_TRUE(set_masked(s, {1}, true, "measured while another job shared the GPU"));
   EXPECT_EQ(s.champion()->index, 0);
   EXPECT_TRUE(s.method_history().empty());

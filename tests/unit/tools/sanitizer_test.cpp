@@ -53,7 +53,7 @@ TEST(SanitizerTools, TheCommandLineNamesTheToolAndAnExitCodeForFindings) {
 
 TEST(SanitizerOutput, ACleanRunIsClean) {
   auto o = parse_sanitizer_output("memcheck", ran(fixture("memcheck-clean.txt"), 0));
-  EXPECT_EQ(o.status, "clean") << o.reason;
+  EXPECT_EQ(o.status, SanitizerStatus::clean) << o.reason;
   EXPECT_TRUE(o.findings.empty());
   EXPECT_TRUE(o.passed());
 }
@@ -61,7 +61,7 @@ TEST(SanitizerOutput, ACleanRunIsClean) {
 TEST(SanitizerOutput, AnOutOfBoundsReadNamesTheKernelAndTheLine) {
   auto o =
       parse_sanitizer_output("memcheck", ran(fixture("memcheck-oob.txt"), k_sanitizer_error_exit));
-  ASSERT_EQ(o.status, "findings") << o.reason;
+  ASSERT_EQ(o.status, SanitizerStatus::findings) << o.reason;
   ASSERT_FALSE(o.findings.empty());
   const SanitizerFinding& f = o.findings[0];
   EXPECT_EQ(f.kind, "Invalid __global__ read of size 4 bytes");
@@ -74,7 +74,7 @@ TEST(SanitizerOutput, AnOutOfBoundsReadNamesTheKernelAndTheLine) {
 TEST(SanitizerOutput, ARaceNamesBothAccesses) {
   auto o = parse_sanitizer_output("racecheck",
                                   ran(fixture("racecheck-race.txt"), k_sanitizer_error_exit));
-  ASSERT_EQ(o.status, "findings") << o.reason;
+  ASSERT_EQ(o.status, SanitizerStatus::findings) << o.reason;
   ASSERT_FALSE(o.findings.empty());
   const SanitizerFinding& f = o.findings[0];
   EXPECT_EQ(f.kind.rfind("Race reported between", 0), 0u) << f.kind;
@@ -86,22 +86,22 @@ TEST(SanitizerOutput, ARaceNamesBothAccesses) {
 TEST(SanitizerOutput, WhatCannotCheckIsUnverifiableNeverClean) {
   CommandResult not_started;
   not_started.err = "execv: No such file or directory";
-  EXPECT_EQ(parse_sanitizer_output("memcheck", not_started).status, "unverifiable");
+  EXPECT_EQ(parse_sanitizer_output("memcheck", not_started).status, SanitizerStatus::unverifiable);
   // What the tool says on a device it does not support (seen on a gVisor machine).
   auto refused = parse_sanitizer_output(
       "memcheck",
       ran("========= COMPUTE-SANITIZER\n========= Error: Device not supported. Please refer to the "
           "\"Supported Devices\" section of the sanitizer documentation\n",
           1));
-  EXPECT_EQ(refused.status, "unverifiable");
+  EXPECT_EQ(refused.status, SanitizerStatus::unverifiable);
   EXPECT_NE(refused.reason.find("Device not supported"), std::string::npos) << refused.reason;
   // A program that failed before printing any summary: nothing was checked.
   auto failed = parse_sanitizer_output("racecheck", ran("========= COMPUTE-SANITIZER\n", 2));
-  EXPECT_EQ(failed.status, "unverifiable");
+  EXPECT_EQ(failed.status, SanitizerStatus::unverifiable);
   EXPECT_NE(failed.reason.find("exit code 2"), std::string::npos) << failed.reason;
   CommandResult slow = ran("========= COMPUTE-SANITIZER\n", -1);
   slow.timed_out = true;
-  EXPECT_EQ(parse_sanitizer_output("racecheck", slow).status, "unverifiable");
+  EXPECT_EQ(parse_sanitizer_output("racecheck", slow).status, SanitizerStatus::unverifiable);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kopt/core/fs.hpp"
+#include "kopt/core/python.hpp"
 #include "kopt_binary.hpp"
 
 namespace kopt {
@@ -71,7 +72,8 @@ TEST(ProbeTool, MissingToolIsAFactNotAnError) {
 
 TEST(ProbePython, ReadsVersionsFromOneInterpreterRun) {
   FakeCommandRunner runner;
-  auto python = find_program("python3");
+  // The Python kopt runs (core/python.hpp): the one whose versions env reports.
+  auto python = find_program(choose_python("torch"));
   if (!python) GTEST_SKIP() << "no python3 on PATH";
   runner.on(python->string() + " --version", printed("Python 3.12.3\n"));
   runner.on(python->string(), printed("torch=2.11.0+cu130\ntorch_cuda=13.0\ntriton=3.6.0\n"));

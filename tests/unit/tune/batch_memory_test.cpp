@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "kopt/core/host_memory.hpp"
-#include "kopt/engine/tuner.hpp"
+#include "kopt/tune/tuner.hpp"
 
-namespace kopt {
+namespace kopt::tune {
 namespace {
 
 constexpr std::int64_t GiB = std::int64_t{1} << 30;
@@ -74,4 +74,4 @@ TEST(HostMemory, MemAvailableIsReadFromMeminfo) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::tune

@@ -1,6 +1,6 @@
 // Strategies on synthetic cost surfaces with a known optimum; each must find it within
 // the budget stated in the test.
-#include "kopt/engine/search/search.hpp"
+#include "kopt/tune/search.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <set>
 
-namespace kopt {
+namespace kopt::tune {
 namespace {
 
 // n params with values 0..k-1.
@@ -267,9 +267,9 @@ TEST(SearchBatches, FailuresInABatchStillTeachHiddenConstraints) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::tune
 
-namespace kopt {
+namespace kopt::tune {
 namespace {
 
 // A point that breaks a constraint is repaired by the first one-param change that fits, in
@@ -289,9 +289,9 @@ TEST(SearchSpaceRepair, NearestFeasibleChangesOneParamInDeclaredOrder) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::tune
 
-namespace kopt {
+namespace kopt::tune {
 namespace {
 
 // A move that breaks a constraint is repaired by one more change, never by undoing the move.
@@ -311,4 +311,4 @@ TEST(SearchSpaceRepairs, AWiderTileGetsAShallowerPipelineNotItsOldWidth) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::tune

@@ -1,13 +1,13 @@
 // Screen, then confirm (tune_stages.hpp), with a fake lab whose true costs are known: the
 // screening is noisy, the confirmation nearly exact, and the rule must still find the best.
-#include "kopt/engine/tune_stages.hpp"
+#include "kopt/tune/tune_stages.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-namespace kopt {
+namespace kopt::tune {
 namespace {
 
 Evaluation screened(double cost, double halfwidth, bool ok = true) {
@@ -191,4 +191,4 @@ TEST(TwoStage, AConfirmedFailureIsNeverTheChampion) {
 }
 
 }  // namespace
-}  // namespace kopt
+}  // namespace kopt::tune

@@ -1,6 +1,6 @@
 #pragma once
 // Runs jobs on one GPU through the driver API. Lives in the worker process only: the
-// orchestrator never holds a GPU context (DESIGN.md §2).
+// orchestrator never holds a GPU context (docs/architecture.md §2).
 #include <memory>
 
 #include "kopt/backend/executor.hpp"

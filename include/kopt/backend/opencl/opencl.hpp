@@ -1,7 +1,7 @@
 #pragma once
-// The OpenCL backend (DESIGN.md §2): an Executor for a worker that builds .cl kernels with
-// the chosen device's driver, runs, times and measures ceilings. Works on PoCL
-// (OpenCL on the CPU) and on GPU vendors' drivers. libOpenCL is loaded at run time.
+// The OpenCL backend (docs/architecture.md §2): an Executor for a worker that builds .cl kernels
+// with the chosen device's driver, runs, times and measures ceilings. Works on PoCL (OpenCL on the
+// CPU) and on GPU vendors' drivers. libOpenCL is loaded at run time.
 #include <memory>
 #include <optional>
 #include <string>

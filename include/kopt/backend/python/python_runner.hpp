@@ -1,7 +1,7 @@
 #pragma once
-// The Python side of a worker (DESIGN.md §2, backend/python): PyTorch references (ref.py),
-// Triton kernels and the PyTorch baselines run in a Python child that kopt's worker starts
-// on first use. Tensors cross as raw files; timing stays here: the child takes one sample
+// The Python side of a worker (docs/architecture.md §2, backend/python): PyTorch references
+// (ref.py), Triton kernels and the PyTorch baselines run in a Python child that kopt's worker
+// starts on first use. Tensors cross as raw files; timing stays here: the child takes one sample
 // when asked, and the shared A B B A schedule and stopping rules decide (sampling_rounds).
 #include <chrono>
 #include <cstdint>
