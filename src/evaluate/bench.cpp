@@ -109,29 +109,26 @@ class BenchRun {
 
     auto inputs = write_seed_inputs(m_p, 1, m_tmp.path() / "inputs");
     if (!inputs) return Unexpected(inputs.error());
-    BenchResult result = time_variants(timed, launches, *inputs, reference);
-    // A candidate that faults or hangs ends the whole timing job. With the check inside the
-    // job, the separate check (one job per variant) finds which, and the rest is timed again.
-    if (!result.ok() && m_inside && timed.size() > 1) {
-      m_r.log("the timing job failed (" + std::string(run_status_name(result.status)) +
-              "): checking each variant on its own");
-      phase = Clock::now();
-      if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e)
-        return Unexpected(e.error());
-      m_report.check_s += seconds_since(phase);
-      timed = ok_variants();
-      if (!timed.empty()) result = time_variants(timed, launches, *inputs, reference);
-      if (!result.ok() && timed.size() > 1)
-        result = time_one_by_one(timed, launches, *inputs, reference);
+    if (m_r.compare && timer_families(timed).size() > 1)
+      return Unexpected(bad_input(
+          m_report.variants[0].kernel + " and " + m_report.variants[1].kernel +
+          " run in different timers (a Triton kernel in the Python worker, a CUDA kernel or "
+          "solve() library in the CUDA timer): they cannot be sampled in interleaved pairs; "
+          "bench them side by side, without --vs-kernel"));
+    auto timing = time_all(timed, launches, *inputs, reference);
+    if (!timing) return Unexpected(timing.error());
+    BenchResult result = std::move(*timing);
+    if (!result.ok()) {  // every timed variant failed: each says why; the baselines still run
+      for (auto& v : m_report.variants)
+        if (v.status == VariantStatus::ok) fail_run(v, result);
+      result = BenchResult{};
+      result.clocks_before = result.clocks_after = m_report.device.clocks;
     }
-    if (result.ok() && m_r.vs_torch) {
+    result.series.resize(m_report.variants.size());
+    if (m_r.vs_torch) {
       auto torch = time_torch(*inputs);
       if (!torch) return Unexpected(torch.error());
       for (auto& s : torch->series) result.series.push_back(std::move(s));
-    }
-    if (!result.ok()) {
-      for (auto& v : m_report.variants) fail_run(v, result);
-      return m_report;
     }
     m_report.clocks_before = result.clocks_before;
     m_report.clocks_after = result.clocks_after;
@@ -185,6 +182,66 @@ class BenchRun {
       m_report.variants.push_back(std::move(v));
     }
     return all;
+  }
+
+  // The variants `timed` grouped by the timer that samples them: the Python worker's (Triton
+  // kernels) and the worker's own (CUDA kernels, solve() libraries, OpenCL): one job each.
+  std::vector<std::vector<std::size_t>> timer_families(
+      const std::vector<std::size_t>& timed) const {
+    std::vector<std::size_t> python, native;
+    for (std::size_t i : timed)
+      (is_python(m_report.variants[i].build.module_kind) ? python : native).push_back(i);
+    std::vector<std::vector<std::size_t>> out;
+    if (!native.empty()) out.push_back(native);
+    if (!python.empty()) out.push_back(python);
+    return out;
+  }
+
+  // Every variant of `timed` timed, a job per timer family; a job that fails (a candidate
+  // that faults or hangs ends it) is run again one variant at a time, so that one variant's
+  // failure is that variant's alone. With the check inside the job, the separate check first
+  // finds the wrong ones. One series per variant of the report.
+  Expected<BenchResult> time_all(const std::vector<std::size_t>& timed,
+                                 const std::vector<ResolvedLaunch>& launches,
+                                 const SeedInputs& inputs,
+                                 const std::optional<CheckReport>& reference) {
+    BenchResult merged;
+    merged.series.resize(m_report.variants.size());
+    std::optional<BenchResult> first_failure;
+    bool any_ok = false;
+    for (const auto& family : timer_families(timed)) {
+      BenchResult r = time_variants(family, launches, inputs, reference);
+      if (!r.ok() && family.size() > 1) {
+        if (m_inside) {
+          m_r.log("the timing job failed (" + std::string(run_status_name(r.status)) +
+                  "): checking each variant on its own");
+          auto phase = Clock::now();
+          if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e)
+            return Unexpected(e.error());
+          m_report.check_s += seconds_since(phase);
+        }
+        std::vector<std::size_t> still;
+        for (std::size_t i : family)
+          if (m_report.variants[i].status == VariantStatus::ok) still.push_back(i);
+        r = time_one_by_one(still, launches, inputs, reference);
+      } else if (!r.ok()) {
+        for (std::size_t i : family) fail_run(m_report.variants[i], r);
+        if (!first_failure) first_failure = r;
+        continue;
+      }
+      any_ok = true;
+      for (std::size_t i : family)
+        if (i < r.series.size()) merged.series[i] = std::move(r.series[i]);
+      if (merged.clocks_before.sm_mhz <= 0 && merged.flush_method.empty()) {
+        merged.clocks_before = r.clocks_before;
+        merged.flush_bytes = r.flush_bytes;
+        merged.flush_method = r.flush_method;
+      }
+      merged.clocks_after = r.clocks_after;
+    }
+    if (!any_ok && first_failure) return *first_failure;
+    if (timed.empty()) merged.clocks_before = merged.clocks_after = m_report.device.clocks;
+    return merged;
   }
 
   // One timing job over the variants `timed` (indices into the report): one series per

@@ -11,6 +11,7 @@
 #include "kopt/core/process.hpp"
 #include "kopt_binary.hpp"
 #include "kopt_json.hpp"
+#include "torch_skip.hpp"
 
 namespace kopt {
 namespace {
@@ -191,6 +192,28 @@ TEST_F(Bench, TheFloorAppliesOnAFreshCache) {
   EXPECT_EQ(lie["variants"][0]["status"], "below_floor") << lie.dump(2);
   json c = kopt({"ceilings"}, rc);
   EXPECT_TRUE(c["cached"].get<bool>());
+}
+
+// The backend belongs to the kernel: one bench of 19_ReLU times its CUDA kernel, its solve()
+// library and its Triton kernel side by side (the Triton kernel in the Python worker's timer,
+// the others in the CUDA timer), with the torch rows, in one table.
+TEST_F(Bench, CudaSolveAndTritonKernelsAndTheTorchRowsShareOneTable) {
+  KOPT_SKIP_WITHOUT_GPU();
+  KOPT_SKIP_WITHOUT_TORCH();
+  int rc = -1;
+  auto j = kopt({"bench", example("kernelbench/19_ReLU"), "--vs-torch", "--max-time", "2"}, rc);
+  std::map<std::string, json> by;
+  for (const auto& v : j["variants"]) {
+    std::string k = v["kernel"];
+    by[k.substr(0, k.find(" ("))] = v;  // "torch eager (reference())" where ref.py has no baseline
+  }
+  for (const char* k : {"vec", "solve", "triton", "torch eager"}) {
+    ASSERT_TRUE(by.contains(k)) << k << "\n" << j.dump(2);
+    EXPECT_EQ(by[k]["status"], "ok") << by[k].dump(2);
+    EXPECT_GT(by[k]["summary"]["median"].get<double>(), 0) << k;
+  }
+  EXPECT_TRUE(by.contains("torch.compile")) << j.dump(2);
+  EXPECT_EQ(rc, 0) << j.dump(2);
 }
 
 }  // namespace
