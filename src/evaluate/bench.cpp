@@ -232,12 +232,14 @@ class BenchRun {
       any_ok = true;
       for (std::size_t i : family)
         if (i < r.series.size()) merged.series[i] = std::move(r.series[i]);
-      if (merged.clocks_before.sm_mhz <= 0 && merged.flush_method.empty()) {
-        merged.clocks_before = r.clocks_before;
+      // The clocks and the flush of the first job that read them (the Python worker's timer
+      // reads no clocks).
+      if (merged.clocks_before.sm_mhz <= 0) merged.clocks_before = r.clocks_before;
+      if (merged.clocks_after.sm_mhz <= 0) merged.clocks_after = r.clocks_after;
+      if (merged.flush_method.empty()) {
         merged.flush_bytes = r.flush_bytes;
         merged.flush_method = r.flush_method;
       }
-      merged.clocks_after = r.clocks_after;
     }
     if (!any_ok && first_failure) return *first_failure;
     if (timed.empty()) merged.clocks_before = merged.clocks_after = m_report.device.clocks;
