@@ -38,6 +38,7 @@ struct OptimizeCliOptions {
   double proposer_timeout_s = 600;
   std::string budget_formula = "headroom";  // headroom | kernelflow
   bool profile_branches = true;             // --no-branch-profiles: only the champion is profiled
+  std::size_t space_budget = OptimizeOptions{}.space_budget;
   bool sanitize = true;  // memcheck and racecheck on a new champion (--no-sanitize)
   std::string gpus;      // --gpus all|N,M,...: a round's branches one per device
   std::string cluster;   // --cluster ray|ray:ADDRESS
@@ -73,6 +74,8 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   opt.proposer_timeout_s = o.proposer_timeout_s;
   opt.budget_formula = parse_budget_formula(o.budget_formula).value_or(BudgetFormula::headroom);
   opt.profile_branches = o.profile_branches;
+  opt.space_budget = o.space_budget;
+  opt.space_budget = o.space_budget;
   opt.run_dir =
       std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                               : std::filesystem::path(o.run));
@@ -166,6 +169,12 @@ std::vector<Command> optimize_commands(const GlobalRef& g) {
         .help = "seconds the proposer may take per iteration",
         .target = &o->proposer_timeout_s,
         .positive = true},
+       {.names = "--space-budget",
+        .help = "screen a kernel's whole space (tune's screen-then-confirm) in the first round "
+                "that tunes it when it has at most this many points, else a neighbourhood of the "
+                "champion with this many evaluations; 0: branches only",
+        .target = &o->space_budget,
+        .range = {{0, 100000}}},
        {.names = "--no-branch-profiles",
         .help = "profile only each iteration's champion, not every branch of a round (in one "
                 "ncu session)",

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/parallel.hpp"
 #include "kopt/evaluate/devices.hpp"
 #include "kopt/evaluate/dispatcher.hpp"
 #include "kopt/evaluate/worker_pool.hpp"
@@ -31,7 +32,8 @@ LoopMachine::LoopMachine(std::unique_ptr<evaluate::WorkerPool> workers, const Pr
   eo.arch = sel.arch;
   eo.cache_root = cache_dir();
   eo.allow_mixed = allow_mixed;
-  if (log) eo.log = log;  // a worker lost on the way is said there
+  eo.jobs = hardware_jobs();  // a space search builds its batches on every core
+  if (log) eo.log = log;      // a worker lost on the way is said there
   evaluator = std::make_unique<evaluate::Evaluator>(problem, pool->contexts(), eo);
   GpuLabOptions lo;
   lo.rigour = evaluate::Rigour::decide(max_time_s);

@@ -10,6 +10,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/evaluate/sass_report.hpp"
 #include "kopt/report/target_markdown.hpp"
+#include "kopt/tune/tuner.hpp"
 
 namespace kopt::optimize {
 namespace {
@@ -156,6 +157,44 @@ class GpuLab final : public Lab {
             Unexpected(environment_error(std::string(name_of(k.status)) + ": " + k.error)));
       else
         out.push_back(*k.explanation);
+    return out;
+  }
+
+  // tune's screen-then-confirm over the evaluator, at the loop's rigour.
+  std::optional<SpaceSearch> search_space(const std::string& kernel,
+                                          const std::map<std::string, std::int64_t>& held,
+                                          const ParamPoint& start, std::size_t budget) override {
+    const KernelSpec* k = m_p.find_kernel(kernel);
+    if (!k) return std::nullopt;
+    tune::SearchSpace space = tune::SearchSpace::from_kernel(*k, m_p.dim_scope());
+    for (auto& [name, values] : space.params)
+      if (auto it = held.find(name); it != held.end()) values = {it->second};
+    tune::TuneRequest r;
+    r.kernel = kernel;
+    r.fixed = held;
+    r.full = m_o.rigour;
+    r.compare_with_default = false;
+    r.search.budget.max_evaluations = budget;
+    r.search.strategy =
+        space.size() <= budget ? tune::SearchStrategy::exhaustive : tune::SearchStrategy::local;
+    r.search.start = {start};
+    SpaceSearch out;
+    out.space_size = space.size();
+    out.strategy = std::string(tune::search_strategy_name(r.search.strategy));
+    auto rep = tune::run_tune(r, m_ev);
+    if (!rep) {
+      out.note = rep.error().message;
+      return out;
+    }
+    out.screened = rep->stages.search.history.size();
+    out.confirmed = rep->stages.confirmed.size();
+    out.wall_s = rep->wall_s;
+    if (const auto& c = rep->stages.champion) {
+      out.best = c->point;
+      out.best_s = c->summary.median;
+    } else {
+      out.note = "every point failed (compile, run or check)";
+    }
     return out;
   }
 

@@ -306,6 +306,12 @@ Expected<void> Optimizer::iterate(int i) {
   std::vector<RoundBranch> ran;  // the branches that measured, for the round's profile session
   for (int attempt = 0; attempt <= m_o.max_retries && !winner; ++attempt) {
     auto branches = make_branches(o.champ, o.rec.methods, i, attempt);
+    if (branches.empty() && attempt == 0) {
+      // Nothing new to try is a reason to stop, not a failed round (patience counts rounds
+      // that tried something).
+      finish("nothing new to try: every point of the tunable kernels' spaces is measured");
+      return {};
+    }
     if (branches.empty()) break;
     // Measured at once where the lab has several workers; the winner is then compared with
     // the champion on one device (decide).

@@ -58,11 +58,18 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
     return std::find(taken.begin(), taken.end(), q) != taken.end();
   };
   std::vector<Variant> out;
-  // The base first, made feasible where the methods' settings break a constraint (a kernel
+  // The first round that tunes this kernel at these settings screens its space (tune's
+  // evaluator): its champion comes first.
+  if (attempt == 0)
+    if (auto best = search_space(*k, space, base, switched); best && !is_taken(*best))
+      out.push_back(Variant{k->name, *best, {}});
+  // The base, made feasible where the methods' settings break a constraint (a kernel
   // entered with cp.async off may need a shallower pipeline); then, tuning the champion's
   // kernel, the kernel's declared default with the champion's methods: the author's best guess.
   if (attempt == 0) {
-    if (auto b = space.nearest_feasible(base)) out.push_back(Variant{k->name, *b, {}});
+    if (auto b = space.nearest_feasible(base);
+        b && std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.point == *b; }))
+      out.push_back(Variant{k->name, *b, {}});
     if (champ.kernel == k->name)
       if (auto d = default_point(m_p, *k)) {
         for (const auto& p : switched) (*d)[p] = base.at(p);
@@ -101,6 +108,36 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   for (auto& p : space.sample(static_cast<std::size_t>(count) - out.size(), rng, taken))
     out.push_back(Variant{k->name, std::move(p), {}});
   return out;
+}
+
+std::optional<ParamPoint> Optimizer::search_space(const KernelSpec& k,
+                                                  const tune::SearchSpace& space,
+                                                  const ParamPoint& base,
+                                                  const std::set<std::string>& held_params) {
+  if (m_o.space_budget == 0 || space.size() <= 1) return std::nullopt;
+  std::map<std::string, std::int64_t> held;
+  for (const auto& p : held_params)
+    if (auto it = base.find(p); it != base.end()) held[p] = it->second;
+  std::string key =
+      k.name + (held.empty() ? "" : " " + point_to_string({held.begin(), held.end()}));
+  if (std::find(m_state.searched_spaces.begin(), m_state.searched_spaces.end(), key) !=
+      m_state.searched_spaces.end())
+    return std::nullopt;
+  auto found = m_lab.search_space(k.name, held, base, m_o.space_budget);
+  if (!found) return std::nullopt;  // a lab that cannot
+  m_state.searched_spaces.push_back(key);
+  (void)save();
+  if (!found->best) {
+    m_o.log(fmt::format("  space of {}: {} of {} points screened, none passed: {}", key,
+                        found->screened, found->space_size, found->note));
+    return std::nullopt;
+  }
+  m_o.log(
+      fmt::format("  space of {}: {} of {} points screened ({}), {} confirmed, best {} at {} "
+                  "({:.1f} s)",
+                  key, found->screened, found->space_size, found->strategy, found->confirmed,
+                  point_to_string(*found->best), human_time(found->best_s), found->wall_s));
+  return found->best;
 }
 
 }  // namespace kopt::optimize::optimizer_detail

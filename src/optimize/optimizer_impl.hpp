@@ -88,6 +88,13 @@ class Optimizer {
 
   Expected<void> iterate(int i);
 
+  // Lab::search_space of `k` once per run at the methods' settings (`held_params` at `base`'s
+  // values): the best confirmed point, or nullopt (searched before, a lab that cannot, nothing
+  // passed, or a space of one point).
+  std::optional<ParamPoint> search_space(const KernelSpec& k, const tune::SearchSpace& space,
+                                         const ParamPoint& base,
+                                         const std::set<std::string>& held_params);
+
   // The round's measured branches profiled in one session (profile_branches), kept by
   // evaluation key; the champion's profile, from them when it was one, else profiled now.
   struct RoundBranch {

@@ -63,6 +63,7 @@ json to_json(const RunState& s) {
           {"open", s.open ? json(*s.open) : json(nullptr)},
           {"reference", s.reference ? json(*s.reference) : json(nullptr)},
           {"baselines", s.baselines},
+          {"searched_spaces", s.searched_spaces},
           {"target", s.target}};
 }
 
@@ -100,6 +101,7 @@ Expected<RunState> run_state_from_json(const std::string& text, const std::strin
     if (auto r = j.find("reference"); r != j.end() && r->is_object())
       s.reference = r->get<EvaluationRecord>();
     s.baselines = j.value("baselines", std::vector<EvaluationRecord>{});
+    s.searched_spaces = j.value("searched_spaces", std::vector<std::string>{});
     if (auto t = j.find("target"); t != j.end()) s.target = *t;
     if (auto it = j.find("evaluations"); it != j.end() && it->is_object())
       for (auto e = it->begin(); e != it->end(); ++e)

@@ -232,7 +232,7 @@ Expected<TuneReport> run_tune(const TuneRequest& request, evaluate::Evaluator& e
 
   auto c0 = std::chrono::steady_clock::now();
   const auto& champion = report.stages.champion;
-  if (champion && champion->point != *def) {
+  if (champion && champion->point != *def && request.compare_with_default) {
     auto cmp = ev.compare({k->name, as_sets(champion->point)}, {k->name, as_sets(*def)},
                           Rigour::compare(request.full));
     if (cmp) report.final_comparison = *cmp;

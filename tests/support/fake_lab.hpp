@@ -75,7 +75,9 @@ class FakeLab : public Lab {
   std::optional<double> target;
   std::set<std::string> not_landing;  // methods whose SASS signature is missing
   std::optional<double>
-      ncu_time_factor;  // profiles carry ncu's duration: this times the variant's time
+      ncu_time_factor;    // profiles carry ncu's duration: this times the variant's time
+  bool searches = false;  // search_space answers (exhaustively, from the time model)
+  std::vector<std::string> searched;  // the kernels search_space was asked for
 
   std::string device_name() override { return "Fake GPU"; }
   int sm() override { return 90; }
@@ -95,6 +97,33 @@ class FakeLab : public Lab {
     t -= p.at("VEC") == 4 ? 10 : p.at("VEC") == 2 ? 5 : 0;
     t += p.at("BLOCK") == 128 ? 3 : p.at("BLOCK") == 512 ? 2 : p.at("BLOCK") == 1024 ? 5 : 0;
     return t;
+  }
+  std::optional<optimize::SpaceSearch> search_space(const std::string& kernel,
+                                                    const std::map<std::string, std::int64_t>& held,
+                                                    const ParamPoint& start,
+                                                    std::size_t budget) override {
+    (void)start, (void)budget;
+    if (!searches || kernel != "tuned") return std::nullopt;
+    searched.push_back(kernel);
+    optimize::SpaceSearch s;
+    s.strategy = "exhaustive";
+    for (std::int64_t block : {256, 128, 512, 1024})
+      for (std::int64_t vec : {4, 1, 2})
+        for (std::int64_t shfl : {1, 0}) {
+          ParamPoint p{{"BLOCK", block}, {"VEC", vec}, {"USE_SHFL", shfl}};
+          bool fits = true;
+          for (const auto& [k, v] : held) fits = fits && p.at(k) == v;
+          if (!fits) continue;
+          ++s.space_size;
+          ++s.screened;
+          double t = time_us(Variant{kernel, p, ""}) * 1e-6;
+          if (!s.best || t < s.best_s) {
+            s.best = p;
+            s.best_s = t;
+          }
+        }
+    s.confirmed = 1;
+    return s;
   }
   Measured measure(const Variant& v) override {
     if (++measure_calls == crash_after) throw std::runtime_error("killed");

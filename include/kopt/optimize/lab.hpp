@@ -50,6 +50,17 @@ struct ChampionCheck {
   std::vector<SanitizerOutcome> sanitizer;  // empty: not sanitized (turned off, or it was wrong)
 };
 
+// What Lab::search_space found: the best confirmed point of a kernel's space.
+struct SpaceSearch {
+  std::optional<ParamPoint> best;  // none when every point failed
+  double best_s = 0;               // its confirmed median
+  std::uint64_t space_size = 0;
+  std::size_t screened = 0, confirmed = 0;
+  std::string strategy;  // exhaustive, or local (a neighbourhood of the start) for a large space
+  std::string note;      // why there is no best, or what failed
+  double wall_s = 0;
+};
+
 // What a run is aiming at, recorded when it starts: target.json and target.md.
 struct TargetRecord {
   nlohmann::json json;  // kopt target --json
@@ -94,6 +105,15 @@ class Lab {
     std::vector<Expected<Explanation>> out;
     for (std::size_t i = 0; i < vs.size(); ++i) out.push_back(profile(vs[i], dirs.at(i)));
     return out;
+  }
+  // A kernel's space searched with tune's screen-then-confirm (tune/tune_stages.hpp), the
+  // params of `held` fixed: all of it when it has at most `budget` points, else a neighbourhood
+  // of `start` with that many evaluations. nullopt: this lab cannot (the default: a fake).
+  virtual std::optional<SpaceSearch> search_space(const std::string& kernel,
+                                                  const std::map<std::string, std::int64_t>& held,
+                                                  const ParamPoint& start, std::size_t budget) {
+    (void)kernel, (void)held, (void)start, (void)budget;
+    return std::nullopt;
   }
   virtual std::map<std::string, SassVerdictKind> verify(
       const Variant& v, const std::vector<std::string>& methods) = 0;

@@ -50,6 +50,11 @@ struct OptimizeOptions {
   // its files in the branch's folder; the next iteration's champion, one of them, is not
   // profiled again.
   bool profile_branches = true;
+  // The first round that tunes a kernel (at the methods' settings) screens its space with
+  // tune's screen-then-confirm evaluator (Lab::search_space): all of it when it has at most
+  // this many points, else a neighbourhood of the champion with this many evaluations; its
+  // champion is one of the round's branches. 0: never (branches only).
+  std::size_t space_budget = 256;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

@@ -142,7 +142,10 @@ struct RunState {
   std::optional<OpenIteration> open;          // agent-driven mode
   std::optional<EvaluationRecord> reference;  // the reference implementation, timed once
   std::vector<EvaluationRecord>
-      baselines;          // PyTorch eager and torch.compile (a ref.py), timed once
+      baselines;  // PyTorch eager and torch.compile (a ref.py), timed once
+  // The kernels' spaces screened so far ("KERNEL" or "KERNEL P=V ..." with the params held):
+  // a resumed run does not search one again.
+  std::vector<std::string> searched_spaces;
   nlohmann::json target;  // kopt target --json at the start (null: unknown)
 
   const VersionRecord* champion() const;  // the newest unmasked baseline or accepted version

@@ -23,6 +23,9 @@ struct TuneRequest {
   evaluate::Rigour full = evaluate::Rigour::decide(evaluate::k_tune_max_time_s);
   std::size_t screen_samples = 15;
   ConfirmRule confirm;
+  // The champion compared with the default point, interleaved, at the end (kopt tune); the
+  // loop compares with its own champion instead.
+  bool compare_with_default = true;
 };
 
 // What one candidate of a batch holds while its timing job runs: its own tensors on the

@@ -249,6 +249,38 @@ TEST_F(Optimize, WithoutMethodTogglesTheBranchesTuneTheKernelsThatHaveParams) {
   EXPECT_LE(s->versions[1].median_s, 40e-6);
 }
 
+// Optimize uses tune's machinery: the first round that tunes a kernel screens its space (held at
+// the methods' settings) and its champion is a branch; a later round, or a resumed run, does not
+// search that space again.
+TEST_F(Optimize, TheFirstRoundThatTunesAKernelSearchesItsSpace) {
+  std::string text = k_problem;
+  text = text.substr(0, text.find("[kernels.methods]"));
+  auto p = parse_problem(text, m_dir.path() / "kopt.toml");
+  ASSERT_TRUE(p) << p.error().to_string();
+  FakeLab lab;
+  lab.searches = true;
+  OptimizeOptions o = options();
+  o.branches = 1;  // one branch a round: only the space's champion can find the optimum at once
+  auto s = run_optimize(*p, m_catalog, o, lab, nullptr);
+  ASSERT_TRUE(s) << s.error().to_string();
+  ASSERT_GE(s->versions.size(), 2u);
+  EXPECT_EQ(s->versions[1].outcome, VersionOutcome::accepted);
+  EXPECT_EQ(s->versions[1].point,
+            (ParamPoint{{"BLOCK", 256}, {"USE_SHFL", 1}, {"VEC", 4}}));  // the space's best: 35 us
+  EXPECT_NEAR(s->versions[1].median_s, 35e-6, 1e-9);
+  EXPECT_EQ(lab.searched.size(), 1u);  // once
+  EXPECT_EQ(s->searched_spaces, (std::vector<std::string>{"tuned"}));
+  // Resumed, the space is not searched again.
+  OptimizeOptions more = o;
+  more.resume = true;
+  more.iterations = o.iterations + 1;
+  FakeLab again;
+  again.searches = true;
+  auto resumed = run_optimize(*p, m_catalog, more, again, nullptr);
+  ASSERT_TRUE(resumed) << resumed.error().to_string();
+  EXPECT_TRUE(again.searched.empty());
+}
+
 }  // namespace
 }  // namespace kopt::optimize
 
