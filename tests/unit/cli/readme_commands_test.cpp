@@ -112,9 +112,11 @@ TEST(ReadmeCommands, TheReadmeListsTheTableAndNothingElse) {
       EXPECT_TRUE(known) << "README.md:" << u.line << ": kopt " << name << " has no option " << f;
     }
   }
-  for (const auto& c : table)
-    if (!c.internal)
+  for (const auto& c : table) {
+    if (!c.internal) {
       EXPECT_TRUE(in_readme.contains(c.name())) << "kopt " << c.name() << " is not in README.md";
+    }
+  }
 }
 
 // Every option's help says its default where it has one, so `--help` shows the time cap,
