@@ -75,7 +75,6 @@ int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
   opt.budget_formula = parse_budget_formula(o.budget_formula).value_or(BudgetFormula::headroom);
   opt.profile_branches = o.profile_branches;
   opt.space_budget = o.space_budget;
-  opt.space_budget = o.space_budget;
   opt.run_dir =
       std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                               : std::filesystem::path(o.run));

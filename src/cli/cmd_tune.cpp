@@ -143,9 +143,9 @@ struct TuneCliOptions {
   double time_budget_s = 0;
   std::uint64_t seed = 1;
   double max_time_s = evaluate::k_tune_max_time_s;
-  unsigned jobs = 0;       // 0: the machine's cores
-  std::size_t batch = 32;  // candidates screened together
-  std::size_t screen_samples = 15;
+  unsigned jobs = 0;                                      // 0: the machine's cores
+  std::size_t batch = tune::TuneRequest::k_screen_batch;  // candidates screened together
+  std::size_t screen_samples = tune::TuneRequest{}.screen_samples;
   std::string confirm = "auto";  // auto (the rule), all, or a number: at most that many
   std::string gpus;              // --gpus all|N,M,...: screening split over these devices
   std::string cluster;           // --cluster ray|ray:ADDRESS

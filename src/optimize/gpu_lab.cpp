@@ -175,6 +175,7 @@ class GpuLab final : public Lab {
     r.full = m_o.rigour;
     r.compare_with_default = false;
     r.search.budget.max_evaluations = budget;
+    r.search.batch = tune::TuneRequest::k_screen_batch;  // as kopt tune screens
     r.search.strategy =
         space.size() <= budget ? tune::SearchStrategy::exhaustive : tune::SearchStrategy::local;
     r.search.start = {start};

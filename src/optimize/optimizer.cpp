@@ -233,10 +233,24 @@ Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
       o.rec.cross_check = *note;
       m_o.log("    review: " + *note);
     }
-  if (expl->gaps.near_peak) {
-    finish("near_peak: Δc, Δm and Δl all below 0.15");
+  // Near the peak or at the roof, but the whole space of the kernel a round tunes is not
+  // screened yet: the stop waits for one round of tuning only, so that the loop never stops
+  // above what `kopt tune` finds on the same kernel.
+  const bool unscreened = !m_agent && space_unscreened(tuned_kernel(o.champ));
+  bool screen_first = false;
+  auto stop_or_screen = [&](const std::string& why) {
+    if (!unscreened) {
+      finish(why);
+      return true;
+    }
+    if (!screen_first)
+      m_o.log("    " + why.substr(0, why.find(':')) + ", but the space of " +
+              tuned_kernel(o.champ) + " is not screened yet: one round of tuning first");
+    screen_first = true;
+    return false;
+  };
+  if (expl->gaps.near_peak && stop_or_screen("near_peak: Δc, Δm and Δl all below 0.15"))
     return std::optional<Opened>{};
-  }
   m_ctx = selection(*expl, o.champ);
   m_experience_notes = consult_experience(std::string(bottleneck_name(expl->bottleneck.cls)));
   // No gap at all means no counters (OpenCL): no trigger can fire, so untried methods go blind.
@@ -245,10 +259,9 @@ Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
   if (m_advice.headroom.bounding) {  // on the roofline: by counters, or by the cost formulas alone
     m_ctx.budget = m_advice.budget;
     m_ctx.metrics = m_advice.metrics;
-    if (m_advice.headroom.at_roof && !m_agent) {
-      finish("at_roof: " + m_advice.headroom.summary);
+    if (m_advice.headroom.at_roof && !m_agent &&
+        stop_or_screen("at_roof: " + m_advice.headroom.summary))
       return std::optional<Opened>{};
-    }
     m_chosen.clear();
     for (const auto& sg : m_advice.suggestions)
       if (sg.within_budget)
@@ -257,12 +270,18 @@ Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
   } else {
     m_chosen = counters ? suggest_methods(m_ctx) : untriggered_candidates(m_ctx, 1);
   }
+  if (screen_first) m_chosen.clear();  // tuning only: the space before any method
   m_open_metrics = m_ctx.metrics;
   m_open_metrics[k_time_metric] = o.champ_time;
   MethodSet set;
   for (const auto& c : m_chosen) set.methods.push_back(c.method);
   // The advice may rank a triggered method below another of its axis (the bottleneck rule
   // cites the other's trigger, or the list ran out): the validator hears why.
+  if (screen_first) {
+    const std::string why = "at the roof: this round screens the kernel's whole space first";
+    for (const auto& c : suggest_methods(m_ctx)) set.skip_reasons[c.method] = why;
+    for (const auto& sg : m_advice.suggestions) set.skip_reasons[sg.method] = why;
+  }
   for (const auto& sg : m_advice.suggestions)
     if (sg.triggered && !sg.within_budget)
       set.skip_reasons[sg.method] =
@@ -286,7 +305,9 @@ Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
   if (m_advice.headroom.bounding)
     o.rec.evidence.push_back("headroom: " + m_advice.headroom.summary);
   o.rec.hypothesis =
-      !set.methods.empty()        ? "turn on " + fmt::format("{}", fmt::join(set.methods, ", "))
+      !set.methods.empty() ? "turn on " + fmt::format("{}", fmt::join(set.methods, ", "))
+      : screen_first       ? "at the roof; screening the whole space of " + tuned_kernel(o.champ) +
+                           " before the stop"
       : m_advice.headroom.at_roof ? "stop recommended: " + m_advice.stop_reason
                                   : "tuning only: no method to suggest within the budget";
   o.rec.methods = set.methods;
@@ -309,7 +330,8 @@ Expected<void> Optimizer::iterate(int i) {
     if (branches.empty() && attempt == 0) {
       // Nothing new to try is a reason to stop, not a failed round (patience counts rounds
       // that tried something).
-      finish("nothing new to try: every point of the tunable kernels' spaces is measured");
+      finish(
+          "nothing new to try: every point of the tunable kernels' spaces is measured or screened");
       return {};
     }
     if (branches.empty()) break;

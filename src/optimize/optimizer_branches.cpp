@@ -42,10 +42,13 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   }
   for (const auto& m : methods)
     if (const MethodToggle* t = k->find_method(m)) base = with(base, t->on);
-  // The search module's space: params a method switches are held at the base's values.
+  // The search module's space: params a method switches are held at the base's values, so
+  // that a method's effect is its own; a round that tunes only (no method chosen) screens the
+  // whole space, method params included, as `kopt tune` does.
   std::set<std::string> switched;
-  for (const auto& t : k->methods)
-    for (const auto& [p, v] : t.on) switched.insert(p);
+  if (!methods.empty())
+    for (const auto& t : k->methods)
+      for (const auto& [p, v] : t.on) switched.insert(p);
   tune::SearchSpace space = tune::SearchSpace::from_kernel(*k, m_p.dim_scope());
   for (auto& [name, values] : space.params)
     if (switched.contains(name)) values = {base.at(name)};
@@ -60,9 +63,20 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   std::vector<Variant> out;
   // The first round that tunes this kernel at these settings screens its space (tune's
   // evaluator): its champion comes first.
+  // (`taken` holds the base as well, which is not measured unless it is the champion.)
+  auto measured = [&](const ParamPoint& q) {
+    return (champ.kernel == k->name && champ.point == q) ||
+           std::find(taken.begin() + 1, taken.end(), q) != taken.end();
+  };
   if (attempt == 0)
-    if (auto best = search_space(*k, space, base, switched); best && !is_taken(*best))
+    if (auto best = search_space(*k, space, base, switched); best && !measured(*best))
       out.push_back(Variant{k->name, *best, {}});
+  // A space screened exhaustively has nothing left to draw: its champion stands for it.
+  if (std::find(m_state.exhausted_spaces.begin(), m_state.exhausted_spaces.end(),
+                space_key(*k, base, switched)) != m_state.exhausted_spaces.end()) {
+    if (static_cast<int>(out.size()) > count) out.resize(static_cast<std::size_t>(count));
+    return out;
+  }
   // The base, made feasible where the methods' settings break a constraint (a kernel
   // entered with cp.async off may need a shallower pipeline); then, tuning the champion's
   // kernel, the kernel's declared default with the champion's methods: the author's best guess.
@@ -110,6 +124,22 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   return out;
 }
 
+std::string Optimizer::space_key(const KernelSpec& k, const ParamPoint& base,
+                                 const std::set<std::string>& held_params) {
+  ParamPoint held;
+  for (const auto& p : held_params)
+    if (auto it = base.find(p); it != base.end()) held[p] = it->second;
+  return k.name + (held.empty() ? "" : " " + point_to_string(held));
+}
+
+bool Optimizer::space_unscreened(const std::string& kernel) const {
+  const KernelSpec* k = m_p.find_kernel(kernel);
+  if (!k || m_o.space_budget == 0 || k->params.empty()) return false;
+  if (tune::SearchSpace::from_kernel(*k, m_p.dim_scope()).size() <= 1) return false;
+  return std::none_of(m_state.searched_spaces.begin(), m_state.searched_spaces.end(),
+                      [&](const std::string& key) { return key == kernel; });
+}
+
 std::optional<ParamPoint> Optimizer::search_space(const KernelSpec& k,
                                                   const tune::SearchSpace& space,
                                                   const ParamPoint& base,
@@ -118,15 +148,16 @@ std::optional<ParamPoint> Optimizer::search_space(const KernelSpec& k,
   std::map<std::string, std::int64_t> held;
   for (const auto& p : held_params)
     if (auto it = base.find(p); it != base.end()) held[p] = it->second;
-  std::string key =
-      k.name + (held.empty() ? "" : " " + point_to_string({held.begin(), held.end()}));
+  std::string key = space_key(k, base, held_params);
   if (std::find(m_state.searched_spaces.begin(), m_state.searched_spaces.end(), key) !=
       m_state.searched_spaces.end())
     return std::nullopt;
   auto found = m_lab.search_space(k.name, held, base, m_o.space_budget);
-  if (!found) return std::nullopt;  // a lab that cannot
-  m_state.searched_spaces.push_back(key);
+  m_state.searched_spaces.push_back(key);  // asked once: a lab that cannot is not asked again
+  if (found && found->strategy == "exhaustive" && found->note.empty())
+    m_state.exhausted_spaces.push_back(key);
   (void)save();
+  if (!found) return std::nullopt;
   if (!found->best) {
     m_o.log(fmt::format("  space of {}: {} of {} points screened, none passed: {}", key,
                         found->screened, found->space_size, found->note));

@@ -88,6 +88,17 @@ class Optimizer {
 
   Expected<void> iterate(int i);
 
+  // Whether the loop should screen `kernel`'s whole space before it trusts a stop: the kernel
+  // declares a space of more than one point, the run may screen spaces, and it has not screened
+  // all of it (a round with methods screens it with the method params held).
+  bool space_unscreened(const std::string& kernel) const;
+  // The kernel whose space a round tunes from `champ`: the method kernel where there is one.
+  std::string tuned_kernel(const Variant& champ) const { return m_mk ? m_mk->name : champ.kernel; }
+
+  // The name of `k`'s space with `held_params` at `base`'s values: "KERNEL" or "KERNEL P=V ...".
+  static std::string space_key(const KernelSpec& k, const ParamPoint& base,
+                               const std::set<std::string>& held_params);
+
   // Lab::search_space of `k` once per run at the methods' settings (`held_params` at `base`'s
   // values): the best confirmed point, or nullopt (searched before, a lab that cannot, nothing
   // passed, or a space of one point).

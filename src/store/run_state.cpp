@@ -64,6 +64,7 @@ json to_json(const RunState& s) {
           {"reference", s.reference ? json(*s.reference) : json(nullptr)},
           {"baselines", s.baselines},
           {"searched_spaces", s.searched_spaces},
+          {"exhausted_spaces", s.exhausted_spaces},
           {"target", s.target}};
 }
 
@@ -102,6 +103,7 @@ Expected<RunState> run_state_from_json(const std::string& text, const std::strin
       s.reference = r->get<EvaluationRecord>();
     s.baselines = j.value("baselines", std::vector<EvaluationRecord>{});
     s.searched_spaces = j.value("searched_spaces", std::vector<std::string>{});
+    s.exhausted_spaces = j.value("exhausted_spaces", std::vector<std::string>{});
     if (auto t = j.find("target"); t != j.end()) s.target = *t;
     if (auto it = j.find("evaluations"); it != j.end() && it->is_object())
       for (auto e = it->begin(); e != it->end(); ++e)

@@ -146,6 +146,9 @@ struct RunState {
   // The kernels' spaces screened so far ("KERNEL" or "KERNEL P=V ..." with the params held):
   // a resumed run does not search one again.
   std::vector<std::string> searched_spaces;
+  // Those of them screened exhaustively (every feasible point): no branch of the loop draws
+  // from one again, its screen's champion stands for it.
+  std::vector<std::string> exhausted_spaces;
   nlohmann::json target;  // kopt target --json at the start (null: unknown)
 
   const VersionRecord* champion() const;  // the newest unmasked baseline or accepted version

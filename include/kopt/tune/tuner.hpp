@@ -22,6 +22,9 @@ struct TuneRequest {
   // comparison (Rigour::compare) are made.
   evaluate::Rigour full = evaluate::Rigour::decide(evaluate::k_tune_max_time_s);
   std::size_t screen_samples = 15;
+  // Candidates screened together (a batch builds on the pool while the previous one runs);
+  // kopt tune's --batch and the loop's space screens both start from it.
+  static constexpr std::size_t k_screen_batch = 32;
   ConfirmRule confirm;
   // The champion compared with the default point, interleaved, at the end (kopt tune); the
   // loop compares with its own champion instead.

@@ -270,6 +270,11 @@ TEST_F(Optimize, TheFirstRoundThatTunesAKernelSearchesItsSpace) {
   EXPECT_NEAR(s->versions[1].median_s, 35e-6, 1e-9);
   EXPECT_EQ(lab.searched.size(), 1u);  // once
   EXPECT_EQ(s->searched_spaces, (std::vector<std::string>{"tuned"}));
+  // Screened exhaustively, the space has nothing left to draw: the next round has no branch,
+  // and the run stops on that instead of measuring points the screen has seen.
+  EXPECT_EQ(s->exhausted_spaces, (std::vector<std::string>{"tuned"}));
+  EXPECT_EQ(s->versions.size(), 2u);
+  EXPECT_EQ(s->stop_reason.rfind("nothing new to try", 0), 0u) << s->stop_reason;
   // Resumed, the space is not searched again.
   OptimizeOptions more = o;
   more.resume = true;
@@ -279,6 +284,27 @@ TEST_F(Optimize, TheFirstRoundThatTunesAKernelSearchesItsSpace) {
   auto resumed = run_optimize(*p, m_catalog, more, again, nullptr);
   ASSERT_TRUE(resumed) << resumed.error().to_string();
   EXPECT_TRUE(again.searched.empty());
+}
+
+// Near the peak from the first profile, the loop still screens the whole space of the kernel it
+// tunes (method params included) before it stops: it never stops above what `kopt tune` finds.
+// Only then does near_peak end the run.
+TEST_F(Optimize, NearThePeakTheWholeSpaceIsScreenedBeforeTheStop) {
+  FakeLab lab;
+  lab.near_peak = true;
+  lab.searches = true;
+  OptimizeOptions o = options();
+  o.branches = 1;
+  auto s = run(lab, o);
+  ASSERT_TRUE(s) << s.error().to_string();
+  EXPECT_EQ(s->stop_reason, "near_peak: Δc, Δm and Δl all below 0.15");
+  ASSERT_EQ(s->versions.size(), 2u);
+  EXPECT_EQ(s->versions[1].outcome, VersionOutcome::accepted);
+  EXPECT_TRUE(s->versions[1].methods.empty());  // tuning only, no method switched
+  EXPECT_NE(s->versions[1].hypothesis.find("screening the whole space of tuned"), std::string::npos)
+      << s->versions[1].hypothesis;
+  EXPECT_NEAR(s->versions[1].median_s, 35e-6, 1e-9);                   // the whole space's best
+  EXPECT_EQ(s->searched_spaces, (std::vector<std::string>{"tuned"}));  // not held at any method
 }
 
 }  // namespace
