@@ -1,6 +1,22 @@
 #include "kopt/backend/sampling_rounds.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 namespace kopt {
+
+std::optional<std::string> too_slow_to_sample(const std::string& label, double warmup_s,
+                                              int launches, const StoppingRule& rule) {
+  const double launch_s = warmup_s / std::max(launches, 1);
+  const double need_s = launch_s * static_cast<double>(rule.min_samples);
+  const double budget_s = min_samples_budget_s(rule);
+  if (need_s <= budget_s) return std::nullopt;
+  return fmt::format(
+      "one launch of {} takes {:.3g} s: its minimum of {} samples would take {:.3g} s, past {:.3g} "
+      "s (the larger of the time cap and {:.0f} s)",
+      label, launch_s, rule.min_samples, need_s, budget_s, k_min_samples_budget_s);
+}
 
 bool run_sampling_rounds(const std::vector<SampledVariant*>& variants, const BenchOptions& opt,
                          const SampleTaker& take, const std::function<double()>& wall_elapsed_s) {

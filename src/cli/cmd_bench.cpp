@@ -33,13 +33,22 @@ std::string rate_text(double v, const std::string& unit) {
   return fmt::format("{:.3g} {}", v, unit);
 }
 
+// The flush as it was done; one that is not the one asked for says so, with the reason.
+std::string flush_text(const BenchReport& r) {
+  if (!r.flush_bytes) return "";
+  std::string text = fmt::format(" ({} flush of {} MiB", r.flush_method, r.flush_bytes >> 20);
+  if (std::string_view asked = flush_method_name(r.options.flush); r.flush_method != asked)
+    text += fmt::format(", not the {} flush asked for: {}", asked,
+                        r.device.backend == "opencl"
+                            ? "the OpenCL timer flushes by rewriting its buffer"
+                            : "the read-flush kernel could not be built for this device");
+  return text + ")";
+}
+
 void print_bench(const BenchReport& r) {
-  std::cout << fmt::format(
-      "kopt bench {} · {} ({}) · {} L2{} · {}\n", r.problem, r.device.name, r.device.arch(),
-      cache_mode_name(r.options.mode),
-      r.flush_bytes ? fmt::format(" ({} flush of {} MiB)", r.flush_method, r.flush_bytes >> 20)
-                    : "",
-      r.toolkit);
+  std::cout << fmt::format("kopt bench {} · {} ({}) · {} L2{} · {}\n", r.problem, r.device.name,
+                           r.device.arch(), cache_mode_name(r.options.mode), flush_text(r),
+                           r.toolkit);
   std::cout << "clocks before: " << clocks_text(r.clocks_before)
             << "\nclocks after:  " << clocks_text(r.clocks_after)
             << "\nceilings: " << r.ceilings_source
@@ -264,15 +273,17 @@ std::vector<Command> bench_commands(const GlobalRef& g) {
         .target = &o->max_noise_pct,
         .positive = true},
        {.names = "--min-samples",
-        .help = "at least this many samples",
+        .help = "at least this many samples, whatever the time cap (3 or more: a spread needs "
+                "them)",
         .target = &o->min_samples,
-        .range = {{2, 1000000}}},
+        .range = {{3, 1000000}}},
        {.names = "--min-time",
         .help = "at least this much measured GPU time (s)",
         .target = &o->min_time_s,
         .non_negative = true},
        {.names = "--max-time",
-        .help = "time cap per bench (s)",
+        .help = "time cap of the timed launches per bench (s); warm-up and verification are "
+                "not counted, and the minimum sample count is taken past it",
         .target = &o->max_time_s,
         .positive = true},
        {.names = "--warmup",

@@ -62,6 +62,10 @@ std::string_view stop_reason_name(StopReason r) {
   return "?";
 }
 
+double min_samples_budget_s(const StoppingRule& rule) {
+  return std::max(k_min_samples_budget_s, rule.max_time_s);
+}
+
 StopReason StoppingTracker::add(double sample_s, double wall_elapsed_s) {
   ++m_n;
   m_sum += sample_s;
@@ -71,7 +75,7 @@ StopReason StoppingTracker::add(double sample_s, double wall_elapsed_s) {
       m_n > 1 ? std::max(0.0, (m_sum_sq - m_sum * mean) / static_cast<double>(m_n - 1)) : 0.0;
   double noise = mean > 0 ? std::sqrt(var) / mean : 0.0;
   m_noise.push_back(noise);
-  if (wall_elapsed_s >= m_rule.max_time_s) return StopReason::time_cap;
+  if (wall_elapsed_s >= m_rule.max_time_s && m_n >= m_rule.min_samples) return StopReason::time_cap;
   if (m_n >= m_rule.max_samples) return StopReason::sample_cap;
   // (1 - 1e-9): ten samples of 0.1 ms make 1 ms, not 0.99999... ms of summed rounding.
   if (m_n < m_rule.min_samples || m_sum < m_rule.min_time_s * (1 - 1e-9))

@@ -123,8 +123,13 @@ Result WorkerClient::call(const nlohmann::json& req, std::chrono::milliseconds t
 }
 
 BenchResult WorkerClient::bench(const BenchJob& job) {
-  auto cap = std::chrono::milliseconds(static_cast<long>(
-      1000 * (job.options.rule.max_time_s + job.options.warmup_s * job.variants.size())));
+  // The time cap bounds the timed launches; each variant may add its warm-up and what its
+  // minimum sample count takes past the cap (min_samples_budget_s, or a timeout), and the
+  // verification's own work (within the job timeout).
+  auto cap = std::chrono::milliseconds(
+      static_cast<long>(1000 * (job.options.rule.max_time_s +
+                                (job.options.warmup_s + min_samples_budget_s(job.options.rule)) *
+                                    static_cast<double>(job.variants.size()))));
   // Python variants compile before their first sample (Triton's JIT, torch.compile's
   // inductor): minutes, not seconds, on a cold cache.
   for (const auto& v : job.variants)

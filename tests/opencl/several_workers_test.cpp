@@ -42,14 +42,17 @@ class SeveralWorkers : public ::testing::Test {
 };
 
 // A round's branches are measured one per worker, each evaluation names its worker, and the
-// run ends as a run on one device does.
+// run ends as a run on one device does. (The space screen, which would leave fewer branches,
+// is tune's and spreads its batches the same way: tests of tune cover it.)
 TEST_F(SeveralWorkers, OptimizeMeasuresARoundsBranchesOnBothDevices) {
   KOPT_SKIP_WITHOUT_OPENCL();
   if (!two_devices()) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
   int rc = -1;
   std::string run = (m_dir.path() / "run").string();
   auto j = kopt({"optimize", softmax(), "--gpus", "all", "--run", run, "--iterations", "1",
-                 "--branches", "4", "--max-time", "0.3", "--no-experience", "--no-sanitize"},
+                 "--branches", "4", "--max-time", "0.3", "--no-experience", "--no-sanitize",
+                 // no space screen: its points are tune's, and this is about the branches
+                 "--space-budget", "0"},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   std::set<std::string> workers;

@@ -30,8 +30,15 @@ using SampleTaker =
     std::function<std::optional<TakenSample>(std::size_t variant, std::uint32_t round)>;
 
 // Samples until every variant is done (or a paired verdict is reached). Returns false as soon
-// as a sample fails. wall_start_s is the time already spent (warm-up included).
+// as a sample fails. `wall_elapsed_s` is the time cap's clock: the timed launches since the
+// sampling began, without warm-up and without the verification's own work.
 bool run_sampling_rounds(const std::vector<SampledVariant*>& variants, const BenchOptions& options,
                          const SampleTaker& take, const std::function<double()>& wall_elapsed_s);
+
+// After a variant's warm-up (`launches` launches in `warmup_s`): why its minimum sample count
+// cannot be taken within min_samples_budget_s (a timeout), or nullopt. The time cap alone
+// never fails a variant: it bounds the samples past the minimum.
+std::optional<std::string> too_slow_to_sample(const std::string& label, double warmup_s,
+                                              int launches, const StoppingRule& rule);
 
 }  // namespace kopt

@@ -29,16 +29,24 @@ Summary summarize(std::span<const double> samples);
 // When to stop: at least `min_samples` and `min_time` of measured time, then stop once the
 // relative noise is at most `max_noise`, or once it has stopped improving (it moved by less
 // than `plateau_tolerance` of itself over the last `plateau_window` samples), or at
-// `max_time` of wall time whatever the noise.
+// `max_time` of wall time whatever the noise. The time cap bounds the timed launches (the
+// timers leave out warm-up and verification) and never cuts a series below `min_samples`:
+// no statistic, verification or decision rests on fewer.
 struct StoppingRule {
   std::size_t min_samples = 10;
   double min_time_s = 0.5;   // total measured (GPU) time
   double max_noise = 0.005;  // 0.5 %
-  double max_time_s = 15.0;  // wall time cap
+  double max_time_s = 15.0;  // wall time cap of the timed launches
   std::size_t plateau_window = 20;
   double plateau_tolerance = 0.05;
   std::size_t max_samples = 100000;
 };
+
+// What the minimum sample count may take past the time cap, per variant: a kernel whose
+// `min_samples` launches take longer than this (or than the cap, where that is longer) is a
+// timeout, not a series of fewer samples. The worker's watchdog allows it for every variant.
+inline constexpr double k_min_samples_budget_s = 5.0;
+double min_samples_budget_s(const StoppingRule& rule);
 
 enum class StopReason {
   not_yet,

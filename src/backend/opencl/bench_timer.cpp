@@ -104,10 +104,9 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     std::sort(launch_us.begin(), launch_us.end());
     v.series.launch_overhead_us = launch_us[launch_us.size() / 2];
     v.series.warmup_s = seconds_since(t0);
-    if (v.series.warmup_s > opt.rule.max_time_s) {
+    if (auto slow = too_slow_to_sample(v.series.label, v.series.warmup_s, launches, opt.rule)) {
       result.status = RunStatus::timeout;
-      result.error = "one launch of " + v.series.label + " takes longer than the time cap of " +
-                     std::to_string(opt.rule.max_time_s) + " s";
+      result.error = *slow;
       return result;
     }
     // The golden output: one more untimed launch.
@@ -122,9 +121,9 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
   }
 
   std::optional<RunResult> failure;
-  // The secret-seed samples' extra work (writing inputs, comparing with the reference) is not
+  // The verification's own work (secret inputs written, outputs read back and compared) is not
   // the measurement's: it does not count against the time cap.
-  double secret_s = 0;
+  double verify_s = 0;
   auto sample = [&](std::size_t idx, std::uint32_t round) -> std::optional<TakenSample> {
     Variant& v = variants[idx];
     // Poisoned outside the timed window: the fill completes before the launch's start counter.
@@ -137,7 +136,7 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
         failure = *f;
         return std::nullopt;
       }
-    if (secret) secret_s += seconds_since(secret_start);
+    if (secret) verify_s += seconds_since(secret_start);
     if (verify)
       if (cl_int err = v.poison_outputs(s); err != CL_SUCCESS) {
         failure = cl_failure(RunStatus::launch_failed, "clEnqueueFillBuffer(poison)", err);
@@ -179,13 +178,14 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
         failure = *f;
         return std::nullopt;
       }
-    if (secret) secret_s += seconds_since(secret_start);
+    if (verify) verify_s += seconds_since(secret_start);
     return TakenSample{*sec, false};
   };
   std::vector<SampledVariant*> rotation;
   for (auto& v : variants) rotation.push_back(&v);
+  const auto sampling_start = Clock::now();
   if (!run_sampling_rounds(rotation, opt, sample,
-                           [&] { return seconds_since(wall_start) - secret_s; }))
+                           [&] { return seconds_since(sampling_start) - verify_s; }))
     return failed(*failure);
   for (auto& v : variants) {
     if (auto f = v.verifier.check_last(v.reader(s), v.series.samples_s.size())) return failed(*f);
