@@ -12,6 +12,7 @@
 #include "kopt/core/parallel.hpp"
 #include "kopt/evaluate/worker_pool.hpp"
 #include "kopt/report/explanation_markdown.hpp"
+#include "kopt/tune/search_space.hpp"
 #include "kopt/tune/tuner.hpp"
 
 namespace kopt::cli {
@@ -138,7 +139,7 @@ std::optional<ConfirmRule> parse_confirm(const std::string& text) {
 
 struct TuneCliOptions {
   ProblemSelection sel;
-  std::string strategy = "random";
+  std::string strategy = "auto";
   std::size_t budget = 30;
   double time_budget_s = 0;
   std::uint64_t seed = 1;
@@ -173,7 +174,21 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   if (auto used = check_assignments_used(problem, {ks}, sel->sets, "--set"); !used)
     return report_error(g, "tune", 2, used.error().to_string());
   req.fixed = sel->sets;
-  auto strategy = parse_search_strategy(o.strategy);
+  // auto: the whole space where it fits the budget (every point, in screening order), else a
+  // random sample of it.
+  std::optional<tune::SearchStrategy> strategy;
+  if (o.strategy == "auto") {
+    tune::SearchSpace space = tune::SearchSpace::from_kernel(*ks, problem.dim_scope());
+    for (auto& [name, values] : space.params)
+      if (auto it = req.fixed.find(name); it != req.fixed.end()) values = {it->second};
+    strategy =
+        space.size() <= o.budget ? tune::SearchStrategy::exhaustive : tune::SearchStrategy::random;
+    if (!g.json)
+      std::cerr << fmt::format("kopt tune: strategy {}: {} points in the space, budget {}\n",
+                               search_strategy_name(*strategy), space.size(), o.budget);
+  } else {
+    strategy = parse_search_strategy(o.strategy);
+  }
   if (!strategy) return report_error(g, "tune", 2, "--strategy " + o.strategy + ": unknown");
   req.search.strategy = *strategy;
   req.search.budget.max_evaluations = o.budget;
@@ -226,9 +241,10 @@ std::vector<Command> tune_commands(const GlobalRef& g) {
   c.options.insert(
       c.options.end(),
       {{.names = "--strategy",
-        .help = "exhaustive, random, local, annealing or genetic",
+        .help = "auto (exhaustive where the space fits the budget, else random), exhaustive, "
+                "random, local, annealing or genetic",
         .target = &o->strategy,
-        .choices = {"exhaustive", "random", "local", "annealing", "genetic"}},
+        .choices = {"auto", "exhaustive", "random", "local", "annealing", "genetic"}},
        {.names = "--budget",
         .help = "points to evaluate at most",
         .target = &o->budget,

@@ -16,6 +16,15 @@ const KernelSpec* method_kernel(const Problem& problem) {
 }
 
 namespace optimizer_detail {
+namespace {
+
+std::map<std::string, std::int64_t> run_dims(const Problem& p) {
+  std::map<std::string, std::int64_t> out;
+  for (const auto& d : p.dims) out[d.name] = d.value;
+  return out;
+}
+
+}  // namespace
 
 Expected<RunState> Optimizer::run() {
   if (auto r = open(); !r) return Unexpected(r.error());
@@ -43,19 +52,37 @@ Expected<void> Optimizer::open() {
     if (s->problem != m_p.name)
       return Unexpected(bad_input("the run in " + m_o.run_dir.string() + " is of problem '" +
                                   s->problem + "', not '" + m_p.name + "'"));
+    if (std::map<std::string, std::int64_t> now = run_dims(m_p); !s->dims.empty() && s->dims != now)
+      for (const auto& [name, value] : now)
+        if (auto it = s->dims.find(name); it == s->dims.end() || it->second != value)
+          return Unexpected(bad_input(fmt::format(
+              "the run in {} measures {}={}, not {}={}: every time it recorded is of that shape; "
+              "resume it without --dim {}, or start another --run",
+              m_o.run_dir.string(), name,
+              it == s->dims.end() ? std::string("(unset)") : std::to_string(it->second), name,
+              value, name)));
     m_state = *s;
     if (m_state.status == RunPhase::finished && m_state.iteration < m_o.iterations) {
       m_state.status = RunPhase::running;  // asked for more iterations than the run had
       m_state.stop_reason.clear();
     }
-    m_o.log(fmt::format("resuming {} at iteration {} ({} measurements recorded)",
-                        m_o.run_dir.string(), m_state.iteration + 1, m_state.evaluations.size()));
+    if (m_state.status == RunPhase::finished || m_state.iteration >= m_o.iterations)
+      m_o.log(fmt::format(
+          "the run in {} has done {} iteration(s){}; --iterations {} asks for no more: raise it "
+          "to go on",
+          m_o.run_dir.string(), m_state.iteration,
+          m_state.stop_reason.empty() ? "" : " and stopped (" + m_state.stop_reason + ")",
+          m_o.iterations));
+    else
+      m_o.log(fmt::format("resuming {} at iteration {} ({} measurements recorded)",
+                          m_o.run_dir.string(), m_state.iteration + 1, m_state.evaluations.size()));
   } else {
     fs::create_directories(m_o.run_dir, ec);
     if (ec)
       return Unexpected(bad_input("cannot create " + m_o.run_dir.string() + ": " + ec.message()));
     m_state.problem = m_p.name;
     m_state.problem_dir = fs::absolute(m_p.dir).string();
+    m_state.dims = run_dims(m_p);
     m_state.device = m_lab.device_name();
     m_state.created_at = utc_timestamp();
     (void)write_text_atomic(m_o.run_dir / "env.json", m_lab.environment().dump(2) + "\n");

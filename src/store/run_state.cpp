@@ -53,6 +53,7 @@ json to_json(const RunState& s) {
           {"problem_dir", s.problem_dir},
           {"device", s.device},
           {"created_at", s.created_at},
+          {"dims", s.dims},
           {"status", s.status},
           {"stop_reason", s.stop_reason},
           {"git_error", s.git_error},
@@ -92,6 +93,7 @@ Expected<RunState> run_state_from_json(const std::string& text, const std::strin
     s.problem_dir = j.value("problem_dir", "");
     s.device = j.value("device", "");
     s.created_at = j.value("created_at", "");
+    s.dims = j.value("dims", std::map<std::string, std::int64_t>{});
     s.status = j.value("status", RunPhase::running);
     s.stop_reason = j.value("stop_reason", "");
     s.git_error = j.value("git_error", "");

@@ -237,6 +237,19 @@ TEST_F(OpenclBackend, OneAgentDrivenIterationWithAnOpenclBranch) {
 
 // kopt tune on the OpenCL device: batches screened, the promising ones confirmed, the
 // champion a confirmed measurement, the JSON exactly the documented fields.
+// Without --strategy, a space that fits the budget is searched whole: three points of VEC with
+// a budget of 30 are not "3/30 screened at random" (issue: a 24-point space read "24/30").
+TEST_F(OpenclBackend, TuneSearchesASpaceThatFitsTheBudgetExhaustively) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = kopt({"tune", example("softmax"), "--set", "BLOCK=256", "--set", "USE_SHFL=1",
+                 "--screen-samples", "5", "--max-time", "0.3"},
+                rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["search"]["strategy"], "exhaustive") << j["search"].dump(2);
+  EXPECT_EQ(j["search"]["evaluations"], 3);
+}
+
 TEST_F(OpenclBackend, TuneScreensInBatchesAndConfirmsTheChampion) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;

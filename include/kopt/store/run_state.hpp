@@ -130,6 +130,9 @@ struct RunState {
   std::string problem_dir;
   std::string device;
   std::string created_at;
+  // The dims the run measures at (after --dim): a resume at others is refused, since every
+  // recorded time is of this shape. Empty in runs recorded before it was kept.
+  std::map<std::string, std::int64_t> dims;
   RunPhase status = RunPhase::running;
   std::string stop_reason;
   // Why the run directory's git history stopped being written ("" while it is): the run goes

@@ -133,7 +133,7 @@ TEST(ReadmeCommands, HelpShowsTheDefaults) {
   }
   CommandResult help = SystemCommandRunner().run({test::kopt_binary().string(), "tune", "--help"},
                                                  std::chrono::seconds(30));
-  EXPECT_NE(help.out.find("(default: random)"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("(default: auto)"), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("(default: 30)"), std::string::npos) << help.out;
 }
 

@@ -189,6 +189,34 @@ TEST_F(Optimize, AnExistingRunNeedsResumeAndMaskedVersionsDoNotSteer) {
   EXPECT_FALSE(s->method_history().contains("warp_shuffle_reduction"));
 }
 
+// A resume at other dims is refused, naming the dim: every recorded time is of the run's
+// shape (it used to go on silently). A resume that asks for no more iterations says so.
+TEST_F(Optimize, AResumeAtOtherDimsIsRefusedAndOneWithNothingLeftSaysSo) {
+  FakeLab lab;
+  OptimizeOptions o = options();
+  o.iterations = 1;
+  auto first = run(lab, o);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->dims.at("n"), m_problem.dims.at(0).value);
+  Problem other = m_problem;
+  other.dims.at(0).value *= 2;
+  o.resume = true;
+  FakeLab again;
+  auto refused = run_optimize(other, m_catalog, o, again, nullptr);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::bad_input);
+  EXPECT_NE(refused.error().message.find("measures n="), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(again.measure_calls, 0);
+  std::vector<std::string> said;
+  o.log = [&](const std::string& line) { said.push_back(line); };
+  auto same = run(again, o);
+  ASSERT_TRUE(same) << same.error().to_string();
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said.front().find("has done 1 iteration(s)"), std::string::npos) << said.front();
+  EXPECT_NE(said.front().find("--iterations 1 asks for no more"), std::string::npos);
+}
+
 TEST_F(Optimize, ANewerOrDamagedRunJsonIsRefusedAndKept) {
   fs::create_directories(m_dir.path() / "run");
   ASSERT_TRUE(write_text_atomic(m_dir.path() / "run/run.json",
