@@ -37,6 +37,12 @@ class Optimize : public ::testing::Test {
     o.patience = 2;
     return o;
   }
+  // The toy problem with no method toggles: its branches only tune.
+  Expected<Problem> without_methods() {
+    std::string text = k_problem;
+    return parse_problem(text.substr(0, text.find("[kernels.methods]")),
+                         m_dir.path() / "kopt.toml");
+  }
   Expected<RunState> run(FakeLab& lab, const OptimizeOptions& o) {
     return run_optimize(m_problem, m_catalog, o, lab, nullptr);
   }
@@ -263,9 +269,7 @@ namespace kopt::optimize {
 namespace {
 
 TEST_F(Optimize, WithoutMethodTogglesTheBranchesTuneTheKernelsThatHaveParams) {
-  std::string text = k_problem;
-  text = text.substr(0, text.find("[kernels.methods]"));
-  auto p = parse_problem(text, m_dir.path() / "kopt.toml");
+  auto p = without_methods();
   ASSERT_TRUE(p) << p.error().to_string();
   FakeLab lab;
   auto s = run_optimize(*p, m_catalog, options(), lab, nullptr);
@@ -281,9 +285,7 @@ TEST_F(Optimize, WithoutMethodTogglesTheBranchesTuneTheKernelsThatHaveParams) {
 // the methods' settings) and its champion is a branch; a later round, or a resumed run, does not
 // search that space again.
 TEST_F(Optimize, TheFirstRoundThatTunesAKernelSearchesItsSpace) {
-  std::string text = k_problem;
-  text = text.substr(0, text.find("[kernels.methods]"));
-  auto p = parse_problem(text, m_dir.path() / "kopt.toml");
+  auto p = without_methods();
   ASSERT_TRUE(p) << p.error().to_string();
   FakeLab lab;
   lab.searches = true;
