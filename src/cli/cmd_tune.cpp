@@ -179,8 +179,7 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   std::optional<tune::SearchStrategy> strategy;
   if (o.strategy == "auto") {
     tune::SearchSpace space = tune::SearchSpace::from_kernel(*ks, problem.dim_scope());
-    for (auto& [name, values] : space.params)
-      if (auto it = req.fixed.find(name); it != req.fixed.end()) values = {it->second};
+    space.hold(req.fixed);
     strategy =
         space.size() <= o.budget ? tune::SearchStrategy::exhaustive : tune::SearchStrategy::random;
     if (!g.json)

@@ -167,8 +167,7 @@ class GpuLab final : public Lab {
     const KernelSpec* k = m_p.find_kernel(kernel);
     if (!k) return std::nullopt;
     tune::SearchSpace space = tune::SearchSpace::from_kernel(*k, m_p.dim_scope());
-    for (auto& [name, values] : space.params)
-      if (auto it = held.find(name); it != held.end()) values = {it->second};
+    space.hold(held);
     tune::TuneRequest r;
     r.kernel = kernel;
     r.fixed = held;

@@ -49,12 +49,13 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   if (!methods.empty())
     for (const auto& t : k->methods)
       for (const auto& [p, v] : t.on) switched.insert(p);
+  ParamPoint held;
+  for (const auto& p : switched)
+    if (auto it = base.find(p); it != base.end()) held[p] = it->second;
   tune::SearchSpace space = tune::SearchSpace::from_kernel(*k, m_p.dim_scope());
-  for (auto& [name, values] : space.params)
-    if (switched.contains(name)) values = {base.at(name)};
-  // The points of this kernel the run has measured: no branch below repeats one (the base
-  // aside: it is the champion, or where a switch of methods lands).
-  std::vector<ParamPoint> taken{base};
+  space.hold(held);
+  // The points of this kernel the run has measured (and the champion among them).
+  std::vector<ParamPoint> taken;
   for (const auto& [key, e] : m_state.evaluations)
     if (e.kernel == k->name) taken.push_back(e.point);
   auto is_taken = [&](const ParamPoint& q) {
@@ -62,18 +63,17 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   };
   std::vector<Variant> out;
   // The first round that tunes this kernel at these settings screens its space (tune's
-  // evaluator): its champion comes first.
-  // (`taken` holds the base as well, which is not measured unless it is the champion.)
-  auto measured = [&](const ParamPoint& q) {
-    return (champ.kernel == k->name && champ.point == q) ||
-           std::find(taken.begin() + 1, taken.end(), q) != taken.end();
-  };
+  // evaluator): its champion comes first, unless it is measured already.
   if (attempt == 0)
-    if (auto best = search_space(*k, space, base, switched); best && !measured(*best))
+    if (auto best = search_space(*k, space, base, held);
+        best && !is_taken(*best) && !(champ.kernel == k->name && champ.point == *best))
       out.push_back(Variant{k->name, *best, {}});
+  // No branch below repeats a measured point, nor the base (it is the champion, or where a
+  // switch of methods lands).
+  taken.push_back(base);
   // A space screened exhaustively has nothing left to draw: its champion stands for it.
   if (std::find(m_state.exhausted_spaces.begin(), m_state.exhausted_spaces.end(),
-                space_key(*k, base, switched)) != m_state.exhausted_spaces.end()) {
+                space_key(*k, held)) != m_state.exhausted_spaces.end()) {
     if (static_cast<int>(out.size()) > count) out.resize(static_cast<std::size_t>(count));
     return out;
   }
@@ -124,11 +124,7 @@ std::vector<Variant> Optimizer::kernel_branches(const KernelSpec& kernel, const 
   return out;
 }
 
-std::string Optimizer::space_key(const KernelSpec& k, const ParamPoint& base,
-                                 const std::set<std::string>& held_params) {
-  ParamPoint held;
-  for (const auto& p : held_params)
-    if (auto it = base.find(p); it != base.end()) held[p] = it->second;
+std::string Optimizer::space_key(const KernelSpec& k, const ParamPoint& held) {
   return k.name + (held.empty() ? "" : " " + point_to_string(held));
 }
 
@@ -136,23 +132,19 @@ bool Optimizer::space_unscreened(const std::string& kernel) const {
   const KernelSpec* k = m_p.find_kernel(kernel);
   if (!k || m_o.space_budget == 0 || k->params.empty()) return false;
   if (tune::SearchSpace::from_kernel(*k, m_p.dim_scope()).size() <= 1) return false;
-  return std::none_of(m_state.searched_spaces.begin(), m_state.searched_spaces.end(),
-                      [&](const std::string& key) { return key == kernel; });
+  return std::find(m_state.searched_spaces.begin(), m_state.searched_spaces.end(),
+                   space_key(*k, {})) == m_state.searched_spaces.end();
 }
 
 std::optional<ParamPoint> Optimizer::search_space(const KernelSpec& k,
                                                   const tune::SearchSpace& space,
-                                                  const ParamPoint& base,
-                                                  const std::set<std::string>& held_params) {
+                                                  const ParamPoint& base, const ParamPoint& held) {
   if (m_o.space_budget == 0 || space.size() <= 1) return std::nullopt;
-  std::map<std::string, std::int64_t> held;
-  for (const auto& p : held_params)
-    if (auto it = base.find(p); it != base.end()) held[p] = it->second;
-  std::string key = space_key(k, base, held_params);
+  std::string key = space_key(k, held);
   if (std::find(m_state.searched_spaces.begin(), m_state.searched_spaces.end(), key) !=
       m_state.searched_spaces.end())
     return std::nullopt;
-  auto found = m_lab.search_space(k.name, held, base, m_o.space_budget);
+  auto found = m_lab.search_space(k.name, {held.begin(), held.end()}, base, m_o.space_budget);
   m_state.searched_spaces.push_back(key);  // asked once: a lab that cannot is not asked again
   if (found && found->strategy == "exhaustive" && found->note.empty())
     m_state.exhausted_spaces.push_back(key);

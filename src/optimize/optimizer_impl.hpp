@@ -95,16 +95,14 @@ class Optimizer {
   // The kernel whose space a round tunes from `champ`: the method kernel where there is one.
   std::string tuned_kernel(const Variant& champ) const { return m_mk ? m_mk->name : champ.kernel; }
 
-  // The name of `k`'s space with `held_params` at `base`'s values: "KERNEL" or "KERNEL P=V ...".
-  static std::string space_key(const KernelSpec& k, const ParamPoint& base,
-                               const std::set<std::string>& held_params);
+  // The name of `k`'s space with the params of `held` held there: "KERNEL" or "KERNEL P=V ...".
+  static std::string space_key(const KernelSpec& k, const ParamPoint& held);
 
-  // Lab::search_space of `k` once per run at the methods' settings (`held_params` at `base`'s
-  // values): the best confirmed point, or nullopt (searched before, a lab that cannot, nothing
-  // passed, or a space of one point).
+  // Lab::search_space of `k` once per run at the methods' settings (the params of `held` held
+  // there, the search starting from `base`): the best confirmed point, or nullopt (searched
+  // before, a lab that cannot, nothing passed, or a space of one point).
   std::optional<ParamPoint> search_space(const KernelSpec& k, const tune::SearchSpace& space,
-                                         const ParamPoint& base,
-                                         const std::set<std::string>& held_params);
+                                         const ParamPoint& base, const ParamPoint& held);
 
   // The round's measured branches profiled in one session (profile_branches), kept by
   // evaluation key; the champion's profile, from them when it was one, else profiled now.

@@ -219,8 +219,7 @@ Expected<TuneReport> run_tune(const TuneRequest& request, evaluate::Evaluator& e
   report.jobs = std::max(1u, ev.options().jobs);
 
   SearchSpace space = SearchSpace::from_kernel(*k, problem.dim_scope());
-  for (auto& [name, values] : space.params)  // --set holds a param at one value
-    if (auto it = request.fixed.find(name); it != request.fixed.end()) values = {it->second};
+  space.hold(request.fixed);  // --set holds a param at one value
   report.space_size = space.size();
 
   SearchOptions so = request.search;

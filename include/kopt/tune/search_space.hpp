@@ -22,6 +22,14 @@ struct SearchSpace {
   // A kernel's params with its constraints evaluated at `dims`.
   static SearchSpace from_kernel(const KernelSpec& kernel, const Scope& dims);
 
+  // The params named in `values` held at those values (kopt tune's --set, the loop's method
+  // params); the others keep their declared values.
+  template <class Values>
+  void hold(const Values& values) {
+    for (auto& [name, declared] : params)
+      if (auto it = values.find(name); it != values.end()) declared = {it->second};
+  }
+
   std::uint64_t size() const;  // the full product, before constraints
   ParamPoint point(const PointIndex& index) const;
   // The index of a point whose values are all declared; empty when one is not.

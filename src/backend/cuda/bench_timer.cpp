@@ -303,13 +303,13 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     const std::size_t index = v.series.samples_s.size();
     const bool verify = v.verifier.poison_before(index, seconds_since(wall_start));
     const bool secret = verify && v.verifier.secret_before(index);
-    auto secret_start = Clock::now();
+    auto verify_start = Clock::now();
     if (secret)
       if (auto f = v.verifier.write_inputs(v.writer(), index)) {
         failure = failed(*f);
         return std::nullopt;
       }
-    if (secret) verify_s += seconds_since(secret_start);
+    if (secret) verify_s += seconds_since(verify_start);
     if (verify) KOPT_CU_SAMPLE(RunStatus::launch_failed, v.poison_outputs(stream.get()));
     if (flush && read_flush) {
       unsigned blocks = static_cast<unsigned>(dev.sm_count) * 4;
@@ -341,7 +341,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     KOPT_CU_SAMPLE(RunStatus::fault, api.event_elapsed_time(&ms, start.get(), stop.get()));
 #undef KOPT_CU_SAMPLE
     if (hold && flag.timed_out()) ++v.series.blocking_timeouts;
-    secret_start = Clock::now();
+    verify_start = Clock::now();
     if (verify)
       if (auto f = v.verifier.check_sample(v.reader(), index)) {
         failure = failed(*f);
@@ -352,7 +352,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
         failure = failed(*f);
         return std::nullopt;
       }
-    if (verify) verify_s += seconds_since(secret_start);
+    if (verify) verify_s += seconds_since(verify_start);
     return TakenSample{ms / 1000.0 / v.series.batch,
                        (read_throttle_mask(dev.pci_bus_id) & k_throttle_bits) != 0};
   };

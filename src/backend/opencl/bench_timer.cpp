@@ -130,13 +130,13 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     const std::size_t index = v.series.samples_s.size();
     const bool verify = v.verifier.poison_before(index, seconds_since(wall_start));
     const bool secret = verify && v.verifier.secret_before(index);
-    auto secret_start = Clock::now();
+    auto verify_start = Clock::now();
     if (secret)
       if (auto f = v.verifier.write_inputs(v.writer(s), index)) {
         failure = *f;
         return std::nullopt;
       }
-    if (secret) verify_s += seconds_since(secret_start);
+    if (secret) verify_s += seconds_since(verify_start);
     if (verify)
       if (cl_int err = v.poison_outputs(s); err != CL_SUCCESS) {
         failure = cl_failure(RunStatus::launch_failed, "clEnqueueFillBuffer(poison)", err);
@@ -167,7 +167,7 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
           cl_failure(RunStatus::fault, "clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE);
       return std::nullopt;
     }
-    secret_start = Clock::now();
+    verify_start = Clock::now();
     if (verify)
       if (auto f = v.verifier.check_sample(v.reader(s), index)) {
         failure = *f;
@@ -178,7 +178,7 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
         failure = *f;
         return std::nullopt;
       }
-    if (verify) verify_s += seconds_since(secret_start);
+    if (verify) verify_s += seconds_since(verify_start);
     return TakenSample{*sec, false};
   };
   std::vector<SampledVariant*> rotation;
