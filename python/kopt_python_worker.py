@@ -25,6 +25,10 @@ import traceback
 
 _protocol_out = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(2, 1)  # print() from user code lands in the log, never in the protocol stream
+# kopt's clocks, taken before any user module is imported: a candidate that rewrites
+# time.perf_counter or json.dumps changes what its own code sees, never what kopt reads.
+_perf_counter = time.perf_counter
+_json_dumps = json.dumps
 
 try:
     import numpy as np
@@ -36,6 +40,101 @@ try:
 except Exception as e:  # noqa: BLE001
     torch = None
     _torch_error = str(e)
+
+class Refused(Exception):
+    """A candidate's numbers are not a result, and why: `verdict` is "tampered" (it changed
+    something kopt measures with; this process is not trusted with another candidate, and the
+    worker exits after saying so)."""
+
+    def __init__(self, verdict, message):
+        super().__init__(message)
+        self.verdict = verdict
+
+
+class _TorchClock:
+    """CUDA events and device synchronisation through torch's C types, which Python code cannot
+    rewrite: torch.cuda.Event's Python methods (elapsed_time, record, ...) are a candidate's to
+    patch, _CudaEventBase's are not. Taken before any user module is imported."""
+
+    def __init__(self):
+        self.base = torch._C._CudaEventBase
+        self.record_on = self.base.record
+        self.elapsed = self.base.elapsed_time
+        self.wait_done = self.base.synchronize
+        self.device_sync = torch._C._cuda_synchronize
+        self.sleep = getattr(torch._C, "_cuda_sleep", None)
+        self.stream = None
+
+    def event(self):
+        return self.base.__new__(self.base, enable_timing=True)
+
+    def record(self, ev):
+        if self.stream is None:  # the device's default stream, whatever a candidate made current
+            self.stream = torch.cuda.default_stream()
+        self.record_on(ev, self.stream)
+
+
+_torch_clock = None
+
+
+def torch_clock():
+    global _torch_clock
+    if _torch_clock is None:
+        _torch_clock = _TorchClock()
+    return _torch_clock
+
+
+def _watched():
+    """What a candidate could rewrite to change kopt's numbers, by name: the clocks, the torch
+    events and streams, triton's own timers, the JSON kopt replies with, and this worker's code."""
+    out = {}
+    for name in ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns",
+                 "process_time", "sleep"):
+        out["time." + name] = getattr(time, name, None)
+    out["json.dumps"] = json.dumps
+    out["json._default_encoder"] = getattr(json, "_default_encoder", None)
+    if torch is not None:
+        out["torch.cuda.Event"] = torch.cuda.Event
+        for k, v in vars(torch.cuda.Event).items():
+            out["torch.cuda.Event." + k] = v
+        for name in ("synchronize", "current_stream", "default_stream", "set_stream", "Stream", "stream",
+                     "_sleep", "elapsed_time"):
+            if hasattr(torch.cuda, name):
+                out["torch.cuda." + name] = getattr(torch.cuda, name)
+    testing = sys.modules.get("triton.testing")
+    if testing is not None:
+        for name in ("do_bench", "do_bench_cudagraph"):
+            if hasattr(testing, name):
+                out["triton.testing." + name] = getattr(testing, name)
+    worker = sys.modules.get(__name__)
+    out["kopt worker _protocol_out"] = getattr(worker, "_protocol_out", None)
+    for k, v in vars(worker).items():
+        if callable(v):  # its functions and classes, whoever replaced them
+            out["kopt worker " + k] = v
+            if isinstance(v, type):
+                for m, f in vars(v).items():
+                    out["kopt worker %s.%s" % (k, m)] = f
+    return out
+
+
+_seen = {}
+
+
+def watch():
+    """Adds what is not watched yet (triton.testing once kopt imports it) to the snapshot."""
+    for k, v in _watched().items():
+        _seen.setdefault(k, v)
+
+
+def check_untouched(when):
+    """Raises Refused naming what a candidate's code replaced or added since kopt looked."""
+    now = _watched()
+    changed = sorted(k for k, v in _seen.items() if k in now and now[k] is not v)
+    changed += sorted(k for k in now if k not in _seen and k.startswith(("torch.cuda.Event.", "kopt worker")))
+    if changed:
+        raise Refused("tampered", "the candidate replaced %s %s: kopt times with its own copies, and a candidate that "
+                       "rewrites a timer is refused (its numbers are not a result)" % (", ".join(changed[:8]), when))
+
 
 NUMPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32",
                 "i16": "int16", "i8": "int8", "u8": "uint8"}
@@ -51,9 +150,20 @@ def device():
     return "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
 
 
-def load_module(path):
+def is_candidate(job):
+    """A kernel under test (its code is not kopt's nor the problem's): watched for tampering."""
+    return job["kind"] == "triton"
+
+
+def load_module(path, candidate=False):
     key = (path, os.path.getmtime(path))
     if key not in _modules:
+        if candidate:
+            try:  # triton's own timers, watched from before the candidate can reach them
+                import triton.testing  # noqa: F401
+            except Exception:  # noqa: BLE001
+                pass
+            watch()
         name = "kopt_user_" + hashlib.sha256(path.encode()).hexdigest()[:12]
         # Any file name (a build cache's too): the source loader does not care for the suffix.
         spec = importlib.util.spec_from_loader(name, importlib.machinery.SourceFileLoader(name, path))
@@ -65,6 +175,8 @@ def load_module(path):
         finally:
             sys.path.pop(0)
         _modules[key] = mod
+        if candidate:
+            check_untouched("when its module was imported")
     return _modules[key]
 
 
@@ -106,7 +218,9 @@ class Call:
             self.tensors[t["name"]] = poisoned(t, self.dev) if t["role"] == "output" else to_torch(t, self.dev)
         self.kwargs = dict(job.get("scalars", {}))
         self.kwargs.update(self.tensors)
-        mod = load_module(job["module"])
+        if self.dev.startswith("cuda"):
+            torch_clock()  # kopt's clock, taken before the module can reach torch's
+        mod = load_module(job["module"], is_candidate(job))
         kind = job["kind"]
         self.tolerance = {k: getattr(mod, k) for k in ("atol", "rtol") if hasattr(mod, k)}
         if kind == "python_reference":
@@ -179,7 +293,7 @@ class Call:
 
     def sync(self):
         if self.dev.startswith("cuda"):
-            torch.cuda.synchronize()
+            torch_clock().device_sync()
 
     def write_outputs(self, inputs_after):
         for t in self.job["tensors"]:
@@ -203,42 +317,50 @@ _cycles_per_s = None
 
 
 def hold_gpu(seconds):
-    """Keeps the GPU busy for about `seconds` (torch.cuda._sleep spins for a cycle count), so
-    that the host's Python (dispatch, torch.compile's guards) runs while the GPU is still busy
-    and stays out of the timed window, as kopt's blocking kernel keeps launches out of it."""
+    """Keeps the GPU busy for about `seconds` (a spin for a cycle count), so that the host's
+    Python (dispatch, torch.compile's guards) runs while the GPU is still busy and stays out of
+    the timed window, as kopt's blocking kernel keeps launches out of it."""
     global _cycles_per_s
-    if not hasattr(torch.cuda, "_sleep"):
+    clock = torch_clock()
+    if clock.sleep is None:
         return
     if _cycles_per_s is None:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.cuda._sleep(1000000)
-        end.record()
-        end.synchronize()
-        _cycles_per_s = 1e6 / max(start.elapsed_time(end) / 1000.0, 1e-6)
-    torch.cuda._sleep(int(seconds * _cycles_per_s))
+        start, end = clock.event(), clock.event()
+        clock.record(start)
+        clock.sleep(1000000)
+        clock.record(end)
+        clock.wait_done(end)
+        _cycles_per_s = 1e6 / max(clock.elapsed(start, end) / 1000.0, 1e-6)
+    clock.sleep(int(seconds * _cycles_per_s))
 
 
 def timed(c, flush_bytes, hold=False):
-    """One sample: (device seconds of the call, host seconds of the call)."""
+    """One sample on kopt's clocks: (device seconds of the call, host seconds of the call, host
+    seconds the device stayed busy after the window)."""
     flush_l2(flush_bytes, c.dev)
     if c.dev.startswith("cuda"):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        clock = torch_clock()
+        start, end = clock.event(), clock.event()
         if hold:
             hold_gpu(max(50e-6, 3 * getattr(c, "host_s", 0.0)))
-        start.record()
-        t0 = time.perf_counter()
+        clock.record(start)
+        t0 = _perf_counter()
         result = c.call()
-        host = time.perf_counter() - t0
-        end.record()
-        end.synchronize()
+        host = _perf_counter() - t0
+        clock.record(end)
+        clock.wait_done(end)
+        # How long the device stays busy after the window: work the call did not wait for (a
+        # side stream it did not join), which kopt judges over the whole series.
+        t1 = _perf_counter()
+        clock.device_sync()
+        late = _perf_counter() - t1
         c.land(result)
-        return start.elapsed_time(end) / 1000.0, host
-    t0 = time.perf_counter()
+        return clock.elapsed(start, end) / 1000.0, host, late
+    t0 = _perf_counter()
     result = c.call()
-    seconds = time.perf_counter() - t0
+    seconds = _perf_counter() - t0
     c.land(result)
-    return seconds, 0.0  # on the CPU the call is the work: nothing apart
+    return seconds, 0.0, 0.0  # on the CPU the call is the work: nothing apart
 
 
 def dynamo_counts():
@@ -264,6 +386,14 @@ def forget_modules():
 
 
 def handle(req):
+    reply = handle_op(req)
+    job = req.get("job") or (_prepared[req["id"]].job if req["op"] == "sample" else None)
+    if job is not None and is_candidate(job):
+        check_untouched("while kopt ran it")
+    return reply
+
+
+def handle_op(req):
     op = req["op"]
     if op == "hello":
         info = {"python": sys.version.split()[0], "numpy": np.__version__ if np else None,
@@ -305,23 +435,34 @@ def handle(req):
         c.sync()
         host = []
         for _ in range(3):  # the host's time for one call, once compiled
-            t0 = time.perf_counter()
+            t0 = _perf_counter()
             c.call()
-            host.append(time.perf_counter() - t0)
+            host.append(_perf_counter() - t0)
             c.sync()
         c.host_s = min(host)
         _prepared[req["id"]] = c
-        reply = {"device": c.dev, "timed": getattr(c, "timed_name", c.job.get("entry"))}
+        reply = {"device": c.dev, "timed": getattr(c, "timed_name", c.job.get("entry")), "host_s": c.host_s}
         if c.job["kind"] == "torch_compile":
             reply["dynamo"] = dynamo_counts()
         return reply
     if op == "sample":
         c = _prepared[req["id"]]
-        seconds, host = timed(c, int(req.get("flush_bytes", 0)), bool(req.get("hold", False)))
-        reply = {"seconds": seconds, "host_seconds": host}
+        seconds, host, late = timed(c, int(req.get("flush_bytes", 0)), bool(req.get("hold", False)))
+        reply = {"seconds": seconds, "host_seconds": host, "late_seconds": late}
         if c.job["kind"] == "torch_compile":
             reply["dynamo"] = dynamo_counts()
         return reply
+    if op == "ping":  # kopt's own clock over a round trip with no work in it
+        return {}
+    if op == "wall":
+        # Back-to-back calls, no flush, no hold: kopt's process times the whole request on its
+        # own clock and compares it with what this worker's events reported.
+        c = _prepared[req["id"]]
+        c.sync()
+        for _ in range(int(req["calls"])):  # no land(): its copy is not in a sample's window
+            c.call()
+        c.sync()
+        return {"host_s": c.host_s}
     if op == "release":
         _prepared.clear()
         forget_modules()
@@ -333,14 +474,22 @@ def main():
     for line in sys.stdin:
         if not line.strip():
             continue
+        refused = None
         try:
             req = json.loads(line)
             reply = {"ok": True, "result": handle(req)}
+        except Refused as e:
+            refused = e.verdict
+            reply = {"ok": False, "error": str(e), "verdict": e.verdict}
         except Exception as e:  # noqa: BLE001
             reply = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "traceback": traceback.format_exc()[-4000:]}
-        _protocol_out.write(json.dumps(reply) + "\n")
+        _protocol_out.write(_json_dumps(reply) + "\n")
         _protocol_out.flush()
+        if refused == "tampered":
+            os._exit(3)  # not trusted with another candidate: kopt starts a fresh worker
 
+
+watch()  # this worker's code, the clocks and torch's events, as they are before any user module
 
 if __name__ == "__main__":
     main()

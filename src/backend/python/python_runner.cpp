@@ -1,6 +1,7 @@
 #include "kopt/backend/python/python_runner.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "kopt/backend/sampling_rounds.hpp"
@@ -32,29 +33,40 @@ std::string python_executable() {
 }
 
 PythonRunner::~PythonRunner() {
-  if (m_child.running()) m_child.kill_and_reap();
+  for (Subprocess* child : {&m_trusted, &m_candidate})
+    if (child->running()) child->kill_and_reap();
 }
 
-std::string PythonRunner::start() {
-  auto child =
-      Subprocess::spawn({python_executable(), python_worker_script(cache_dir()).string()}, m_log);
-  if (!child) return "cannot start " + python_executable() + ": " + child.error().message;
-  m_child = std::move(*child);
-  return {};
+namespace {
+bool is_candidate(ModuleKind k) {
+  return k == ModuleKind::triton;
 }
 
-PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::milliseconds timeout) {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::milliseconds timeout,
+                                       bool candidate) {
   Reply r;
-  if (!m_child.running())
-    if (std::string why = start(); !why.empty()) {
-      r.error =
-          why + " (set KOPT_PYTHON to a Python with torch, numpy and, for Triton kernels, triton)";
+  Subprocess& child = candidate ? m_candidate : m_trusted;
+  if (!child.running()) {
+    auto started =
+        Subprocess::spawn({python_executable(), python_worker_script(cache_dir()).string()}, m_log);
+    if (!started) {
+      r.error = "cannot start " + python_executable() + ": " + started.error().message +
+                " (set KOPT_PYTHON to a Python with torch, numpy and, for Triton kernels, triton)";
       return r;
     }
+    child = std::move(*started);
+  }
   std::string line;
-  if (!m_child.write_line(request.dump()) ||
-      m_child.read_line(line, timeout) != Subprocess::ReadStatus::line) {
-    std::string how = m_child.kill_and_reap();
+  if (!child.write_line(request.dump()) ||
+      child.read_line(line, timeout) != Subprocess::ReadStatus::line) {
+    std::string how = child.kill_and_reap();
     r.error =
         "the Python worker (" + python_executable() + ") stopped answering: " + how +
         "; its messages: " + (m_log.empty() ? std::string("the worker's log") : m_log.string());
@@ -65,12 +77,16 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
     r.ok = reply.value("ok", false);
     if (r.ok)
       r.result = reply.value("result", json::object());
-    else
-      r.error =
-          reply.value("error", std::string("?")) + "\n" + reply.value("traceback", std::string());
+    else {
+      r.verdict = reply.value("verdict", std::string());
+      r.error = reply.value("error", std::string("?"));
+      if (std::string tb = reply.value("traceback", std::string()); !tb.empty())
+        r.error += "\n" + tb;
+    }
   } catch (const std::exception& e) {
     r.error = std::string("the Python worker said something that is not JSON: ") + e.what();
   }
+  if (r.verdict == "tampered") child.kill_and_reap();  // it exits itself; never reused
   return r;
 }
 
@@ -106,7 +122,7 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
   });
   json req{{"op", "run"}, {"job", job_json(job, after.path())}, {"compare_inputs", compare}};
   if (!nvtx_range.empty()) req["nvtx_range"] = nvtx_range;
-  Reply r = call(req, 600s);
+  Reply r = call(req, 600s, is_candidate(job.kind));
   if (!r.ok) {
     result.status = job.kind == ModuleKind::python_reference ? RunStatus::reference_failed
                                                              : RunStatus::launch_failed;
@@ -147,6 +163,9 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
   variants.reserve(job.variants.size());
   // torch.compile's graph count after the compile, and the latest a sample reported.
   std::vector<int> graphs_prepared(job.variants.size(), -1), graphs_now(job.variants.size(), -1);
+  // Where each variant runs, and the host's time to make one call of it (the worker's clock).
+  std::vector<bool> on_gpu(job.variants.size(), false);
+  std::vector<double> host_s(job.variants.size(), 0.0);
   auto graphs = [](const json& reply) {
     const json d = reply.value("dynamo", json());
     return d.is_object() ? d.value("graphs", -1) : -1;
@@ -156,7 +175,7 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
       return fail(v.label + ": " + why);
   for (std::size_t i = 0; i < job.variants.size(); ++i) {
     Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}},
-                   600s);
+                   600s, is_candidate(job.variants[i].kind));
     if (!r.ok) return fail(job.variants[i].label + ": " + r.error);
     std::string label = job.variants[i].label;
     // A PyTorch baseline that fell back to ref.py's reference() (no baseline() or
@@ -167,6 +186,8 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
         torch && timed != "baseline" && timed != "setup_baseline")
       label += " (" + timed + "())";
     variants.emplace_back(opt.rule).series.label = label;
+    on_gpu[i] = r.result.value("device", std::string()).rfind("cuda", 0) == 0;
+    host_s[i] = r.result.value("host_s", 0.0);
     graphs_prepared[i] = graphs(r.result);
     if (const json d = r.result.value("dynamo", json()); d.is_object())
       variants.back().series.graph_breaks = d.value("graph_breaks", -1);
@@ -178,18 +199,20 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
   auto wall_start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - wall_start).count(); };
   std::string failure;
-  std::vector<std::vector<double>> host_us(variants.size());
+  std::vector<std::vector<double>> host_us(variants.size()), late_s(variants.size());
   auto take = [&](std::size_t i, std::uint32_t) -> std::optional<TakenSample> {
     // "hold": the GPU spins while the host makes the call, so that Python's own overhead
     // (dispatch, torch.compile's guards) stays out of the window, as the blocking kernel keeps
     // cuLaunchKernel out of it; the host's time is kept apart, like the launch overhead.
-    Reply r = call(
-        {{"op", "sample"}, {"id", i}, {"flush_bytes", flush}, {"hold", opt.blocking_kernel}}, 120s);
+    Reply r =
+        call({{"op", "sample"}, {"id", i}, {"flush_bytes", flush}, {"hold", opt.blocking_kernel}},
+             120s, is_candidate(job.variants[i].kind));
     if (!r.ok) {
       failure = variants[i].series.label + ": " + r.error;
       return std::nullopt;
     }
     host_us[i].push_back(r.result.value("host_seconds", 0.0) * 1e6);
+    late_s[i].push_back(r.result.value("late_seconds", 0.0));
     graphs_now[i] = graphs(r.result);
     return TakenSample{r.result.value("seconds", 0.0), false};
   };
@@ -206,7 +229,20 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
   std::vector<SampledVariant*> rotation;
   for (auto& v : variants) rotation.push_back(&v);
   bool ok = run_sampling_rounds(rotation, opt, take, elapsed);
-  call({{"op", "release"}}, 60s);
+  // A candidate's events against kopt's own clock, before the worker lets the variants go.
+  for (std::size_t i = 0; ok && i < variants.size(); ++i) {
+    const auto& samples = variants[i].series.samples_s;
+    if (!is_candidate(job.variants[i].kind) || samples.empty() || !on_gpu[i]) continue;
+    double median_s = median_of(samples);
+    std::string why = late_work(median_s, median_of(late_s[i]));
+    if (why.empty()) why = cross_check_clock(static_cast<int>(i), median_s, host_s[i]);
+    if (!why.empty()) {
+      failure = variants[i].series.label + ": " + why;
+      ok = false;
+    }
+  }
+  for (bool candidate : {false, true})
+    if ((candidate ? m_candidate : m_trusted).running()) call({{"op", "release"}}, 60s, candidate);
   if (!ok) return fail(failure);
   for (std::size_t i = 0; i < variants.size(); ++i) {
     auto& h = host_us[i];
@@ -219,6 +255,45 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     result.series.push_back(std::move(variants[i].series));
   }
   return result;
+}
+
+std::string host_clock_disagreement(double reported_s, double per_call_s, double host_call_s) {
+  if (per_call_s <= 0 || host_call_s >= 0.5 * per_call_s || reported_s >= 0.8 * per_call_s)
+    return {};
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "its events reported %.1f us a call, and kopt's own clock measured %.1f us a call "
+                "over back-to-back calls (of which the host took %.1f us): a timer that reports "
+                "%.0f%% of the time that passed is not believed, and its numbers are not a result",
+                reported_s * 1e6, per_call_s * 1e6, host_call_s * 1e6,
+                100.0 * reported_s / per_call_s);
+  return buf;
+}
+
+std::string late_work(double window_s, double late_s) {
+  if (late_s <= 20e-6 + 0.1 * window_s) return {};
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "the device was still busy %.1f us after the end of the timed window (%.1f us), "
+                "in the median sample: the call returned with work it did not wait for (a side "
+                "stream not joined to the current one?), which no timer sees; its numbers are "
+                "not a result",
+                late_s * 1e6, window_s * 1e6);
+  return buf;
+}
+
+std::string PythonRunner::cross_check_clock(int id, double median_s, double host_s) {
+  using Clock = std::chrono::steady_clock;
+  // Enough calls for about 20 ms of work, so that the round trip is small beside it.
+  int calls = static_cast<int>(std::clamp(0.02 / std::max(median_s, 1e-7), 3.0, 2000.0));
+  auto t0 = Clock::now();
+  if (!call({{"op", "ping"}}, 60s, true).ok) return {};  // the sample loop says what failed
+  double round_trip = std::chrono::duration<double>(Clock::now() - t0).count();
+  t0 = Clock::now();
+  Reply r = call({{"op", "wall"}, {"id", id}, {"calls", calls}}, 120s, true);
+  double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!r.ok) return r.error;
+  return host_clock_disagreement(median_s, (wall - round_trip) / calls, host_s);
 }
 
 }  // namespace kopt

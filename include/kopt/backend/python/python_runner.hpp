@@ -44,14 +44,33 @@ class PythonRunner {
     bool ok = false;
     nlohmann::json result;
     std::string error;  // the exception and the tail of its traceback, or how the child died
+    // Set where the worker refused the candidate's numbers: "tampered" (it rewrote something
+    // kopt measures with), "late_work" (work the timed window did not see).
+    std::string verdict;
   };
-  Reply call(const nlohmann::json& request, std::chrono::milliseconds timeout);
-  std::string start();
+  // Candidates (Triton kernels: code that is not kopt's nor the problem's) run in a process of
+  // their own, so that references and PyTorch baselines are never run nor timed where a
+  // candidate's code has been loaded. `candidate` picks the process.
+  Reply call(const nlohmann::json& request, std::chrono::milliseconds timeout, bool candidate);
   nlohmann::json job_json(const RunJob& job, const std::filesystem::path& after_dir) const;
+  // kopt's own clock against the worker's events over back-to-back calls of prepared variant
+  // `id` whose median sample is `median_s`: empty when they agree or cannot be compared.
+  std::string cross_check_clock(int id, double median_s, double host_s);
 
   std::filesystem::path m_log;
-  Subprocess m_child;
+  Subprocess m_trusted, m_candidate;
   std::int64_t m_default_flush = 100 << 20;
 };
+
+// Whether a call's timed window (`window_s`, the median sample) saw its work: the device staying
+// busy `late_s` after it (the median) beyond 20 us and a tenth of the window is work no timer
+// saw. Empty when it did, else why not.
+std::string late_work(double window_s, double late_s);
+
+// Whether the seconds a worker's events reported for one call (`reported_s`) can be what
+// kopt's own clock saw: `per_call_s` per call over back-to-back calls, of which the host spent
+// `host_call_s` making each. Only a device-bound call (host under half of it) can be judged;
+// a report under 0.8 of kopt's clock is refused. Empty when they agree, else why not.
+std::string host_clock_disagreement(double reported_s, double per_call_s, double host_call_s);
 
 }  // namespace kopt

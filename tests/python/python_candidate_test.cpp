@@ -1,0 +1,149 @@
+// A candidate's Python code against kopt's clocks (label python): a Triton-kind module that
+// rewrites a timer, at import or while it runs, is refused with what it replaced; references and
+// PyTorch baselines run in another process, which a candidate's code never reaches. On the CPU
+// here (CI), on the GPU on the device (scripts/device-check).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kopt/backend/python/python_runner.hpp"
+#include "kopt/core/fs.hpp"
+#include "private_cache.hpp"
+#include "torch_skip.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int k_n = 1024;
+
+class PythonCandidate : public test::PrivateCacheTest {
+ protected:
+  void SetUp() override {
+    PrivateCacheTest::SetUp();
+    std::vector<float> x(k_n);
+    for (int i = 0; i < k_n; ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+    const auto* bytes = reinterpret_cast<const std::byte*>(x.data());
+    ASSERT_TRUE(write_file_atomic(m_dir.path() / "x.bin", {bytes, bytes + x.size() * 4}));
+  }
+
+  // y = relu(x) over k_n floats, by the module `source` (kind `kind`, entry `entry`).
+  RunJob job(ModuleKind kind, const std::string& name, const std::string& source,
+             const std::string& entry) {
+    fs::path module = m_dir.path() / (name + ".py");
+    EXPECT_TRUE(write_text_atomic(module, source));
+    RunJob j;
+    j.label = name;
+    j.kind = kind;
+    j.module_path = module;
+    j.entry = entry;
+    j.scalars["n"] = k_n;
+    JobTensor x{"x", DType::f32, k_n * 4, Role::input, m_dir.path() / "x.bin"};
+    x.shape = {k_n};
+    JobTensor y{"y", DType::f32, k_n * 4, Role::output, {}, m_dir.path() / (name + ".y.bin")};
+    y.shape = {k_n};
+    j.tensors = {x, y};
+    return j;
+  }
+
+  RunJob candidate(const std::string& name, const std::string& prelude,
+                   const std::string& body = {}) {
+    return job(ModuleKind::triton, name,
+               "import time, torch\n" + prelude + "\ndef run_kernel(x, y, n, **_):\n" + body +
+                   "    y.copy_(torch.relu(x))\n",
+               "run_kernel");
+  }
+
+  RunJob reference() {
+    return job(ModuleKind::python_reference, "ref",
+               "import torch\n\ndef reference(x, y, n):\n    y.copy_(torch.relu(x))\n",
+               "reference");
+  }
+};
+
+TEST_F(PythonCandidate, AnHonestCandidateRuns) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult r = runner.run(candidate("honest", ""));
+  EXPECT_TRUE(r.ok()) << r.error;
+}
+
+TEST_F(PythonCandidate, ACandidateThatRewritesTheHostClockAtImportIsRefused) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult r = runner.run(candidate("slow_clock",
+                                     "_real = time.perf_counter\n"
+                                     "time.perf_counter = lambda: _real() * 0.5\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("replaced time.perf_counter when its module was imported"),
+            std::string::npos)
+      << r.error;
+}
+
+TEST_F(PythonCandidate, ACandidateThatRewritesTorchEventsWhileItRunsIsRefused) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult r =
+      runner.run(candidate("late_patch", "",
+                           "    _real = torch.cuda.Event.elapsed_time\n"
+                           "    torch.cuda.Event.elapsed_time = lambda s, e: _real(s, e) * 0.7\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("replaced torch.cuda.Event.elapsed_time while kopt ran it"),
+            std::string::npos)
+      << r.error;
+}
+
+TEST_F(PythonCandidate, ACandidateThatRewritesKoptsWorkerIsRefused) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult r =
+      runner.run(candidate("worker_patch",
+                           "import sys\n"
+                           "sys.modules['__main__'].timed = lambda *a, **k: (1e-9, 0.0)\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("kopt worker timed"), std::string::npos) << r.error;
+}
+
+// The reference runs in a process the candidate never reached, and the next candidate in a
+// fresh one: the patch of the first is nobody else's verdict.
+TEST_F(PythonCandidate, ATamperingCandidateReachesNeitherTheReferenceNorTheNextCandidate) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult honest_ref = runner.run(reference());
+  ASSERT_TRUE(honest_ref.ok()) << honest_ref.error;
+  std::string patch =
+      "import json\n"
+      "json.dumps = lambda *a, **k: '{\"ok\": true, \"result\": {\"seconds\": 1e-9}}'\n";
+  RunResult cheat = runner.run(candidate("json_patch", patch));
+  ASSERT_FALSE(cheat.ok());
+  EXPECT_NE(cheat.error.find("json.dumps"), std::string::npos) << cheat.error;
+  RunResult ref = runner.run(reference());
+  EXPECT_TRUE(ref.ok()) << ref.error;
+  RunResult next = runner.run(candidate("honest", ""));
+  EXPECT_TRUE(next.ok()) << next.error;
+}
+
+TEST(HostClock, ATimerUnderKoptsClockOnADeviceBoundCallIsRefused) {
+  // 100 us a call on kopt's clock, 10 us of it the host's: 70 us reported is not believed.
+  std::string why = host_clock_disagreement(70e-6, 100e-6, 10e-6);
+  EXPECT_NE(why.find("70%"), std::string::npos) << why;
+  EXPECT_EQ(host_clock_disagreement(95e-6, 100e-6, 10e-6), "");   // launch gaps: believed
+  EXPECT_EQ(host_clock_disagreement(150e-6, 100e-6, 10e-6), "");  // cold samples run longer
+}
+
+TEST(HostClock, ALaunchBoundCallCannotBeJudged) {
+  // The host's 40 us dominate a 50 us call: back-to-back calls measure the host, not the kernel.
+  EXPECT_EQ(host_clock_disagreement(5e-6, 50e-6, 40e-6), "");
+  EXPECT_EQ(host_clock_disagreement(5e-6, 0, 0), "");
+}
+
+TEST(LateWork, WorkLeftRunningAfterTheWindowIsNotAResult) {
+  // A side stream's 110 us kernel after a 3 us empty window.
+  std::string why = late_work(3e-6, 110e-6);
+  EXPECT_NE(why.find("still busy 110.0 us"), std::string::npos) << why;
+  EXPECT_EQ(late_work(65e-6, 2e-6), "");    // cudaDeviceSynchronize on an idle device
+  EXPECT_EQ(late_work(757e-6, 80e-6), "");  // within a tenth of a long window
+}
+
+}  // namespace
+}  // namespace kopt
