@@ -41,14 +41,9 @@ except Exception as e:  # noqa: BLE001
     torch = None
     _torch_error = str(e)
 
-class Refused(Exception):
-    """A candidate's numbers are not a result, and why: `verdict` is "tampered" (it changed
-    something kopt measures with; this process is not trusted with another candidate, and the
-    worker exits after saying so)."""
-
-    def __init__(self, verdict, message):
-        super().__init__(message)
-        self.verdict = verdict
+class Tampered(Exception):
+    """A candidate changed something kopt measures with: its numbers are not a result, and this
+    process is not trusted with another candidate (the worker exits after saying so)."""
 
 
 class _TorchClock:
@@ -127,12 +122,12 @@ def watch():
 
 
 def check_untouched(when):
-    """Raises Refused naming what a candidate's code replaced or added since kopt looked."""
+    """Raises Tampered naming what a candidate's code replaced or added since kopt looked."""
     now = _watched()
     changed = sorted(k for k, v in _seen.items() if k in now and now[k] is not v)
     changed += sorted(k for k in now if k not in _seen and k.startswith(("torch.cuda.Event.", "kopt worker")))
     if changed:
-        raise Refused("tampered", "the candidate replaced %s %s: kopt times with its own copies, and a candidate that "
+        raise Tampered("the candidate replaced %s %s: kopt times with its own copies, and a candidate that "
                        "rewrites a timer is refused (its numbers are not a result)" % (", ".join(changed[:8]), when))
 
 
@@ -387,7 +382,7 @@ def forget_modules():
 
 def handle(req):
     reply = handle_op(req)
-    job = req.get("job") or (_prepared[req["id"]].job if req["op"] == "sample" else None)
+    job = req.get("job") or (_prepared[req["id"]].job if req["op"] in ("sample", "wall") else None)
     if job is not None and is_candidate(job):
         check_untouched("while kopt ran it")
     return reply
@@ -462,7 +457,7 @@ def handle_op(req):
         for _ in range(int(req["calls"])):  # no land(): its copy is not in a sample's window
             c.call()
         c.sync()
-        return {"host_s": c.host_s}
+        return {}
     if op == "release":
         _prepared.clear()
         forget_modules()
@@ -474,18 +469,18 @@ def main():
     for line in sys.stdin:
         if not line.strip():
             continue
-        refused = None
+        tampered = False
         try:
             req = json.loads(line)
             reply = {"ok": True, "result": handle(req)}
-        except Refused as e:
-            refused = e.verdict
-            reply = {"ok": False, "error": str(e), "verdict": e.verdict}
+        except Tampered as e:
+            tampered = True
+            reply = {"ok": False, "error": str(e), "tampered": True}
         except Exception as e:  # noqa: BLE001
             reply = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "traceback": traceback.format_exc()[-4000:]}
         _protocol_out.write(_json_dumps(reply) + "\n")
         _protocol_out.flush()
-        if refused == "tampered":
+        if tampered:
             os._exit(3)  # not trusted with another candidate: kopt starts a fresh worker
 
 

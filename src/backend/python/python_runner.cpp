@@ -78,7 +78,7 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
     if (r.ok)
       r.result = reply.value("result", json::object());
     else {
-      r.verdict = reply.value("verdict", std::string());
+      r.tampered = reply.value("tampered", false);
       r.error = reply.value("error", std::string("?"));
       if (std::string tb = reply.value("traceback", std::string()); !tb.empty())
         r.error += "\n" + tb;
@@ -86,7 +86,7 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
   } catch (const std::exception& e) {
     r.error = std::string("the Python worker said something that is not JSON: ") + e.what();
   }
-  if (r.verdict == "tampered") child.kill_and_reap();  // it exits itself; never reused
+  if (r.tampered) child.kill_and_reap();  // it exits itself; never reused
   return r;
 }
 
@@ -245,9 +245,7 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     if ((candidate ? m_candidate : m_trusted).running()) call({{"op", "release"}}, 60s, candidate);
   if (!ok) return fail(failure);
   for (std::size_t i = 0; i < variants.size(); ++i) {
-    auto& h = host_us[i];
-    std::nth_element(h.begin(), h.begin() + h.size() / 2, h.end());
-    variants[i].series.launch_overhead_us = h.empty() ? 0 : h[h.size() / 2];
+    variants[i].series.launch_overhead_us = median_of(host_us[i]);
     variants[i].series.host_in_window = !opt.blocking_kernel;
     variants[i].series.wall_s = elapsed();
     if (graphs_prepared[i] >= 0 && graphs_now[i] >= 0)
@@ -287,7 +285,7 @@ std::string PythonRunner::cross_check_clock(int id, double median_s, double host
   // Enough calls for about 20 ms of work, so that the round trip is small beside it.
   int calls = static_cast<int>(std::clamp(0.02 / std::max(median_s, 1e-7), 3.0, 2000.0));
   auto t0 = Clock::now();
-  if (!call({{"op", "ping"}}, 60s, true).ok) return {};  // the sample loop says what failed
+  if (Reply ping = call({{"op", "ping"}}, 60s, true); !ping.ok) return ping.error;
   double round_trip = std::chrono::duration<double>(Clock::now() - t0).count();
   t0 = Clock::now();
   Reply r = call({{"op", "wall"}, {"id", id}, {"calls", calls}}, 120s, true);

@@ -44,9 +44,9 @@ class PythonRunner {
     bool ok = false;
     nlohmann::json result;
     std::string error;  // the exception and the tail of its traceback, or how the child died
-    // Set where the worker refused the candidate's numbers: "tampered" (it rewrote something
-    // kopt measures with), "late_work" (work the timed window did not see).
-    std::string verdict;
+    // The worker refused a candidate that rewrote something kopt measures with (that worker
+    // exits: it is never reused).
+    bool tampered = false;
   };
   // Candidates (Triton kernels: code that is not kopt's nor the problem's) run in a process of
   // their own, so that references and PyTorch baselines are never run nor timed where a
