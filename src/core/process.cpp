@@ -6,10 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
+
+#include "kopt/core/sandbox.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -32,13 +36,19 @@ std::optional<fs::path> resolve_program(const std::vector<std::string>& argv) {
   return find_program(argv[0]);
 }
 
-// In the child: exec the resolved program; on failure, report errno through `report_fd` and exit
-// 127.
+// Added to the errno a child reports when its sandbox, not its exec, failed.
+constexpr int k_sandbox_failed = 1 << 20;
+
+// In the child: exec the resolved program (with `envp` when given); on failure, report errno
+// through `report_fd` and exit 127.
 [[noreturn]] void exec_or_report(const std::optional<fs::path>& program, std::vector<char*>& args,
-                                 int report_fd) {
+                                 int report_fd, char* const* envp = nullptr) {
   int e = ENOENT;
   if (program) {
-    ::execv(program->c_str(), args.data());
+    if (envp)
+      ::execve(program->c_str(), args.data(), envp);
+    else
+      ::execv(program->c_str(), args.data());
     e = errno;
   }
   (void)!::write(report_fd, &e, sizeof e);
@@ -183,7 +193,7 @@ std::optional<fs::path> find_program(const std::string& name,
 }
 
 Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
-                                       const fs::path& stderr_file) {
+                                       const fs::path& stderr_file, const SpawnOptions& options) {
   if (argv.empty()) return Unexpected(internal_error("spawn: no program given"));
   auto program = resolve_program(argv);
   if (!program)
@@ -197,6 +207,23 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
     return Unexpected(internal_error("pipe failed: " + std::string(std::strerror(errno))));
   auto args = to_argv(argv);
   std::string err_path = stderr_file.string();
+  std::string cwd = options.cwd.string();
+  // The child's environment, made here: after fork only system calls are safe.
+  std::vector<std::string> env_strings;
+  std::vector<char*> envp;
+  if (!options.env.empty()) {
+    for (char** e = environ; *e; ++e) {
+      std::string_view entry(*e);
+      bool replaced = std::any_of(options.env.begin(), options.env.end(), [&](const auto& kv) {
+        return entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
+               entry[kv.first.size()] == '=';
+      });
+      if (!replaced) env_strings.emplace_back(entry);
+    }
+    for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
   pid_t pid = ::fork();
   if (pid < 0)
     return Unexpected(internal_error("fork failed: " + std::string(std::strerror(errno))));
@@ -205,7 +232,19 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
     ::dup2(out_pipe[1], 1);
     int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (err_fd >= 0) ::dup2(err_fd, 2);
-    exec_or_report(program, args, exec_pipe[1]);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+      int e = errno;
+      (void)!::write(exec_pipe[1], &e, sizeof e);
+      ::_exit(127);
+    }
+    if (options.sandbox) {
+      if (int e = options.sandbox->apply(); e != 0) {
+        e |= k_sandbox_failed;
+        (void)!::write(exec_pipe[1], &e, sizeof e);
+        ::_exit(127);
+      }
+    }
+    exec_or_report(program, args, exec_pipe[1], envp.empty() ? nullptr : envp.data());
   }
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
@@ -215,6 +254,10 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
     ::waitpid(pid, &status, 0);
     ::close(in_pipe[1]);
     ::close(out_pipe[0]);
+    if (e & k_sandbox_failed)
+      return Unexpected(
+          environment_error("cannot confine " + program->string() +
+                            " in its sandbox: " + std::strerror(e & ~k_sandbox_failed)));
     return Unexpected(
         environment_error("cannot start " + program->string() + ": " + std::strerror(e)));
   }

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kopt/core/error.hpp"
@@ -54,11 +55,23 @@ class FakeCommandRunner final : public CommandRunner {
 std::optional<std::filesystem::path> find_program(
     const std::string& name, const std::vector<std::filesystem::path>& extra_dirs = {});
 
+class PreparedSandbox;
+
+// How a long-lived child starts, beyond its command line.
+struct SpawnOptions {
+  // Confines the child before it execs (core/sandbox.hpp); it must outlive the spawn call.
+  const PreparedSandbox* sandbox = nullptr;
+  // Variables set (or replaced) in the child's environment; the rest is inherited.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::filesystem::path cwd;  // empty: this process's
+};
+
 // A long-lived child with pipes to its stdin and stdout; stderr goes to a file.
 class Subprocess {
  public:
   static Expected<Subprocess> spawn(const std::vector<std::string>& argv,
-                                    const std::filesystem::path& stderr_file);
+                                    const std::filesystem::path& stderr_file,
+                                    const SpawnOptions& options = {});
   Subprocess() = default;
   Subprocess(Subprocess&& other) noexcept;
   Subprocess& operator=(Subprocess&& other) noexcept;
