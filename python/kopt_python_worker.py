@@ -388,8 +388,47 @@ def handle(req):
     return reply
 
 
+def selftest():
+    """What a candidate's process must be able to do, tried before any candidate is loaded: kopt
+    starts it confined, and a sandbox that breaks the tools (an import, the GPU, Triton's
+    compiler) is kopt's environment failing, never a candidate's verdict."""
+    global triton, tl  # a Triton kernel finds its names among its module's globals
+    if np is None or torch is None:
+        raise RuntimeError("cannot import %s: %s" % (("numpy", _numpy_error) if np is None else ("torch", _torch_error)))
+    done = ["numpy", "torch"]
+    # A file the tools need, named by kopt's tests: one the sandbox hides stands for a library
+    # that reads from a place the sandbox does not know.
+    needed = os.environ.get("KOPT_TEST_SELFTEST_READS")
+    if needed:
+        with open(needed) as f:
+            f.read()
+    if device().startswith("cuda"):
+        x = torch.ones(1024, device=device())
+        torch.cuda.synchronize()
+        done.append("cuda")
+        try:
+            import triton
+            import triton.language as tl
+        except ImportError:
+            return done
+
+        @triton.jit
+        def _double(x_ptr, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2, mask=i < n)
+
+        _double[(4,)](x, 1024, BLOCK=256)
+        torch.cuda.synchronize()
+        if float(x.sum()) != 2048.0:
+            raise RuntimeError("a Triton kernel compiled but computed %r, not 2048" % float(x.sum()))
+        done.append("triton")
+    return done
+
+
 def handle_op(req):
     op = req["op"]
+    if op == "selftest":
+        return {"passed": selftest()}
     if op == "hello":
         info = {"python": sys.version.split()[0], "numpy": np.__version__ if np else None,
                 "torch": torch.__version__ if torch else None}
@@ -403,8 +442,10 @@ def handle_op(req):
             info["triton"] = None
         return info
     if np is None or torch is None:
-        raise RuntimeError("this Python lacks %s; install it (pip install torch numpy) or point KOPT_PYTHON at a "
-                           "Python that has it" % ("numpy" if np is None else "torch"))
+        raise RuntimeError("this Python (%s) cannot import %s (%s); install it (pip install torch numpy) or point "
+                           "KOPT_PYTHON at a Python that has it" % (
+                               sys.executable, "numpy" if np is None else "torch",
+                               _numpy_error if np is None else _torch_error))
     if op == "run":
         c = Call(req["job"])
         kept = c.keep_inputs() if req.get("compare_inputs") else None

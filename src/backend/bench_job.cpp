@@ -151,7 +151,8 @@ json to_json(const BenchResult& r) {
           {"clocks_before", r.clocks_before},
           {"clocks_after", r.clocks_after},
           {"flush_bytes", r.flush_bytes},
-          {"flush_method", r.flush_method}};
+          {"flush_method", r.flush_method},
+          {"sandbox", r.sandbox}};
 }
 
 BenchResult bench_result_from_json(const json& j) {
@@ -165,6 +166,7 @@ BenchResult bench_result_from_json(const json& j) {
   if (j.contains("clocks_after")) r.clocks_after = j["clocks_after"].get<Clocks>();
   r.flush_bytes = j.value("flush_bytes", std::int64_t{0});
   r.flush_method = j.value("flush_method", std::string{});
+  r.sandbox = j.value("sandbox", std::string{});
   return r;
 }
 

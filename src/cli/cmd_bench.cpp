@@ -56,7 +56,7 @@ void print_bench(const BenchReport& r) {
                     ? fmt::format(" (%FLOP of {}: {:.1f} TFLOP/s)", r.compute_roof.name,
                                   r.compute_roof.rate / 1e12)
                     : std::string())
-            << "\n\n";
+            << (r.sandbox.empty() ? std::string() : "\nsandbox: " + r.sandbox) << "\n\n";
   std::cout << fmt::format("{:<3} {:<34} {:>11} {:>23} {:>7} {:>6} {:>10} {:>6} {:>11} {:>6}  {}\n",
                            "", "variant", "median", "p10 .. p90", "noise", "n", "GB/s", "%BW",
                            "GFLOP/s", "%FLOP", "stop");

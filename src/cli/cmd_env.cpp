@@ -11,6 +11,7 @@
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/backend/opencl/opencl.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/sandbox.hpp"
 #include "kopt/evaluate/devices.hpp"
 #include "kopt/tools/tool_probe.hpp"
 #include "kopt/worker/worker_client.hpp"
@@ -106,6 +107,15 @@ json gather(const EnvOptions& o) {
                    {"torch_cuda", py.torch_cuda},
                    {"triton", py.triton},
                    {"note", py.note}};
+  const SandboxSupport& sb = sandbox_support();
+  env["sandbox"] = {
+      {"landlock_abi", sb.landlock_abi},
+      {"landlock_why", sb.landlock_why},
+      {"seccomp", sb.seccomp},
+      {"seccomp_why", sb.seccomp_why},
+      {"summary", sb.summary()},
+      {"applies_to", "Python candidates (Triton kernels, ModelNew modules)"},
+      {"not_confined", "solve() libraries, whose host code runs in kopt's own worker"}};
   return env;
 }
 
@@ -187,6 +197,10 @@ void print_human(const json& env) {
                              or_missing(py, "triton"));
   else
     std::cout << "python3           missing\n";
+  const json& sb = env["sandbox"];
+  std::cout << "sandbox           " << sb["summary"].get<std::string>() << "\n"
+            << "                  for " << sb["applies_to"].get<std::string>() << "; not for "
+            << sb["not_confined"].get<std::string>() << "\n";
 }
 
 int run_env(const GlobalOptions& g, const EnvOptions& o) {

@@ -8,6 +8,7 @@
 
 #include "bench_checks.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/sandbox.hpp"
 #include "kopt/evaluate/roofs.hpp"
 #include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/measure/review.hpp"
@@ -20,6 +21,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Where the table's candidates with host code ran, and how they were confined: `python_ran`
+// is what the worker said of its Python candidates' process, else what this machine allows.
+std::string sandbox_note(bool python, bool solve, const std::string& python_ran = {}) {
+  std::string note;
+  if (python)
+    note = "Python candidates " + (python_ran.empty() ? "run confined where this machine allows: " +
+                                                            sandbox_support().summary()
+                                                      : "ran " + python_ran);
+  if (solve)
+    note += std::string(note.empty() ? "" : "; ") +
+            "solve() host code is NOT confined (it runs in kopt's worker process)";
+  return note;
 }
 }  // namespace
 
@@ -78,15 +93,19 @@ class BenchRun {
     auto phase = Clock::now();
     auto builds = cache.build_all(requests, m_r.jobs);
     m_report.build_s = seconds_since(phase);
+    bool python = false, solve = false;
     for (std::size_t i = 0; i < builds.size(); ++i) {
       if (!builds[i]) return Unexpected(builds[i].error());
       BenchVariant& v = m_report.variants[i];
       v.build = *builds[i];
+      python |= v.build.module_kind == ModuleKind::triton;
+      solve |= v.build.module_kind == ModuleKind::solve_library;
       if (!v.build.ok) {
         v.status = VariantStatus::compile_failed;
         v.error = v.build.log;
       }
     }
+    m_report.sandbox = sandbox_note(python, solve);
     phase = Clock::now();
     // The reference for the check inside the timing job, and a secret seed's for its
     // secret-seed samples (output_verifier.hpp).
@@ -134,6 +153,7 @@ class BenchRun {
     m_report.clocks_after = result.clocks_after;
     m_report.flush_bytes = result.flush_bytes;
     m_report.flush_method = result.flush_method;
+    if (!result.sandbox.empty()) m_report.sandbox = sandbox_note(python, solve, result.sandbox);
     m_report.cost = m_p.cost_at_dims();
     mark_inconsistent(result);
     derive(result);
@@ -240,6 +260,7 @@ class BenchRun {
         merged.flush_bytes = r.flush_bytes;
         merged.flush_method = r.flush_method;
       }
+      if (merged.sandbox.empty()) merged.sandbox = r.sandbox;
     }
     if (!any_ok && first_failure) return *first_failure;
     if (timed.empty()) merged.clocks_before = merged.clocks_after = m_report.device.clocks;
@@ -312,6 +333,7 @@ class BenchRun {
       merged.series[i] = std::move(r.series[i]);
       merged.clocks_before = r.clocks_before;
       merged.clocks_after = r.clocks_after;
+      if (merged.sandbox.empty()) merged.sandbox = r.sandbox;
       merged.flush_bytes = r.flush_bytes;
       merged.flush_method = r.flush_method;
     }
@@ -475,6 +497,7 @@ json to_json(const BenchReport& r) {
          {"clocks_before", r.clocks_before},
          {"clocks_after", r.clocks_after},
          {"ceilings", r.ceilings_source},
+         {"sandbox", r.sandbox},
          {"roofs", to_json(r.roofs)},
          {"compute_roof",
           {{"name", r.compute_roof.name},

@@ -8,6 +8,7 @@
 
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/sandbox.hpp"
 #include "private_cache.hpp"
 #include "torch_skip.hpp"
 
@@ -16,6 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int k_n = 1024;
+
+std::string quoted(const fs::path& p) {
+  return "'" + p.string() + "'";
+}
 
 class PythonCandidate : public test::PrivateCacheTest {
  protected:
@@ -121,6 +126,95 @@ TEST_F(PythonCandidate, ATamperingCandidateReachesNeitherTheReferenceNorTheNextC
   EXPECT_TRUE(ref.ok()) << ref.error;
   RunResult next = runner.run(candidate("honest", ""));
   EXPECT_TRUE(next.ok()) << next.error;
+}
+
+// The candidate's process is confined (backend/python/candidate_room.hpp): it reads the
+// system, its Python and its own inputs, and nothing of kopt's; it writes its room only; it
+// opens no network socket. Each attack is a candidate that would otherwise pass.
+class SandboxedCandidate : public PythonCandidate {
+ protected:
+  void SetUp() override {
+    PythonCandidate::SetUp();
+    if (!sandbox_support().files()) GTEST_SKIP() << sandbox_support().summary();
+    ASSERT_TRUE(write_text_atomic(cache_dir() / "refs" / "y.bin", "the reference's answers"));
+  }
+  RunResult attempt(const std::string& name, const std::string& body) {
+    PythonRunner runner;
+    RunResult ref = runner.run(reference());  // the honest twin's answer, on disk in m_dir
+    EXPECT_TRUE(ref.ok()) << ref.error;
+    return runner.run(candidate(name, "", body));
+  }
+};
+
+TEST_F(SandboxedCandidate, ItCannotReadKoptsCache) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  RunResult r =
+      attempt("read_cache", "    open(" + quoted(cache_dir() / "refs" / "y.bin") + ").read()\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("PermissionError"), std::string::npos) << r.error;
+}
+
+TEST_F(SandboxedCandidate, ItCannotReadTheReferencesOutputs) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  RunResult r =
+      attempt("read_ref",
+              "    import numpy\n"
+              "    y.copy_(torch.from_numpy(numpy.fromfile(" +
+                  quoted(m_dir.path() / "ref.y.bin") + ", dtype=numpy.float32)))\n    return\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("PermissionError"), std::string::npos) << r.error;
+}
+
+TEST_F(SandboxedCandidate, ItCannotWriteOutsideItsRoom) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  fs::path planted = cache_dir() / "experience.db";
+  RunResult r = attempt("plant", "    open(" + quoted(planted) + ", 'w').write('x')\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("PermissionError"), std::string::npos) << r.error;
+  EXPECT_FALSE(fs::exists(planted));
+}
+
+TEST_F(SandboxedCandidate, ItCannotOpenANetworkSocket) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  if (!sandbox_support().network()) GTEST_SKIP() << sandbox_support().summary();
+  RunResult r = attempt("phone_home", "    import socket\n    socket.socket(socket.AF_INET)\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("PermissionError"), std::string::npos) << r.error;
+}
+
+// Its scratch space works: a temporary file, written and read back, is no reason to fail.
+TEST_F(SandboxedCandidate, ItWritesItsOwnTemporaryFiles) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  RunResult r = attempt("scratch",
+                        "    import tempfile\n"
+                        "    with tempfile.NamedTemporaryFile() as f:\n"
+                        "        f.write(b'x'); f.flush()\n");
+  EXPECT_TRUE(r.ok()) << r.error;
+}
+
+// A sandbox that breaks what a candidate needs (a library reading from a place the sandbox does
+// not know; here a file the worker's self-test must read) is kopt's environment failing: the
+// candidate runs unconfined, and the table says so, rather than failing for no fault of its own.
+TEST_F(SandboxedCandidate, ASandboxThatBreaksTheToolsIsSaidAndNotTheCandidatesFault) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  fs::path needed = m_dir.path() / "needed.txt";
+  ASSERT_TRUE(write_text_atomic(needed, "x"));
+  ::setenv("KOPT_TEST_SELFTEST_READS", needed.c_str(), 1);
+  PythonRunner runner;
+  BenchJob job;
+  job.variants = {candidate("honest", "")};
+  job.options.rule.max_time_s = 0.2;
+  job.options.rule.min_time_s = 0.01;
+  BenchResult r = runner.bench(job);
+  ::unsetenv("KOPT_TEST_SELFTEST_READS");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_NE(r.sandbox.find("NOT confined"), std::string::npos) << r.sandbox;
+  EXPECT_NE(r.sandbox.find("PermissionError"), std::string::npos) << r.sandbox;
+  // Without the broken tool, the same job runs confined.
+  PythonRunner confined;
+  BenchResult c = confined.bench(job);
+  ASSERT_TRUE(c.ok()) << c.error;
+  EXPECT_EQ(c.sandbox.rfind("confined (files confined by Landlock", 0), 0u) << c.sandbox;
 }
 
 TEST(HostClock, ATimerUnderKoptsClockOnADeviceBoundCallIsRefused) {

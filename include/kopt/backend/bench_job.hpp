@@ -94,6 +94,9 @@ struct BenchResult {
   std::int64_t flush_bytes = 0;
   std::string
       flush_method;  // the one used: "read", or "write" when the flush kernel was unavailable
+  // How the job's Python candidates ran: "confined (...)" or "NOT confined: why"; empty when
+  // it had none.
+  std::string sandbox;
   bool ok() const { return status == RunStatus::ok; }
 };
 

@@ -83,6 +83,9 @@ struct BenchReport {
   std::string flush_method;
   // roofs.source: "measured <date>", "measured now (first use, 4.8 s)", "spec table: ..."
   std::string ceilings_source;
+  // Where a candidate's host code ran and how it was confined (core/sandbox.hpp): said for
+  // Python candidates and solve() libraries; empty when the table has neither.
+  std::string sandbox;
   DeviceRoofs roofs;      // what %BW and the floor divide by, and where they come from
   RoofRate compute_roof;  // what %FLOP divides by: the roof of the problem's precision
   Cost cost;              // the problem's cost formulas at its dims; no flops: GFLOP/s unknown

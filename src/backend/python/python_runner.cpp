@@ -53,6 +53,13 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
                                        bool candidate) {
   Reply r;
   Subprocess& child = candidate ? m_candidate : m_trusted;
+  // A candidate's process starts in a room of its own, confined (candidate_room.hpp).
+  if (candidate && !child.running()) {
+    if (std::string why = start_candidate(); !why.empty()) {
+      r.error = why;
+      return r;
+    }
+  }
   if (!child.running()) {
     auto started =
         Subprocess::spawn({python_executable(), python_worker_script(cache_dir()).string()}, m_log);
@@ -63,6 +70,54 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
     }
     child = std::move(*started);
   }
+  if (candidate) {
+    json moved = request;
+    auto handover = m_room->admit(moved);
+    if (!handover) {
+      r.error = handover.error().message;
+      return r;
+    }
+    r = exchange(child, moved, timeout);
+    if (auto back = m_room->hand_back(*handover); !back && r.ok) {
+      r.ok = false;
+      r.error = back.error().message;
+    }
+    return r;
+  }
+  return exchange(child, request, timeout);
+}
+
+std::string PythonRunner::start_candidate() {
+  using namespace std::chrono_literals;
+  const json selftest{{"op", "selftest"}};
+  m_room = std::make_unique<CandidateRoom>(python_executable(), k_python_worker_script);
+  auto confined = Subprocess::spawn(m_room->argv(), m_log, m_room->spawn_options());
+  if (!confined)
+    return "cannot start " + python_executable() + " for a candidate: " + confined.error().message;
+  m_candidate = std::move(*confined);
+  Reply test = exchange(m_candidate, selftest, 300s);
+  m_sandbox = "confined (" + m_room->describe() + ")";
+  if (test.ok) return {};
+  // The confined process cannot do what a candidate needs. When an unconfined one can, the
+  // sandbox is what breaks this machine's tools: kopt's environment, not a candidate's fault.
+  // The candidates then run unconfined, and every table says so; else the machine's Python is
+  // what is broken, and the candidates' own errors say how.
+  SpawnOptions open = m_room->spawn_options();
+  open.sandbox = nullptr;
+  auto unconfined = Subprocess::spawn(m_room->argv(), m_log, open);
+  if (!unconfined) return {};
+  Reply again = exchange(*unconfined, selftest, 300s);
+  if (!again.ok) return {};
+  if (m_candidate.running()) m_candidate.kill_and_reap();
+  m_candidate = std::move(*unconfined);
+  m_sandbox = "NOT confined: confined, Python failed kopt's self-test (" +
+              test.error.substr(0, test.error.find('\n')) + ") where an unconfined one passed it";
+  return {};
+}
+
+PythonRunner::Reply PythonRunner::exchange(Subprocess& child, const json& request,
+                                           std::chrono::milliseconds timeout) {
+  Reply r;
   std::string line;
   if (!child.write_line(request.dump()) ||
       child.read_line(line, timeout) != Subprocess::ReadStatus::line) {
@@ -244,6 +299,9 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
   for (bool candidate : {false, true})
     if ((candidate ? m_candidate : m_trusted).running()) call({{"op", "release"}}, 60s, candidate);
   if (!ok) return fail(failure);
+  if (std::any_of(job.variants.begin(), job.variants.end(),
+                  [](const RunJob& v) { return is_candidate(v.kind); }))
+    result.sandbox = m_sandbox;
   for (std::size_t i = 0; i < variants.size(); ++i) {
     variants[i].series.launch_overhead_us = median_of(host_us[i]);
     variants[i].series.host_in_window = !opt.blocking_kernel;

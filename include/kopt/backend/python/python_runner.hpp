@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "kopt/backend/bench_job.hpp"
+#include "kopt/backend/python/candidate_room.hpp"
 #include "kopt/core/process.hpp"
 
 namespace kopt {
@@ -52,6 +54,12 @@ class PythonRunner {
   // their own, so that references and PyTorch baselines are never run nor timed where a
   // candidate's code has been loaded. `candidate` picks the process.
   Reply call(const nlohmann::json& request, std::chrono::milliseconds timeout, bool candidate);
+  // Starts the candidates' process in a new room, confined, and tries it (the worker's
+  // "selftest"); empty, or why no process could be started.
+  std::string start_candidate();
+  // One request and its reply, with a child that is running.
+  Reply exchange(Subprocess& child, const nlohmann::json& request,
+                 std::chrono::milliseconds timeout);
   nlohmann::json job_json(const RunJob& job, const std::filesystem::path& after_dir) const;
   // kopt's own clock against the worker's events over back-to-back calls of prepared variant
   // `id` whose median sample is `median_s`: empty when they agree or cannot be compared.
@@ -59,6 +67,10 @@ class PythonRunner {
 
   std::filesystem::path m_log;
   Subprocess m_trusted, m_candidate;
+  // The candidates' process's directory and sandbox: a new one with each process.
+  std::unique_ptr<CandidateRoom> m_room;
+  // How the candidates' process runs: "confined (...)", or "NOT confined: why".
+  std::string m_sandbox;
   std::int64_t m_default_flush = 100 << 20;
 };
 

@@ -1,0 +1,124 @@
+#include "kopt/backend/python/candidate_room.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "kopt/core/hash.hpp"
+
+namespace kopt {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+SandboxPolicy room_policy(const fs::path& ro, const fs::path& rw, const PythonLayout& python) {
+  SandboxPolicy p;
+  system_sandbox_paths(p.read, p.read_write);
+  for (const auto& dir : python.read) p.read.push_back(dir);
+  p.read.push_back(ro);
+  p.read_write.push_back(rw);
+  return p;
+}
+
+}  // namespace
+
+CandidateRoom::CandidateRoom(const std::string& python, const char* worker_script)
+    : m_dir("kopt-candidate", 0),
+      m_ro(m_dir.path() / "ro"),
+      m_rw(m_dir.path() / "rw"),
+      m_python(python_layout(python)),
+      m_sandbox(room_policy(m_ro, m_rw, m_python)) {
+  for (const char* sub : {"in", "modules"}) fs::create_directories(m_ro / sub);
+  for (const char* sub : {"out", "tmp", "home", "cache"}) fs::create_directories(m_rw / sub);
+  (void)write_text_atomic(m_ro / "kopt_python_worker.py", worker_script);
+  m_options.sandbox = &m_sandbox;
+  m_options.cwd = m_rw;
+  // Every cache a candidate's libraries keep (Triton's, CUDA's JIT, torch's) in its own room:
+  // one candidate cannot leave a compiled kernel for another, nor write kopt's.
+  m_options.env = {{"TMPDIR", (m_rw / "tmp").string()},
+                   {"TRITON_HOME", (m_rw / "home").string()},
+                   {"TRITON_CACHE_DIR", (m_rw / "cache" / "triton").string()},
+                   {"CUDA_CACHE_PATH", (m_rw / "cache" / "nv").string()},
+                   {"XDG_CACHE_HOME", (m_rw / "cache").string()},
+                   {"TORCHINDUCTOR_CACHE_DIR", (m_rw / "cache" / "inductor").string()},
+                   {"MPLCONFIGDIR", (m_rw / "cache" / "mpl").string()},
+                   {"PYTHONDONTWRITEBYTECODE", "1"},
+                   {"KOPT_SANDBOX", m_sandbox.describe()}};
+}
+
+std::vector<std::string> CandidateRoom::argv() const {
+  return {m_python.executable, (m_ro / "kopt_python_worker.py").string()};
+}
+
+Expected<fs::path> CandidateRoom::admit_module(const fs::path& module) {
+  // One place per source path, so that the worker, which keys its modules by path and time,
+  // imports a version once; copied again when the source changed.
+  Sha256 h;
+  h.field(fs::absolute(module).string());
+  fs::path dir = m_ro / "modules" / h.hex().substr(0, 16);
+  fs::path copy = dir / module.filename();
+  std::error_code ec;
+  auto source_time = fs::last_write_time(module, ec);
+  if (ec)
+    return Unexpected(environment_error("cannot read " + module.string() + ": " + ec.message()));
+  if (!fs::exists(copy) || fs::last_write_time(copy, ec) != source_time) {
+    fs::create_directories(dir, ec);
+    if (auto c = copy_file_atomic(module, copy); !c) return Unexpected(c.error());
+    fs::last_write_time(copy, source_time, ec);
+  }
+  return copy;
+}
+
+Expected<fs::path> CandidateRoom::admit_input(const fs::path& input, const std::string& name) {
+  fs::path link = m_ro / "in" / (std::to_string(m_next++) + "_" + name + ".bin");
+  // A hard link costs nothing and cannot be written through ro/; across file systems, a copy.
+  if (::link(input.c_str(), link.c_str()) == 0) return link;
+  if (errno != EXDEV)
+    return Unexpected(environment_error("cannot give the candidate " + input.string() + ": " +
+                                        std::strerror(errno)));
+  if (auto c = copy_file_atomic(input, link); !c) return Unexpected(c.error());
+  return link;
+}
+
+Expected<CandidateRoom::Handover> CandidateRoom::admit(json& request) {
+  Handover h;
+  if (!request.contains("job")) return h;
+  json& job = request["job"];
+  if (std::string module = job.value("module", ""); !module.empty()) {
+    auto copy = admit_module(module);
+    if (!copy) return Unexpected(copy.error());
+    job["module"] = copy->string();
+  }
+  for (json& t : job["tensors"]) {
+    std::string name = t.value("name", "t");
+    if (std::string in = t.value("input_path", ""); !in.empty()) {
+      auto link = admit_input(in, name);
+      if (!link) return Unexpected(link.error());
+      h.inputs.push_back(*link);
+      t["input_path"] = link->string();
+    }
+    if (std::string out = t.value("output_path", ""); !out.empty()) {
+      fs::path room = m_rw / "out" / (std::to_string(m_next++) + "_" + name + ".bin");
+      h.outputs.emplace_back(room, out);
+      t["output_path"] = room.string();
+    }
+  }
+  return h;
+}
+
+Expected<void> CandidateRoom::hand_back(const Handover& h) {
+  std::error_code ec;
+  for (const auto& in : h.inputs) fs::remove(in, ec);
+  Expected<void> result;
+  for (const auto& [room, caller] : h.outputs) {
+    if (!fs::exists(room, ec)) continue;
+    // A copy, never a rename: the candidate's process may still hold the file it wrote.
+    if (auto c = copy_file_atomic(room, caller); !c && result) result = Unexpected(c.error());
+    fs::remove(room, ec);
+  }
+  return result;
+}
+
+}  // namespace kopt
