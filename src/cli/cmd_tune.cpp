@@ -88,6 +88,7 @@ void print_tune(const TuneReport& r) {
       std::cout << fmt::format("  {:>10}  {}: {}\n", "failed", point_to_string(c->point),
                                c->failure.substr(0, 160));
   }
+  if (auto note = tune::reorder_note(r.stages.confirmed)) std::cout << "  note: " << *note << "\n";
   if (failed)
     std::cout << fmt::format("  ({} of {} points failed: compile, run or check)\n", failed,
                              s.history.size());
