@@ -43,6 +43,7 @@ Expected<void> Optimizer::decide(
   rec.evaluation = key;
   rec.median_s = wm.median_s;
   rec.noise = wm.noise;
+  rec.before_s = o.champ_time;
   rec.flags = wm.flags;
   bool accepted = false;
   if (wv == o.champ) {
@@ -76,9 +77,11 @@ Expected<void> Optimizer::decide(
     attribute_agent(rec, wv, wm, *ablations, accepted, dir);
   else
     attribute(rec, wv, wm, rec.methods, dir);
-  if (double gain = o.champ_time - wm.median_s; gain > 0)
-    for (const auto& [m, ms] : rec.attribution_ms)
-      rec.attribution_pct[m] = 100.0 * ms * 1e-3 / gain;
+  // Shares of the log speedup: a method's factor over the iteration's, so that shares of one
+  // version add the way their factors multiply (a linear share of the gained microseconds
+  // credited a method with "387 % of the gain").
+  for (const auto& [m, ms] : rec.attribution_ms)
+    if (auto share = rec.log_share_pct(m)) rec.attribution_pct[m] = *share;
   rec.outcome = accepted ? VersionOutcome::accepted : VersionOutcome::rejected;
   write_variant_files(dir, wv, wm);
   return close_iteration(i, rec, accepted);

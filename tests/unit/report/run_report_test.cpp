@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
 
 #include "kopt/core/fs.hpp"
@@ -83,6 +84,32 @@ TEST_F(RunReports, HtmlIsSelfContainedWithItsCharts) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http"), std::string::npos);             // nothing fetched from anywhere
   EXPECT_NE(html.find("<title>v1 tuned"), std::string::npos);  // hover details of a point
+}
+
+// A method whose leave-one-out factor is more than the iteration gained is not credited with
+// "387 % of the gain": its factor and its share of the log speedup are shown, and the report
+// says where the rest went (the issue).
+TEST_F(RunReports, AttributionBeyondTheIterationsGainIsExplained) {
+  auto s = load_run_state(run());
+  ASSERT_TRUE(s);
+  VersionRecord& v1 = s->versions[1];
+  v1.before_s = 37e-6;  // the iteration gained 37 -> 35 us (1.06x)
+  v1.attribution_ms = {{"warp_shuffle_reduction", 0.0084},     // 1.24x alone
+                       {"vectorized_global_loads", -0.0007}};  // faster without it
+  ASSERT_TRUE(save_run_state(run(), *s));
+  RunReport r = load_run_report(run());
+  std::string md = report_markdown(r);
+  EXPECT_EQ(md.find("of the gain"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.06× faster than the champion before it (37 us → 35 us)"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("warp_shuffle_reduction 1.24× (share "), std::string::npos) << md;
+  EXPECT_NE(md.find("the methods save more than the iteration gained"), std::string::npos) << md;
+  EXPECT_NE(md.find("faster without it, it cost time"), std::string::npos) << md;
+  EXPECT_NE(md.find("A negative share"), std::string::npos) << md;
+  // The shares themselves, on a log scale.
+  EXPECT_NEAR(*v1.log_share_pct("warp_shuffle_reduction"),
+              100 * std::log(43.4 / 35) / std::log(37.0 / 35), 1e-6);
+  EXPECT_LT(*v1.log_share_pct("vectorized_global_loads"), 0);
 }
 
 TEST_F(RunReports, MissingMaskedAndDamagedRecordsAreSaidNotFatal) {
