@@ -137,7 +137,7 @@ std::vector<std::string> Optimizer::consult_experience(const std::string& bottle
 }
 
 std::string Optimizer::chip() {
-  return "sm_" + std::to_string(m_lab.sm());
+  return m_lab.chip();
 }
 
 std::string Optimizer::family() const {
@@ -152,6 +152,7 @@ void Optimizer::record_experience(const VersionRecord& rec) {
   for (const auto& [method, cls] : rec.method_outcomes) {
     ExperienceRecord e;
     e.family = family();
+    e.backend = m_lab.backend();
     e.chip = chip();
     e.bottleneck = rec.bottleneck;
     e.method = method;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "fake_lab.hpp"
+#include "kopt/backend/device_info.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/problem/loader.hpp"
@@ -570,6 +571,7 @@ TEST_F(Optimize, OutcomesGoToTheExperienceDbAndRepeatedFailuresAreLeftOut) {
   for (const auto& r : *recs) {
     EXPECT_EQ(r.family, "toy");
     EXPECT_EQ(r.chip, "sm_90");
+    EXPECT_EQ(r.backend, "cuda");
     EXPECT_EQ(r.verdict, ExperienceVerdict::success);
     EXPECT_EQ(r.sass_verdict, "verified");
   }
@@ -837,6 +839,35 @@ TEST_F(AgentMode, AnAblationIsAttributedWhenTheIterationIsRejected) {
   EXPECT_EQ(v1.outcome, VersionOutcome::rejected);
   EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.010, 1e-9);
   EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), MethodOutcome::effective);
+}
+
+// An OpenCL device has no compute capability: its outcomes are filed under its name and
+// backend (the issue: `experience list` recorded the OpenCL device as "sm_0").
+TEST_F(Optimize, OutcomesOnAnOpenclDeviceAreFiledUnderItsName) {
+  struct OpenclLab : FakeLab {
+    std::string chip() override { return "pthread-skylake"; }
+    std::string backend() override { return "opencl"; }
+  };
+  auto db = ExperienceDb::open(m_dir.path() / "experience.db");
+  ASSERT_TRUE(db);
+  OpenclLab lab;
+  OptimizeOptions o = options("opencl");
+  o.experience = &*db;
+  ASSERT_TRUE(run(lab, o));
+  auto recs = db->list(ExperienceFilter{});
+  ASSERT_TRUE(recs);
+  ASSERT_FALSE(recs->empty());
+  for (const auto& r : *recs) {
+    EXPECT_EQ(r.chip, "pthread-skylake");
+    EXPECT_EQ(r.backend, "opencl");
+  }
+  DeviceInfo cpu;
+  cpu.backend = "opencl";
+  cpu.name = "pthread-skylake";
+  EXPECT_EQ(cpu.chip(), "pthread-skylake");
+  DeviceInfo h100;
+  h100.cc_major = 9;
+  EXPECT_EQ(h100.chip(), "sm_90");
 }
 
 }  // namespace
