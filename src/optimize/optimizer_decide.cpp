@@ -157,12 +157,18 @@ void Optimizer::record_experience(const VersionRecord& rec) {
     e.bottleneck = rec.bottleneck;
     e.method = method;
     e.params = rec.point;
+    // The speedup is the run's: from the champion when the iteration began to this version,
+    // what a reader of `experience list` takes it for (it held the leave-one-out ratio, 1.24x
+    // where the run gained 1.06x). The method's own factor stays in attribution_ms, and judges
+    // the method where it was measured: the version's other changes are not its doing.
     e.time_after_s = rec.median_s;
-    auto a = rec.attribution_ms.find(method);
-    e.time_before_s =
-        a != rec.attribution_ms.end() ? rec.median_s + a->second * 1e-3 : rec.median_s;
+    e.time_before_s = rec.before_s > 0 ? rec.before_s : rec.median_s;
     e.speedup = e.time_after_s > 0 ? e.time_before_s / e.time_after_s : 1.0;
-    if (cls == MethodOutcome::implementation_failed) e.verdict = ExperienceVerdict::failure;
+    auto a = rec.attribution_ms.find(method);
+    auto own = rec.method_factor(method);
+    e.verdict = cls == MethodOutcome::implementation_failed
+                    ? ExperienceVerdict::failure
+                    : experience_verdict(own.value_or(e.speedup));
     if (auto s = m_last_sass.find(method); s != m_last_sass.end()) e.sass_verdict = s->second;
     e.attribution_ms = a != rec.attribution_ms.end() ? a->second : 0;
     e.run_id = m_state.problem + "@" + m_state.created_at;
