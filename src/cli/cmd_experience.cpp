@@ -11,14 +11,82 @@
 namespace kopt::cli {
 namespace {
 
+// A column as wide as its widest cell (its header included).
+std::size_t width(const std::string& header, const std::vector<std::string>& cells) {
+  std::size_t w = header.size();
+  for (const auto& c : cells) w = std::max(w, c.size());
+  return w;
+}
+
+// "run gain": the version against the champion before it; "alone": the method's own
+// leave-one-out factor, where it was ablated (the verdict is judged by it then).
 void print_records(const std::vector<ExperienceRecord>& rs) {
-  std::cout << fmt::format("{:<5} {:<12} {:<7} {:<22} {:<26} {:>8} {:<11} {}\n", "id", "family",
-                           "chip", "bottleneck", "method", "speedup", "verdict", "run / note");
-  for (const auto& r : rs)
-    std::cout << fmt::format("{:<5} {:<12} {:<7} {:<22} {:<26} {:>7.3f}x {:<11} {}{}\n", r.id,
-                             r.family, r.chip, r.bottleneck, r.method, r.speedup,
+  std::vector<std::string> families, chips, bottlenecks, methods;
+  for (const auto& r : rs) {
+    families.push_back(r.family);
+    chips.push_back(r.chip);
+    bottlenecks.push_back(r.bottleneck);
+    methods.push_back(r.method);
+  }
+  std::size_t wf = width("family", families), wc = width("chip", chips),
+              wb = width("bottleneck", bottlenecks), wm = width("method", methods);
+  std::cout << fmt::format("{:<5} {:<{}} {:<{}} {:<{}} {:<{}} {:>8} {:>7} {:<11} {}\n", "id",
+                           "family", wf, "chip", wc, "bottleneck", wb, "method", wm, "run gain",
+                           "alone", "verdict", "run / note");
+  for (const auto& r : rs) {
+    auto own = r.own_factor();
+    std::cout << fmt::format("{:<5} {:<{}} {:<{}} {:<{}} {:<{}} {:>7.3f}x {:>7} {:<11} {}{}\n",
+                             r.id, r.family, wf, r.chip, wc, r.bottleneck, wb, r.method, wm,
+                             r.speedup, own ? fmt::format("{:.2f}x", *own) : "—",
                              r.verdict.value_or(experience_verdict(r.speedup)), r.run_id,
                              r.note.empty() ? "" : " — " + r.note);
+  }
+}
+
+// What the DB holds, by family, chip and bottleneck: what `recommend` can be asked about.
+Expected<nlohmann::json> known_situations(const ExperienceDb& db) {
+  nlohmann::json known{{"records", 0}};
+  for (const char* by : {"family", "chip", "bottleneck"}) {
+    auto st = db.stats(by);
+    if (!st) return Unexpected(st.error());
+    nlohmann::json counts = nlohmann::json::object();
+    std::size_t total = 0;
+    for (const auto& s : *st) {
+      counts[s.key.empty() ? "(none)" : s.key] = s.trials;
+      total += s.trials;
+    }
+    known[std::string(by) == "family" ? "families" : std::string(by) + "s"] = counts;
+    known["records"] = total;
+  }
+  return known;
+}
+
+std::string counts_text(const nlohmann::json& counts) {
+  std::string out;
+  for (auto it = counts.begin(); it != counts.end(); ++it)
+    out +=
+        fmt::format("{}{} ({})", out.empty() ? "" : ", ", it.key(), it.value().get<std::size_t>());
+  return out.empty() ? "none" : out;
+}
+
+void print_known(const nlohmann::json& known) {
+  std::size_t n = known["records"].get<std::size_t>();
+  std::cout << fmt::format(
+      "the experience DB holds {} record{}\n  families:    {}\n  chips:       {}\n  "
+      "bottlenecks: {}\n",
+      n, n == 1 ? "" : "s", counts_text(known["families"]), counts_text(known["chips"]),
+      counts_text(known["bottlenecks"]));
+}
+
+void print_recommendations(const std::vector<Recommendation>& recs) {
+  std::vector<std::string> methods;
+  for (const auto& r : recs) methods.push_back(r.method);
+  std::size_t wm = width("method", methods);
+  std::cout << fmt::format("{:<{}} {:>6} {:>14}  {}\n", "method", wm, "chance", "best run gain",
+                           "evidence (successes of trials)");
+  for (const auto& r : recs)
+    std::cout << fmt::format("{:<{}} {:>4.0f} % {:>13.2f}x  {}{}\n", r.method, wm, 100 * r.score,
+                             r.best_speedup, r.evidence, r.demoted ? "  [demoted]" : "");
 }
 
 struct ExperienceCliOptions {
@@ -65,20 +133,39 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
       std::cout << fmt::format("recorded: {} on {} {:.3f}x ({})\n", r.method, r.family, r.speedup,
                                experience_verdict(r.speedup));
   } else if (o.action == "recommend") {
-    auto recs = db->recommend(o.family, o.chip, o.bottleneck);
-    if (!recs) return report_error(g, cmd, exit_code(recs.error().kind), recs.error().to_string());
+    auto known = known_situations(*db);
+    if (!known)
+      return report_error(g, cmd, exit_code(known.error().kind), known.error().to_string());
+    out["known"] = *known;
     out["recommendations"] = nlohmann::json::array();
-    for (const auto& r : *recs)
-      out["recommendations"].push_back({{"method", r.method},
-                                        {"score", r.score},
-                                        {"demoted", r.demoted},
-                                        {"best_speedup", r.best_speedup},
-                                        {"evidence", r.evidence}});
-    if (!g.json) {
-      if (recs->empty()) std::cout << "no experience yet for this family, chip or bottleneck\n";
+    bool situation = !o.family.empty() || !o.chip.empty() || !o.bottleneck.empty();
+    if (!situation) {
+      // No situation to rank for: say what there is to ask about, instead of ranking nothing
+      // and calling a full DB empty.
+      if (!g.json) {
+        print_known(*known);
+        if ((*known)["records"].get<std::size_t>() > 0)
+          std::cout << "methods are ranked for a situation: kopt experience recommend --family F "
+                       "[--chip C] [--bottleneck B]\n";
+      }
+    } else {
+      auto recs = db->recommend(o.family, o.chip, o.bottleneck);
+      if (!recs)
+        return report_error(g, cmd, exit_code(recs.error().kind), recs.error().to_string());
       for (const auto& r : *recs)
-        std::cout << fmt::format("{:<28} {:>4.0f} %  best {:.2f}x  {}{}\n", r.method, 100 * r.score,
-                                 r.best_speedup, r.evidence, r.demoted ? "  [demoted]" : "");
+        out["recommendations"].push_back({{"method", r.method},
+                                          {"score", r.score},
+                                          {"demoted", r.demoted},
+                                          {"best_speedup", r.best_speedup},
+                                          {"evidence", r.evidence}});
+      if (!g.json) {
+        if (recs->empty()) {
+          std::cout << "no experience for this family, chip or bottleneck; ";
+          print_known(*known);
+        } else {
+          print_recommendations(*recs);
+        }
+      }
     }
   } else if (o.action == "search" || o.action == "list") {
     ExperienceFilter f;
@@ -137,7 +224,7 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
                               {"mean_speedup", s.mean_speedup}});
     if (!g.json) {
       std::cout << fmt::format("{:<28} {:>7} {:>9} {:>12} {:>13}\n", o.by, "trials", "success",
-                               "regressions", "mean speedup");
+                               "regressions", "mean run gain");
       for (const auto& s : *st)
         std::cout << fmt::format(
             "{:<28} {:>7} {:>8.0f}% {:>12} {:>12.3f}x\n", s.key, s.trials,
@@ -154,12 +241,13 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
 std::vector<Command> experience_commands(const GlobalRef& g) {
   std::vector<Command> out;
   const char* helps[] = {"record an outcome",
-                         "methods ranked by past outcomes for a family, chip and bottleneck",
+                         "methods ranked by past outcomes for a family, chip and bottleneck (none "
+                         "given: what the DB holds)",
                          "records with this text in any field",
                          "the records, newest first",
                          "take in another kopt experience DB",
                          "export or import JSON lines (one record a line)",
-                         "success rates by method, bottleneck or chip",
+                         "success rates by method, family, bottleneck or chip",
                          "the predictions agents and the loop made, with their verdicts"};
   const char* actions[] = {"add",   "recommend", "search", "list",
                            "merge", "sync",      "stats",  "predictions"};
@@ -233,9 +321,9 @@ std::vector<Command> experience_commands(const GlobalRef& g) {
     }
     if (e->action == "stats")
       c.options.push_back({.names = "--by",
-                           .help = "method, bottleneck or chip",
+                           .help = "method, family, bottleneck or chip",
                            .target = &e->by,
-                           .choices = {"method", "bottleneck", "chip"}});
+                           .choices = {"method", "family", "bottleneck", "chip"}});
     out.push_back(c);
   }
   return out;

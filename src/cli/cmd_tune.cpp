@@ -8,10 +8,12 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/parallel.hpp"
 #include "kopt/evaluate/worker_pool.hpp"
 #include "kopt/report/explanation_markdown.hpp"
+#include "kopt/tune/champion_file.hpp"
 #include "kopt/tune/search_space.hpp"
 #include "kopt/tune/tuner.hpp"
 
@@ -86,6 +88,7 @@ void print_tune(const TuneReport& r) {
       std::cout << fmt::format("  {:>10}  {}: {}\n", "failed", point_to_string(c->point),
                                c->failure.substr(0, 160));
   }
+  if (auto note = tune::reorder_note(r.stages.confirmed)) std::cout << "  note: " << *note << "\n";
   if (failed)
     std::cout << fmt::format("  ({} of {} points failed: compile, run or check)\n", failed,
                              s.history.size());
@@ -95,6 +98,7 @@ void print_tune(const TuneReport& r) {
         "\nchampion / default time ratio {:.4f}, {:.0f}% CI [{:.4f}, {:.4f}] over {} interleaved "
         "pairs: the champion is {}\n",
         c.ratio, 100 * c.confidence, c.ci_low, c.ci_high, c.pairs, verdict_name(c.verdict));
+    if (auto caveat = tune::champion_caveat(r)) std::cout << "  note: " << *caveat << "\n";
   } else if (r.stages.champion && r.stages.champion->point == r.default_point) {
     std::cout << "\nthe default point is the fastest confirmed\n";
   }
@@ -151,7 +155,48 @@ struct TuneCliOptions {
   std::string gpus;              // --gpus all|N,M,...: screening split over these devices
   std::string cluster;           // --cluster ray|ray:ADDRESS
   bool allow_mixed = false;
+  std::string out;  // the champion file (default: kopt-tune/PROBLEM/KERNEL.json)
 };
+
+// The champion written where a later command (or person) finds it; the path, or why none.
+struct ChampionFile {
+  std::filesystem::path path;
+  std::optional<std::string> reuse;  // the command that runs the champion again
+  std::optional<Error> error;
+};
+
+ChampionFile write_champion(const GlobalOptions& g, const TuneCliOptions& o,
+                            const std::map<std::string, std::int64_t>& dims,
+                            const std::map<std::string, std::int64_t>& held, const TuneReport& r) {
+  tune::TuneInvocation how{o.sel.problem,
+                           g.backend == "auto" && device_family() == DeviceFamily::cuda
+                               ? std::string()
+                               : std::string(device_family_name(device_family())),
+                           dims,
+                           held,
+                           o.strategy,
+                           o.budget,
+                           o.seed};
+  ChampionFile out;
+  out.path = o.out.empty() ? tune::default_champion_path(r.problem, r.kernel)
+                           : std::filesystem::path(o.out);
+  out.reuse = tune::reuse_command(r, how);
+  if (!out.reuse) return out;  // nothing to keep: an earlier champion there stays
+  if (auto w = write_text_atomic(out.path, champion_json(r, how, utc_timestamp()).dump(2) + "\n");
+      !w)
+    out.error = w.error();
+  return out;
+}
+
+void print_champion_file(const ChampionFile& f) {
+  if (!f.reuse) {
+    std::cout << "\nno champion: nothing written\n";
+    return;
+  }
+  if (f.error) return;  // said as the command's error
+  std::cout << fmt::format("\nchampion written to {}; run it again with:\n  {}\n", f.path.string(),
+                           *f.reuse);
+}
 
 int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   auto sel = load_selection(o.sel);
@@ -218,11 +263,22 @@ int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
   auto report = run_tune(req, ev);
   if (!report)
     return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
+  ChampionFile file = write_champion(g, o, sel->dims, req.fixed, *report);
   if (g.json) {
-    std::cout << to_json(*report).dump(2) << "\n";
+    nlohmann::json j = to_json(*report);
+    j["champion_file"] = file.reuse && !file.error ? nlohmann::json(file.path.string()) : nullptr;
+    j["reuse_command"] = file.reuse ? nlohmann::json(*file.reuse) : nullptr;
+    j["champion_file_error"] = file.error ? nlohmann::json(file.error->to_string()) : nullptr;
+    std::cout << j.dump(2) << "\n";
   } else {
     if (::isatty(STDERR_FILENO)) std::cerr << "\n";  // ends the progress line
     print_tune(*report);
+    print_champion_file(file);
+  }
+  if (file.error) {  // the results above stand; the file a later step reads is missing
+    std::cerr << "kopt tune: the champion could not be written: " << file.error->to_string()
+              << "\n";
+    return exit_code(file.error->kind);
   }
   return report->exit_code();
 }
@@ -283,7 +339,11 @@ std::vector<Command> tune_commands(const GlobalRef& g) {
         .target = &o->cluster},
        {.names = "--allow-mixed",
         .help = "with --gpus or --cluster: devices of different models in one run",
-        .target = &o->allow_mixed}});
+        .target = &o->allow_mixed},
+       {.names = "--out",
+        .help = "the champion's file: params, confirmed time, device, the command "
+                "(default: kopt-tune/PROBLEM/KERNEL.json)",
+        .target = &o->out}});
   return {c};
 }
 

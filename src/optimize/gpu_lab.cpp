@@ -51,6 +51,14 @@ class GpuLab final : public Lab {
     const DeviceInfo* d = m_ev.home_device();
     return d ? d->cc_major * 10 + d->cc_minor : 0;
   }
+  std::string chip() override {
+    const DeviceInfo* d = m_ev.home_device();
+    return d ? d->chip() : "no device";
+  }
+  std::string backend() override {
+    const DeviceInfo* d = m_ev.home_device();
+    return d ? d->backend : "cuda";
+  }
 
   Expected<std::string> evaluation_key(const Variant& v) override {
     return m_ev.key(candidate(v), m_o.rigour);

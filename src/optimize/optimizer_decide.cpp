@@ -43,6 +43,7 @@ Expected<void> Optimizer::decide(
   rec.evaluation = key;
   rec.median_s = wm.median_s;
   rec.noise = wm.noise;
+  rec.before_s = o.champ_time;
   rec.flags = wm.flags;
   bool accepted = false;
   if (wv == o.champ) {
@@ -76,9 +77,11 @@ Expected<void> Optimizer::decide(
     attribute_agent(rec, wv, wm, *ablations, accepted, dir);
   else
     attribute(rec, wv, wm, rec.methods, dir);
-  if (double gain = o.champ_time - wm.median_s; gain > 0)
-    for (const auto& [m, ms] : rec.attribution_ms)
-      rec.attribution_pct[m] = 100.0 * ms * 1e-3 / gain;
+  // Shares of the log speedup: a method's factor over the iteration's, so that shares of one
+  // version add the way their factors multiply (a linear share of the gained microseconds
+  // credited a method with "387 % of the gain").
+  for (const auto& [m, ms] : rec.attribution_ms)
+    if (auto share = rec.log_share_pct(m)) rec.attribution_pct[m] = *share;
   rec.outcome = accepted ? VersionOutcome::accepted : VersionOutcome::rejected;
   write_variant_files(dir, wv, wm);
   return close_iteration(i, rec, accepted);
@@ -134,7 +137,7 @@ std::vector<std::string> Optimizer::consult_experience(const std::string& bottle
 }
 
 std::string Optimizer::chip() {
-  return "sm_" + std::to_string(m_lab.sm());
+  return m_lab.chip();
 }
 
 std::string Optimizer::family() const {
@@ -149,16 +152,23 @@ void Optimizer::record_experience(const VersionRecord& rec) {
   for (const auto& [method, cls] : rec.method_outcomes) {
     ExperienceRecord e;
     e.family = family();
+    e.backend = m_lab.backend();
     e.chip = chip();
     e.bottleneck = rec.bottleneck;
     e.method = method;
     e.params = rec.point;
+    // The speedup is the run's: from the champion when the iteration began to this version,
+    // what a reader of `experience list` takes it for (it held the leave-one-out ratio, 1.24x
+    // where the run gained 1.06x). The method's own factor stays in attribution_ms, and judges
+    // the method where it was measured: the version's other changes are not its doing.
     e.time_after_s = rec.median_s;
-    auto a = rec.attribution_ms.find(method);
-    e.time_before_s =
-        a != rec.attribution_ms.end() ? rec.median_s + a->second * 1e-3 : rec.median_s;
+    e.time_before_s = rec.before_s > 0 ? rec.before_s : rec.median_s;
     e.speedup = e.time_after_s > 0 ? e.time_before_s / e.time_after_s : 1.0;
-    if (cls == MethodOutcome::implementation_failed) e.verdict = ExperienceVerdict::failure;
+    auto a = rec.attribution_ms.find(method);
+    auto own = rec.method_factor(method);
+    e.verdict = cls == MethodOutcome::implementation_failed
+                    ? ExperienceVerdict::failure
+                    : experience_verdict(own.value_or(e.speedup));
     if (auto s = m_last_sass.find(method); s != m_last_sass.end()) e.sass_verdict = s->second;
     e.attribution_ms = a != rec.attribution_ms.end() ? a->second : 0;
     e.run_id = m_state.problem + "@" + m_state.created_at;

@@ -6,6 +6,7 @@
 #include "kopt/measure/review.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/report/run_report.hpp"
+#include "report_sections.hpp"
 
 namespace kopt {
 namespace {
@@ -15,19 +16,19 @@ std::string time_or_dash(double s) {
 }
 
 std::string methods_cell(const VersionRecord& v) {
-  std::string out;
-  for (const auto& m : v.methods) {
-    auto o = v.method_outcomes.find(m);
-    auto ms = v.attribution_ms.find(m);
-    auto pct = v.attribution_pct.find(m);
-    out += (out.empty() ? "" : "; ") + m;
-    if (o != v.method_outcomes.end()) out += " — " + std::string(name_of(o->second));
-    if (ms != v.attribution_ms.end())
-      out += fmt::format(
-          " ({:+.3g} us{})", ms->second * 1e3,
-          pct != v.attribution_pct.end() ? fmt::format(", {:.0f} % of the gain", pct->second) : "");
+  auto notes = report_detail::method_notes(v);
+  return notes.empty() ? "—" : fmt::format("{}", fmt::join(notes, "; "));
+}
+
+void render(std::string& out, const std::vector<report_detail::ReportSection>& sections) {
+  for (const auto& s : sections) {
+    if (s.items.empty() && s.empty.empty()) continue;
+    out += "\n## " + s.title + "\n\n";
+    if (!s.intro.empty()) out += s.intro + "\n\n";
+    if (s.items.empty()) out += s.empty + "\n";
+    for (const auto& i : s.items)
+      out += "- " + (i.label.empty() ? "" : "**" + i.label + "**: ") + i.text + "\n";
   }
-  return out.empty() ? "—" : out;
 }
 
 std::string roof_text(const RoofUse& r) {
@@ -35,9 +36,7 @@ std::string roof_text(const RoofUse& r) {
 }
 
 void gaps_section(std::string& out, const RunReport& r) {
-  if (r.gaps.empty()) return;
-  out += "\n## What the records do not say\n\n";
-  for (const auto& g : r.gaps) out += "- " + g + "\n";
+  render(out, report_detail::gaps_sections(r));
 }
 
 }  // namespace
@@ -77,74 +76,14 @@ std::string report_markdown(const RunReport& r) {
     std::string vs = r.baseline && v.median_s > 0
                          ? fmt::format("{:.2f}×", r.baseline->median_s / v.median_s)
                          : "—";
-    std::string hyp = !v.agent_hypothesis.empty() ? "(agent) " + v.agent_hypothesis
-                      : view.hypothesis.empty()   ? v.hypothesis
-                                                  : view.hypothesis;
+    std::string hyp = report_detail::hypothesis_text(view);
     std::replace(hyp.begin(), hyp.end(), '\n', ' ');
     out += fmt::format(
         "| v{}{} | {} | {} | {} | {} | {} | {} | {} |\n", v.index, v.masked ? " (masked)" : "",
         v.outcome, time_or_dash(v.median_s), vs, pct ? fmt::format("{:.0f} %", *pct) : "—",
         v.bottleneck.empty() ? "—" : v.bottleneck, hyp.empty() ? "—" : hyp, methods_cell(v));
   }
-  // Each branch's predictions against what the metrics did.
-  std::string predictions;
-  for (const auto& view : r.versions)
-    for (const auto& p : view.record.predictions)
-      predictions += fmt::format("- v{} {}: {}\n", view.record.index, p.branch, prediction_line(p));
-  if (!predictions.empty()) out += "\n## Predictions against outcomes\n\n" + predictions;
-  // What the honesty checks said of each version: compute-sanitizer on a would-be champion,
-  // the distribution flags of its timing, and why it was turned down.
-  std::string checks;
-  for (const auto& view : r.versions) {
-    const VersionRecord& v = view.record;
-    if (v.sanitizer.empty() && v.flags.empty() && v.cross_check.empty()) continue;
-    checks += fmt::format("- v{}:", v.index);
-    if (!v.cross_check.empty()) checks += " The champion it started from: " + v.cross_check + ".";
-    if (!v.sanitizer.empty()) checks += " compute-sanitizer " + v.sanitizer + ".";
-    for (const auto& f : v.flags) checks += " Flagged: " + f + ".";
-    if (v.outcome != VersionOutcome::accepted && !v.note.empty()) checks += " " + v.note;
-    checks += "\n";
-  }
-  // KernelBench's review rule: the best version against the torch eager baseline.
-  for (const auto& b : s.baselines)
-    if (b.kernel == "torch eager" && r.best && b.status == VariantStatus::ok)
-      if (auto note = review_speedup_over_eager(r.best->median_s, b.median_s))
-        checks += fmt::format("- v{} is {}\n", r.best->index, *note);
-  if (!checks.empty()) out += "\n## Honesty checks\n\n" + checks;
-  // Methods by class, with the evidence behind each verdict.
-  std::map<MethodOutcome, std::vector<std::string>> by_class;
-  for (const auto& view : r.versions) {
-    if (view.record.masked) continue;
-    for (const auto& [m, cls] : view.record.method_outcomes) {
-      std::string line = fmt::format("{} (v{}", m, view.record.index);
-      if (auto a = view.record.attribution_ms.find(m); a != view.record.attribution_ms.end())
-        line += fmt::format(", removing it costs {:+.3g} us", a->second * 1e3);
-      if (auto v = view.sass.find(m); v != view.sass.end()) line += ", SASS " + v->second;
-      by_class[cls].push_back(line + ")");
-    }
-  }
-  out += "\n## Methods by class\n\n";
-  if (by_class.empty()) out += "No method was applied (tuning only, or nothing triggered).\n";
-  for (const auto& [cls, lines] : by_class)
-    out += fmt::format("- **{}**: {}\n", cls, fmt::join(lines, "; "));
-  out += "\n## What to try next\n\n";
-  if (s.status == RunPhase::finished) out += "- The run stopped: " + s.stop_reason + ".\n";
-  if (!s.git_error.empty())
-    out += "- The run directory's git history is incomplete: " + s.git_error + ".\n";
-  if (!r.versions.empty()) {
-    const VersionRecord& last = r.versions.back().record;
-    if (!last.bottleneck.empty())
-      out += fmt::format("- The last profile found the champion {}: {}\n", last.bottleneck,
-                         last.evidence.empty() ? "" : last.evidence.front());
-  }
-  if (r.best && r.roof)
-    if (auto pct = r.pct_of_roof(*r.best); pct && *pct < 90)
-      out += fmt::format(
-          "- {:.0f} % of the {} roof is left: methods on that axis the problem cannot switch yet "
-          "need "
-          "toggles in kopt.toml, or a new kernel (`kopt iter branch`).\n",
-          100 - *pct, r.bound);
-  gaps_section(out, r);
+  render(out, report_detail::closing_sections(r));
   return out;
 }
 

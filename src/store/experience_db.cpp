@@ -283,8 +283,8 @@ Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string&
 }
 
 Expected<std::vector<MethodStats>> ExperienceDb::stats(const std::string& by) const {
-  if (by != "method" && by != "bottleneck" && by != "chip")
-    return Unexpected(bad_input("stats by '" + by + "': method, bottleneck or chip"));
+  if (by != "method" && by != "family" && by != "bottleneck" && by != "chip")
+    return Unexpected(bad_input("stats by '" + by + "': method, family, bottleneck or chip"));
   std::string sql =
       "SELECT " + by +
       ", COUNT(*), SUM(verdict = 'success'), SUM(verdict = 'regression'), AVG(speedup) "

@@ -1,6 +1,7 @@
 #include "kopt/store/run_state.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kopt/core/fs.hpp"
 
@@ -12,17 +13,39 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EvaluationRecord, key, kernel, p
                                                 median_s, noise, samples, error, recorded_at,
                                                 clocks, flags, device)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration, kernel, point,
-                                                source, evaluation, median_s, noise, bottleneck,
-                                                evidence, hypothesis, agent_hypothesis, predictions,
-                                                methods, method_outcomes, attribution_ms,
-                                                attribution_pct, outcome, verdict, ratio, note,
-                                                flags, sanitizer, cross_check, git_commit, masked,
-                                                mask_reason)
+                                                source, evaluation, median_s, noise, before_s,
+                                                bottleneck, evidence, hypothesis, agent_hypothesis,
+                                                predictions, methods, method_outcomes,
+                                                attribution_ms, attribution_pct, outcome, verdict,
+                                                ratio, note, flags, sanitizer, cross_check,
+                                                git_commit, masked, mask_reason)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchRecord, id, kernel, source, point, methods,
                                                 ablates, hypothesis, expect)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(OpenIteration, index, draft, budget, suggestions,
                                                 advice, metrics, branches)
+
+std::optional<double> VersionRecord::gain() const {
+  if (median_s <= 0) return std::nullopt;
+  if (before_s > 0) return before_s / median_s;
+  if (ratio > 0) return 1 / ratio;
+  return std::nullopt;
+}
+
+std::optional<double> VersionRecord::method_factor(const std::string& method) const {
+  auto a = attribution_ms.find(method);
+  if (a == attribution_ms.end() || median_s <= 0) return std::nullopt;
+  double without = median_s + a->second * 1e-3;
+  if (without <= 0) return std::nullopt;
+  return without / median_s;
+}
+
+std::optional<double> VersionRecord::log_share_pct(const std::string& method) const {
+  auto g = gain();
+  auto f = method_factor(method);
+  if (!g || !f || *g <= 1) return std::nullopt;
+  return 100 * std::log(*f) / std::log(*g);
+}
 
 const VersionRecord* RunState::champion() const {
   for (auto it = versions.rbegin(); it != versions.rend(); ++it)

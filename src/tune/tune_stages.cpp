@@ -1,5 +1,7 @@
 #include "kopt/tune/tune_stages.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -63,6 +65,31 @@ TwoStageResult run_two_stage(const SearchSpace& space, TuneLab& lab, const Searc
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
+}
+
+std::optional<std::string> reorder_note(const std::vector<Confirmed>& confirmed) {
+  std::vector<const Confirmed*> ok;
+  for (const auto& c : confirmed)
+    if (c.ok && c.summary.median > 0 && c.screened_s > 0) ok.push_back(&c);
+  if (ok.size() < 2) return std::nullopt;
+  auto by_screening = ok, by_full = ok;
+  std::stable_sort(by_screening.begin(), by_screening.end(),
+                   [](auto* a, auto* b) { return a->screened_s < b->screened_s; });
+  std::stable_sort(by_full.begin(), by_full.end(),
+                   [](auto* a, auto* b) { return a->summary.median < b->summary.median; });
+  if (by_screening == by_full) return std::nullopt;
+  bool reversed = std::equal(by_screening.begin(), by_screening.end(), by_full.rbegin());
+  std::size_t leader_rank =
+      std::find(by_screening.begin(), by_screening.end(), by_full.front()) - by_screening.begin();
+  return fmt::format(
+      "the full measurement ranks these {} {}{}: a screening median is a "
+      "short fixed sample that only chooses what to confirm, and candidates whose screening "
+      "intervals overlap can swap places; the confirmed times decide",
+      ok.size(),
+      reversed ? "in the reverse of their screening order"
+               : "in another order than their screening",
+      leader_rank > 0 ? fmt::format(" (the champion was screened #{})", leader_rank + 1)
+                      : std::string());
 }
 
 json to_json(const StageTimes& t) {

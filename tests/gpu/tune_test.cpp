@@ -13,10 +13,10 @@ TEST(Tune, ExhaustiveSearchOfTheSoftmaxSpace) {
   TempDir cache("kopt-tune-test");
   ::setenv("KOPT_CACHE_DIR", cache.path().c_str(), 1);
   int rc = -1;
-  auto j =
-      test::kopt_json({"tune", (test::source_dir() / "examples/softmax").string(), "--kernel",
-                       "tuned", "--strategy", "exhaustive", "--budget", "30", "--max-time", "0.3"},
-                      rc);
+  auto j = test::kopt_json({"tune", (test::source_dir() / "examples/softmax").string(), "--kernel",
+                            "tuned", "--strategy", "exhaustive", "--budget", "30", "--max-time",
+                            "0.3", "--out", (cache.path() / "champion.json").string()},
+                           rc);
   ::unsetenv("KOPT_CACHE_DIR");
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["space_size"], 24);

@@ -242,20 +242,32 @@ TEST_F(OpenclBackend, OneAgentDrivenIterationWithAnOpenclBranch) {
 TEST_F(OpenclBackend, TuneSearchesASpaceThatFitsTheBudgetExhaustively) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
+  const fs::path out = m_dir.path() / "champion.json";
   auto j = kopt({"tune", example("softmax"), "--set", "BLOCK=256", "--set", "USE_SHFL=1",
-                 "--screen-samples", "5", "--max-time", "0.3"},
+                 "--screen-samples", "5", "--max-time", "0.3", "--out", out.string()},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["search"]["strategy"], "exhaustive") << j["search"].dump(2);
   EXPECT_EQ(j["search"]["evaluations"], 3);
+  // The champion is kept on disk, with the command that runs it again (issue: tune wrote
+  // nothing and printed no --set line).
+  EXPECT_EQ(j["champion_file"], out.string());
+  auto file = read_text_file(out);
+  ASSERT_TRUE(file);
+  auto kept = nlohmann::json::parse(*file);
+  EXPECT_EQ(kept["champion"]["params"], j["champion"]["point"]);
+  EXPECT_EQ(kept["backend"], "opencl");
+  EXPECT_EQ(kept["reuse_command"], j["reuse_command"]);
+  EXPECT_NE(j["reuse_command"].get<std::string>().find("--set BLOCK=256"), std::string::npos);
 }
 
 TEST_F(OpenclBackend, TuneScreensInBatchesAndConfirmsTheChampion) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  auto j = kopt({"tune", example("softmax"), "--strategy", "exhaustive", "--budget", "6", "--batch",
-                 "3", "--screen-samples", "5", "--max-time", "0.3"},
-                rc);
+  auto j = kopt(
+      {"tune", example("softmax"), "--strategy", "exhaustive", "--budget", "6", "--batch", "3",
+       "--screen-samples", "5", "--max-time", "0.3", "--out", (m_dir.path() / "c.json").string()},
+      rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["search"]["evaluations"], 6);
@@ -298,7 +310,8 @@ TEST_F(OpenclBackend, TuneOverTwoDevicesSplitsTheScreening) {
     GTEST_SKIP() << "fewer than two OpenCL devices here, even with POCL_DEVICES";
   }
   auto j = kopt({"tune", example("softmax"), "--gpus", "all", "--strategy", "exhaustive",
-                 "--budget", "8", "--batch", "4", "--screen-samples", "5", "--max-time", "2"},
+                 "--budget", "8", "--batch", "4", "--screen-samples", "5", "--max-time", "2",
+                 "--out", (m_dir.path() / "c.json").string()},
                 rc);
   auto bad = kopt({"tune", example("softmax"), "--gpus", "0,7"}, rc);
   int bad_rc = rc;
@@ -321,9 +334,10 @@ TEST_F(OpenclBackend, TuneChecksInsideTheTimingJobAndIsolatesACrash) {
   KOPT_SKIP_WITHOUT_OPENCL();
   const std::string problem = (test::source_dir() / "tests/fixtures/problems/tune_faults").string();
   int rc = -1;
-  auto j = kopt({"tune", problem, "--strategy", "exhaustive", "--budget", "8", "--batch", "8",
-                 "--screen-samples", "5", "--max-time", "0.3"},
-                rc);
+  auto j = kopt(
+      {"tune", problem, "--strategy", "exhaustive", "--budget", "8", "--batch", "8",
+       "--screen-samples", "5", "--max-time", "0.3", "--out", (m_dir.path() / "c.json").string()},
+      rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   for (const auto& e : j["search"]["history"]) {
     int mode = e["point"]["MODE"].get<int>();
@@ -337,9 +351,10 @@ TEST_F(OpenclBackend, TuneChecksInsideTheTimingJobAndIsolatesACrash) {
   int champion_mode = j["champion"]["point"]["MODE"].get<int>();
   EXPECT_TRUE(champion_mode == 0 || champion_mode == 3);
   // Without a crash in the batch, the wrong point is caught inside the timing job itself.
-  auto k = kopt({"tune", problem, "--strategy", "exhaustive", "--budget", "2", "--batch", "2",
-                 "--screen-samples", "5", "--max-time", "0.3"},
-                rc);
+  auto k = kopt(
+      {"tune", problem, "--strategy", "exhaustive", "--budget", "2", "--batch", "2",
+       "--screen-samples", "5", "--max-time", "0.3", "--out", (m_dir.path() / "c.json").string()},
+      rc);
   ASSERT_EQ(k["search"]["history"].size(), 2u) << k.dump(2);
   std::string wrong = k["search"]["history"][1]["failure"].get<std::string>();
   EXPECT_NE(wrong.find("in the timing job"), std::string::npos) << wrong;

@@ -62,6 +62,10 @@ struct DeviceInfo {
   std::string arch() const {
     return is_opencl() ? "opencl" : "sm_" + std::to_string(cc_major * 10 + cc_minor);
   }
+  // What the experience DB files outcomes under: the architecture of a CUDA GPU ("sm_90"),
+  // the device's own name for OpenCL ("pthread-skylake", "gfx942"), which has no compute
+  // capability (it read "sm_0").
+  std::string chip() const { return is_opencl() ? name : arch(); }
 };
 
 nlohmann::json to_json(const DeviceInfo& d);

@@ -72,6 +72,10 @@ class Lab {
   virtual ~Lab() = default;
   virtual std::string device_name() = 0;
   virtual int sm() = 0;  // 90 for sm_90
+  // What the experience DB files this device's outcomes under (DeviceInfo::chip: "sm_90",
+  // or an OpenCL device's name), and its backend ("cuda", "opencl").
+  virtual std::string chip() { return "sm_" + std::to_string(sm()); }
+  virtual std::string backend() { return "cuda"; }
   // Content hash of everything that decides a measurement: source, params, arch, toolkit,
   // dims, timing mode. Equal keys are the same measurement.
   virtual Expected<std::string> evaluation_key(const Variant& v) = 0;

@@ -42,13 +42,22 @@ struct ExperienceRecord {
   std::string bottleneck;  // the class when the method was tried
   std::string method;
   ParamPoint params;
+  // The kernel's time before the method was applied and after (the loop: the champion when
+  // the iteration began, and the version that applied it), and their ratio: the run's gain.
   double time_before_s = 0, time_after_s = 0;
   double speedup = 1;  // before / after
   // success above +5 %, neutral +2 to +5 %, failure within ±2 %, regression slower than 2 %;
-  // nullopt: derived from the speedup when the record is added.
+  // the loop judges by the method's own factor where it was ablated (own_factor()); nullopt:
+  // derived from the speedup when the record is added.
   std::optional<ExperienceVerdict> verdict;
-  std::string sass_verdict;  // verified | missing | ...
-  double attribution_ms = 0;
+  std::string sass_verdict;   // verified | missing | ...
+  double attribution_ms = 0;  // the time the method saved, leave-one-out (0: not ablated)
+  // The method's own factor: the time without it over the time with it; nullopt when it was
+  // not ablated.
+  std::optional<double> own_factor() const {
+    if (attribution_ms == 0 || time_after_s <= 0) return std::nullopt;
+    return (time_after_s + attribution_ms * 1e-3) / time_after_s;
+  }
   std::string run_id, date, note;
   std::string origin =
       "run";        // run (written by the loop), manual (experience add), import (sync, merge)
@@ -86,14 +95,14 @@ struct Recommendation {
   std::size_t exact_trials = 0, exact_successes = 0;            // same family, chip and bottleneck
   std::size_t family_trials = 0, family_successes = 0;          // same family on other chips
   std::size_t bottleneck_trials = 0, bottleneck_successes = 0;  // same bottleneck in other families
-  double best_speedup = 1;
+  double best_speedup = 1;  // the best run gain of a record with this method
   bool demoted =
       false;  // failed repeatedly (twice or more, never a success) on this family and chip
   std::string evidence;  // "3 of 4 in this context, 1 of 2 on other chips"
 };
 
 struct MethodStats {
-  std::string key;  // method, bottleneck or chip
+  std::string key;  // method, family, bottleneck or chip
   std::size_t trials = 0, successes = 0, regressions = 0;
   double mean_speedup = 1;
 };
@@ -118,7 +127,7 @@ class ExperienceDb {
                                                   const std::string& chip,
                                                   const std::string& bottleneck) const;
   Expected<std::vector<MethodStats>> stats(
-      const std::string& by) const;  // "method", "bottleneck" or "chip"
+      const std::string& by) const;  // "method", "family", "bottleneck" or "chip"
   // Imports another kopt DB; returns the records that were new.
   Expected<std::size_t> merge(const std::filesystem::path& other);
   // JSON lines, one record a line, for sharing through git.

@@ -75,6 +75,9 @@ struct VersionRecord {
   std::string evaluation;  // key into RunState::evaluations
   double median_s = 0;
   double noise = 0;
+  // The champion's median when the iteration began: what this version's gain is measured
+  // from (0: not recorded, a run.json of an older kopt).
+  double before_s = 0;
   std::string bottleneck;             // class at the time
   std::vector<std::string> evidence;  // the rule and metric values that led here
   std::string hypothesis;             // kopt's draft: the methods its analysis turns on
@@ -82,8 +85,13 @@ struct VersionRecord {
   std::vector<Prediction> predictions;  // every branch's, judged at close (analysis/prediction.hpp)
   std::vector<std::string> methods;     // the methods this version applied
   std::map<std::string, MethodOutcome> method_outcomes;
-  std::map<std::string, double> attribution_ms;   // method -> time it saved (leave-one-out)
-  std::map<std::string, double> attribution_pct;  // method -> share of this iteration's gain
+  std::map<std::string, double> attribution_ms;  // method -> time it saved (leave-one-out)
+  // method -> its share of this iteration's log speedup: ln(time without it / time with it)
+  // over ln(before_s / median_s), in %. Leave-one-out effects need not add up to the whole: a
+  // share above 100 says the method saved more than the iteration gained (its other changes
+  // cost time back), a negative one that the version was faster without it. Only where the
+  // version was faster than the champion.
+  std::map<std::string, double> attribution_pct;
   VersionOutcome outcome = VersionOutcome::accepted;
   std::string verdict;  // the interleaved comparison with the champion: faster, same, ...
   double ratio = 0;     // winner / champion time
@@ -99,6 +107,16 @@ struct VersionRecord {
   std::string git_commit;
   bool masked = false;
   std::string mask_reason;
+
+  // The iteration's speedup, champion before over this version: before_s / median_s, or
+  // 1 / ratio where before_s was not recorded; nullopt when neither is known.
+  std::optional<double> gain() const;
+  // A method's own factor, leave-one-out: the time without it over the time with it
+  // (above 1: it saved time); nullopt when it was not ablated.
+  std::optional<double> method_factor(const std::string& method) const;
+  // That factor's share of gain() on a log scale, in % (see attribution_pct); nullopt when the
+  // method was not ablated or the version gained nothing.
+  std::optional<double> log_share_pct(const std::string& method) const;
 };
 
 // A branch an agent added to the open iteration (`kopt iter branch`).

@@ -76,6 +76,11 @@ struct TwoStageResult {
 TwoStageResult run_two_stage(const SearchSpace& space, TuneLab& lab, const SearchOptions& search,
                              const ConfirmRule& rule);
 
+// When the full measurement ranks the confirmed candidates otherwise than their screening
+// medians did, a sentence saying so and why that is expected (screening is short and only
+// chooses what to confirm; the confirmed times decide); nullopt when the orders agree.
+std::optional<std::string> reorder_note(const std::vector<Confirmed>& confirmed);
+
 nlohmann::json to_json(const StageTimes& t);
 nlohmann::json to_json(const Confirmed& c);
 

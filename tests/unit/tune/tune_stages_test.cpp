@@ -97,6 +97,30 @@ SearchSpace gemm_like() {
   return s;
 }
 
+Confirmed confirmed(double screened_s, double median_s) {
+  Confirmed c;
+  c.ok = true;
+  c.screened_s = screened_s;
+  c.summary.median = median_s;
+  return c;
+}
+
+// The issue: "its confirmed order reversed the screening order without a word".
+TEST(ReorderNote, SaysWhenTheFullMeasurementRanksOtherwise) {
+  EXPECT_FALSE(reorder_note({confirmed(1.0, 1.1), confirmed(2.0, 2.1)}));  // same order
+  EXPECT_FALSE(reorder_note({confirmed(1.0, 1.1)}));
+  auto reversed = reorder_note({confirmed(1.0, 3.0), confirmed(2.0, 2.0), confirmed(3.0, 1.0)});
+  ASSERT_TRUE(reversed);
+  EXPECT_NE(reversed->find("these 3 in the reverse of their screening order"), std::string::npos)
+      << *reversed;
+  EXPECT_NE(reversed->find("the champion was screened #3"), std::string::npos) << *reversed;
+  EXPECT_NE(reversed->find("the confirmed times decide"), std::string::npos) << *reversed;
+  auto swapped = reorder_note({confirmed(1.0, 1.0), confirmed(2.0, 3.0), confirmed(3.0, 2.0)});
+  ASSERT_TRUE(swapped);
+  EXPECT_NE(swapped->find("in another order than their screening"), std::string::npos);
+  EXPECT_EQ(swapped->find("the champion was screened"), std::string::npos);  // it led both
+}
+
 TEST(TwoStage, TheChampionIsConfirmedAndWithinOnePercentOfTheTrueBest) {
   double true_best = 1e30;
   SearchSpace space = gemm_like();
