@@ -31,10 +31,13 @@ Measured measured(const BenchVariant& bv, const BenchReport& b) {
   return m;
 }
 
-Measured failed(const std::string& why) {
+// An evaluation that did not come back: a bad input is the problem's (it fails the same way
+// every time), anything else kopt's environment's (optimize/lab.hpp, Measured::environment).
+Measured failed(const Error& e) {
   Measured m;
   m.status = VariantStatus::error;
-  m.error = why;
+  m.error = e.message;
+  m.environment = e.kind != ErrorKind::bad_input;
   return m;
 }
 
@@ -75,7 +78,7 @@ class GpuLab final : public Lab {
     std::vector<Measured> out(vs.size());
     m_ev.spread(groups, m_o.rigour,
                 [&](std::size_t i, std::size_t w, const Expected<BenchReport>& b) {
-                  Measured m = b ? measured(b->variants.at(0), *b) : failed(b.error().message);
+                  Measured m = b ? measured(b->variants.at(0), *b) : failed(b.error());
                   m.device = m_ev.worker_label(w);
                   out[i] = std::move(m);
                   if (each) each(i, out[i]);
@@ -99,7 +102,7 @@ class GpuLab final : public Lab {
     Rigour unchecked = m_o.rigour;
     unchecked.check = false;
     auto b = ref_ev.side_by_side({{"reference", {}}}, unchecked, m_ev.home_index());
-    if (!b) return failed(b.error().message);
+    if (!b) return failed(b.error());
     return measured(b->variants.at(0), *b);
   }
 
@@ -108,7 +111,7 @@ class GpuLab final : public Lab {
     Rigour unchecked = m_o.rigour;
     unchecked.check = false;
     auto b = m_ev.with_baselines({}, unchecked);
-    if (!b) return {{"torch eager", failed(b.error().message)}};
+    if (!b) return {{"torch eager", failed(b.error())}};
     std::vector<std::pair<std::string, Measured>> out;
     for (const BenchVariant& bv : b->variants) out.emplace_back(bv.kernel, measured(bv, *b));
     return out;

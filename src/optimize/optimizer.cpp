@@ -159,12 +159,19 @@ std::vector<std::pair<std::string, Measured>> Optimizer::measure_all(
   m_lab.measure_all(todo, [&](std::size_t j, const Measured& m) {
     const Variant& v = todo[j];
     const std::string& key = out[where[j]].first;
-    m_state.evaluations[key] = record(key, v.kernel, v.point, m);
-    (void)save();  // each as it is done: a run killed in the middle keeps what was measured
+    // Each as it is done, so that a run killed in the middle keeps what was measured; a failure
+    // of kopt's environment is no verdict on the kernel: not recorded, measured again on resume.
+    if (!m.environment) {
+      m_state.evaluations[key] = record(key, v.kernel, v.point, m);
+      (void)save();
+    }
     m_o.log(fmt::format(
-        "  {:<40} {}{}", v.label(),
+        "  {:<40} {}{}{}", v.label(),
         m.ok() ? human_time(m.median_s) : std::string(name_of(m.status)) + ": " + m.error,
-        m.device.empty() ? "" : "  (" + m.device + ")"));
+        m.device.empty() ? "" : "  (" + m.device + ")",
+        m.environment ? " (kopt's environment failed, not the kernel: not recorded; a resume "
+                        "measures it again)"
+                      : ""));
     for (const auto& f : m.flags) m_o.log("    flagged: " + f);
     out[where[j]].second = m;
   });
@@ -201,6 +208,14 @@ Expected<void> Optimizer::baseline() {
   Variant v{kernel, *point};
   m_o.log("v0: measuring the baseline " + v.label());
   auto [key, m] = measure(v);
+  if (m.environment)
+    return Unexpected(
+        environment_error("measuring the starting kernel " + v.label() +
+                          " failed in kopt's environment, not in the "
+                          "kernel (" +
+                          m.error +
+                          "); nothing was recorded: fix the environment and run again with "
+                          "--resume"));
   if (!m.ok())
     return Unexpected(bad_input("the starting kernel " + v.label() + " fails (" +
                                 std::string(name_of(m.status)) + ": " + m.error +

@@ -69,7 +69,8 @@ class FakeLab : public Lab {
  public:
   std::map<std::string, int> measured;  // key -> times measured
   int measure_calls = 0;
-  int crash_after = -1;  // throw on this measure call (a kill)
+  int crash_after = -1;             // throw on this measure call (a kill)
+  std::set<int> environment_fails;  // measure calls (1-based) that fail in kopt's environment
   bool fail_tuned = false;
   bool near_peak = false;
   std::optional<double> target;
@@ -127,6 +128,11 @@ class FakeLab : public Lab {
   }
   Measured measure(const Variant& v) override {
     if (++measure_calls == crash_after) throw std::runtime_error("killed");
+    if (environment_fails.contains(measure_calls)) {
+      Measured m{VariantStatus::error, 0, 0, 0, "write failed: /full/disk/bench.json.tmp"};
+      m.environment = true;
+      return m;
+    }
     ++measured[*evaluation_key(v)];
     if (fail_tuned && v.kernel == "tuned")
       return Measured{VariantStatus::compile_failed, 0, 0, 0, "ptxas: too many resources"};

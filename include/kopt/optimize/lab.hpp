@@ -41,6 +41,10 @@ struct Measured {
   std::vector<std::string> flags;
   std::string
       device;  // which device measured it, where a lab has several workers ("worker 1: ...")
+  // The measurement failed in kopt's environment (a lost worker, a full disk, kopt's own
+  // out-of-memory, a missing tool), not in the kernel: it is no verdict on the kernel, never
+  // recorded as one, and a resume measures it again.
+  bool environment = false;
   bool ok() const { return status == VariantStatus::ok; }
 };
 

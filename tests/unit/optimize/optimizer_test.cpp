@@ -185,6 +185,37 @@ TEST_F(Optimize, AKillAtAnyMeasurementResumesWithoutMeasuringTwice) {
   }
 }
 
+// Found on the CPU: under a small file-size limit the baseline's measurement failed ("write
+// failed"), and once the limit was lifted --resume repeated that failure from the recorded
+// evaluation. A failure of kopt's environment is no verdict: exit 3, nothing recorded, and a
+// resume measures again.
+TEST_F(Optimize, AFailureOfKoptsEnvironmentIsNotRecordedAndAResumeMeasuresAgain) {
+  FakeLab broken;
+  broken.environment_fails = {1};
+  auto first = run(broken, options());
+  ASSERT_FALSE(first);
+  EXPECT_EQ(first.error().kind, ErrorKind::environment) << first.error().to_string();
+  EXPECT_NE(first.error().message.find("kopt's environment"), std::string::npos);
+  auto recorded = load_run_state(m_dir.path() / "run");
+  if (recorded) {
+    EXPECT_TRUE(recorded->evaluations.empty());
+  }
+  FakeLab healthy;
+  OptimizeOptions o = options();
+  o.resume = true;
+  auto resumed = run(healthy, o);
+  ASSERT_TRUE(resumed) << resumed.error().to_string();
+  EXPECT_DOUBLE_EQ(resumed->versions.at(0).median_s, 100e-6);
+  EXPECT_FALSE(healthy.measured.empty());  // measured again, not read back
+  // A branch's measurement the environment lost is no record either.
+  FakeLab flaky;
+  flaky.environment_fails = {2};
+  auto through = run(flaky, options("flaky"));
+  ASSERT_TRUE(through) << through.error().to_string();
+  for (const auto& [key, e] : through->evaluations)
+    EXPECT_EQ(e.error.find("write failed"), std::string::npos) << key;
+}
+
 TEST_F(Optimize, AnExistingRunNeedsResumeAndMaskedVersionsDoNotSteer) {
   FakeLab lab;
   ASSERT_TRUE(run(lab, options()));
