@@ -34,6 +34,14 @@ class Sandbox : public ::testing::Test {
     ASSERT_TRUE(write_text_atomic(m_secret.path() / "reference.bin", "the answers"));
     fs::create_directories(m_room.path() / "rw");
   }
+  // The probe's first line unconfined, then confined by policy(python).
+  void expect_lines(const std::vector<std::string>& argv, const std::string& open,
+                    const std::string& confined, const PythonLayout& python = {}) {
+    fs::path log = m_room.path() / "log";
+    EXPECT_EQ(first_line(argv, log, nullptr), open);
+    PreparedSandbox sandbox(policy(python));
+    EXPECT_EQ(first_line(argv, log, &sandbox), confined) << read_text_file(log).value_or("");
+  }
   SandboxPolicy policy(const PythonLayout& python = {}) {
     SandboxPolicy p;
     system_sandbox_paths(p.read, p.read_write);
@@ -86,11 +94,7 @@ TEST_F(Sandbox, AConfinedChildOpensNoNetworkSocketButALocalOne) {
       "    except OSError as e:\n"
       "        out.append('refused')\n"
       "print(' '.join(out), flush=True)\n";
-  fs::path log = m_room.path() / "log";
-  std::vector<std::string> argv{python.executable, "-c", probe};
-  EXPECT_EQ(first_line(argv, log, nullptr), "open open open");
-  PreparedSandbox sandbox(policy(python));
-  EXPECT_EQ(first_line(argv, log, &sandbox), "refused refused open");
+  expect_lines({python.executable, "-c", probe}, "open open open", "refused refused open", python);
 }
 
 TEST_F(Sandbox, PythonRunsConfinedWithItsOwnLibraries) {
@@ -101,11 +105,7 @@ TEST_F(Sandbox, PythonRunsConfinedWithItsOwnLibraries) {
   std::string probe = "import json, numpy\ntry:\n    open('" + secret.string() +
                       "').read(); print('read', flush=True)\n"
                       "except PermissionError:\n    print('denied', flush=True)\n";
-  fs::path log = m_room.path() / "log";
-  std::vector<std::string> argv{python.executable, "-c", probe};
-  EXPECT_EQ(first_line(argv, log, nullptr), "read");
-  PreparedSandbox sandbox(policy(python));
-  EXPECT_EQ(first_line(argv, log, &sandbox), "denied") << read_text_file(log).value_or("");
+  expect_lines({python.executable, "-c", probe}, "read", "denied", python);
 }
 
 // A virtual environment's interpreter is a link to the system's: started by its real path, it

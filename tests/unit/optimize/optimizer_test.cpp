@@ -48,6 +48,15 @@ class Optimize : public ::testing::Test {
   Expected<RunState> run(FakeLab& lab, const OptimizeOptions& o) {
     return run_optimize(m_problem, m_catalog, o, lab, nullptr);
   }
+  // A run of `lab` (run directory `name`) that files its outcomes in a fresh experience DB.
+  Expected<ExperienceDb> run_into_db(FakeLab& lab, const std::string& name) {
+    auto db = ExperienceDb::open(m_dir.path() / "experience.db");
+    if (!db) return db;
+    OptimizeOptions o = options(name);
+    o.experience = &*db;
+    if (auto s = run(lab, o); !s) return Unexpected(s.error());
+    return db;
+  }
   TempDir m_dir{"kopt-optimize"};
   Problem m_problem;
   MethodCatalog m_catalog;
@@ -589,12 +598,9 @@ namespace kopt::optimize {
 namespace {
 
 TEST_F(Optimize, OutcomesGoToTheExperienceDbAndRepeatedFailuresAreLeftOut) {
-  auto db = ExperienceDb::open(m_dir.path() / "experience.db");
-  ASSERT_TRUE(db);
   FakeLab lab;
-  OptimizeOptions o = options("first");
-  o.experience = &*db;
-  ASSERT_TRUE(run(lab, o));
+  auto db = run_into_db(lab, "first");
+  ASSERT_TRUE(db) << db.error().to_string();
   ExperienceFilter all;
   auto recs = db->list(all);
   ASSERT_TRUE(recs);
@@ -887,12 +893,9 @@ TEST_F(Optimize, OutcomesOnAnOpenclDeviceAreFiledUnderItsName) {
     std::string chip() override { return "pthread-skylake"; }
     std::string backend() override { return "opencl"; }
   };
-  auto db = ExperienceDb::open(m_dir.path() / "experience.db");
-  ASSERT_TRUE(db);
   OpenclLab lab;
-  OptimizeOptions o = options("opencl");
-  o.experience = &*db;
-  ASSERT_TRUE(run(lab, o));
+  auto db = run_into_db(lab, "opencl");
+  ASSERT_TRUE(db) << db.error().to_string();
   auto recs = db->list(ExperienceFilter{});
   ASSERT_TRUE(recs);
   ASSERT_FALSE(recs->empty());
