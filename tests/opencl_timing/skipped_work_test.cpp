@@ -63,7 +63,8 @@ TEST_F(SkippedWork, AKernelThatSkipsEveryOtherLaunchIsInconsistentAndFlagged) {
   EXPECT_LT(failed, static_cast<std::int64_t>(v["series"]["samples_s"].size()));
   // Its series alternates between its two levels: said whatever the load of the machine
   // (bimodal too where the two levels stay apart, which a busy CPU may blur).
-  EXPECT_TRUE(has_flag(v, "alternating")) << v["flags"].dump(2);
+  EXPECT_TRUE(has_flag(v, "alternating"))
+      << v["flags"].dump(2) << "\nsamples: " << v["series"]["samples_s"].dump();
 }
 
 TEST_F(SkippedWork, TheHonestKernelIsVerifiedAndNotFlagged) {
@@ -73,7 +74,10 @@ TEST_F(SkippedWork, TheHonestKernelIsVerifiedAndNotFlagged) {
   ASSERT_EQ(rc, 0) << j.dump(2);
   const json& v = j["variants"][0];
   EXPECT_EQ(v["status"], "ok") << v.dump(2);
-  EXPECT_EQ(v["flags"], json::array()) << v["flags"].dump(2);
+  // No flag of skipped work. "bimodal" describes the series' shape, which a CPU device shared
+  // with the operating system may split in two for an honest kernel (seen in CI on PoCL: 29 %
+  // of the samples near 621 us, 71 % near 744 us); it is allowed here, nothing else is.
+  for (const auto& f : v["flags"]) EXPECT_EQ(f["name"], "bimodal") << v["flags"].dump(2);
   const json& check = v["series"]["verification"];
   EXPECT_TRUE(check["enabled"].get<bool>());
   EXPECT_GE(check["poisoned_samples"].get<int>(), 2);

@@ -85,6 +85,23 @@ TEST(OutputVerifier, PoisonsAboutATenthOfTheSamplesAtLeastTwoEarlyAndSpreadOut) 
   EXPECT_NE(ca, cb);
 }
 
+// A kernel that works on every other launch and skips the rest is caught whatever the seed:
+// two of the early poisoned samples are adjacent launches, so one of them is a skipped one.
+TEST(OutputVerifier, TwoAdjacentEarlySamplesCatchAKernelThatSkipsEveryOtherLaunch) {
+  RunJob job = job_with({tensor("x", Role::input, 16), tensor("y", Role::output, 16)});
+  BenchOptions opt;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    OutputVerifier v(job, opt, seed);
+    std::vector<std::size_t> early;
+    for (std::size_t i = 0; i < opt.rule.min_samples; ++i)
+      if (v.poison_before(i, 1e9)) early.push_back(i);
+    bool odd = false, even = false;
+    for (std::size_t i : early) (i % 2 ? odd : even) = true;
+    EXPECT_TRUE(odd && even) << "seed " << seed << ": every poisoned launch of the first "
+                             << opt.rule.min_samples << " has the same parity";
+  }
+}
+
 TEST(OutputVerifier, OnlyOutputsAreVerifiedAndTheOptionTurnsItOff) {
   RunJob inout = job_with({tensor("x", Role::input, 16), tensor("total", Role::inout, 1)});
   EXPECT_FALSE(

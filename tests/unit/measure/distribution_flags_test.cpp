@@ -172,5 +172,23 @@ TEST(DistributionFlags, SamplesOnASecretSeedsInputsThatAreAllSlowAreFlagged) {
       secret_slow_flag(cached, std::vector<std::int64_t>{5}));  // one secret sample says nothing
 }
 
+// A series cut at its minimum (10 samples, 6 of them "others") still says it: every secret
+// sample past 1.5 x the slowest of the others. One slow other among few is not enough.
+TEST(DistributionFlags, AShortSeriesFlagsSecretSamplesSlowerThanEveryOther) {
+  std::vector<double> cached(10, 10e-6);
+  for (std::size_t i : {2, 3, 6, 7}) cached[i] = 40e-6;  // 2 and 6 secret, 3 and 7 after them
+  std::vector<std::int64_t> secret = {2, 6};
+  auto f = secret_slow_flag(cached, secret);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->name, "secret_slow");
+  std::vector<double> noisy = cached;
+  noisy[9] = 30e-6;  // one other sample as slow as the secret ones, within 1.5 x: no flag
+  EXPECT_FALSE(secret_slow_flag(noisy, secret));
+  std::vector<double> honest(10, 10e-6);
+  honest[2] = 12e-6;
+  honest[6] = 13e-6;
+  EXPECT_FALSE(secret_slow_flag(honest, secret));
+}
+
 }  // namespace
 }  // namespace kopt
