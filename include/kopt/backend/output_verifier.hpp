@@ -2,8 +2,8 @@
 // Work skipped under timing is caught. After warm-up, the outputs of one untimed launch are
 // the variant's golden output (the orchestrator has checked this very build against the
 // reference on the same seed-1 inputs before timing). Before a random ~10 % of the timed
-// samples (at least 2 among the first min_samples, drawn from a seed the kernel cannot
-// predict) the timer poisons every output tensor outside the timed window, and after the
+// samples (at least 2 adjacent ones among the first min_samples, drawn from a seed the kernel
+// cannot predict) the timer poisons every output tensor outside the timed window, and after the
 // sample the outputs are read back and compared with the golden output; so are the outputs
 // after the last timed launch. A difference fails the variant as "inconsistent".
 //
