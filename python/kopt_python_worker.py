@@ -388,13 +388,21 @@ def handle(req):
     return reply
 
 
+def require_numpy_and_torch():
+    """Every op past "hello" needs both; the error says which is missing, and why."""
+    if np is None or torch is None:
+        raise RuntimeError("this Python (%s) cannot import %s (%s); install it (pip install torch numpy) or point "
+                           "KOPT_PYTHON at a Python that has it" % (
+                               sys.executable, "numpy" if np is None else "torch",
+                               _numpy_error if np is None else _torch_error))
+
+
 def selftest():
     """What a candidate's process must be able to do, tried before any candidate is loaded: kopt
     starts it confined, and a sandbox that breaks the tools (an import, the GPU, Triton's
     compiler) is kopt's environment failing, never a candidate's verdict."""
     global triton, tl  # a Triton kernel finds its names among its module's globals
-    if np is None or torch is None:
-        raise RuntimeError("cannot import %s: %s" % (("numpy", _numpy_error) if np is None else ("torch", _torch_error)))
+    require_numpy_and_torch()
     done = ["numpy", "torch"]
     # A file the tools need, named by kopt's tests: one the sandbox hides stands for a library
     # that reads from a place the sandbox does not know.
@@ -441,11 +449,7 @@ def handle_op(req):
         except Exception:  # noqa: BLE001
             info["triton"] = None
         return info
-    if np is None or torch is None:
-        raise RuntimeError("this Python (%s) cannot import %s (%s); install it (pip install torch numpy) or point "
-                           "KOPT_PYTHON at a Python that has it" % (
-                               sys.executable, "numpy" if np is None else "torch",
-                               _numpy_error if np is None else _torch_error))
+    require_numpy_and_torch()
     if op == "run":
         c = Call(req["job"])
         kept = c.keep_inputs() if req.get("compare_inputs") else None

@@ -39,6 +39,12 @@ std::optional<fs::path> resolve_program(const std::vector<std::string>& argv) {
 // Added to the errno a child reports when its sandbox, not its exec, failed.
 constexpr int k_sandbox_failed = 1 << 20;
 
+// In the child: report why it will not exec (an errno) through `report_fd`, and exit 127.
+[[noreturn]] void report_and_exit(int report_fd, int e) {
+  (void)!::write(report_fd, &e, sizeof e);
+  ::_exit(127);
+}
+
 // In the child: exec the resolved program (with `envp` when given); on failure, report errno
 // through `report_fd` and exit 127.
 [[noreturn]] void exec_or_report(const std::optional<fs::path>& program, std::vector<char*>& args,
@@ -51,8 +57,7 @@ constexpr int k_sandbox_failed = 1 << 20;
       ::execv(program->c_str(), args.data());
     e = errno;
   }
-  (void)!::write(report_fd, &e, sizeof e);
-  ::_exit(127);
+  report_and_exit(report_fd, e);
 }
 
 // The parent's side of the exec report: 0 when the child's exec succeeded (the pipe closed
@@ -232,18 +237,10 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
     ::dup2(out_pipe[1], 1);
     int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (err_fd >= 0) ::dup2(err_fd, 2);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
-      int e = errno;
-      (void)!::write(exec_pipe[1], &e, sizeof e);
-      ::_exit(127);
-    }
-    if (options.sandbox) {
-      if (int e = options.sandbox->apply(); e != 0) {
-        e |= k_sandbox_failed;
-        (void)!::write(exec_pipe[1], &e, sizeof e);
-        ::_exit(127);
-      }
-    }
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) report_and_exit(exec_pipe[1], errno);
+    if (options.sandbox)
+      if (int e = options.sandbox->apply(); e != 0)
+        report_and_exit(exec_pipe[1], e | k_sandbox_failed);
     exec_or_report(program, args, exec_pipe[1], envp.empty() ? nullptr : envp.data());
   }
   ::close(in_pipe[0]);
