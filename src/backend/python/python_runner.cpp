@@ -102,12 +102,15 @@ std::string PythonRunner::start_candidate() {
   // sandbox is what breaks this machine's tools: kopt's environment, not a candidate's fault.
   // The candidates then run unconfined, and every table says so; else the machine's Python is
   // what is broken, and the candidates' own errors say how.
+  // A confined process that died in its self-test is never replaced by a plain worker outside
+  // the room (call() would start one): the candidates then have no process, and say why.
+  std::string failed = "the candidates' Python failed kopt's self-test: " + test.error;
   SpawnOptions open = m_room->spawn_options();
   open.sandbox = nullptr;
   auto unconfined = Subprocess::spawn(m_room->argv(), m_log, open);
-  if (!unconfined) return {};
+  if (!unconfined) return m_candidate.running() ? std::string() : failed;
   Reply again = exchange(*unconfined, selftest, 300s);
-  if (!again.ok) return {};
+  if (!again.ok) return m_candidate.running() ? std::string() : failed;
   if (m_candidate.running()) m_candidate.kill_and_reap();
   m_candidate = std::move(*unconfined);
   m_sandbox = "NOT confined: confined, Python failed kopt's self-test (" +
