@@ -410,6 +410,17 @@ def selftest():
     if needed:
         with open(needed) as f:
             f.read()
+    if (not os.environ.get("KOPT_PYTHON_DEVICE") and not device().startswith("cuda") and torch.version.cuda
+            and os.path.exists("/dev/nvidiactl")):
+        # A GPU this torch could drive, that it cannot reach from here: the sandbox (or the
+        # machine) hides something the driver needs, and every candidate would fail on it.
+        try:
+            torch.cuda.init()
+            why = "torch.cuda.is_available() is False"
+        except Exception as e:  # noqa: BLE001
+            why = str(e).split("\n")[0]
+        raise RuntimeError("this machine has an NVIDIA GPU (/dev/nvidiactl) and torch %s was built for CUDA %s, "
+                           "but it cannot use it here: %s" % (torch.__version__, torch.version.cuda, why))
     if device().startswith("cuda"):
         x = torch.ones(1024, device=device())
         torch.cuda.synchronize()

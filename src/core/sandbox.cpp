@@ -232,7 +232,11 @@ void system_sandbox_paths(std::vector<fs::path>& read, std::vector<fs::path>& wr
   for (const char* p : {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc",
                         "/opt", "/proc", "/sys", "/run/nvidia-persistenced"})
     read.emplace_back(p);
-  for (const char* p : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
+  // /proc/self/task: the CUDA driver names its threads (writes .../task/TID/comm) and cuInit
+  // fails with "OS call failed" (304) when it cannot; the process's own entries, opened in the
+  // child, so they are the candidate's and nobody else's.
+  for (const char* p :
+       {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/proc/self/task"})
     writable.emplace_back(p);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/dev", ec)) {
