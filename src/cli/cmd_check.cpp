@@ -98,7 +98,10 @@ void print_human(const CheckReport& r) {
       std::cout << compiler_messages(k.build.log);
     else if (std::string msgs = compiler_messages(k.build.log); !msgs.empty())
       std::cout << "    compiler said:\n" << msgs;
-    if (k.status == KernelStatus::run_failed) std::cout << "    " << k.error << "\n";
+    if (k.status == KernelStatus::run_failed || k.status == KernelStatus::lower_precision)
+      std::cout << "    " << k.error << "\n";
+    else if (k.precision && k.precision->lowest)
+      std::cout << "    precision: " << k.precision->explain() << "\n";
     for (const auto& s : k.seeds) {
       for (const auto& o : s.outputs)
         std::cout << fmt::format(

@@ -483,6 +483,8 @@ json to_json(const BenchReport& r) {
          {"floor_s", v.floor_s},
          {"flags", flags_json(v.flags)},
          {"reviews", v.reviews},
+         {"precision", v.precision ? to_json(*v.precision) : json(nullptr)},
+         {"precision_note", v.precision_note},
          {"series", to_json(v.series)}});
   for (std::size_t i = 0; i < r.variants.size(); ++i)
     if (!r.variants[i].device.empty()) variants[i]["device"] = r.variants[i].device;

@@ -93,6 +93,8 @@ Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckCont
     const KernelCheck& kc = report->kernels[i];
     BenchVariant& v = *checked[i];
     v.check_s = kc.check_s;
+    v.precision = kc.precision;
+    v.precision_note = kc.precision_note;
     if (kc.status != KernelStatus::passed) {
       v.status = VariantStatus::wrong;
       v.error = "kopt check " + std::string(kernel_status_name(kc.status)) +

@@ -59,6 +59,8 @@ json to_json(const CheckReport& r) {
                        {"build", to_json(k.build)},
                        {"resources", k.resources},
                        {"seeds", seeds}});
+    kernels.back()["precision"] = k.precision ? to_json(*k.precision) : json(nullptr);
+    kernels.back()["precision_note"] = k.precision_note;
     if (!k.sanitizer.empty()) {
       json outcomes = json::array();
       for (const auto& o : k.sanitizer) outcomes.push_back(to_json(o));

@@ -29,6 +29,8 @@ std::string_view kernel_status_name(KernelStatus s) {
       return "run_failed";
     case KernelStatus::not_run:
       return "not_run";
+    case KernelStatus::lower_precision:
+      return "lower_precision";
   }
   return "?";
 }
@@ -106,6 +108,8 @@ class CheckRun {
       m_o.log("built " + kc.kernel + " [" + point_to_string(kc.point) + "] for " + m_report.arch +
               (b->from_cache ? " (cached)" : "") + (b->ok ? "" : ": COMPILE ERROR"));
     }
+    for (auto& kc : m_report.kernels)
+      if (kc.build.ok) read_precision(kc);
     auto ref = build_reference(cache);
     if (!ref) return Unexpected(ref.error());
     if (!device) return m_report;
@@ -129,7 +133,8 @@ class CheckRun {
     }
     if (auto k = keep_secret(); !k) return Unexpected(k.error());
     for (auto& kc : m_report.kernels)
-      if (kc.status != KernelStatus::compile_failed) check_kernel(kc);
+      if (kc.status != KernelStatus::compile_failed && kc.status != KernelStatus::lower_precision)
+        check_kernel(kc);
     m_report.worker_starts = m_ctx.worker.starts();
     return m_report;
   }
@@ -379,6 +384,56 @@ class CheckRun {
   Tolerance tolerance_for(const TensorSpec& t) const {
     if (!t.tolerance && m_ref_tolerance) return *m_ref_tolerance;
     return m_p.tolerance_for(t);
+  }
+
+  // The precision the kernel's matrix instructions take, from its machine code: below the
+  // problem's, it is a failed candidate before it runs (it computes another problem, however
+  // close it comes under the tolerance).
+  void read_precision(KernelCheck& kc) {
+    const KernelSpec* k = m_p.find_kernel(kc.kernel);
+    if (!k) return;
+    if (is_python(kc.build.module_kind)) {
+      kc.precision_note =
+          "a Python kernel (Triton, PyTorch), compiled at run time in its own process: its "
+          "machine code is not read";
+      return;
+    }
+    if (language_of(k->source) != KernelLanguage::cuda) {
+      kc.precision_note = "not a CUDA kernel: no SASS to read";
+      return;
+    }
+    auto forms = mma_forms_of(kc.build);
+    if (!forms) {
+      kc.precision_note = "machine code not read: " + forms.error().message;
+      return;
+    }
+    kc.precision = judge_precision(std::move(*forms), allowed_precision(m_p, k));
+    if (kc.build.module_kind == ModuleKind::solve_library)
+      kc.precision_note =
+          "the solve() library's own kernels: a library it calls (cuBLAS, cuDNN) is not read";
+    if (kc.precision->below()) {
+      kc.status = KernelStatus::lower_precision;
+      kc.error = kc.precision->explain();
+      m_o.log(kc.kernel + ": LOWER PRECISION (" + kc.error + ")");
+    }
+  }
+
+  // Read once per binary: the forms are kept beside it in the build cache.
+  Expected<std::vector<MmaForm>> mma_forms_of(const Build& b) {
+    fs::path kept = b.cubin_path;
+    kept += ".mma.json";
+    if (auto text = read_text_file(kept)) {
+      try {
+        if (auto forms = forms_from_json(json::parse(*text))) return *forms;
+      } catch (const std::exception&) {  // unreadable: read the binary again
+      }
+    }
+    bool library = b.module_kind == ModuleKind::solve_library;
+    auto dis = disassemble(m_ctx.runner, b.cubin_path, library);
+    if (!dis) return Unexpected(dis.error());
+    auto forms = mma_forms(parse_sass(dis->text));
+    (void)write_text_atomic(kept, forms_to_json(forms).dump());
+    return forms;
   }
 
   void check_kernel(KernelCheck& kc) {

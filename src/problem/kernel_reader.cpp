@@ -260,6 +260,7 @@ KernelSpec Loader::read_kernel(const toml::table& t, const std::string& field, c
     read_methods(kr, k);
   }
   if (kr.has("arch")) read_arch(kr, k, p, is_reference);
+  if (!is_reference && kr.has("precision")) k.precision = read_precision(kr);
   if (k.abi == KernelSpec::Abi::solve) {
     read_solve_args(kr, k, p);
     kr.reject_unknown();

@@ -19,6 +19,7 @@ Problem Loader::load(const toml::table& root) {
   p.name = r.get_string("name");
   p.family = r.get_string("family", p.name);
   p.description = r.get_string("description", "");
+  if (r.has("precision")) p.precision = read_precision(r);
   read_dims(r, p);
   read_tensors(r, p);
   read_cost(r, p);
@@ -28,6 +29,15 @@ Problem Loader::load(const toml::table& root) {
   read_kernels(r, p);
   r.reject_unknown();
   return p;
+}
+
+Precision Loader::read_precision(TomlReader& r) {
+  std::string name = r.get_string("precision");
+  auto p = parse_precision(name);
+  if (!p)
+    r.fail("precision", "unknown precision '" + name + "' (known: " + known_precisions() +
+                            "): the lowest precision the kernels may multiply in");
+  return *p;
 }
 
 [[noreturn]] void Loader::fail(int line, const std::string& field, const std::string& why) const {

@@ -46,6 +46,8 @@ class Loader {
   void read_check(TomlReader& r, Problem& p);
 
   void read_tolerances(TomlReader& r, Problem& p);
+  // `precision = "tf32"` (problem/precision.hpp), at the top or in a [[kernels]] entry.
+  Precision read_precision(TomlReader& r);
 
   std::array<Expr, 3> read_dim3(TomlReader& kr, const std::string& key, bool required,
                                 const std::set<std::string>& names, SourceRef& where);

@@ -58,6 +58,10 @@ struct BenchVariant {
   double pct_compute_ceiling = 0;
   double floor_s = 0;  // the roofline floor, when a roof is known
   double check_s = 0;  // kopt check's run of it (check_first), not its build
+  // The precision its number was obtained in: its matrix instructions' operands, read by kopt
+  // check from the machine code (none, with the note, where they were not read).
+  std::optional<PrecisionFinding> precision;
+  std::string precision_note;
   VariantStatus status = VariantStatus::ok;
   std::string error;
   // Shapes of the series an honest kernel does not produce (distribution_flags.hpp): shown,

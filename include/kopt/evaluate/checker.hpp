@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kopt/analysis/sass_precision.hpp"
 #include "kopt/backend/build.hpp"
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/backend/device_info.hpp"
@@ -61,7 +62,9 @@ struct SeedCheck {
   bool passed = false;
 };
 
-enum class KernelStatus { passed, mismatch, compile_failed, run_failed, not_run };
+// lower_precision: its machine code multiplies in a precision below the problem's
+// (analysis/sass_precision.hpp); it is not run.
+enum class KernelStatus { passed, mismatch, compile_failed, run_failed, not_run, lower_precision };
 std::string_view kernel_status_name(KernelStatus s);
 
 struct KernelCheck {
@@ -76,6 +79,10 @@ struct KernelCheck {
   std::vector<SeedCheck> seeds;
   // compute-sanitizer's outcomes (kopt check --sanitize; engine/sanitize.hpp); empty: not run.
   std::vector<SanitizerOutcome> sanitizer;
+  // The precision its matrix instructions take, read from the machine code of a CUDA kernel
+  // or a solve() library; none, with `precision_note` saying why, where it was not read.
+  std::optional<PrecisionFinding> precision;
+  std::string precision_note;
   double check_s = 0;  // running it over every seed and comparing its outputs (not the build)
 };
 

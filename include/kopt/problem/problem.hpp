@@ -12,6 +12,7 @@
 #include "kopt/core/error.hpp"
 #include "kopt/problem/dtype.hpp"
 #include "kopt/problem/expr.hpp"
+#include "kopt/problem/precision.hpp"
 
 namespace kopt {
 
@@ -139,6 +140,8 @@ struct KernelSpec {
   // An arch-specific target such as "sm_90a" (problem/arch_target.hpp); empty: the device's.
   std::string arch;
   SourceRef arch_where;
+  // A lower precision this kernel may compute in (problem/precision.hpp); none: the problem's.
+  std::optional<Precision> precision;
   SourceRef where;
   // kernel: a __global__ function kopt launches; solve: `extern "C" void solve(...)` that
   // launches its own kernels, built with nvcc into a shared library (args from its signature).
@@ -179,6 +182,8 @@ struct Problem {
   std::vector<TensorSpec> tensors;
   std::optional<CostSpec> cost;
   std::map<DType, Tolerance> tolerances;  // per-dtype, defaults filled in
+  // `precision`: the lowest precision its kernels may multiply in; none: its tensors' own.
+  std::optional<Precision> precision;
   // [check] dims: another shape (overrides of some dims) every kernel is checked at too.
   std::map<std::string, std::int64_t> check_dims;
   ReferenceSpec reference;

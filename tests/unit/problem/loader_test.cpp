@@ -116,6 +116,22 @@ TEST_F(LoaderTest, ParsesAValidSpec) {
   EXPECT_EQ(point_to_string(*point), "BLOCK=256 FAST=1 VEC=4");
 }
 
+TEST_F(LoaderTest, ReadsADeclaredPrecisionAndRefusesAnUnknownOne) {
+  auto p = parse(std::string("precision = \"tf32\"\n") + k_valid);
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_EQ(p->precision, Precision::tf32);
+  std::string text = k_valid;
+  text.replace(text.find("block = [\"BLOCK\"]"), 17, "block = [\"BLOCK\"]\nprecision = \"bf16\"");
+  auto k = parse(text);
+  ASSERT_TRUE(k) << k.error().to_string();
+  EXPECT_FALSE(k->precision);
+  EXPECT_EQ(k->kernels[0].precision, Precision::bf16);
+  EXPECT_EQ(
+      error_after("family = \"elementwise\"", "family = \"elementwise\"\nprecision = \"half\""),
+      "kopt.toml:3: precision: unknown precision 'half' (known: int8, fp8, f16, bf16, tf32, "
+      "f32, f64): the lowest precision the kernels may multiply in");
+}
+
 TEST_F(LoaderTest, DimOverrides) {
   auto p = parse(k_valid, {{"n", 64}});
   ASSERT_TRUE(p);

@@ -51,8 +51,9 @@ TEST(SassParser, EveryRecordedExampleDumpParses) {
                               [](const auto& in) { return in.opcode == "EXIT"; }));
     }
   }
-  // 13 example kernels, a fast-tanh GELU, one cuobjdump layout, 5 dumps of forms, 5 of gemm_bf16
-  EXPECT_EQ(files, 25);
+  // 13 example kernels, a fast-tanh GELU, one cuobjdump layout, 5 dumps of forms, 5 of gemm_bf16,
+  // one of the precision forms
+  EXPECT_EQ(files, 26);
 }
 
 TEST(SassParser, SplitsPredicateOpcodeModifiersAndOperands) {
