@@ -83,6 +83,11 @@ void print_human(const CheckReport& r) {
     if (!r.other_shape.empty())
       std::cout << "also checked at the other shape ([check] dims): " << r.other_shape << "\n";
     if (!r.other_shape_note.empty()) std::cout << r.other_shape_note << "\n";
+    if (r.fp64_seed)
+      std::cout << "fp64 reference on seed " << *r.fp64_seed
+                << ": every f32 output is also judged by its distance to it\n";
+    else if (!r.fp64_note.empty())
+      std::cout << r.fp64_note << "\n";
   }
   std::cout << "\n";
   for (const auto& k : r.kernels) {
@@ -116,6 +121,12 @@ void print_human(const CheckReport& r) {
           std::cout << fmt::format("      {}[{}] = {} expected {} (atol {}, rtol {})\n", o.tensor,
                                    idx, m.got, m.expected, o.tolerance.atol, o.tolerance.rtol);
         }
+      for (const auto& e : k.fp64)
+        if (s.seed == r.fp64_seed)
+          std::cout << fmt::format(
+              "    seed {} {:<8} fp64: rel_l2 {} (the f32 reference's {}, allowed {}){}\n", s.seed,
+              e.tensor, sci(e.rel_l2), sci(e.reference_rel_l2), sci(e.bound),
+              e.passed ? "" : "  LOWER PRECISION");
       for (const auto& name : s.modified_inputs)
         std::cout << fmt::format("    seed {} input tensor '{}' was modified by the kernel\n",
                                  s.seed, name);

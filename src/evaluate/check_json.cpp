@@ -61,6 +61,14 @@ json to_json(const CheckReport& r) {
                        {"seeds", seeds}});
     kernels.back()["precision"] = k.precision ? to_json(*k.precision) : json(nullptr);
     kernels.back()["precision_note"] = k.precision_note;
+    json fp64 = json::array();
+    for (const auto& e : k.fp64)
+      fp64.push_back({{"tensor", e.tensor},
+                      {"rel_l2", e.rel_l2},
+                      {"reference_rel_l2", e.reference_rel_l2},
+                      {"bound", e.bound},
+                      {"passed", e.passed}});
+    kernels.back()["fp64"] = fp64;
     if (!k.sanitizer.empty()) {
       json outcomes = json::array();
       for (const auto& o : k.sanitizer) outcomes.push_back(to_json(o));
@@ -78,6 +86,8 @@ json to_json(const CheckReport& r) {
          {"seeds", r.seeds},
          {"secret_seed", r.secret_seed ? json(*r.secret_seed) : json(nullptr)},
          {"other_shape", {{"dims", r.other_shape}, {"note", r.other_shape_note}}},
+         {"fp64_reference",
+          {{"seed", r.fp64_seed ? json(*r.fp64_seed) : json(nullptr)}, {"note", r.fp64_note}}},
          {"kernels", kernels},
          {"worker_starts", r.worker_starts},
          {"device", r.device ? to_json(*r.device) : json(nullptr)},

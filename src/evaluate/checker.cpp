@@ -58,6 +58,10 @@ struct SeedData : SeedInputs {
   std::map<std::string, fs::path> reference;  // outputs and inouts of the reference
   // The reference's tensors as read once for every kernel checked against them.
   mutable std::map<std::string, HostTensor> loaded;
+  // The fp64 reference of the f32 outputs (make_fp64_reference), read once, and how far the
+  // f32 reference's own outputs are from it.
+  std::map<std::string, HostTensor> exact;
+  std::map<std::string, double> reference_error;
 };
 
 HostTensor load_tensor(const fs::path& file, const TensorSpec& spec,
@@ -131,6 +135,7 @@ class CheckRun {
           m_report.reference_tolerances[t.name] = tolerance_for(t);
         }
     }
+    if (!m_inputs.empty()) make_fp64_reference(m_inputs.front());  // never the secret seed
     if (auto k = keep_secret(); !k) return Unexpected(k.error());
     for (auto& kc : m_report.kernels)
       if (kc.status != KernelStatus::compile_failed && kc.status != KernelStatus::lower_precision)
@@ -369,6 +374,86 @@ class CheckRun {
     return in;
   }
 
+  // An f32 problem with a Python reference: the reference once more with every float tensor
+  // in f64, on the first seed, cached beside its f32 outputs. A kernel is then judged by its
+  // distance to it against the f32 reference's own (Fp64Error): a lower precision cannot hide
+  // under a loose tolerance. A reference that cannot run in f64 leaves a note, not a verdict.
+  void make_fp64_reference(SeedData& in) {
+    if (m_p.reference.kind != ReferenceKind::python || m_o.reference_only || in.shapes.empty())
+      return;
+    std::vector<const TensorSpec*> outputs;
+    for (const auto& t : m_p.tensors)
+      if (t.role != Role::input && t.dtype == DType::f32) outputs.push_back(&t);
+    if (outputs.empty()) return;
+    fs::path dir = m_o.cache_root / "references" / reference_key(in.seed) / "f64";
+    std::map<std::string, fs::path> files;
+    bool cached = true;
+    for (const auto* t : outputs) {
+      files[t->name] = dir / (t->name + ".bin");
+      cached = cached && fs::is_regular_file(files[t->name]);
+    }
+    auto none = [&](const std::string& why) {
+      m_report.fp64_note = "no fp64 reference: " + why.substr(0, why.find('\n'));
+      m_o.log(m_report.fp64_note);
+    };
+    if (!cached) {
+      fs::path scratch = m_tmp.path() / ("seed" + std::to_string(in.seed)) / "reference-f64";
+      RunJob job = run_job_for_reference(in, scratch);
+      job.in_f64 = true;
+      RunResult r = m_ctx.worker.run(job);
+      if (!r.ok()) return none("the reference did not run in f64 (" + r.error + ")");
+      for (const auto& [name, file] : files)
+        if (auto w = move_file_atomic(scratch / (name + ".bin"), file); !w)
+          return none(w.error().message);
+    }
+    for (const auto* t : outputs) {
+      const auto& shape = in.shapes.at(t->name);
+      HostTensor exact{t->name, DType::f64, shape,
+                       read_binary_file(files[t->name]).value_or(std::vector<std::byte>{})};
+      if (exact.bytes() != exact.numel() * 8)
+        return none("its output '" + t->name + "' in f64 has " + std::to_string(exact.bytes()) +
+                    " bytes, not " + std::to_string(exact.numel() * 8));
+      auto ref = in.loaded.find(t->name);
+      if (ref == in.loaded.end())
+        ref = in.loaded.emplace(t->name, load_tensor(in.reference.at(t->name), *t, shape)).first;
+      in.reference_error[t->name] = relative_l2(ref->second, exact);
+      in.exact.emplace(t->name, std::move(exact));
+    }
+    m_report.fp64_seed = in.seed;
+    m_o.log("seed " + std::to_string(in.seed) + ": fp64 reference " +
+            (cached ? "from the cache" : "computed and cached"));
+  }
+
+  // The kernel's f32 output against the fp64 reference, where the kernel is held to f32.
+  std::optional<Fp64Error> fp64_error(const KernelCheck& kc, const SeedData& in,
+                                      const HostTensor& got) const {
+    auto exact = in.exact.find(got.name);
+    if (exact == in.exact.end()) return std::nullopt;
+    if (!precision_at_least(allowed_precision(m_p, m_p.find_kernel(kc.kernel)).precision,
+                            Precision::f32))
+      return std::nullopt;  // declared lower: the distance is what it declared
+    Fp64Error e;
+    e.tensor = got.name;
+    e.rel_l2 = relative_l2(got, exact->second);
+    e.reference_rel_l2 = in.reference_error.at(got.name);
+    e.bound = std::max(k_fp64_factor * std::max(e.reference_rel_l2, 0.0), k_fp64_floor);
+    e.passed = e.rel_l2 >= 0 && e.rel_l2 <= e.bound;
+    return e;
+  }
+
+  static std::string fp64_verdict(const Fp64Error& e) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "'%s' is %.3g from an fp64 reference (relative L2) where the f32 reference is "
+                  "%.3g (allowed: %.3g, %g times that or %.3g): a lower-precision computation "
+                  "(tf32, bf16 or f16 arithmetic; a library call in tf32) that the tolerance let "
+                  "through. If that precision is acceptable here, say so in kopt.toml: precision "
+                  "= \"tf32\" (or bf16, ...), for the problem or this kernel",
+                  e.tensor.c_str(), e.rel_l2, e.reference_rel_l2, e.bound, k_fp64_factor,
+                  k_fp64_floor);
+    return buf;
+  }
+
   // A ref.py's module-level atol / rtol, kept beside its cached outputs.
   void load_reference_tolerance(const fs::path& ref_dir) {
     auto text = read_text_file(ref_dir / "tolerance.json");
@@ -477,6 +562,7 @@ class CheckRun {
           want = in.loaded.emplace(t.name, load_tensor(in.reference.at(t.name), t, shape)).first;
         CompareResult c = compare_tensors(got, want->second, tolerance_for(t));
         sc.passed = sc.passed && c.passed;
+        if (auto e = fp64_error(kc, in, got)) kc.fp64.push_back(*e);
         sc.outputs.push_back(std::move(c));
       }
       all_passed = all_passed && sc.passed;
@@ -485,6 +571,12 @@ class CheckRun {
       kc.seeds.push_back(std::move(sc));
     }
     kc.status = all_passed ? KernelStatus::passed : KernelStatus::mismatch;
+    for (const auto& e : kc.fp64)
+      if (kc.status == KernelStatus::passed && !e.passed) {
+        kc.status = KernelStatus::lower_precision;
+        kc.error = fp64_verdict(e);
+        m_o.log(kc.kernel + ": LOWER PRECISION (" + kc.error + ")");
+      }
   }
 
   static void merge_resources(ResourceUsage& into, const ResourceUsage& driver) {

@@ -84,4 +84,23 @@ CompareResult compare_tensors(const HostTensor& got, const HostTensor& expected,
   return r;
 }
 
+double relative_l2(const HostTensor& got, const HostTensor& exact) {
+  std::size_t n = got.numel();
+  if (n != exact.numel() || got.bytes() < n * dtype_size(got.dtype) ||
+      exact.bytes() < n * dtype_size(exact.dtype))
+    return -1;
+  double diff_sq = 0, ref_sq = 0;
+  std::size_t finite = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double g = load_as_double(got.data.data(), i, got.dtype);
+    double e = load_as_double(exact.data.data(), i, exact.dtype);
+    if (!std::isfinite(g) || !std::isfinite(e)) continue;
+    ++finite;
+    diff_sq += (g - e) * (g - e);
+    ref_sq += e * e;
+  }
+  if (finite == 0) return -1;
+  return ref_sq > 0.0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
+}
+
 }  // namespace kopt

@@ -76,7 +76,8 @@ json to_json(const RunJob& job) {
               {"scalars", job.scalars}, {"module_path", job.module_path.string()},
               {"entry", job.entry},     {"grid", job.grid},
               {"block", job.block},     {"shared_mem", job.shared_mem},
-              {"args", args},           {"tensors", tensors}};
+              {"args", args},           {"tensors", tensors},
+              {"in_f64", job.in_f64}};
 }
 
 RunJob run_job_from_json(const json& j) {
@@ -93,6 +94,7 @@ RunJob run_job_from_json(const json& j) {
   job.grid = j.at("grid").get<std::array<std::int64_t, 3>>();
   job.block = j.at("block").get<std::array<std::int64_t, 3>>();
   job.shared_mem = j.at("shared_mem").get<std::int64_t>();
+  job.in_f64 = j.value("in_f64", false);
   for (const auto& a : j.at("args")) job.args.push_back(resolved_arg_from_json(a));
   for (const auto& t : j.at("tensors"))
     job.tensors.push_back(JobTensor{
@@ -118,7 +120,9 @@ json to_json(const RunResult& r) {
               {"fatal", r.fatal},
               {"input_checksums", r.input_checksums},
               {"resources", r.resources},
-              {"kernel_ms", r.kernel_ms}};
+              {"kernel_ms", r.kernel_ms},
+              {"reference_atol", r.reference_atol},
+              {"reference_rtol", r.reference_rtol}};
 }
 
 RunResult run_result_from_json(const json& j) {
@@ -132,6 +136,8 @@ RunResult run_result_from_json(const json& j) {
   r.input_checksums = j.value("input_checksums", std::map<std::string, std::string>{});
   if (j.contains("resources")) r.resources = j["resources"].get<ResourceUsage>();
   r.kernel_ms = j.value("kernel_ms", 0.0);
+  r.reference_atol = j.value("reference_atol", -1.0);
+  r.reference_rtol = j.value("reference_rtol", -1.0);
   return r;
 }
 

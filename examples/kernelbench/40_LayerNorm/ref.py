@@ -32,10 +32,14 @@ _models = {}
 def _bound(kw):
     """The model on the outputs' device, its weights those of kw, and forward's arguments."""
     device = kw[OUTPUTS[0]].device
-    if device not in _models:
+    # f64 outputs: kopt's fp64 reference of this f32 problem (the same weights, in f64)
+    f64 = kw[OUTPUTS[0]].dtype == torch.float64
+    key = (device, f64)
+    if key not in _models:
         torch.manual_seed(0)
-        _models[device] = [_kb.Model(*_kb.get_init_inputs()).to(device), None]
-    entry = _models[device]
+        model = _kb.Model(*_kb.get_init_inputs()).to(device)
+        _models[key] = [model.double() if f64 else model, None]
+    entry = _models[key]
     source = tuple((id(kw[t]), kw[t].data_ptr()) for t in PARAMETERS.values())
     if PARAMETERS and entry[1] != source:
         state = dict(entry[0].named_parameters())

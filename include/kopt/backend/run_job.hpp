@@ -44,6 +44,9 @@ struct RunJob {
   std::vector<ResolvedArg> args;
   std::vector<JobTensor> tensors;
   std::map<std::string, std::int64_t> scalars;  // dims and params by name (Python calls)
+  // A Python reference only: its float tensors given and returned in f64, for the check of
+  // an f32 problem's precision against an fp64 reference (the output files hold f64).
+  bool in_f64 = false;
 };
 
 // How a run ended. Anything but `ok` makes the candidate a failed one, never a failed tool.

@@ -52,6 +52,22 @@ struct CheckOptions {
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
+// An f32 output against an fp64 reference (the Python reference run in f64, on the first
+// seed): a kernel further from it than the f32 reference is, by more than f32 arithmetic
+// explains, computes in a lower precision, whatever the tolerance lets through.
+struct Fp64Error {
+  std::string tensor;
+  double rel_l2 = 0;            // the kernel's ||got - f64||_2 / ||f64||_2
+  double reference_rel_l2 = 0;  // the f32 reference's own
+  double bound = 0;             // max(k_fp64_factor x reference_rel_l2, k_fp64_floor)
+  bool passed = true;
+};
+// A kernel may be this many times further from fp64 than the f32 reference, or this far
+// (relative L2: 2^-13, four times tf32's half-ulp and far past what f32 arithmetic of any
+// order reaches), whichever is larger.
+inline constexpr double k_fp64_factor = 8.0;
+inline constexpr double k_fp64_floor = 1.220703125e-4;
+
 struct SeedCheck {
   std::uint64_t seed = 0;
   RunStatus status = RunStatus::ok;
@@ -83,6 +99,7 @@ struct KernelCheck {
   // or a solve() library; none, with `precision_note` saying why, where it was not read.
   std::optional<PrecisionFinding> precision;
   std::string precision_note;
+  std::vector<Fp64Error> fp64;  // its f32 outputs against the fp64 reference, where there is one
   double check_s = 0;  // running it over every seed and comparing its outputs (not the build)
 };
 
@@ -112,6 +129,10 @@ struct CheckReport {
   // problem declares none).
   std::string other_shape;
   std::string other_shape_note;
+  // The fp64 reference: on which seed it was made, or why there is none ("" when the problem
+  // has no f32 output or a Python reference).
+  std::optional<std::uint64_t> fp64_seed;
+  std::string fp64_note;
 
   // 0 all passed; 1 a candidate failed (a sanitizer finding included); 3 nothing could run
   // (no device), or a sanitizer asked for could not check a kernel that otherwise passed.

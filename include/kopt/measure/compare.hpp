@@ -34,6 +34,9 @@ struct CompareResult {
 
 // An element matches when |got - ref| <= atol + rtol * |ref| (NaN matches NaN, an infinity
 // matches the same infinity). Both tensors must have the same dtype and element count.
+// ||got - exact||_2 / ||exact||_2 over the elements finite in both, whatever their dtypes (an
+// f32 output against an fp64 reference); -1 when the counts differ or nothing is finite.
+double relative_l2(const HostTensor& got, const HostTensor& exact);
 CompareResult compare_tensors(const HostTensor& got, const HostTensor& expected, Tolerance tol,
                               std::size_t max_reported = 5);
 

@@ -163,7 +163,8 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
           {"module", job.module_path.string()},
           {"entry", job.entry},
           {"tensors", tensors},
-          {"scalars", job.scalars}};
+          {"scalars", job.scalars},
+          {"f64", job.in_f64}};
 }
 
 RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {

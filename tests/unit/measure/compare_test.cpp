@@ -93,3 +93,24 @@ TEST(Compare, SizeMismatchNeverPasses) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST(RelativeL2, AnF32OutputAgainstAnFp64ReferenceAcrossDtypes) {
+  HostTensor exact = make(DType::f64, {1.0 / 3.0, 2.0, -4.0});
+  HostTensor same = make(DType::f32, {1.0 / 3.0, 2.0, -4.0});  // f32 rounding only
+  double rounding = relative_l2(same, exact);
+  EXPECT_GT(rounding, 0.0);
+  EXPECT_LT(rounding, 1e-7);
+  HostTensor off = make(DType::f32, {1.0 / 3.0, 2.0, -4.004});
+  EXPECT_NEAR(relative_l2(off, exact), 0.004 / std::sqrt(1.0 / 9.0 + 4.0 + 16.0), 1e-7);
+  // NaN pairs are left out; nothing finite, or other counts: -1.
+  HostTensor nan = make(DType::f32, {1.0 / 3.0, std::nan(""), -4.0});
+  EXPECT_LT(relative_l2(nan, exact), 1e-7);
+  EXPECT_EQ(relative_l2(make(DType::f32, {1.0}), exact), -1.0);
+  EXPECT_EQ(relative_l2(make(DType::f32, {std::nan("")}), make(DType::f64, {1.0})), -1.0);
+}
+
+}  // namespace
+}  // namespace kopt

@@ -47,6 +47,8 @@ TEST(Protocol, RunJobRoundTrips) {
   back = run_job_from_json(json::parse(to_json(job).dump()));
   EXPECT_EQ(back.tensors[0].tolerance.atol, 1e-5);
   EXPECT_EQ(back.tensors[0].tolerance.rtol, 2e-3);
+  job.in_f64 = true;  // an fp64 reference
+  EXPECT_TRUE(run_job_from_json(json::parse(to_json(job).dump())).in_f64);
 }
 
 TEST(Protocol, RunResultRoundTripsAndRejectsUnknownStatus) {
@@ -56,7 +58,10 @@ TEST(Protocol, RunResultRoundTripsAndRejectsUnknownStatus) {
   r.fatal = true;
   r.input_checksums = {{"x", "00ff"}};
   r.resources.registers = 40;
+  r.reference_atol = 1e-2;  // a ref.py's own tolerance: lost on the way, the check used 1e-5
   RunResult back = run_result_from_json(to_json(r));
+  EXPECT_EQ(back.reference_atol, 1e-2);
+  EXPECT_EQ(back.reference_rtol, -1.0);
   EXPECT_EQ(back.status, RunStatus::fault);
   EXPECT_TRUE(back.fatal);
   EXPECT_EQ(back.input_checksums.at("x"), "00ff");
