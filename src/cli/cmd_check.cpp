@@ -77,8 +77,10 @@ void print_human(const CheckReport& r) {
   if (!r.seeds.empty()) {
     std::string seeds;
     for (auto s : r.seeds)
-      seeds += (seeds.empty() ? "" : " ") + std::to_string(s) +
-               (r.secret_seed == s ? " (secret, drawn now)" : "");
+      seeds +=
+          (seeds.empty() ? "" : " ") + std::to_string(s) +
+          (r.secret_seed == s ? " (secret, drawn now)" : "") +
+          (r.wide_seed == s ? fmt::format(" (inputs {:g}x wider)", evaluate::k_wide_scale) : "");
     std::cout << "seeds: " << seeds << "\n";
     if (!r.other_shape.empty())
       std::cout << "also checked at the other shape ([check] dims): " << r.other_shape << "\n";

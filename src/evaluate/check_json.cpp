@@ -41,6 +41,7 @@ json to_json(const CheckReport& r) {
       json outs = json::array();
       for (const auto& o : s.outputs) outs.push_back(to_json(o));
       seeds.push_back({{"seed", s.seed},
+                       {"input_scale", s.input_scale},
                        {"status", run_status_name(s.status)},
                        {"error", s.error},
                        {"passed", s.passed},
@@ -86,6 +87,7 @@ json to_json(const CheckReport& r) {
          {"seeds", r.seeds},
          {"secret_seed", r.secret_seed ? json(*r.secret_seed) : json(nullptr)},
          {"other_shape", {{"dims", r.other_shape}, {"note", r.other_shape_note}}},
+         {"wide_seed", r.wide_seed ? json(*r.wide_seed) : json(nullptr)},
          {"fp64_reference",
           {{"seed", r.fp64_seed ? json(*r.fp64_seed) : json(nullptr)}, {"note", r.fp64_note}}},
          {"kernels", kernels},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "kopt/backend/cpu_reference.hpp"
@@ -62,7 +63,28 @@ struct SeedData : SeedInputs {
   // f32 reference's own outputs are from it.
   std::map<std::string, HostTensor> exact;
   std::map<std::string, double> reference_error;
+  // The wide seed: its inputs' scale, and each output's atol factor (its reference's RMS over
+  // the first seed's, at least 1).
+  double input_scale = 1;
+  std::map<std::string, double> atol_scale;
 };
+
+// The problem with every float input's normal or uniform init `scale` times wider (mean and
+// spread, bounds: the sign of every draw is kept, so a domain such as x > 0 holds); nullopt
+// when no input has one.
+std::optional<Problem> widened(const Problem& p, double scale) {
+  Problem w = p;
+  bool any = false;
+  for (auto& t : w.tensors)
+    if (t.role != Role::output && (t.dtype == DType::f32 || t.dtype == DType::f64) &&
+        (t.init.kind == InitKind::normal || t.init.kind == InitKind::uniform)) {
+      t.init.a *= scale;
+      t.init.b *= scale;
+      any = true;
+    }
+  if (!any) return std::nullopt;
+  return w;
+}
 
 HostTensor load_tensor(const fs::path& file, const TensorSpec& spec,
                        const std::vector<std::int64_t>& shape) {
@@ -120,6 +142,8 @@ class CheckRun {
     m_report.reference_cached = true;
     for (std::int64_t i = 0; i < m_o.seeds; ++i) {
       bool secret = m_o.secret_seed && m_o.seeds >= 2 && i == m_o.seeds - 1;
+      if (secret)  // the wide seed before the secret one; else after the others
+        if (auto w = prepare_wide_seed(); !w) return Unexpected(w.error());
       std::uint64_t seed =
           secret ? draw_secret_seed() : m_o.first_seed + static_cast<std::uint64_t>(i);
       if (secret) m_report.secret_seed = seed;
@@ -128,6 +152,8 @@ class CheckRun {
       m_report.seeds.push_back(s->seed);
       m_inputs.push_back(std::move(*s));
     }
+    if (!m_report.wide_seed)
+      if (auto w = prepare_wide_seed(); !w) return Unexpected(w.error());
     if (m_o.reference_only && !m_inputs.empty()) {
       for (const auto& t : m_p.tensors)
         if (t.role != Role::input) {
@@ -255,11 +281,12 @@ class CheckRun {
 
   // Reference outputs are a function of the reference build, the dims, the tensor specs and
   // the seed: cache them under that key.
-  std::string reference_key(std::uint64_t seed) const {
+  std::string reference_key(std::uint64_t seed) const { return reference_key(seed, m_p); }
+  std::string reference_key(std::uint64_t seed, const Problem& drawn) const {
     Sha256 h;
     h.field("kopt-reference-v1").field(m_ref_key).field(std::to_string(seed));
     for (const auto& d : m_p.dims) h.field(d.name).field(std::to_string(d.value));
-    for (const auto& t : m_p.tensors) {
+    for (const auto& t : drawn.tensors) {
       h.field(t.name)
           .field(dtype_name(t.dtype))
           .field(role_name(t.role))
@@ -322,13 +349,15 @@ class CheckRun {
 
   static std::uint64_t draw_secret_seed() { return unpredictable_u64() | (std::uint64_t{1} << 62); }
 
-  Expected<SeedData> prepare_seed(std::uint64_t seed, bool secret = false) {
+  Expected<SeedData> prepare_seed(std::uint64_t seed, bool secret = false,
+                                  const Problem* drawn = nullptr) {
+    const Problem& draw = drawn ? *drawn : m_p;
     fs::path dir = m_tmp.path() / ("seed" + std::to_string(seed));
     SeedData in;
     // A secret seed's reference is computed for this run only: caching it would fill the
     // cache with references nobody asks for again.
-    fs::path ref_dir =
-        secret ? dir / "reference-secret" : m_o.cache_root / "references" / reference_key(seed);
+    fs::path ref_dir = secret ? dir / "reference-secret"
+                              : m_o.cache_root / "references" / reference_key(seed, draw);
     bool cached = !secret;
     for (const auto& t : m_p.tensors)
       if (t.role != Role::input) {
@@ -337,7 +366,7 @@ class CheckRun {
       }
     // Only the reference's outputs asked for, and cached: no inputs to draw and write.
     if (!(cached && m_o.reference_only)) {
-      auto written = write_seed_inputs(m_p, seed, dir);
+      auto written = write_seed_inputs(draw, seed, dir);
       if (!written) return Unexpected(written.error());
       static_cast<SeedInputs&>(in) = std::move(*written);
     }
@@ -372,6 +401,34 @@ class CheckRun {
     m_o.log("seed " + std::to_string(seed) +
             (secret ? " (secret): reference computed" : ": reference computed and cached"));
     return in;
+  }
+
+  // The wide seed (CheckOptions::wide_seed), before the secret one: seed first_seed + seeds, a
+  // number no other seed of the run has, its float inputs k_wide_scale times wider.
+  Expected<void> prepare_wide_seed() {
+    if (!m_o.wide_seed || m_o.seeds < 2 || m_o.reference_only || m_inputs.empty()) return {};
+    auto wide = widened(m_p, k_wide_scale);
+    if (!wide) return {};
+    std::uint64_t seed = m_o.first_seed + static_cast<std::uint64_t>(m_o.seeds);
+    auto s = prepare_seed(seed, false, &*wide);
+    if (!s) return Unexpected(s.error());
+    s->input_scale = k_wide_scale;
+    const SeedData& first = m_inputs.front();
+    for (const auto& t : m_p.tensors) {
+      if (t.role == Role::input) continue;
+      const auto& shape = s->shapes.at(t.name);
+      auto base = first.loaded.find(t.name);
+      if (base == first.loaded.end())
+        base =
+            first.loaded.emplace(t.name, load_tensor(first.reference.at(t.name), t, shape)).first;
+      auto there = s->loaded.emplace(t.name, load_tensor(s->reference.at(t.name), t, shape)).first;
+      double a = rms(base->second), b = rms(there->second);
+      s->atol_scale[t.name] = a > 0 && b > a && std::isfinite(b) ? b / a : 1.0;
+    }
+    m_report.wide_seed = seed;
+    m_report.seeds.push_back(seed);
+    m_inputs.push_back(std::move(*s));
+    return {};
   }
 
   // An f32 problem with a Python reference: the reference once more with every float tensor
@@ -532,6 +589,7 @@ class CheckRun {
     for (const auto& in : m_inputs) {
       SeedCheck sc;
       sc.seed = in.seed;
+      sc.input_scale = in.input_scale;
       fs::path out_dir = m_tmp.path() / ("seed" + std::to_string(in.seed)) / kc.kernel;
       RunJob job = kernel_job(m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point),
                               kc.build, kc.launch, job_tensors(m_p, in, out_dir));
@@ -560,7 +618,9 @@ class CheckRun {
         auto want = in.loaded.find(t.name);
         if (want == in.loaded.end())
           want = in.loaded.emplace(t.name, load_tensor(in.reference.at(t.name), t, shape)).first;
-        CompareResult c = compare_tensors(got, want->second, tolerance_for(t));
+        Tolerance tol = tolerance_for(t);
+        if (auto f = in.atol_scale.find(t.name); f != in.atol_scale.end()) tol.atol *= f->second;
+        CompareResult c = compare_tensors(got, want->second, tol);
         sc.passed = sc.passed && c.passed;
         if (auto e = fp64_error(kc, in, got)) kc.fp64.push_back(*e);
         sc.outputs.push_back(std::move(c));

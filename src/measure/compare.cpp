@@ -103,4 +103,17 @@ double relative_l2(const HostTensor& got, const HostTensor& exact) {
   return ref_sq > 0.0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
 }
 
+double rms(const HostTensor& t) {
+  std::size_t n = std::min(t.numel(), t.bytes() / dtype_size(t.dtype));
+  double sq = 0;
+  std::size_t finite = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = load_as_double(t.data.data(), i, t.dtype);
+    if (!std::isfinite(v)) continue;
+    sq += v * v;
+    ++finite;
+  }
+  return finite ? std::sqrt(sq / static_cast<double>(finite)) : 0.0;
+}
+
 }  // namespace kopt

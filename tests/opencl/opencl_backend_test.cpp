@@ -49,7 +49,8 @@ TEST_P(OpenclExample, EveryPortedKernelPassesAgainstTheCpuReference) {
   for (const auto& k : j["kernels"]) {
     EXPECT_EQ(k["status"], "passed") << k.dump(2);
     EXPECT_TRUE(k["source"].get<std::string>().ends_with(".cl"));
-    EXPECT_EQ(k["seeds"].size(), 2u);
+    // and the wide seed, where an input has a normal or uniform init (transpose's is arange)
+    EXPECT_EQ(k["seeds"].size(), j["wide_seed"].is_null() ? 2u : 3u);
   }
 }
 
@@ -63,26 +64,28 @@ TEST_F(OpenclBackend, TheLastSeedIsSecretAndNeverCached) {
   int rc = -1;
   auto first = kopt({"check", example("vector_add"), "--seeds", "2"}, rc);
   ASSERT_EQ(rc, 0) << first.dump(2);
-  ASSERT_EQ(first["seeds"].size(), 2u);
+  ASSERT_EQ(first["seeds"].size(), 3u);
   EXPECT_EQ(first["seeds"][0], 1u);
+  EXPECT_EQ(first["seeds"][1], 3u);  // the wide seed: first + seeds, inputs 100x wider
+  EXPECT_EQ(first["wide_seed"], 3u);
   std::uint64_t secret = first["secret_seed"];
-  EXPECT_EQ(first["seeds"][1], secret);
+  EXPECT_EQ(first["seeds"][2], secret);
   EXPECT_GE(secret, std::uint64_t{1} << 62);
-  for (const auto& k : first["kernels"]) EXPECT_EQ(k["seeds"][1]["seed"], secret);
+  for (const auto& k : first["kernels"]) EXPECT_EQ(k["seeds"][2]["seed"], secret);
   auto second = kopt({"check", example("vector_add"), "--seeds", "2"}, rc);
   ASSERT_EQ(rc, 0) << second.dump(2);
   EXPECT_NE(second["secret_seed"], secret);                // drawn again
   EXPECT_TRUE(second["reference"]["cached"].get<bool>());  // seed 1 came from the cache
-  // Seed 1's reference only, at the declared shape and at vector_add's [check] dims: the
-  // secret ones are not kept.
+  // Seed 1's and the wide seed's references at the declared shape, seed 1's at vector_add's
+  // [check] dims: the secret ones are not kept.
   std::size_t cached = 0;
   for ([[maybe_unused]] const auto& e :
        std::filesystem::directory_iterator(m_dir.path() / "cache" / "references"))
     ++cached;
-  EXPECT_EQ(cached, 2u);
+  EXPECT_EQ(cached, 3u);
   auto plain = kopt({"check", example("vector_add"), "--seeds", "2", "--no-secret-seed"}, rc);
   ASSERT_EQ(rc, 0) << plain.dump(2);
-  EXPECT_EQ(plain["seeds"], nlohmann::json::array({1, 2}));
+  EXPECT_EQ(plain["seeds"], nlohmann::json::array({1, 2, 3}));
   EXPECT_TRUE(plain["secret_seed"].is_null());
 }
 
@@ -206,7 +209,9 @@ TEST_F(OpenclBackend, OptimizeRunsEndToEndAndResumes) {
   // can sit near them: a reasoned stop, not a failure).
   std::string stop = j["stop_reason"];
   if (j["versions"].size() == 1) {
-    EXPECT_TRUE(stop.rfind("near_peak", 0) == 0 || stop.rfind("at_roof", 0) == 0) << stop;
+    EXPECT_TRUE(stop.rfind("near_peak", 0) == 0 || stop.rfind("at_roof", 0) == 0 ||
+                stop.rfind("target met", 0) == 0)
+        << stop;
   } else {
     std::string hypothesis = *read_text_file(fs::path(run) / "v1/hypothesis.md");
     EXPECT_NE(hypothesis.find("no counters"), std::string::npos) << hypothesis;
@@ -222,11 +227,14 @@ TEST_F(OpenclBackend, OneAgentDrivenIterationWithAnOpenclBranch) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
   std::string run = (m_dir.path() / "agent").string();
-  auto opened = kopt({"iter", "open", run, "--problem", example("vector_add")}, rc);
+  // softmax: its naive kernel is far from the roof on any CPU (vector_add's naive one can meet
+  // the target there, and the loop then stops before an iteration opens).
+  auto opened = kopt({"iter", "open", run, "--problem", example("softmax")}, rc);
   ASSERT_EQ(rc, 0) << opened.dump(2);
-  std::string kernel = (test::source_dir() / "examples/vector_add/kernel.cl").string();
-  kopt({"iter", "branch", run, "--file", kernel, "--kernel", "vectorized", "--set", "VEC=4",
-        "--method", "vectorized_global_loads"},
+  ASSERT_FALSE(opened["open"].is_null()) << opened.dump(2);
+  std::string kernel = (test::source_dir() / "examples/softmax/kernel.cl").string();
+  kopt({"iter", "branch", run, "--file", kernel, "--kernel", "tuned", "--set", "VEC=4", "--method",
+        "vectorized_global_loads"},
        rc);
   ASSERT_EQ(rc, 0);
   auto closed = kopt({"iter", "close", run, "--max-time", "0.3"}, rc);

@@ -47,6 +47,11 @@ struct CheckOptions {
   // (CheckReport::secret_input_files, secret_reference_files), for a timing job's secret-seed
   // samples (output_verifier.hpp). Empty: not kept.
   std::filesystem::path secret_dir;
+  // With 2 seeds or more: one more seed whose float inputs (normal and uniform inits) are drawn
+  // k_wide_scale times wider, so that a kernel right for the declared distribution alone (a
+  // softmax without its row maximum, right for torch.randn) meets another. Its outputs are
+  // compared with atol scaled by how much larger the reference's outputs are there.
+  bool wide_seed = true;
   std::optional<std::string> arch;  // --arch; else the device's; else sm_90 without a device
   std::filesystem::path cache_root;
   std::function<void(const std::string&)> log = [](const std::string&) {};
@@ -68,8 +73,11 @@ struct Fp64Error {
 inline constexpr double k_fp64_factor = 8.0;
 inline constexpr double k_fp64_floor = 1.220703125e-4;
 
+inline constexpr double k_wide_scale = 100.0;
+
 struct SeedCheck {
   std::uint64_t seed = 0;
+  double input_scale = 1;  // k_wide_scale on the wide seed
   RunStatus status = RunStatus::ok;
   std::string error;
   std::vector<CompareResult> outputs;
@@ -132,6 +140,9 @@ struct CheckReport {
   // The fp64 reference: on which seed it was made, or why there is none ("" when the problem
   // has no f32 output or a Python reference).
   std::optional<std::uint64_t> fp64_seed;
+  // CheckOptions::wide_seed: the seed whose inputs were drawn wider (none: no float input with
+  // a normal or uniform init, or one seed).
+  std::optional<std::uint64_t> wide_seed;
   std::string fp64_note;
 
   // 0 all passed; 1 a candidate failed (a sanitizer finding included); 3 nothing could run

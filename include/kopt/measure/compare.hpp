@@ -37,6 +37,8 @@ struct CompareResult {
 // ||got - exact||_2 / ||exact||_2 over the elements finite in both, whatever their dtypes (an
 // f32 output against an fp64 reference); -1 when the counts differ or nothing is finite.
 double relative_l2(const HostTensor& got, const HostTensor& exact);
+// sqrt(mean(x^2)) over the finite elements; 0 when there are none.
+double rms(const HostTensor& t);
 CompareResult compare_tensors(const HostTensor& got, const HostTensor& expected, Tolerance tol,
                               std::size_t max_reported = 5);
 

@@ -112,5 +112,11 @@ TEST(RelativeL2, AnF32OutputAgainstAnFp64ReferenceAcrossDtypes) {
   EXPECT_EQ(relative_l2(make(DType::f32, {std::nan("")}), make(DType::f64, {1.0})), -1.0);
 }
 
+TEST(Rms, OverTheFiniteElements) {
+  EXPECT_DOUBLE_EQ(rms(make(DType::f32, {3.0, -4.0})), std::sqrt(12.5));
+  EXPECT_DOUBLE_EQ(rms(make(DType::f32, {3.0, std::nan(""), -4.0})), std::sqrt(12.5));
+  EXPECT_EQ(rms(make(DType::f32, {std::nan("")})), 0.0);
+}
+
 }  // namespace
 }  // namespace kopt
