@@ -47,7 +47,7 @@ struct CheckOptions {
   // (CheckReport::secret_input_files, secret_reference_files), for a timing job's secret-seed
   // samples (output_verifier.hpp). Empty: not kept.
   std::filesystem::path secret_dir;
-  // With 2 seeds or more: one more seed whose float inputs (normal and uniform inits) are drawn
+  // With 2 seeds or more: one more seed whose f32/f64 inputs (normal and uniform inits) are drawn
   // k_wide_scale times wider, so that a kernel right for the declared distribution alone (a
   // softmax without its row maximum, right for torch.randn) meets another. Its outputs are
   // compared with atol scaled by how much larger the reference's outputs are there.
