@@ -85,6 +85,7 @@ void print_human(const CheckReport& r) {
     if (!r.other_shape.empty())
       std::cout << "also checked at the other shape ([check] dims): " << r.other_shape << "\n";
     if (!r.other_shape_note.empty()) std::cout << r.other_shape_note << "\n";
+    if (!r.wide_seed_note.empty()) std::cout << r.wide_seed_note << "\n";
     if (r.fp64_seed)
       std::cout << "fp64 reference on seed " << *r.fp64_seed
                 << ": every f32 output is also judged by its distance to it\n";

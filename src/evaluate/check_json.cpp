@@ -88,6 +88,7 @@ json to_json(const CheckReport& r) {
          {"secret_seed", r.secret_seed ? json(*r.secret_seed) : json(nullptr)},
          {"other_shape", {{"dims", r.other_shape}, {"note", r.other_shape_note}}},
          {"wide_seed", r.wide_seed ? json(*r.wide_seed) : json(nullptr)},
+         {"wide_seed_note", r.wide_seed_note},
          {"fp64_reference",
           {{"seed", r.fp64_seed ? json(*r.fp64_seed) : json(nullptr)}, {"note", r.fp64_note}}},
          {"kernels", kernels},

@@ -223,6 +223,43 @@ TEST_F(OpenclBackend, OptimizeRunsEndToEndAndResumes) {
   EXPECT_GE(again["versions"].size(), j["versions"].size());
 }
 
+// A reference that refuses the wide seed's inputs (a domain it checks) is the problem's limit:
+// the check goes on without that seed and says why, it does not fail the command.
+TEST_F(OpenclBackend, AReferenceThatRefusesTheWideSeedLeavesANoteNotAnError) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  fs::path dir = m_dir.path() / "picky";
+  fs::create_directories(dir);
+  fs::path hacks = test::source_dir() / "tests/hacks";
+  std::string toml = *read_text_file(hacks / "lower_precision/kopt.toml");
+  toml.replace(toml.find("../_y_2x/ref.cpp"), 16, "ref.cpp");
+  toml.replace(toml.find("role = \"input\""), 14,
+               "role = \"input\"\ninit = { kind = \"uniform\", low = -1.0, high = 1.0 }");
+  ASSERT_TRUE(write_text_atomic(dir / "kopt.toml", toml));
+  ASSERT_TRUE(write_text_atomic(dir / "ref.cpp",
+                                "#include <cstdint>\n"
+                                "extern \"C\" int ref(void** args) {  // y = 2 x for |x| <= 10\n"
+                                "  const float* x = static_cast<const float*>(args[0]);\n"
+                                "  float* y = static_cast<float*>(args[1]);\n"
+                                "  std::int64_t n = *static_cast<const std::int64_t*>(args[2]);\n"
+                                "  for (std::int64_t i = 0; i < n; ++i) {\n"
+                                "    if (x[i] > 10 || x[i] < -10) return 1;\n"
+                                "    y[i] = 2.0f * x[i];\n"
+                                "  }\n"
+                                "  return 0;\n"
+                                "}\n"));
+  for (const char* f : {"honest.cl", "cheat.cl"})
+    fs::copy_file(hacks / "lower_precision" / f, dir / f);
+  int rc = -1;
+  auto j = kopt({"check", dir.string(), "--kernel", "honest"}, rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_TRUE(j["wide_seed"].is_null());
+  EXPECT_NE(
+      j["wide_seed_note"].get<std::string>().find("no wide seed: the reference failed on seed 4"),
+      std::string::npos)
+      << j["wide_seed_note"];
+  EXPECT_EQ(j["seeds"].size(), 3u);  // 1, 2 and the secret one
+}
+
 TEST_F(OpenclBackend, OneAgentDrivenIterationWithAnOpenclBranch) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;

@@ -143,6 +143,7 @@ struct CheckReport {
   // CheckOptions::wide_seed: the seed whose inputs were drawn wider (none: no float input with
   // a normal or uniform init, or one seed).
   std::optional<std::uint64_t> wide_seed;
+  std::string wide_seed_note;  // why there is none where one was asked for (the reference failed)
   std::string fp64_note;
 
   // 0 all passed; 1 a candidate failed (a sanitizer finding included); 3 nothing could run
