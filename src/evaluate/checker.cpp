@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "check_precision.hpp"
 #include "kopt/backend/cpu_reference.hpp"
 #include "kopt/core/entropy.hpp"
 #include "kopt/core/fs.hpp"
@@ -69,23 +70,6 @@ struct SeedData : SeedInputs {
   std::map<std::string, double> atol_scale;
 };
 
-// The problem with every float input's normal or uniform init `scale` times wider (mean and
-// spread, bounds: the sign of every draw is kept, so a domain such as x > 0 holds); nullopt
-// when no input has one.
-std::optional<Problem> widened(const Problem& p, double scale) {
-  Problem w = p;
-  bool any = false;
-  for (auto& t : w.tensors)
-    if (t.role != Role::output && (t.dtype == DType::f32 || t.dtype == DType::f64) &&
-        (t.init.kind == InitKind::normal || t.init.kind == InitKind::uniform)) {
-      t.init.a *= scale;
-      t.init.b *= scale;
-      any = true;
-    }
-  if (!any) return std::nullopt;
-  return w;
-}
-
 HostTensor load_tensor(const fs::path& file, const TensorSpec& spec,
                        const std::vector<std::int64_t>& shape) {
   HostTensor t{spec.name, spec.dtype, shape,
@@ -135,7 +119,11 @@ class CheckRun {
               (b->from_cache ? " (cached)" : "") + (b->ok ? "" : ": COMPILE ERROR"));
     }
     for (auto& kc : m_report.kernels)
-      if (kc.build.ok) read_precision(kc);
+      if (kc.build.ok) {
+        read_machine_precision(m_p, m_ctx.runner, kc);
+        if (kc.status == KernelStatus::lower_precision)
+          m_o.log(kc.kernel + ": LOWER PRECISION (" + kc.error + ")");
+      }
     auto ref = build_reference(cache);
     if (!ref) return Unexpected(ref.error());
     if (!device) return m_report;
@@ -491,36 +479,6 @@ class CheckRun {
             (cached ? "from the cache" : "computed and cached"));
   }
 
-  // The kernel's f32 output against the fp64 reference, where the kernel is held to f32.
-  std::optional<Fp64Error> fp64_error(const KernelCheck& kc, const SeedData& in,
-                                      const HostTensor& got) const {
-    auto exact = in.exact.find(got.name);
-    if (exact == in.exact.end()) return std::nullopt;
-    if (!precision_at_least(allowed_precision(m_p, m_p.find_kernel(kc.kernel)).precision,
-                            Precision::f32))
-      return std::nullopt;  // declared lower: the distance is what it declared
-    Fp64Error e;
-    e.tensor = got.name;
-    e.rel_l2 = relative_l2(got, exact->second);
-    e.reference_rel_l2 = in.reference_error.at(got.name);
-    e.bound = std::max(k_fp64_factor * std::max(e.reference_rel_l2, 0.0), k_fp64_floor);
-    e.passed = e.rel_l2 >= 0 && e.rel_l2 <= e.bound;
-    return e;
-  }
-
-  static std::string fp64_verdict(const Fp64Error& e) {
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "'%s' is %.3g from an fp64 reference (relative L2) where the f32 reference is "
-                  "%.3g (allowed: %.3g, %g times that or %.3g): a lower-precision computation "
-                  "(tf32, bf16 or f16 arithmetic; a library call in tf32) that the tolerance let "
-                  "through. If that precision is acceptable here, say so in kopt.toml: precision "
-                  "= \"tf32\" (or bf16, ...), for the problem or this kernel",
-                  e.tensor.c_str(), e.rel_l2, e.reference_rel_l2, e.bound, k_fp64_factor,
-                  k_fp64_floor);
-    return buf;
-  }
-
   // A ref.py's module-level atol / rtol, kept beside its cached outputs.
   void load_reference_tolerance(const fs::path& ref_dir) {
     auto text = read_text_file(ref_dir / "tolerance.json");
@@ -536,56 +494,6 @@ class CheckRun {
   Tolerance tolerance_for(const TensorSpec& t) const {
     if (!t.tolerance && m_ref_tolerance) return *m_ref_tolerance;
     return m_p.tolerance_for(t);
-  }
-
-  // The precision the kernel's matrix instructions take, from its machine code: below the
-  // problem's, it is a failed candidate before it runs (it computes another problem, however
-  // close it comes under the tolerance).
-  void read_precision(KernelCheck& kc) {
-    const KernelSpec* k = m_p.find_kernel(kc.kernel);
-    if (!k) return;
-    if (is_python(kc.build.module_kind)) {
-      kc.precision_note =
-          "a Python kernel (Triton, PyTorch), compiled at run time in its own process: its "
-          "machine code is not read";
-      return;
-    }
-    if (language_of(k->source) != KernelLanguage::cuda) {
-      kc.precision_note = "not a CUDA kernel: no SASS to read";
-      return;
-    }
-    auto forms = mma_forms_of(kc.build);
-    if (!forms) {
-      kc.precision_note = "machine code not read: " + forms.error().message;
-      return;
-    }
-    kc.precision = judge_precision(std::move(*forms), allowed_precision(m_p, k));
-    if (kc.build.module_kind == ModuleKind::solve_library)
-      kc.precision_note =
-          "the solve() library's own kernels: a library it calls (cuBLAS, cuDNN) is not read";
-    if (kc.precision->below()) {
-      kc.status = KernelStatus::lower_precision;
-      kc.error = kc.precision->explain();
-      m_o.log(kc.kernel + ": LOWER PRECISION (" + kc.error + ")");
-    }
-  }
-
-  // Read once per binary: the forms are kept beside it in the build cache.
-  Expected<std::vector<MmaForm>> mma_forms_of(const Build& b) {
-    fs::path kept = b.cubin_path;
-    kept += ".mma.json";
-    if (auto text = read_text_file(kept)) {
-      try {
-        if (auto forms = forms_from_json(json::parse(*text))) return *forms;
-      } catch (const std::exception&) {  // unreadable: read the binary again
-      }
-    }
-    bool library = b.module_kind == ModuleKind::solve_library;
-    auto dis = disassemble(m_ctx.runner, b.cubin_path, library);
-    if (!dis) return Unexpected(dis.error());
-    auto forms = mma_forms(parse_sass(dis->text));
-    (void)write_text_atomic(kept, forms_to_json(forms).dump());
-    return forms;
   }
 
   void check_kernel(KernelCheck& kc) {
@@ -632,7 +540,9 @@ class CheckRun {
         if (auto f = in.atol_scale.find(t.name); f != in.atol_scale.end()) tol.atol *= f->second;
         CompareResult c = compare_tensors(got, want->second, tol);
         sc.passed = sc.passed && c.passed;
-        if (auto e = fp64_error(kc, in, got)) kc.fp64.push_back(*e);
+        if (auto x = in.exact.find(t.name); x != in.exact.end())
+          if (auto e = fp64_error(m_p, kc.kernel, got, x->second, in.reference_error.at(t.name)))
+            kc.fp64.push_back(*e);
         sc.outputs.push_back(std::move(c));
       }
       all_passed = all_passed && sc.passed;
