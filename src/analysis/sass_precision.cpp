@@ -72,6 +72,7 @@ PrecisionFinding judge_precision(std::vector<MmaForm> forms, const AllowedPrecis
   PrecisionFinding f;
   f.allowed = allowed.precision;
   f.allowed_from = allowed.from;
+  f.declared = allowed.declared;
   std::stable_sort(forms.begin(), forms.end(), [](const MmaForm& a, const MmaForm& b) {
     return !precision_at_least(a.operands, b.operands);
   });

@@ -95,7 +95,7 @@ void print_bench(const BenchReport& r) {
     for (const auto& f : v.flags) std::cout << "    flagged: " << flag_text(f) << "\n";
     for (const auto& r : v.reviews) std::cout << "    review: " << r << "\n";
     // A number obtained in a lower precision than the tensors', where kopt.toml allows it.
-    if (v.precision && v.precision->lowest && v.precision->allowed_from != "the problem's tensors")
+    if (v.precision && v.precision->lowest && v.precision->declared)
       std::cout << "    precision: " << v.precision->explain() << "\n";
     if (v.status != VariantStatus::ok)
       std::cout << "    " << name_of(v.status) << ": " << v.error << "\n";

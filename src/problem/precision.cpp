@@ -68,8 +68,8 @@ bool precision_at_least(Precision have, Precision need) {
 
 AllowedPrecision allowed_precision(const Problem& p, const KernelSpec* kernel) {
   if (kernel && kernel->precision)
-    return {*kernel->precision, "kernel '" + kernel->name + "' precision (kopt.toml)"};
-  if (p.precision) return {*p.precision, "the problem's precision (kopt.toml)"};
+    return {*kernel->precision, "kernel '" + kernel->name + "' precision (kopt.toml)", true};
+  if (p.precision) return {*p.precision, "the problem's precision (kopt.toml)", true};
   std::optional<Precision> lowest;
   for (const auto& t : p.tensors)
     if (auto tp = dtype_precision(t.dtype); tp && (!lowest || !precision_at_least(*tp, *lowest)))

@@ -29,6 +29,7 @@ struct MmaForm {
 struct PrecisionFinding {
   Precision allowed = Precision::f32;
   std::string allowed_from;         // AllowedPrecision::from
+  bool declared = false;            // AllowedPrecision::declared
   std::vector<MmaForm> forms;       // every matrix instruction form found, lowest precision first
   std::optional<Precision> lowest;  // of `forms`; none: no matrix instruction at all
   bool below() const { return lowest && !precision_at_least(*lowest, allowed); }

@@ -32,13 +32,13 @@ struct CompareResult {
   bool passed = false;
 };
 
-// An element matches when |got - ref| <= atol + rtol * |ref| (NaN matches NaN, an infinity
-// matches the same infinity). Both tensors must have the same dtype and element count.
 // ||got - exact||_2 / ||exact||_2 over the elements finite in both, whatever their dtypes (an
 // f32 output against an fp64 reference); -1 when the counts differ or nothing is finite.
 double relative_l2(const HostTensor& got, const HostTensor& exact);
 // sqrt(mean(x^2)) over the finite elements; 0 when there are none.
 double rms(const HostTensor& t);
+// An element matches when |got - ref| <= atol + rtol * |ref| (NaN matches NaN, an infinity
+// matches the same infinity). Both tensors must have the same dtype and element count.
 CompareResult compare_tensors(const HostTensor& got, const HostTensor& expected, Tolerance tol,
                               std::size_t max_reported = 5);
 

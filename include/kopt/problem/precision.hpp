@@ -31,7 +31,8 @@ struct KernelSpec;
 // else the problem's, else the lowest precision among its tensors (an f32 problem: f32).
 struct AllowedPrecision {
   Precision precision = Precision::f32;
-  std::string from;  // "the problem's tensors", "kopt.toml precision", "kernel 'k' precision"
+  std::string from;       // "the problem's tensors", "kopt.toml precision", "kernel 'k' precision"
+  bool declared = false;  // kopt.toml's `precision` (the problem's or the kernel's) said it
 };
 AllowedPrecision allowed_precision(const Problem& p, const KernelSpec* kernel);
 
