@@ -17,6 +17,7 @@ entry, tensors [{name, dtype, shape, role, input_path, output_path}], scalars {n
 import hashlib
 import importlib.machinery
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -202,6 +203,18 @@ def write_tensor(x, path):
     os.replace(tmp, path)
 
 
+def accepted(fn, kwargs):
+    """The keyword arguments `fn` takes: all of them where it has **kwargs."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return kwargs
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return kwargs
+    names = {p.name for p in params}
+    return {k: v for k, v in kwargs.items() if k in names}
+
+
 class Call:
     """One job made ready to call: tensors on the device, the module's function bound."""
 
@@ -224,9 +237,13 @@ class Call:
             self.fn = getattr(mod, job.get("entry") or "reference")
             self.call = lambda: self.fn(**self.kwargs)
         elif kind == "triton":
-            if hasattr(mod, "setup"):
-                extra = mod.setup(**self.kwargs)
-                if isinstance(extra, dict):
+            setup = getattr(mod, "setup", None)
+            if callable(setup) and not getattr(mod, "_kopt_setup_makes_inputs", False):
+                extra = setup(**accepted(setup, self.kwargs))
+                if isinstance(extra, dict) and "inputs" in extra and "outputs" in extra:
+                    # The skills' setup(**dims): it makes the inputs, which kopt draws itself.
+                    mod._kopt_setup_makes_inputs = True
+                elif isinstance(extra, dict):
                     self.kwargs.update(extra)
             self.fn = getattr(mod, job.get("entry") or "run_kernel")
             self.call = lambda: self.fn(**self.kwargs)

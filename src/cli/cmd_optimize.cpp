@@ -45,7 +45,7 @@ struct OptimizeCliOptions {
   bool allow_mixed = false;
 };
 
-int run_optimize_command(const GlobalOptions& g, const OptimizeCliOptions& o) {
+int run_optimize_command(const GlobalOptions& g, OptimizeCliOptions& o) {
   auto sel = load_selection(o.sel);
   if (!sel)
     return report_error(g, "optimize", exit_code(sel.error().kind), sel.error().to_string());

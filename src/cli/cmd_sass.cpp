@@ -79,7 +79,7 @@ struct SassCliOptions {
   std::optional<std::string> catalog;
 };
 
-int run_sass_command(const GlobalOptions& g, const SassCliOptions& o) {
+int run_sass_command(const GlobalOptions& g, SassCliOptions& o) {
   if (device_family() != DeviceFamily::cuda)
     return report_error(g, "sass", 3,
                         "SASS is NVIDIA machine code, and OpenCL builds are the driver's own: kopt "

@@ -77,7 +77,7 @@ int run_specs_command(const GlobalOptions& g, const SpecsCliOptions& o) {
   return 0;
 }
 
-int run_target_command(const GlobalOptions& g, const TargetCliOptions& o) {
+int run_target_command(const GlobalOptions& g, TargetCliOptions& o) {
   auto sel = load_selection(o.sel);
   if (!sel) return report_error(g, "target", exit_code(sel.error().kind), sel.error().to_string());
   const Problem& problem = sel->problem;

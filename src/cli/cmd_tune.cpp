@@ -198,7 +198,7 @@ void print_champion_file(const ChampionFile& f) {
                            *f.reuse);
 }
 
-int run_tune_command(const GlobalOptions& g, const TuneCliOptions& o) {
+int run_tune_command(const GlobalOptions& g, TuneCliOptions& o) {
   auto sel = load_selection(o.sel);
   if (!sel) return report_error(g, "tune", exit_code(sel.error().kind), sel.error().to_string());
   const Problem& problem = sel->problem;

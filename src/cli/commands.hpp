@@ -33,6 +33,7 @@ std::vector<Command> report_commands(const GlobalRef& g);      // report
 std::vector<Command> experience_commands(const GlobalRef& g);  // experience *
 std::vector<Command> specs_commands(const GlobalRef& g);       // specs, target
 std::vector<Command> import_commands(const GlobalRef& g);      // import kernelbench
+std::vector<Command> init_commands(const GlobalRef& g);        // init
 std::vector<Command> mcp_commands(const GlobalRef& g);         // mcp
 std::vector<Command> worker_commands(const GlobalRef& g);      // worker, probe-kernel (internal)
 
@@ -41,9 +42,13 @@ std::vector<Command> worker_commands(const GlobalRef& g);      // worker, probe-
 struct ProblemSelection {
   std::string problem;
   std::vector<std::string> kernels;
-  std::vector<std::string> sets;  // NAME=VALUE
-  std::vector<std::string> vs;    // NAME=VALUE (bench, sass)
-  std::vector<std::string> dims;  // NAME=VALUE
+  std::vector<std::string> sets;       // NAME=VALUE
+  std::vector<std::string> vs;         // NAME=VALUE (bench, sass)
+  std::vector<std::string> dims;       // NAME=VALUE
+  std::vector<std::string> dim_lists;  // --dims NAME=VALUE,NAME=VALUE (the skills' spelling)
+  std::string ref;                     // a bare kernel file's ref.py
+  // Set by resolve_bare_files: a kernel file of a user's problem runs only its kernels.
+  std::vector<std::string> file_kernels;
   std::optional<std::string> arch;
   int device = 0;
   bool allow_no_kernels = false;  // bench --vs-torch: the PyTorch baselines before any kernel
@@ -52,12 +57,20 @@ struct ProblemSelection {
 void add_selection(Command& c, ProblemSelection& sel, const std::string& vs_help = "");
 
 // --set, --vs and --dim parsed, and the problem loaded with the dims applied and its kernels
-// chosen for the device family (each by its language: backend/device_family.hpp).
+// chosen for the device family (each by its language: backend/device_family.hpp). A bare
+// kernel file (.cu, .cl, .py) as the problem is inferred first (resolve_bare_files), and
+// `sel.problem` then names the problem directory.
 struct Selected {
   std::map<std::string, std::int64_t> sets, vs, dims;
   Problem problem;
 };
-Expected<Selected> load_selection(const ProblemSelection& sel);
+Expected<Selected> load_selection(ProblemSelection& sel);
+
+// --dims lists folded into --dim; and where `sel.problem` is a kernel file: the kopt.toml beside
+// it when one of its kernels has that source (the selection narrowed to them), else the
+// problem inferred from the file, --ref and the dims (written beside it, guesses printed to
+// stderr), `sel.problem` then naming the directory.
+Expected<void> resolve_bare_files(ProblemSelection& sel);
 
 // NAME=VALUE pairs of --set, --vs and --dim; values are integers (or true/false).
 Expected<std::map<std::string, std::int64_t>> parse_assignments(

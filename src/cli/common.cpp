@@ -40,7 +40,8 @@ std::string device_summary(const DeviceInfo& d) {
 
 void add_selection(Command& c, ProblemSelection& sel, const std::string& vs_help) {
   c.options.push_back({.names = "problem",
-                       .help = "problem directory (or its kopt.toml)",
+                       .help = "problem directory, its kopt.toml, or a kernel file (.cu, .cl, .py) "
+                               "that kopt init infers the problem of",
                        .target = &sel.problem,
                        .required = true});
   c.options.push_back({.names = "--kernel",
@@ -51,6 +52,13 @@ void add_selection(Command& c, ProblemSelection& sel, const std::string& vs_help
   if (!vs_help.empty()) c.options.push_back({.names = "--vs", .help = vs_help, .target = &sel.vs});
   c.options.push_back(
       {.names = "--dim", .help = "override a dim NAME=VALUE (repeatable)", .target = &sel.dims});
+  c.options.push_back({.names = "--dims",
+                       .help = "dims as NAME=VALUE,NAME=VALUE (the same as --dim for each)",
+                       .target = &sel.dim_lists});
+  c.options.push_back({.names = "--ref",
+                       .help = "the ref.py of a bare kernel file given as the problem (default: "
+                               "ref.py beside it)",
+                       .target = &sel.ref});
   c.options.push_back({.names = "--arch",
                        .help = "target architecture, e.g. sm_90 (default: the device's)",
                        .target = &sel.arch});
@@ -83,7 +91,8 @@ Expected<std::map<std::string, std::int64_t>> parse_assignments(
   return out;
 }
 
-Expected<Selected> load_selection(const ProblemSelection& sel) {
+Expected<Selected> load_selection(ProblemSelection& sel) {
+  if (auto r = resolve_bare_files(sel); !r) return Unexpected(r.error());
   Selected out;
   for (auto [items, flag, target] :
        {std::tuple{&sel.sets, "--set", &out.sets}, std::tuple{&sel.vs, "--vs", &out.vs},
@@ -94,6 +103,15 @@ Expected<Selected> load_selection(const ProblemSelection& sel) {
   }
   auto problem = load_problem(sel.problem, out.dims);
   if (!problem) return Unexpected(problem.error());
+  if (!sel.file_kernels.empty()) {
+    auto& ks = problem->kernels;
+    ks.erase(std::remove_if(ks.begin(), ks.end(),
+                            [&](const KernelSpec& k) {
+                              return std::find(sel.file_kernels.begin(), sel.file_kernels.end(),
+                                               k.name) == sel.file_kernels.end();
+                            }),
+             ks.end());
+  }
   if (auto chosen =
           select_runnable(*problem, runnable_languages(device_family()), sel.allow_no_kernels);
       !chosen)

@@ -177,10 +177,8 @@ void Loader::read_solve_args(TomlReader& kr, KernelSpec& k, const Problem& p) {
       if (sp.is_const && t->role != Role::input)
         bad(sp.name + " is const in solve() but kopt.toml makes it an " +
             std::string(role_name(t->role)));
-      if (!sp.is_const && t->role == Role::input)
-        bad(sp.name +
-            " is an input in kopt.toml: declare it const in solve() (other pointers are "
-            "outputs)");
+      // A pointer without const may still be an input: the skills' solve() template declares
+      // none const. kopt checks after every run that no input changed.
       a.tensor = sp.name;
     } else {
       if (!names.count(sp.name))

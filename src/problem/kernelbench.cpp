@@ -40,26 +40,6 @@ struct TensorOut {
   std::string comment;  // where it came from
 };
 
-// An init like get_inputs()' own draws: integers as a randint over the seen range, constant
-// tensors as constants, a flat spread (nn.init's uniform) as uniform, non-negative data as a
-// uniform over its bulk, the rest as a normal with the seen mean and spread.
-std::string init_from_stats(const json& st, const std::string& dtype) {
-  if (st.empty()) return "";
-  double lo = st.at("min"), hi = st.at("max"), mean = st.at("mean"), sd = st.at("std");
-  if (dtype[0] == 'i' || dtype[0] == 'u')
-    return fmt::format("{{ kind = \"randint\", low = {}, high = {} }}",
-                       static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi) + 1);
-  if (sd == 0) return fmt::format("{{ kind = \"constant\", value = {} }}", number(mean));
-  if ((hi - lo) / sd < 4.0)
-    return fmt::format("{{ kind = \"uniform\", low = {}, high = {} }}", number(lo), number(hi));
-  if (lo >= 0) {
-    double top = std::min(hi, mean + 4 * sd);
-    return fmt::format("{{ kind = \"uniform\", low = {}, high = {} }}", number(lo),
-                       number(top > lo ? top : hi));
-  }
-  return fmt::format("{{ kind = \"normal\", mean = {}, std = {} }}", number(mean), number(sd));
-}
-
 std::string stats_comment(const json& st) {
   if (st.empty()) return "";
   return fmt::format("min {}, max {}, mean {}, std {}", number(st.at("min")), number(st.at("max")),
@@ -81,6 +61,26 @@ std::string python_string(const std::string& s) {
 }
 
 }  // namespace
+
+// An init like get_inputs()' own draws: integers as a randint over the seen range, constant
+// tensors as constants, a flat spread (nn.init's uniform) as uniform, non-negative data as a
+// uniform over its bulk, the rest as a normal with the seen mean and spread.
+std::string init_from_stats(const json& st, const std::string& dtype) {
+  if (st.empty()) return "";
+  double lo = st.at("min"), hi = st.at("max"), mean = st.at("mean"), sd = st.at("std");
+  if (dtype[0] == 'i' || dtype[0] == 'u')
+    return fmt::format("{{ kind = \"randint\", low = {}, high = {} }}",
+                       static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi) + 1);
+  if (sd == 0) return fmt::format("{{ kind = \"constant\", value = {} }}", number(mean));
+  if ((hi - lo) / sd < 4.0)
+    return fmt::format("{{ kind = \"uniform\", low = {}, high = {} }}", number(lo), number(hi));
+  if (lo >= 0) {
+    double top = std::min(hi, mean + 4 * sd);
+    return fmt::format("{{ kind = \"uniform\", low = {}, high = {} }}", number(lo),
+                       number(top > lo ? top : hi));
+  }
+  return fmt::format("{{ kind = \"normal\", mean = {}, std = {} }}", number(mean), number(sd));
+}
 
 Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
                                                    const std::string& file_name) {

@@ -62,18 +62,9 @@ bool solve_returns_message(const std::string& source, const std::string& entry) 
   return std::regex_search(source, m, head) && m[1].str().find("char") != std::string::npos;
 }
 
-Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& source,
-                                                        const std::string& entry,
-                                                        const std::string& file) {
-  // extern "C" [attributes] void|const char* ENTRY ( params ) — the first definition or
-  // declaration.
-  std::regex head("extern\\s+\"C\"[^;{(]*" + k_solve_return + entry + "\\s*\\(");
-  std::smatch m;
-  if (!std::regex_search(source, m, head))
-    return Unexpected(bad_input("no extern \"C\" void (or const char*) " + entry +
-                                    "(...) in the source (the solve() contract)",
-                                file, 0, "entry"));
-  std::size_t open = static_cast<std::size_t>(m.position(0) + m.length(0));
+Expected<std::vector<SolveParam>> parse_parameter_list(const std::string& source, std::size_t open,
+                                                       const std::string& entry,
+                                                       const std::string& file) {
   std::size_t close = source.find(')', open);
   if (close == std::string::npos)
     return Unexpected(
@@ -106,18 +97,21 @@ Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& sourc
     if (std::count(p.type.begin(), p.type.end(), '*') > 1 ||
         p.type.find('&') != std::string::npos || p.type.find('[') != std::string::npos)
       return Unexpected(bad_input("parameter " + p.name + " of " + entry + " has type '" + p.type +
-                                      "': solve() takes pointers to elements and scalars",
+                                      "': kopt passes pointers to elements and scalars",
                                   file, line, p.name));
     std::string base = p.type.substr(0, p.type.find('*'));  // "float* const" is still writable data
     std::string words;
     static const std::regex k_word("[A-Za-z_][A-Za-z_0-9]*");
     for (std::sregex_iterator w(base.begin(), base.end(), k_word), e; w != e; ++w) {
       std::string word = w->str();
-      if (word == "const") {
+      // OpenCL's __constant address space is read-only data, as const is.
+      if (word == "const" || word == "__constant" || word == "constant") {
         p.is_const = true;
         continue;
       }
-      if (word == "volatile" || word == "__restrict__" || word == "restrict" || word == "std")
+      if (word == "volatile" || word == "__restrict__" || word == "restrict" ||
+          word == "__restrict" || word == "std" || word == "__global" || word == "global" ||
+          word == "__private" || word == "private")
         continue;
       words += (words.empty() ? "" : " ") + word;
     }
@@ -130,6 +124,50 @@ Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& sourc
     if (!p.pointer) p.is_const = false;
     out.push_back(std::move(p));
     start = comma + 1;
+  }
+  return out;
+}
+
+Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& source,
+                                                        const std::string& entry,
+                                                        const std::string& file) {
+  // extern "C" [attributes] void|const char* ENTRY ( params ) — the first definition or
+  // declaration.
+  std::regex head("extern\\s+\"C\"[^;{(]*" + k_solve_return + entry + "\\s*\\(");
+  std::smatch m;
+  if (!std::regex_search(source, m, head))
+    return Unexpected(bad_input("no extern \"C\" void (or const char*) " + entry +
+                                    "(...) in the source (the solve() contract)",
+                                file, 0, "entry"));
+  return parse_parameter_list(source, static_cast<std::size_t>(m.position(0) + m.length(0)), entry,
+                              file);
+}
+
+Expected<std::vector<KernelSignature>> parse_kernel_signatures(const std::string& source,
+                                                               bool opencl,
+                                                               const std::string& file) {
+  // CUDA: [extern "C"] __global__ [__launch_bounds__(...)] void NAME(; OpenCL: __kernel (or
+  // kernel) void NAME(. A template's kernels are left out (they have no one name to launch).
+  static const std::regex k_cuda(
+      "(template\\s*<[^>]*>\\s*)?(extern\\s+\"C\"\\s+)?__global__\\s+(__launch_bounds__\\s*\\([^)]*"
+      "\\)\\s*)?void\\s+(__launch_bounds__\\s*\\([^)]*\\)\\s*)?([A-Za-z_][A-Za-z_0-9]*)\\s*\\(");
+  static const std::regex k_cl(
+      "\\b(__kernel|kernel)\\s+(__attribute__\\s*\\(\\([^;{]*\\)\\)\\s*)?"
+      "void\\s+([A-Za-z_][A-Za-z_0-9]*)\\s*\\(");
+  std::vector<KernelSignature> out;
+  const std::regex& head = opencl ? k_cl : k_cuda;
+  for (std::sregex_iterator it(source.begin(), source.end(), head), e; it != e; ++it) {
+    const std::smatch& m = *it;
+    if (!opencl && m[1].matched) continue;
+    KernelSignature k;
+    k.entry = m[opencl ? 3 : 5];
+    k.line = 1 + static_cast<int>(std::count(source.begin(), source.begin() + m.position(0), '\n'));
+    auto params = parse_parameter_list(
+        source, static_cast<std::size_t>(m.position(0) + m.length(0)), k.entry, file);
+    if (!params) return Unexpected(params.error());
+    k.params = std::move(*params);
+    if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o.entry == k.entry; }))
+      out.push_back(std::move(k));
   }
   return out;
 }

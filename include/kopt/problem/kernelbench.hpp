@@ -25,4 +25,9 @@ struct ImportedProblem {
 Expected<ImportedProblem> problem_from_kernelbench(const nlohmann::json& facts,
                                                    const std::string& file_name);
 
+// A tensor's init as a TOML inline table, drawn like the values `stats` describes (min, max,
+// mean, std of a sample): integers as a randint over the seen range, a constant as a constant,
+// a flat spread as uniform, the rest as a normal; empty when `stats` is.
+std::string init_from_stats(const nlohmann::json& stats, const std::string& dtype);
+
 }  // namespace kopt

@@ -28,6 +28,26 @@ Expected<std::vector<SolveParam>> parse_solve_signature(const std::string& sourc
                                                         const std::string& entry,
                                                         const std::string& file);
 
+// The parameters of the C parameter list that starts at `open` of `source` (just after its
+// '('), read as parse_solve_signature reads them; OpenCL's __global is skipped and __constant
+// read as const.
+Expected<std::vector<SolveParam>> parse_parameter_list(const std::string& source, std::size_t open,
+                                                       const std::string& entry,
+                                                       const std::string& file);
+
+// A kernel kopt launches itself: a CUDA __global__ or an OpenCL __kernel function.
+struct KernelSignature {
+  std::string entry;
+  std::vector<SolveParam> params;
+  int line = 0;
+};
+
+// Every __global__ (CUDA) or __kernel (`opencl`) function of `source` that is no template, in
+// source order; bad input (naming `file` and the line) for a parameter kopt cannot pass.
+Expected<std::vector<KernelSignature>> parse_kernel_signatures(const std::string& source,
+                                                               bool opencl,
+                                                               const std::string& file);
+
 // Whether ENTRY returns `const char*`: a message when it cannot run (a library that refuses
 // the shape), nullptr when it ran; the candidate then fails with that message.
 bool solve_returns_message(const std::string& source, const std::string& entry);
