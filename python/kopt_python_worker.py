@@ -222,8 +222,17 @@ class Call:
         self.job = job
         self.dev = device()
         self.tensors = {}
-        for t in job["tensors"]:
-            self.tensors[t["name"]] = poisoned(t, self.dev) if t["role"] == "output" else to_torch(t, self.dev)
+        for attempt in range(2):
+            try:
+                for t in job["tensors"]:
+                    self.tensors[t["name"]] = poisoned(t, self.dev) if t["role"] == "output" else to_torch(t, self.dev)
+                break
+            except RuntimeError as e:  # torch's OutOfMemoryError is a RuntimeError
+                # kopt's own tensors: memory another job left cached is given back, once
+                self.tensors = {}
+                if attempt or "out of memory" not in str(e):
+                    raise
+                release_cached_memory()
         if job.get("f64"):  # the fp64 reference of an f32 problem: every float tensor in f64
             self.tensors = {n: x.double() if x.is_floating_point() else x for n, x in self.tensors.items()}
         self.kwargs = dict(job.get("scalars", {}))
@@ -399,8 +408,20 @@ def forget_modules():
         torch.cuda.empty_cache()
 
 
+def release_cached_memory():
+    """Gives the device memory torch's allocator keeps cached back to the device once it is
+    large: the reference's process and the candidates' share the GPU, and GBs cached by one
+    (a KernelBench problem's reference, its fp64 run) leave the other out of memory."""
+    if torch is not None and torch.cuda.is_available() and torch.cuda.memory_reserved() > (1 << 30):
+        import gc
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def handle(req):
     reply = handle_op(req)
+    if req["op"] == "run":
+        release_cached_memory()
     job = req.get("job") or (_prepared[req["id"]].job if req["op"] in ("sample", "wall") else None)
     if job is not None and is_candidate(job):
         check_untouched("while kopt ran it")

@@ -182,7 +182,7 @@ Expected<void> resolve_bare_files(ProblemSelection& sel) {
   auto out = init_bare_problem(req, cache_dir(), false);
   if (!out) return Unexpected(out.error());
   print_guesses(std::cerr, *out, "kopt: ");
-  sel.problem = dir.string();
+  sel.problem = out->spec.parent_path().string();
   sel.ref.clear();
   return {};
 }

@@ -62,9 +62,8 @@ Expected<BareInference> BareInference::start(BareRequest req) {
     if (!f) return Unexpected(f.error());
     if (f->kind == BareKind::model_new)
       return Unexpected(bad_input(
-          "a KernelBench ModelNew file is not yet a kopt candidate: import its problem with "
-          "`kopt import kernelbench MODEL.py --out DIR` and give the kernel as a Triton "
-          "run_kernel() or a solve() in DIR",
+          "a KernelBench ModelNew file is a problem's only kernel file (init_bare_problem imports "
+          "its Model's problem); it does not mix with other kernel files",
           k.string(), 0, "ModelNew"));
     b.m_files.push_back(std::move(*f));
   }

@@ -18,6 +18,10 @@ struct ImportedProblem {
   std::string kopt_toml;
   std::string ref_py;
   std::vector<std::string> notes;  // also written into kopt.toml as comments
+  // Python appended to a KernelBench ModelNew file to make it a kernel of this problem:
+  // run_kernel(**tensors, **dims) builds ModelNew with Model's init inputs and weights and
+  // returns forward's results by output name.
+  std::string model_new_adapter;
 };
 
 // `facts` is the import script's JSON; `file_name` the KernelBench file's name (its stem

@@ -43,6 +43,7 @@ CandidateRoom::CandidateRoom(const std::string& python, const char* worker_scrip
                    {"CUDA_CACHE_PATH", (m_rw / "cache" / "nv").string()},
                    {"XDG_CACHE_HOME", (m_rw / "cache").string()},
                    {"TORCHINDUCTOR_CACHE_DIR", (m_rw / "cache" / "inductor").string()},
+                   {"TORCH_EXTENSIONS_DIR", (m_rw / "cache" / "torch_extensions").string()},
                    {"MPLCONFIGDIR", (m_rw / "cache" / "mpl").string()},
                    {"PYTHONDONTWRITEBYTECODE", "1"},
                    {"KOPT_SANDBOX", m_sandbox.describe()}};

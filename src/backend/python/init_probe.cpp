@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <regex>
+
+#include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/backend/python/python_runner.hpp"
+#include "kopt/core/hash.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt/problem/loader.hpp"
@@ -48,10 +52,95 @@ Expected<json> probe(const json& request, const fs::path& cache_root) {
   }
 }
 
+bool defines(const std::string& text, const std::string& what) {
+  return std::regex_search(text, std::regex("(^|\\n)" + what));
+}
+
+// A KernelBench ModelNew file: its problem imported from the Model file (the --ref file, or
+// the ModelNew file itself when it keeps Model) into DIR/kopt-STEM, the ModelNew file copied
+// in as STEM_kopt.py with run_kernel() added, and kopt.toml given that kernel.
+Expected<InitOutcome> init_model_new(const BareRequest& req, const fs::path& cache_root,
+                                     bool force) {
+  const fs::path& file = req.kernels.front();
+  if (req.kernels.size() > 1)
+    return Unexpected(bad_input("a ModelNew file is a problem's only kernel file here: give it alone",
+                                file.string()));
+  auto text = read_text_file(file);
+  if (!text) return Unexpected(bad_input(text.error().message, file.string()));
+  fs::path model = file;
+  if (req.ref) {
+    auto ref = read_text_file(*req.ref);
+    if (!ref) return Unexpected(bad_input(ref.error().message, req.ref->string(), 0, "--ref"));
+    if (!defines(*ref, "class\\s+Model\\b"))
+      return Unexpected(bad_input(
+          "defines no class Model: a ModelNew is checked against its KernelBench problem file "
+          "(Model, get_inputs, get_init_inputs)",
+          req.ref->string(), 0, "--ref"));
+    model = *req.ref;
+  } else if (!defines(*text, "class\\s+Model\\b") || !defines(*text, "def\\s+get_inputs\\b")) {
+    return Unexpected(bad_input(
+        "a ModelNew without Model: give its KernelBench problem file (Model, get_inputs, "
+        "get_init_inputs) with --ref PROBLEM.py",
+        file.string(), 0, "--ref"));
+  }
+  std::string stem = file.stem().string();
+  InitOutcome out;
+  fs::path dir = req.out_dir / ("kopt-" + stem);
+  out.spec = dir / "kopt.toml";
+  Sha256 h;
+  h.field("kopt-init-model-new-1");
+  h.field(*text);
+  h.field(read_text_file(model).value_or(""));
+  std::string hash = h.hex().substr(0, 16);
+  if (fs::exists(out.spec)) {
+    auto old = read_text_file(out.spec);
+    std::string old_hash = old ? inferred_hash_of(*old) : "";
+    if (old_hash.empty() && !force)
+      return Unexpected(bad_input(
+          "holds a kopt.toml that kopt did not infer: replace it with --force, or --out another "
+          "folder",
+          out.spec.string()));
+    if (old_hash == hash && !force)
+      if (auto loaded = load_problem(out.spec)) {
+        out.name = loaded->name;
+        return out;
+      }
+  }
+  auto imported = import_kernelbench(model, dir, cache_root, true);
+  if (!imported) return Unexpected(imported.error());
+  std::string kernel_file = stem + "_kopt.py";
+  if (auto w = write_text_atomic(dir / kernel_file, *text + imported->model_new_adapter); !w)
+    return Unexpected(w.error());
+  auto toml = read_text_file(out.spec);
+  if (!toml) return Unexpected(toml.error());
+  std::string header = std::string(k_inferred_header) + " from " + file.filename().string() +
+                       " and " + model.filename().string() + " (inputs " + hash + ").\n";
+  std::string kernel = "\n# The ModelNew of " + file.filename().string() + ", as a kernel: " +
+                       kernel_file + " is that file with run_kernel() added by kopt.\n" +
+                       "[[kernels]]\nname = \"" + stem + "\"\nsource = \"" + kernel_file +
+                       "\"\nentry = \"run_kernel\"\n";
+  if (auto w = write_text_atomic(out.spec, header + *toml + kernel); !w) return Unexpected(w.error());
+  auto loaded = load_problem(out.spec);
+  if (!loaded)
+    return Unexpected(internal_error("the ModelNew problem does not load: " +
+                                     loaded.error().to_string()));
+  out.name = loaded->name;
+  out.written = true;
+  out.guesses = imported->notes;
+  out.guesses.insert(out.guesses.begin(),
+                     "the problem: " + model.filename().string() + " imported into " +
+                         dir.string() + "; ModelNew runs with Model's init inputs and weights");
+  return out;
+}
+
 }  // namespace
 
 Expected<InitOutcome> init_bare_problem(const BareRequest& req, const fs::path& cache_root,
                                         bool force) {
+  if (!req.kernels.empty()) {
+    auto first = read_bare_kernel(req.kernels.front());
+    if (first && first->kind == BareKind::model_new) return init_model_new(req, cache_root, force);
+  }
   auto b = BareInference::start(req);
   if (!b) return Unexpected(b.error());
   InitOutcome out;
