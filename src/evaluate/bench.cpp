@@ -12,6 +12,7 @@
 #include "kopt/evaluate/roofs.hpp"
 #include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/measure/review.hpp"
+#include "kopt/problem/precision.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
 namespace kopt::evaluate {
@@ -376,7 +377,9 @@ class BenchRun {
   // Rates and % of the roofs per variant; a median below the floor is an error.
   void judge(const BenchResult& result) {
     const DeviceRoofs& roofs = m_report.roofs;
-    m_report.compute_roof = precision_roof(roofs, problem_precision(m_p));
+    m_report.compute_roof =
+        precision_roof(roofs, problem_precision(m_p),
+                       allowed_precision(m_p, nullptr).precision <= Precision::tf32);
     Cost cost = m_p.cost_at_dims();
     double bytes = cost.bytes.value_or(0), flops = cost.flops.value_or(0);
     for (std::size_t i = 0; i < m_report.variants.size() && i < result.series.size(); ++i) {

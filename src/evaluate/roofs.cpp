@@ -283,11 +283,12 @@ bool is_below_floor(const DeviceRoofs& roofs, double median_s, double floor_s) {
   return floor_s > 0 && median_s > 0 && median_s < roofs.floor_margin * floor_s;
 }
 
-RoofRate precision_roof(const DeviceRoofs& roofs, const std::string& precision) {
+RoofRate precision_roof(const DeviceRoofs& roofs, const std::string& precision, bool tf32_allowed) {
   if (!roofs.ceilings || precision.empty()) return roofs.compute;
   std::vector<std::string> names{compute_ceiling_name(precision)};
-  if (precision == "fp32")
-    names.push_back("tensor_tf32");  // an f32 kernel may use the TF32 tensor cores
+  // An f32 kernel on TF32 tensor cores is lower_precision unless kopt.toml allows tf32: the
+  // f32 roof is then the FMA's, not the tensor cores'.
+  if (precision == "fp32" && tf32_allowed) names.push_back("tensor_tf32");
   std::optional<RoofRate> best;
   for (const auto& c : roofs.ceilings->result.ceilings)
     if (std::find(names.begin(), names.end(), c.name) != names.end() && c.error.empty() &&

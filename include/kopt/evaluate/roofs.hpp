@@ -78,11 +78,13 @@ DeviceRoofs remeasure_roofs(const std::filesystem::path& cache_root, const Devic
 CeilingsResult best_of(const CeilingsResult& a, const CeilingsResult& b);
 
 // The compute roof of one precision (the roofline's names: "bf16", "fp16", "fp32", "fp64", as
-// problem_precision gives): its measured ceiling (compute_ceiling_name; fp32: the faster of
-// the FMA and tf32 ceilings, which an f32 kernel may use); the fastest rate (`roofs.compute`)
-// where there is none, or the precision is unknown. The %FLOP columns divide by it; the floor
-// keeps the fastest rate, which holds whatever a kernel computes in.
-RoofRate precision_roof(const DeviceRoofs& roofs, const std::string& precision);
+// problem_precision gives): its measured ceiling (compute_ceiling_name; fp32 with
+// `tf32_allowed`, a problem whose kopt.toml allows tf32: the faster of the FMA and tf32
+// ceilings); the fastest rate (`roofs.compute`) where there is none, or the precision is
+// unknown. The %FLOP columns divide by it; the floor keeps the fastest rate, which holds
+// whatever a kernel computes in.
+RoofRate precision_roof(const DeviceRoofs& roofs, const std::string& precision,
+                        bool tf32_allowed = false);
 
 // The precision a problem computes in: the narrowest floating-point dtype among its inputs
 // ("bf16", "fp16", "fp32", "fp64"); empty without one.

@@ -6,8 +6,8 @@
 
 #include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/backend/python/python_runner.hpp"
-#include "kopt/core/hash.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/hash.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt/problem/loader.hpp"
 
@@ -63,8 +63,8 @@ Expected<InitOutcome> init_model_new(const BareRequest& req, const fs::path& cac
                                      bool force) {
   const fs::path& file = req.kernels.front();
   if (req.kernels.size() > 1)
-    return Unexpected(bad_input("a ModelNew file is a problem's only kernel file here: give it alone",
-                                file.string()));
+    return Unexpected(bad_input(
+        "a ModelNew file is a problem's only kernel file here: give it alone", file.string()));
   auto text = read_text_file(file);
   if (!text) return Unexpected(bad_input(text.error().message, file.string()));
   fs::path model = file;
@@ -78,10 +78,10 @@ Expected<InitOutcome> init_model_new(const BareRequest& req, const fs::path& cac
           req.ref->string(), 0, "--ref"));
     model = *req.ref;
   } else if (!defines(*text, "class\\s+Model\\b") || !defines(*text, "def\\s+get_inputs\\b")) {
-    return Unexpected(bad_input(
-        "a ModelNew without Model: give its KernelBench problem file (Model, get_inputs, "
-        "get_init_inputs) with --ref PROBLEM.py",
-        file.string(), 0, "--ref"));
+    return Unexpected(
+        bad_input("a ModelNew without Model: give its KernelBench problem file (Model, get_inputs, "
+                  "get_init_inputs) with --ref PROBLEM.py",
+                  file.string(), 0, "--ref"));
   }
   std::string stem = file.stem().string();
   InitOutcome out;
@@ -115,15 +115,16 @@ Expected<InitOutcome> init_model_new(const BareRequest& req, const fs::path& cac
   if (!toml) return Unexpected(toml.error());
   std::string header = std::string(k_inferred_header) + " from " + file.filename().string() +
                        " and " + model.filename().string() + " (inputs " + hash + ").\n";
-  std::string kernel = "\n# The ModelNew of " + file.filename().string() + ", as a kernel: " +
-                       kernel_file + " is that file with run_kernel() added by kopt.\n" +
-                       "[[kernels]]\nname = \"" + stem + "\"\nsource = \"" + kernel_file +
-                       "\"\nentry = \"run_kernel\"\n";
-  if (auto w = write_text_atomic(out.spec, header + *toml + kernel); !w) return Unexpected(w.error());
+  std::string kernel =
+      "\n# The ModelNew of " + file.filename().string() + ", as a kernel: " + kernel_file +
+      " is that file with run_kernel() added by kopt.\n" + "[[kernels]]\nname = \"" + stem +
+      "\"\nsource = \"" + kernel_file + "\"\nentry = \"run_kernel\"\n";
+  if (auto w = write_text_atomic(out.spec, header + *toml + kernel); !w)
+    return Unexpected(w.error());
   auto loaded = load_problem(out.spec);
   if (!loaded)
-    return Unexpected(internal_error("the ModelNew problem does not load: " +
-                                     loaded.error().to_string()));
+    return Unexpected(
+        internal_error("the ModelNew problem does not load: " + loaded.error().to_string()));
   out.name = loaded->name;
   out.written = true;
   out.guesses = imported->notes;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kopt/analysis/roofline.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt::evaluate {
@@ -245,8 +246,11 @@ TEST(PrecisionRoof, EachPrecisionGetsItsOwnCeilingAndTheFastestStaysTheFloors) {
   roofs.ceilings = StoredCeilings{h100(), r, "2026-11-24T06:23:42Z"};
   EXPECT_EQ(precision_roof(roofs, "bf16").name, "tensor_bf16");
   EXPECT_EQ(precision_roof(roofs, "bf16").rate, 776e12);
-  EXPECT_EQ(precision_roof(roofs, "fp32").name, "tensor_tf32");  // the faster an f32 kernel may use
-  EXPECT_EQ(precision_roof(roofs, "fp16").name, "tensor_fp8");   // not measured: the fastest
+  // An f32 problem's roof is the FMA's: on tf32 tensor cores its kernels are lower_precision,
+  // unless kopt.toml allows tf32.
+  EXPECT_EQ(precision_roof(roofs, "fp32").name, compute_ceiling_name("fp32"));
+  EXPECT_EQ(precision_roof(roofs, "fp32", true).name, "tensor_tf32");
+  EXPECT_EQ(precision_roof(roofs, "fp16").name, "tensor_fp8");  // not measured: the fastest
   EXPECT_EQ(precision_roof(roofs, "").name, "tensor_fp8");
 
   Problem p;
