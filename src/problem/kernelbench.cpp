@@ -322,8 +322,9 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
                     " (run_kernel, the Triton contract) ----\n";
     a += "import torch as _kopt_torch\n\n";
     a += "_KOPT_INIT_INPUTS = [";
-    for (std::size_t i = 0; i < facts.at("init_inputs").size(); ++i)
-      a += (i ? ", " : "") + facts.at("init_inputs")[i].get<std::string>();
+    const json init_inputs = facts.value("init_inputs", json::array());
+    for (std::size_t i = 0; i < init_inputs.size(); ++i)
+      a += (i ? ", " : "") + init_inputs[i].get<std::string>();
     a += "]\n_KOPT_FORWARD = [";
     for (const auto& [kind, v] : forward)
       a += fmt::format("({}, {}), ", python_string(kind), kind == "tensor" ? python_string(v) : v);
