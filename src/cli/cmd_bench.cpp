@@ -128,10 +128,18 @@ struct BenchCliOptions {
   std::string gpus;     // --gpus all|N,M,...: variants measured one per device
   std::string cluster;  // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
   bool allow_mixed = false;
+  std::vector<std::string> axes;  // --axis NAME=V1,V2,...
 };
 
-int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
-  ProblemSelection selection = o.sel;
+// One shape: the report printed (text, or JSON when `doc` is null) and put in *doc; the exit
+// code. An error goes into *doc too, where there is one.
+int bench_one(const GlobalOptions& g, const BenchCliOptions& o, ProblemSelection selection,
+              json* doc) {
+  auto report_error = [&](const GlobalOptions& gl, const std::string& command, int code,
+                          const std::string& message) {
+    if (doc) *doc = {{"error", message}, {"exit_code", code}};
+    return cli::report_error(doc ? GlobalOptions{} : gl, command, code, message);
+  };
   selection.allow_no_kernels = o.vs_torch;  // the baselines of a fresh import, before any kernel
   auto sel = load_selection(selection);
   if (!sel) return report_error(g, "bench", exit_code(sel.error().kind), sel.error().to_string());
@@ -205,11 +213,18 @@ int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
   for (const auto& n : notes) std::cerr << "kopt bench: note: " << n << "\n";
   if (!report)
     return report_error(g, "bench", exit_code(report.error().kind), report.error().to_string());
-  if (g.json)
+  if (doc) *doc = to_json(*report);
+  if (g.json && !doc)
     std::cout << to_json(*report).dump(2) << "\n";
-  else
+  else if (!g.json)
     print_bench(*report);
   return report->exit_code();
+}
+
+int run_bench_command(const GlobalOptions& g, const BenchCliOptions& o) {
+  return run_over_shapes(
+      g, "bench", o.sel, o.axes,
+      [&](ProblemSelection& s, json* doc) { return bench_one(g, o, s, doc); }, bench_summary);
 }
 
 struct CeilingsCliOptions {
@@ -258,6 +273,7 @@ std::vector<Command> bench_commands(const GlobalRef& g) {
                 .long_running = true,
                 .storage = o};
   add_selection(bench, o->sel, "compare with the same point changed by NAME=VALUE (repeatable)");
+  add_axes(bench, o->axes);
   bench.options.insert(
       bench.options.end(),
       {{.names = "--vs-kernel",

@@ -168,10 +168,18 @@ struct CheckCliOptions {
   bool other_shape = true;  // [check] dims: passing kernels checked at that shape too
   std::string sanitize;     // --sanitize memcheck,racecheck,...: "" runs none
   double sanitize_timeout_s = 600.0;
+  std::vector<std::string> axes;  // --axis NAME=V1,V2,...
 };
 
-int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
-  ProblemSelection selection = o.sel;
+// One shape: the report printed (text, or JSON when `doc` is null) and put in *doc; the exit
+// code. An error goes into *doc too, where there is one.
+int check_one(const GlobalOptions& g, const CheckCliOptions& o, ProblemSelection selection,
+              nlohmann::json* doc) {
+  auto report_error = [&](const GlobalOptions& gl, const std::string& command, int code,
+                          const std::string& message) {
+    if (doc) *doc = {{"error", message}, {"exit_code", code}};
+    return cli::report_error(doc ? GlobalOptions{} : gl, command, code, message);
+  };
   selection.allow_no_kernels = true;  // a fresh import: its reference runs, before any kernel
   auto sel = load_selection(selection);
   if (!sel) return report_error(g, "check", exit_code(sel.error().kind), sel.error().to_string());
@@ -215,15 +223,23 @@ int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
       if (k.status == KernelStatus::passed || k.status == KernelStatus::mismatch)
         k.sanitizer = sanitize_kernel(sel->problem, k, report->device->is_opencl(), sr, runner);
   }
-  if (g.json)
+  if (doc) *doc = to_json(*report);
+  if (g.json && !doc)
     std::cout << to_json(*report).dump(2) << "\n";
-  else
+  else if (!g.json)
     print_human(*report);
   if (report->exit_code() == 3)
     std::cerr << (report->device ? "kopt check: a sanitizer could not check a kernel: "
                                    "unverifiable, not passed (exit 3)\n"
                                  : "kopt check: no CUDA device, so no kernel was run (exit 3)\n");
   return report->exit_code();
+}
+
+int run_check_command(const GlobalOptions& g, const CheckCliOptions& o) {
+  return run_over_shapes(
+      g, "check", o.sel, o.axes,
+      [&](ProblemSelection& s, nlohmann::json* doc) { return check_one(g, o, s, doc); },
+      check_summary);
 }
 
 std::vector<Command> check_commands(const GlobalRef& g) {
@@ -234,6 +250,7 @@ std::vector<Command> check_commands(const GlobalRef& g) {
             .long_running = true,
             .storage = o};
   add_selection(c, o->sel);
+  add_axes(c, o->axes);
   c.options.insert(
       c.options.end(),
       {{.names = "--seeds", .help = "number of seeds", .target = &o->seeds, .range = {{1, 1000}}},

@@ -4,8 +4,10 @@
 // what the handlers share. Each handler returns the process exit code.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,6 +89,25 @@ WorkerOptions worker_options(int device, const std::filesystem::path& log_dir);
 // "NVIDIA H100 (sm_90, 132 SMs), driver CUDA 13.0", or for OpenCL
 // "pthread-skylake (OpenCL cpu, 2 compute units), Portable Computing Language 3.1".
 std::string device_summary(const DeviceInfo& d);
+
+// --axis NAME=V1,V2,... (repeatable) on a command that runs at many shapes.
+void add_axes(Command& c, std::vector<std::string>& axes);
+
+// A command at every shape of the selection (--axis, else kopt.toml's [axes];
+// problem/shape_set.hpp), or at its one shape when there are none. `one` runs one shape: it
+// prints its text (unless --json) and fills *doc with its JSON document; with no shapes it is
+// called with doc null and prints as the command always does. `summarize` makes the summary
+// over shapes from the documents ([{shape, label, result}]) and prints it unless --json. The
+// exit code is the worst of the shapes'.
+using ShapeRun = std::function<int(ProblemSelection&, nlohmann::json* doc)>;
+using ShapeSummary = std::function<nlohmann::json(const nlohmann::json& shapes, bool print)>;
+int run_over_shapes(const GlobalOptions& g, const std::string& command, ProblemSelection sel,
+                    const std::vector<std::string>& axes, const ShapeRun& one,
+                    const ShapeSummary& summarize);
+// The summaries of bench (per kernel: median, %SOL and speedup over torch eager per shape, with
+// best / typical / worst / geometric mean) and check (per kernel: the shapes it failed at).
+nlohmann::json bench_summary(const nlohmann::json& shapes, bool print);
+nlohmann::json check_summary(const nlohmann::json& shapes, bool print);
 
 // Prints an error (human or JSON) to the right stream and returns its exit code.
 int report_error(const GlobalOptions& g, const std::string& command, int code,

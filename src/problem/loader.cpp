@@ -25,6 +25,7 @@ Problem Loader::load(const toml::table& root) {
   read_cost(r, p);
   read_tolerances(r, p);
   read_check(r, p);
+  read_axes(r, p);
   read_reference(r, p);
   read_kernels(r, p);
   r.reject_unknown();
@@ -226,6 +227,26 @@ void Loader::read_check(TomlReader& r, Problem& p) {
     }
   }
   cr.reject_unknown();
+}
+
+void Loader::read_axes(TomlReader& r, Problem& p) {
+  if (!r.has("axes")) return;
+  const toml::table& t = table_at(r, "axes", true);
+  for (const auto& [k, v] : t) {
+    std::string name(k.str()), field = "axes." + name;
+    if (!m_dim_names.count(name)) fail(line_of(v), field, "no such dim in [dims]");
+    const toml::array* values = v.as_array();
+    if (!values || values->empty())
+      fail(line_of(v), field, "expected a non-empty array of integers > 0, such as [1, 16, 4096]");
+    std::vector<std::int64_t> out;
+    for (std::size_t i = 0; i < values->size(); ++i) {
+      const toml::node* x = values->get(i);
+      if (!x->is_integer() || x->as_integer()->get() <= 0)
+        fail(line_of(*x), indexed(field, i), "expected an integer > 0");
+      out.push_back(x->as_integer()->get());
+    }
+    p.axes.emplace_back(name, std::move(out));
+  }
 }
 
 void Loader::read_tolerances(TomlReader& r, Problem& p) {

@@ -44,6 +44,7 @@ class Loader {
   // [check] dims = { n = 65536 }: another shape every kernel is checked at too (seed 1), so
   // that a kernel which hard-codes the problem's shape is caught.
   void read_check(TomlReader& r, Problem& p);
+  void read_axes(TomlReader& r, Problem& p);
 
   void read_tolerances(TomlReader& r, Problem& p);
   // `precision = "tf32"` (problem/precision.hpp), at the top or in a [[kernels]] entry.

@@ -79,6 +79,33 @@ TEST_F(BareFilesCli, AnOpenCLFileAndItsRefPyGoStraightToInitCheckAndBench) {
   EXPECT_GT(bench["variants"][0]["summary"]["median"].get<double>(), 0);
 }
 
+TEST_F(BareFilesCli, ABareFileIsCheckedAndBenchedAtTwoShapes) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  fs::path dir = copy_example("relu_opencl");
+  std::string cl = (dir / "relu.cl").string();
+  int rc = -1;
+  // One shape not a multiple of the block (256), one that is.
+  auto check = test::kopt_json(
+      {"--backend", "opencl", "check", cl, "--dims", "n=4099", "--axis", "n=4099,1024"}, rc);
+  ASSERT_EQ(rc, 0) << check.dump(2);
+  ASSERT_EQ(check["shapes"].size(), 2u);
+  EXPECT_EQ(check["shapes"][1]["label"], "n=1024");
+  EXPECT_EQ(check["shapes"][1]["result"]["kernels"][0]["status"], "passed");
+  EXPECT_EQ(check["summary"][0]["passed_at"].size(), 2u);
+  auto bench = test::kopt_json({"--backend", "opencl", "bench", cl, "--dims", "n=4099", "--axis",
+                                "n=4099,1024", "--max-time", "0.2"},
+                               rc);
+  ASSERT_EQ(rc, 0) << bench.dump(2);
+  ASSERT_EQ(bench["summary"].size(), 1u);
+  ASSERT_EQ(bench["summary"][0]["rows"].size(), 2u);
+  EXPECT_GT(bench["summary"][0]["rows"][0]["median_s"].get<double>(), 0);
+  EXPECT_EQ(bench["summary"][0]["pct_sol"]["n"], 2);
+  auto toml = read_text_file(dir / "kopt.toml");
+  ASSERT_TRUE(toml);
+  EXPECT_NE(toml->find("n = 4099"), std::string::npos) << "inferred once, at its own dims";
+}
+
 TEST_F(BareFilesCli, AKernelFileOfAUsersProblemRunsThatProblemsKernel) {
   KOPT_SKIP_WITHOUT_OPENCL();
   fs::path dir = m_dir.path() / "softmax";

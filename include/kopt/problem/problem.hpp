@@ -186,6 +186,9 @@ struct Problem {
   std::optional<Precision> precision;
   // [check] dims: another shape (overrides of some dims) every kernel is checked at too.
   std::map<std::string, std::int64_t> check_dims;
+  // [axes]: the shapes bench and check run at, the product of these values of some dims
+  // (problem/shape_set.hpp); none: the dims alone.
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> axes;
   ReferenceSpec reference;
   std::vector<KernelSpec> kernels;
 
