@@ -60,8 +60,13 @@ int run_over_shapes(const GlobalOptions& g, const std::string& command, ProblemS
 
 namespace {
 
+// The PyTorch rows of --vs-torch: "torch eager", "torch.compile", each with what it timed
+// ("torch eager (reference())").
+bool is_eager(const std::string& kernel) {
+  return kernel.rfind("torch eager", 0) == 0;
+}
 bool is_baseline(const std::string& kernel) {
-  return kernel == "torch eager" || kernel == "torch.compile";
+  return is_eager(kernel) || kernel.rfind("torch.compile", 0) == 0;
 }
 
 std::string variant_name(const json& v) {
@@ -90,7 +95,7 @@ json bench_summary(const json& shapes, bool print) {
     const json& r = s["result"];
     double eager = 0;
     for (const auto& v : r.value("variants", json::array()))
-      if (v.value("kernel", "") == "torch eager" && v.value("status", "") == "ok")
+      if (is_eager(v.value("kernel", "")) && v.value("status", "") == "ok")
         eager = v["summary"].value("median", 0.0);
     for (const auto& v : r.value("variants", json::array())) {
       std::string name = variant_name(v);

@@ -359,7 +359,9 @@ class BenchRun {
   void review_speedups() {
     const BenchVariant* eager = nullptr;
     for (const auto& v : m_report.variants)
-      if (v.kernel == "torch eager" && v.status == VariantStatus::ok && v.summary.median > 0)
+      // "torch eager", or "torch eager (reference())" where ref.py has no baseline()
+      if (v.kernel.rfind("torch eager", 0) == 0 && v.status == VariantStatus::ok &&
+          v.summary.median > 0)
         eager = &v;
     if (!eager) return;
     for (auto& v : m_report.variants) {
