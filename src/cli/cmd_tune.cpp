@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "commands.hpp"
 #include "kopt/core/clock.hpp"
@@ -14,6 +15,7 @@
 #include "kopt/evaluate/worker_pool.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/tune/champion_file.hpp"
+#include "kopt/tune/dispatch.hpp"
 #include "kopt/tune/search_space.hpp"
 #include "kopt/tune/tuner.hpp"
 
@@ -143,6 +145,7 @@ std::optional<ConfirmRule> parse_confirm(const std::string& text) {
 
 struct TuneCliOptions {
   ProblemSelection sel;
+  std::vector<std::string> axes;  // --axis NAME=V1,V2,...: a champion per shape, a dispatch table
   std::string strategy = "auto";
   std::size_t budget = 30;
   double time_budget_s = 0;
@@ -198,8 +201,17 @@ void print_champion_file(const ChampionFile& f) {
                            *f.reuse);
 }
 
-int run_tune_command(const GlobalOptions& g, TuneCliOptions& o) {
-  auto sel = load_selection(o.sel);
+// One shape: the report printed (text, or JSON when `doc` is null) and put in *doc, the champion
+// file written only then (at several shapes, the dispatch table is what is written); the exit
+// code. An error goes into *doc too, where there is one.
+int tune_one(const GlobalOptions& g, TuneCliOptions& o, ProblemSelection selection,
+             nlohmann::json* doc) {
+  auto report_error = [&](const GlobalOptions& gl, const std::string& command, int code,
+                          const std::string& message) {
+    if (doc) *doc = {{"error", message}, {"exit_code", code}};
+    return cli::report_error(doc ? GlobalOptions{} : gl, command, code, message);
+  };
+  auto sel = load_selection(selection);
   if (!sel) return report_error(g, "tune", exit_code(sel.error().kind), sel.error().to_string());
   const Problem& problem = sel->problem;
   TuneRequest req;
@@ -263,6 +275,14 @@ int run_tune_command(const GlobalOptions& g, TuneCliOptions& o) {
   auto report = run_tune(req, ev);
   if (!report)
     return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
+  if (doc) {
+    *doc = to_json(*report);
+    if (!g.json) {
+      if (::isatty(STDERR_FILENO)) std::cerr << "\n";
+      print_tune(*report);
+    }
+    return report->exit_code();
+  }
   ChampionFile file = write_champion(g, o, sel->dims, req.fixed, *report);
   if (g.json) {
     nlohmann::json j = to_json(*report);
@@ -283,6 +303,123 @@ int run_tune_command(const GlobalOptions& g, TuneCliOptions& o) {
   return report->exit_code();
 }
 
+// Each shape's champion (the first confirmed point of each shape's tune) measured at the shapes
+// where it was not confirmed, with tune's confirmation rigour; what fails there is left out.
+void cross_measure(const TuneCliOptions& o, const nlohmann::json& shapes, const std::string& kernel,
+                   std::vector<tune::ShapeResults>& results) {
+  std::vector<ParamPoint> champions;
+  for (const auto& s : shapes) {
+    const auto& champ = s["result"].value("champion", nlohmann::json());
+    if (champ.is_object() && champ.contains("point")) {
+      auto p = champ["point"].get<ParamPoint>();
+      if (std::find(champions.begin(), champions.end(), p) == champions.end())
+        champions.push_back(p);
+    }
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    std::vector<evaluate::Candidate> missing;
+    for (const auto& p : champions)
+      if (std::none_of(results[i].measured.begin(), results[i].measured.end(),
+                       [&](const auto& m) { return m.first == p; }))
+        missing.push_back({kernel, std::map<std::string, std::int64_t>(p.begin(), p.end()), {}});
+    if (missing.empty()) continue;
+    ProblemSelection sel = o.sel;
+    for (const auto& [n, v] : results[i].dims) sel.dims.push_back(n + "=" + std::to_string(v));
+    auto loaded = load_selection(sel);
+    if (!loaded) continue;
+    auto pool = evaluate::WorkerPool::open({device_family(), "", "", o.sel.device, false});
+    if (!pool) continue;
+    evaluate::EvaluatorOptions eo;
+    eo.arch = o.sel.arch;
+    eo.cache_root = cache_dir();
+    evaluate::Evaluator ev(loaded->problem, (*pool)->contexts(), eo);
+    auto report = ev.side_by_side(missing, evaluate::Rigour::decide(o.max_time_s));
+    if (!report) continue;
+    for (const auto& v : report->variants)
+      if (v.status == VariantStatus::ok)
+        results[i].measured.emplace_back(ParamPoint(v.point.begin(), v.point.end()),
+                                         v.summary.median);
+  }
+}
+
+// At several shapes: the dispatch table over the shapes' confirmed measurements, written beside
+// where the champion file goes (KERNEL.dispatch.json and .hpp) and printed.
+nlohmann::json tune_dispatch(const TuneCliOptions& o, const nlohmann::json& shapes, bool print) {
+  using nlohmann::json;
+  std::vector<tune::ShapeResults> results;
+  std::string problem, kernel, device;
+  for (const auto& s : shapes) {
+    tune::ShapeResults r;
+    r.label = s["label"];
+    // The label keeps the axes' order ("M=1 N=4096"); the shape object is sorted by name.
+    std::istringstream words(r.label);
+    for (std::string w; words >> w;)
+      r.dims.emplace_back(w.substr(0, w.find('=')),
+                          s["shape"][w.substr(0, w.find('='))].get<std::int64_t>());
+    const json& doc = s["result"];
+    problem = doc.value("problem", problem);
+    kernel = doc.value("kernel", kernel);
+    device = doc.value("device", device);
+    for (const auto& c : doc.value("confirmed", json::array()))
+      if (c.value("ok", false))
+        r.measured.emplace_back(c["point"].get<ParamPoint>(), c["summary"].value("median", 0.0));
+    results.push_back(std::move(r));
+  }
+  // Every shape's champion measured at every other shape, so that one configuration can stand
+  // for several shapes on measurements, not on a guess.
+  cross_measure(o, shapes, kernel, results);
+  tune::DispatchTable t = tune::dispatch_table(results);
+  json rows = json::array();
+  for (const auto& r : t.rows)
+    rows.push_back({{"shape", r.label},
+                    {"config", r.config},
+                    {"seconds", r.seconds},
+                    {"best_s", r.best_s},
+                    {"within", r.within}});
+  json table{{"problem", problem},       {"kernel", kernel},     {"device", device},
+             {"tolerance", t.tolerance}, {"configs", t.configs}, {"rows", rows}};
+  std::filesystem::path base =
+      o.out.empty() ? tune::default_champion_path(problem, kernel) : std::filesystem::path(o.out);
+  std::filesystem::path json_path = base.parent_path() / (kernel + ".dispatch.json");
+  std::filesystem::path hpp_path = base.parent_path() / (kernel + ".dispatch.hpp");
+  std::string provenance = "The dispatch table of kernel " + kernel + " of problem " + problem +
+                           " over " + std::to_string(t.rows.size()) + " shapes, on " + device;
+  auto w1 = write_text_atomic(json_path, table.dump(2) + "\n");
+  std::string ident;
+  for (char c : problem + "_" + kernel)
+    ident += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  auto w2 = write_text_atomic(hpp_path, tune::dispatch_header(t, ident, provenance));
+  table["files"] = {json_path.string(), hpp_path.string()};
+  if (!w1 || !w2) table["files_error"] = (!w1 ? w1.error() : w2.error()).to_string();
+  if (!print) return table;
+  std::cout << fmt::format(
+      "\ndispatch table: {} configuration(s) for {} shapes (each within {:.0f} % "
+      "of its own best, among what each shape confirmed and every shape's champion measured "
+      "there)\n",
+      t.configs.size(), t.rows.size(), t.tolerance * 100);
+  for (std::size_t i = 0; i < t.configs.size(); ++i) {
+    std::string point;
+    for (const auto& [k, v] : t.configs[i])
+      point += (point.empty() ? "" : " ") + k + "=" + std::to_string(v);
+    std::cout << fmt::format("  [{}] {}\n", i, point);
+  }
+  for (const auto& r : t.rows)
+    std::cout << fmt::format(
+        "  {:<28} {}\n", r.label,
+        r.config < 0 ? std::string("nothing confirmed")
+                     : fmt::format("[{}] {:.2f} us, {:+.1f} % over its best", r.config,
+                                   r.seconds * 1e6, 100.0 * (r.seconds / r.best_s - 1)));
+  std::cout << "written: " << json_path.string() << ", " << hpp_path.string() << "\n";
+  return table;
+}
+
+int run_tune_command(const GlobalOptions& g, TuneCliOptions& o) {
+  return run_over_shapes(
+      g, "tune", o.sel, o.axes,
+      [&](ProblemSelection& s, nlohmann::json* doc) { return tune_one(g, o, s, doc); },
+      [&](const nlohmann::json& shapes, bool print) { return tune_dispatch(o, shapes, print); });
+}
+
 }  // namespace
 
 std::vector<Command> tune_commands(const GlobalRef& g) {
@@ -293,6 +430,7 @@ std::vector<Command> tune_commands(const GlobalRef& g) {
             .long_running = true,
             .storage = o};
   add_selection(c, o->sel);
+  add_axes(c, o->axes);
   c.options.insert(
       c.options.end(),
       {{.names = "--strategy",
