@@ -8,18 +8,12 @@
 #include <sstream>
 
 #include "kopt/core/fs.hpp"
+#include "kopt/core/text.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string trim(std::string s) {
-  auto sp = [](unsigned char c) { return std::isspace(c) != 0; };
-  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), sp));
-  s.erase(std::find_if_not(s.rbegin(), s.rend(), sp).base(), s.end());
-  return s;
-}
 
 // "a, f(b, c), d" -> {"a", "f(b, c)", "d"}: commas outside parentheses and brackets.
 std::vector<std::string> split_top(const std::string& text) {

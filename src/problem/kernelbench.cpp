@@ -268,19 +268,24 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
     r += "# KernelBench's own correctness check: torch.allclose(output, reference, atol=1e-02, "
          "rtol=1e-02).\n";
     r += "atol = 1e-02\nrtol = 1e-02\n\n";
-    r += "FORWARD = [  # Model.forward's arguments, in order: kopt tensors, or get_inputs()' "
-         "constants\n";
-    for (const auto& [kind, v] : forward)
-      r += fmt::format("    ({}, {}),\n", python_string(kind),
-                       kind == "tensor" ? python_string(v) : v);
-    r +=
-        "]\nPARAMETERS = {  # the model's parameters and buffers, loaded from these kopt tensors\n";
-    for (const auto& [m, k] : parameters)
-      r += fmt::format("    {}: {},\n", python_string(m), python_string(k));
-    r += "}\nOUTPUTS = [";
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-      r += (i ? ", " : "") + python_string(outputs[i]);
-    r += "]\n\n";
+    // FORWARD, PARAMETERS and OUTPUTS (prefixed: the ModelNew adapter's are _KOPT_FORWARD, ...).
+    auto constants = [&](const std::string& prefix) {
+      std::string c = prefix +
+                      "FORWARD = [  # Model.forward's arguments, in order: kopt tensors, or "
+                      "get_inputs()' constants\n";
+      for (const auto& [kind, v] : forward)
+        c += fmt::format("    ({}, {}),\n", python_string(kind),
+                         kind == "tensor" ? python_string(v) : v);
+      c += "]\n" + prefix +
+           "PARAMETERS = {  # the model's parameters and buffers, loaded from these kopt tensors\n";
+      for (const auto& [m, k] : parameters)
+        c += fmt::format("    {}: {},\n", python_string(m), python_string(k));
+      c += "}\n" + prefix + "OUTPUTS = [";
+      for (std::size_t i = 0; i < outputs.size(); ++i)
+        c += (i ? ", " : "") + python_string(outputs[i]);
+      return c + "]\n";
+    };
+    r += constants("") + "\n";
     r += fmt::format(
         "_spec = importlib.util.spec_from_file_location(\n"
         "    \"kopt_kernelbench_{}\", os.path.join(os.path.dirname(os.path.abspath(__file__)), "
@@ -325,16 +330,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
     const json init_inputs = facts.value("init_inputs", json::array());
     for (std::size_t i = 0; i < init_inputs.size(); ++i)
       a += (i ? ", " : "") + init_inputs[i].get<std::string>();
-    a += "]\n_KOPT_FORWARD = [";
-    for (const auto& [kind, v] : forward)
-      a += fmt::format("({}, {}), ", python_string(kind), kind == "tensor" ? python_string(v) : v);
-    a += "]\n_KOPT_PARAMETERS = {";
-    for (const auto& [m, k] : parameters)
-      a += fmt::format("{}: {}, ", python_string(m), python_string(k));
-    a += "}\n_KOPT_OUTPUTS = [";
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-      a += (i ? ", " : "") + python_string(outputs[i]);
-    a += "]\n_kopt_models = {}\n\n\n";
+    a += "]\n" + constants("_KOPT_") + "_kopt_models = {}\n\n\n";
     a += "def run_kernel(**kw):\n"
          "    device = kw[_KOPT_OUTPUTS[0]].device\n"
          "    if device not in _kopt_models:\n"

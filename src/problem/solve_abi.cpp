@@ -4,16 +4,11 @@
 #include <optional>
 #include <regex>
 
+#include "kopt/core/text.hpp"
+
 namespace kopt {
 
 namespace {
-
-std::string trim(std::string s) {
-  auto sp = [](unsigned char c) { return std::isspace(c) != 0; };
-  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), sp));
-  s.erase(std::find_if_not(s.rbegin(), s.rend(), sp).base(), s.end());
-  return s;
-}
 
 // The type's words without qualifiers: "const float* __restrict__" -> "float".
 std::optional<DType> c_type_dtype(std::string base) {

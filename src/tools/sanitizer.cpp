@@ -4,6 +4,8 @@
 #include <regex>
 #include <sstream>
 
+#include "kopt/core/text.hpp"
+
 namespace kopt {
 namespace {
 
@@ -43,12 +45,6 @@ std::optional<std::string> refusal(const std::string& text) {
         "Error: No attachable process found", "Tool is not supported"})
     if (text.find(s) != std::string::npos) return text;
   return std::nullopt;
-}
-
-std::string trim(std::string s) {
-  auto b = s.find_first_not_of(" \t");
-  auto e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 // Findings that differ only in thread, block or address are one finding with a count.

@@ -109,9 +109,7 @@ TEST_F(BareFilesCli, ABareFileIsCheckedAndBenchedAtTwoShapes) {
 TEST_F(BareFilesCli, AKernelFileOfAUsersProblemRunsThatProblemsKernel) {
   KOPT_SKIP_WITHOUT_OPENCL();
   fs::path dir = m_dir.path() / "softmax";
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(test::source_dir() / "examples/softmax"))
-    fs::copy_file(e.path(), dir / e.path().filename());
+  fs::copy(test::source_dir() / "examples/softmax", dir);
   auto before = read_text_file(dir / "kopt.toml");
   int rc = -1;
   auto j = test::kopt_json({"--backend", "opencl", "check", (dir / "kernel_naive.cl").string(),
