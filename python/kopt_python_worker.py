@@ -215,6 +215,11 @@ def accepted(fn, kwargs):
     return {k: v for k, v in kwargs.items() if k in names}
 
 
+class KoptEnvironment(RuntimeError):
+    """kopt's environment failed (its own tensors did not fit on the device), not the job's
+    module: never a candidate's verdict."""
+
+
 class Call:
     """One job made ready to call: tensors on the device, the module's function bound."""
 
@@ -224,14 +229,19 @@ class Call:
         self.tensors = {}
         for attempt in range(2):
             try:
+                if os.environ.get("KOPT_TEST_PLACEMENT_OOM"):  # kopt's tests: its own tensors do not fit
+                    raise RuntimeError("CUDA out of memory (KOPT_TEST_PLACEMENT_OOM)")
                 for t in job["tensors"]:
                     self.tensors[t["name"]] = poisoned(t, self.dev) if t["role"] == "output" else to_torch(t, self.dev)
                 break
             except RuntimeError as e:  # torch's OutOfMemoryError is a RuntimeError
                 # kopt's own tensors: memory another job left cached is given back, once
                 self.tensors = {}
-                if attempt or "out of memory" not in str(e):
+                if "out of memory" not in str(e):
                     raise
+                if attempt:
+                    raise KoptEnvironment("kopt's own tensors of this job do not fit on %s beside what "
+                                          "kopt's other processes hold: %s" % (self.dev, str(e).split("\n")[0]))
                 release_cached_memory()
         if job.get("f64"):  # the fp64 reference of an f32 problem: every float tensor in f64
             self.tensors = {n: x.double() if x.is_floating_point() else x for n, x in self.tensors.items()}
@@ -572,6 +582,8 @@ def main():
         except Tampered as e:
             tampered = True
             reply = {"ok": False, "error": str(e), "tampered": True}
+        except KoptEnvironment as e:
+            reply = {"ok": False, "error": str(e), "environment": True}
         except Exception as e:  # noqa: BLE001
             reply = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "traceback": traceback.format_exc()[-4000:]}
         _protocol_out.write(_json_dumps(reply) + "\n")

@@ -162,7 +162,7 @@ class CheckRun {
     if (auto k = keep_secret(); !k) return Unexpected(k.error());
     for (auto& kc : m_report.kernels)
       if (kc.status != KernelStatus::compile_failed && kc.status != KernelStatus::lower_precision)
-        check_kernel(kc);
+        if (check_kernel(kc); m_environment) return Unexpected(*m_environment);
     m_report.worker_starts = m_ctx.worker.starts();
     return m_report;
   }
@@ -376,6 +376,9 @@ class CheckRun {
     if (!secret) m_report.reference_cached = false;
     fs::path scratch = dir / "reference";
     RunResult r = m_ctx.worker.run(run_job_for_reference(in, scratch));
+    if (r.environment)
+      return Unexpected(
+          environment_error("the reference on seed " + std::to_string(seed) + ": " + r.error));
     if (!r.ok())
       return Unexpected(bad_input("the reference failed on seed " + std::to_string(seed) + " (" +
                                       std::string(run_status_name(r.status)) + "): " + r.error,
@@ -512,6 +515,10 @@ class CheckRun {
       RunJob job = kernel_job(m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point),
                               kc.build, kc.launch, job_tensors(m_p, in, out_dir));
       RunResult r = m_ctx.worker.run(job);
+      if (r.environment) {  // kopt's failure: no verdict on the kernel (run() says so)
+        m_environment = environment_error(kc.kernel + ": " + r.error);
+        return;
+      }
       sc.status = r.status;
       sc.error = r.error;
       sc.kernel_ms = r.kernel_ms;
@@ -566,6 +573,7 @@ class CheckRun {
 
   const Problem& m_p;
   const CheckOptions& m_o;
+  std::optional<Error> m_environment;  // a run kopt's environment failed: the check stops
   CheckContext m_ctx;
   CheckReport m_report;
   DeviceLimits m_limits = architectural_limits();

@@ -118,6 +118,7 @@ json to_json(const RunResult& r) {
   return json{{"status", run_status_name(r.status)},
               {"error", r.error},
               {"fatal", r.fatal},
+              {"environment", r.environment},
               {"input_checksums", r.input_checksums},
               {"resources", r.resources},
               {"kernel_ms", r.kernel_ms},
@@ -133,6 +134,7 @@ RunResult run_result_from_json(const json& j) {
   r.status = *parsed;
   r.error = j.value("error", std::string{});
   r.fatal = j.value("fatal", false);
+  r.environment = j.value("environment", false);
   r.input_checksums = j.value("input_checksums", std::map<std::string, std::string>{});
   if (j.contains("resources")) r.resources = j["resources"].get<ResourceUsage>();
   r.kernel_ms = j.value("kernel_ms", 0.0);

@@ -106,6 +106,21 @@ TEST_F(BareFilesCli, ABareFileIsCheckedAndBenchedAtTwoShapes) {
   EXPECT_NE(toml->find("n = 4099"), std::string::npos) << "inferred once, at its own dims";
 }
 
+// kopt's own out-of-memory (its tensors do not fit beside what its other processes hold) is its
+// environment failing: exit 3, never the reference's or a candidate's verdict.
+TEST_F(BareFilesCli, KoptsOwnOutOfMemoryIsAnEnvironmentFailureNotAVerdict) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  fs::path dir = copy_example("relu_opencl");
+  int rc = -1;
+  ::setenv("KOPT_TEST_PLACEMENT_OOM", "1", 1);
+  auto j = test::kopt_json(
+      {"--backend", "opencl", "check", (dir / "relu.cl").string(), "--dims", "n=4099"}, rc);
+  ::unsetenv("KOPT_TEST_PLACEMENT_OOM");
+  EXPECT_EQ(rc, 3) << j.dump(2);
+  EXPECT_NE(j.value("error", "").find("do not fit"), std::string::npos) << j.dump(2);
+}
+
 TEST_F(BareFilesCli, AKernelFileOfAUsersProblemRunsThatProblemsKernel) {
   KOPT_SKIP_WITHOUT_OPENCL();
   fs::path dir = m_dir.path() / "softmax";

@@ -66,6 +66,9 @@ struct RunResult {
   RunStatus status = RunStatus::ok;
   std::string error;   // the driver's words, or how the worker died
   bool fatal = false;  // the worker's context is unusable: it exits after replying
+  // kopt's environment failed, not the candidate (its own tensors did not fit on the device
+  // beside what its other processes hold): never a verdict; the command says so (exit 3).
+  bool environment = false;
   std::map<std::string, std::string> input_checksums;  // of input tensors after the run
   ResourceUsage resources;                             // from the driver (cuFuncGetAttribute)
   double kernel_ms = 0.0;  // one launch, for information (timing is `kopt bench`)

@@ -137,6 +137,7 @@ PythonRunner::Reply PythonRunner::exchange(Subprocess& child, const json& reques
       r.result = reply.value("result", json::object());
     else {
       r.tampered = reply.value("tampered", false);
+      r.environment = reply.value("environment", false);
       r.error = reply.value("error", std::string("?"));
       if (std::string tb = reply.value("traceback", std::string()); !tb.empty())
         r.error += "\n" + tb;
@@ -186,6 +187,7 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
     result.status = job.kind == ModuleKind::python_reference ? RunStatus::reference_failed
                                                              : RunStatus::launch_failed;
     result.error = r.error;
+    result.environment = r.environment;
     return result;
   }
   // The Python side compares each input with a copy it kept on the device (no file of GBs

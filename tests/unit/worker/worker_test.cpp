@@ -59,7 +59,9 @@ TEST(Protocol, RunResultRoundTripsAndRejectsUnknownStatus) {
   r.input_checksums = {{"x", "00ff"}};
   r.resources.registers = 40;
   r.reference_atol = 1e-2;  // a ref.py's own tolerance: lost on the way, the check used 1e-5
+  r.environment = true;     // kopt's own failure: lost on the way, it became the kernel's verdict
   RunResult back = run_result_from_json(to_json(r));
+  EXPECT_TRUE(back.environment);
   EXPECT_EQ(back.reference_atol, 1e-2);
   EXPECT_EQ(back.reference_rtol, -1.0);
   EXPECT_EQ(back.status, RunStatus::fault);

@@ -49,6 +49,8 @@ class PythonRunner {
     // The worker refused a candidate that rewrote something kopt measures with (that worker
     // exits: it is never reused).
     bool tampered = false;
+    // kopt's own tensors did not fit on the device: its environment, not the candidate.
+    bool environment = false;
   };
   // Candidates (Triton kernels: code that is not kopt's nor the problem's) run in a process of
   // their own, so that references and PyTorch baselines are never run nor timed where a
