@@ -135,10 +135,9 @@ struct BenchCliOptions {
 // code. An error goes into *doc too, where there is one.
 int bench_one(const GlobalOptions& g, const BenchCliOptions& o, ProblemSelection selection,
               json* doc) {
-  auto report_error = [&](const GlobalOptions& gl, const std::string& command, int code,
-                          const std::string& message) {
-    if (doc) *doc = {{"error", message}, {"exit_code", code}};
-    return cli::report_error(doc ? GlobalOptions{} : gl, command, code, message);
+  auto report_error = [doc](const GlobalOptions& gl, const std::string& command, int code,
+                            const std::string& message) {
+    return cli::report_error(gl, command, code, message, doc);
   };
   selection.allow_no_kernels = o.vs_torch;  // the baselines of a fresh import, before any kernel
   auto sel = load_selection(selection);

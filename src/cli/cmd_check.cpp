@@ -175,10 +175,9 @@ struct CheckCliOptions {
 // code. An error goes into *doc too, where there is one.
 int check_one(const GlobalOptions& g, const CheckCliOptions& o, ProblemSelection selection,
               nlohmann::json* doc) {
-  auto report_error = [&](const GlobalOptions& gl, const std::string& command, int code,
-                          const std::string& message) {
-    if (doc) *doc = {{"error", message}, {"exit_code", code}};
-    return cli::report_error(doc ? GlobalOptions{} : gl, command, code, message);
+  auto report_error = [doc](const GlobalOptions& gl, const std::string& command, int code,
+                            const std::string& message) {
+    return cli::report_error(gl, command, code, message, doc);
   };
   selection.allow_no_kernels = true;  // a fresh import: its reference runs, before any kernel
   auto sel = load_selection(selection);

@@ -29,22 +29,26 @@ bool is_bare_kernel_file(const fs::path& p) {
   return ext == ".cu" || ext == ".cl" || ext == ".py";
 }
 
-// --dims lists and --dim items, in the order given.
-Expected<std::vector<std::pair<std::string, std::int64_t>>> ordered_dims(
-    const std::vector<std::string>& dims, const std::vector<std::string>& lists) {
-  std::vector<std::string> items = dims;
+// --dim items followed by the NAME=VALUE items of the --dims lists.
+std::vector<std::string> dim_items(std::vector<std::string> items,
+                                   const std::vector<std::string>& lists) {
   for (const auto& list : lists) {
     std::size_t start = 0;
     while (start <= list.size()) {
       std::size_t comma = list.find(',', start);
       if (comma == std::string::npos) comma = list.size();
-      std::string item = list.substr(start, comma - start);
-      if (!item.empty()) items.push_back(item);
+      if (comma > start) items.push_back(list.substr(start, comma - start));
       start = comma + 1;
     }
   }
+  return items;
+}
+
+// --dims lists and --dim items, in the order given.
+Expected<std::vector<std::pair<std::string, std::int64_t>>> ordered_dims(
+    const std::vector<std::string>& dims, const std::vector<std::string>& lists) {
   std::vector<std::pair<std::string, std::int64_t>> out;
-  for (const auto& item : items) {
+  for (const auto& item : dim_items(dims, lists)) {
     auto one = parse_assignments({item}, "--dims");
     if (!one) return Unexpected(one.error());
     auto [name, value] = *one->begin();
@@ -128,15 +132,7 @@ int run_init(const GlobalOptions& g, const InitCliOptions& o) {
 }  // namespace
 
 Expected<void> resolve_bare_files(ProblemSelection& sel) {
-  for (const auto& list : sel.dim_lists) {
-    std::size_t start = 0;
-    while (start <= list.size()) {
-      std::size_t comma = list.find(',', start);
-      if (comma == std::string::npos) comma = list.size();
-      if (comma > start) sel.dims.push_back(list.substr(start, comma - start));
-      start = comma + 1;
-    }
-  }
+  sel.dims = dim_items(sel.dims, sel.dim_lists);
   sel.dim_lists.clear();
   fs::path file = sel.problem;
   if (!is_bare_kernel_file(file)) {

@@ -206,10 +206,9 @@ void print_champion_file(const ChampionFile& f) {
 // code. An error goes into *doc too, where there is one.
 int tune_one(const GlobalOptions& g, TuneCliOptions& o, ProblemSelection selection,
              nlohmann::json* doc) {
-  auto report_error = [&](const GlobalOptions& gl, const std::string& command, int code,
-                          const std::string& message) {
-    if (doc) *doc = {{"error", message}, {"exit_code", code}};
-    return cli::report_error(doc ? GlobalOptions{} : gl, command, code, message);
+  auto report_error = [doc](const GlobalOptions& gl, const std::string& command, int code,
+                            const std::string& message) {
+    return cli::report_error(gl, command, code, message, doc);
   };
   auto sel = load_selection(selection);
   if (!sel) return report_error(g, "tune", exit_code(sel.error().kind), sel.error().to_string());

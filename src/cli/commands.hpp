@@ -112,5 +112,9 @@ nlohmann::json check_summary(const nlohmann::json& shapes, bool print);
 // Prints an error (human or JSON) to the right stream and returns its exit code.
 int report_error(const GlobalOptions& g, const std::string& command, int code,
                  const std::string& message);
+// One shape of a command at many (run_over_shapes): the error also goes into *doc, and only to
+// stderr, where there is a doc (the command prints one JSON document for all shapes).
+int report_error(const GlobalOptions& g, const std::string& command, int code,
+                 const std::string& message, nlohmann::json* doc);
 
 }  // namespace kopt::cli

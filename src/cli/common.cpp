@@ -134,4 +134,11 @@ int report_error(const GlobalOptions& g, const std::string& command, int code,
   return code;
 }
 
+int report_error(const GlobalOptions& g, const std::string& command, int code,
+                 const std::string& message, nlohmann::json* doc) {
+  if (!doc) return report_error(g, command, code, message);
+  *doc = {{"error", message}, {"exit_code", code}};
+  return report_error(GlobalOptions{}, command, code, message);
+}
+
 }  // namespace kopt::cli

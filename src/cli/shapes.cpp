@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "kopt/evaluate/bench.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/problem/shape_set.hpp"
 
@@ -62,11 +63,8 @@ namespace {
 
 // The PyTorch rows of --vs-torch: "torch eager", "torch.compile", each with what it timed
 // ("torch eager (reference())").
-bool is_eager(const std::string& kernel) {
-  return kernel.rfind("torch eager", 0) == 0;
-}
 bool is_baseline(const std::string& kernel) {
-  return is_eager(kernel) || kernel.rfind("torch.compile", 0) == 0;
+  return evaluate::is_torch_eager_row(kernel) || kernel.rfind("torch.compile", 0) == 0;
 }
 
 std::string variant_name(const json& v) {
@@ -95,7 +93,7 @@ json bench_summary(const json& shapes, bool print) {
     const json& r = s["result"];
     double eager = 0;
     for (const auto& v : r.value("variants", json::array()))
-      if (is_eager(v.value("kernel", "")) && v.value("status", "") == "ok")
+      if (evaluate::is_torch_eager_row(v.value("kernel", "")) && v.value("status", "") == "ok")
         eager = v["summary"].value("median", 0.0);
     for (const auto& v : r.value("variants", json::array())) {
       std::string name = variant_name(v);

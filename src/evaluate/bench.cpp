@@ -359,9 +359,7 @@ class BenchRun {
   void review_speedups() {
     const BenchVariant* eager = nullptr;
     for (const auto& v : m_report.variants)
-      // "torch eager", or "torch eager (reference())" where ref.py has no baseline()
-      if (v.kernel.rfind("torch eager", 0) == 0 && v.status == VariantStatus::ok &&
-          v.summary.median > 0)
+      if (is_torch_eager_row(v.kernel) && v.status == VariantStatus::ok && v.summary.median > 0)
         eager = &v;
     if (!eager) return;
     for (auto& v : m_report.variants) {
@@ -468,6 +466,10 @@ json flags_json(const std::vector<DistributionFlag>& flags) {
   return out;
 }
 }  // namespace
+
+bool is_torch_eager_row(const std::string& kernel) {
+  return kernel.rfind("torch eager", 0) == 0;
+}
 
 json to_json(const BenchReport& r) {
   json variants = json::array();

@@ -107,4 +107,8 @@ Expected<BenchReport> run_bench(const Problem& problem, const BenchRequest& requ
 
 nlohmann::json to_json(const BenchReport& r);
 
+// Whether a variant's kernel names --vs-torch's eager row: "torch eager", or "torch eager
+// (reference())" where ref.py has no baseline().
+bool is_torch_eager_row(const std::string& kernel);
+
 }  // namespace kopt::evaluate

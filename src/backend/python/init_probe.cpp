@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <optional>
 #include <regex>
 
 #include "kopt/backend/python/kernelbench_import.hpp"
@@ -52,6 +53,30 @@ Expected<json> probe(const json& request, const fs::path& cache_root) {
   }
 }
 
+// An existing kopt.toml at `spec`: kept (its outcome returned) when kopt inferred it from the same
+// inputs (`hash`); refused when a person wrote it (no k_inferred_header line) unless `force`;
+// none: infer it again.
+Expected<std::optional<InitOutcome>> kept_if_current(const fs::path& spec, const std::string& hash,
+                                                     bool force) {
+  if (!fs::exists(spec)) return std::nullopt;
+  auto text = read_text_file(spec);
+  std::string old_hash = text ? inferred_hash_of(*text) : "";
+  if (old_hash.empty() && !force)
+    return Unexpected(
+        bad_input("holds a kopt.toml that kopt did not infer (its first line is not \"" +
+                      std::string(k_inferred_header) +
+                      " ...\"): give the problem directory instead, write into another folder with "
+                      "--out, or replace it with --force",
+                  spec.string()));
+  if (old_hash != hash || force) return std::nullopt;
+  auto loaded = load_problem(spec);
+  if (!loaded) return std::nullopt;
+  InitOutcome out;
+  out.spec = spec;
+  out.name = loaded->name;
+  return out;
+}
+
 bool defines(const std::string& text, const std::string& what) {
   return std::regex_search(text, std::regex("(^|\\n)" + what));
 }
@@ -92,20 +117,9 @@ Expected<InitOutcome> init_model_new(const BareRequest& req, const fs::path& cac
   h.field(*text);
   h.field(read_text_file(model).value_or(""));
   std::string hash = h.hex().substr(0, 16);
-  if (fs::exists(out.spec)) {
-    auto old = read_text_file(out.spec);
-    std::string old_hash = old ? inferred_hash_of(*old) : "";
-    if (old_hash.empty() && !force)
-      return Unexpected(bad_input(
-          "holds a kopt.toml that kopt did not infer: replace it with --force, or --out another "
-          "folder",
-          out.spec.string()));
-    if (old_hash == hash && !force)
-      if (auto loaded = load_problem(out.spec)) {
-        out.name = loaded->name;
-        return out;
-      }
-  }
+  auto kept = kept_if_current(out.spec, hash, force);
+  if (!kept) return Unexpected(kept.error());
+  if (*kept) return **kept;
   auto imported = import_kernelbench(model, dir, cache_root, true);
   if (!imported) return Unexpected(imported.error());
   std::string kernel_file = stem + "_kopt.py";
@@ -146,24 +160,9 @@ Expected<InitOutcome> init_bare_problem(const BareRequest& req, const fs::path& 
   if (!b) return Unexpected(b.error());
   InitOutcome out;
   out.spec = req.out_dir / "kopt.toml";
-  if (fs::exists(out.spec)) {
-    auto text = read_text_file(out.spec);
-    std::string hash = text ? inferred_hash_of(*text) : "";
-    if (hash.empty() && !force)
-      return Unexpected(bad_input(
-          "holds a kopt.toml that kopt did not infer (its first line is not \"" +
-              std::string(k_inferred_header) +
-              " ...\"): give the problem directory instead, write into another folder with "
-              "--out, or replace it with --force",
-          out.spec.string()));
-    if (hash == b->input_hash() && !force) {
-      auto loaded = load_problem(out.spec);
-      if (loaded) {
-        out.name = loaded->name;
-        return out;
-      }
-    }
-  }
+  auto kept = kept_if_current(out.spec, b->input_hash(), force);
+  if (!kept) return Unexpected(kept.error());
+  if (*kept) return **kept;
   auto facts = probe(b->inspect_request(), cache_root);
   if (!facts) return Unexpected(facts.error());
   if (auto r = b->take_inspect(*facts); !r) return Unexpected(r.error());
