@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kopt/campaign/baseline_notes.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/evaluate/bench.hpp"
 #include "kopt/evaluate/evaluator.hpp"
@@ -22,10 +23,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // KernelBench names its files "<number>_<Name>.py": sorted by that number, then by name.
 long leading_number(const std::string& name) {

@@ -13,4 +13,8 @@ std::string utc_timestamp() {
   return buf;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace kopt

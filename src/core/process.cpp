@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,9 +98,13 @@ CommandResult SystemCommandRunner::run(const std::vector<std::string>& argv,
   if (::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) return result;
   auto args = to_argv(argv);
   auto program = resolve_program(argv);
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
+    // A command dies with kopt: a killed campaign or tune leaves no step running on.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     int devnull = ::open("/dev/null", O_RDONLY);
     ::dup2(devnull, 0);
     ::dup2(out_pipe[1], 1);

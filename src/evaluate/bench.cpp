@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "bench_checks.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/sandbox.hpp"
 #include "kopt/evaluate/roofs.hpp"
@@ -20,10 +21,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 // Where the table's candidates with host code ran, and how they were confined: `python_ran`
 // is what the worker said of its Python candidates' process, else what this machine allows.
 std::string sandbox_note(bool python, bool solve, const std::string& python_ran = {}) {

@@ -8,6 +8,7 @@
 
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/backend/build_queue.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/problem/launch.hpp"
@@ -16,9 +17,6 @@
 namespace kopt::evaluate {
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 }  // namespace
 
 std::optional<std::string> lost_after(const Expected<BenchReport>& b, WorkerClient& worker) {

@@ -11,16 +11,13 @@
 #include "executor_state.hpp"
 #include "kopt/backend/output_verifier.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/entropy.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt::cuda {
 namespace {
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // The timer's helper kernels.
 // kopt_blocking_kernel spins until the host sets flag[0], or gives up after timeout_ns and

@@ -6,16 +6,13 @@
 
 #include "kopt/backend/output_verifier.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/entropy.hpp"
 #include "prepared_kernel.hpp"
 
 namespace kopt::opencl {
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 struct Variant : SampledVariant {
   PreparedKernel kernel;
   const RunJob* job;
