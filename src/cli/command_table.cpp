@@ -372,10 +372,10 @@ namespace kopt::cli {
 
 std::vector<Command> command_table(const std::shared_ptr<GlobalOptions>& g) {
   std::vector<Command> all;
-  for (auto* part :
-       {env_commands, check_commands, bench_commands, sass_commands, profile_commands,
-        tune_commands, optimize_commands, iter_commands, report_commands, experience_commands,
-        specs_commands, import_commands, init_commands, mcp_commands, worker_commands})
+  for (auto* part : {env_commands, check_commands, bench_commands, sass_commands, profile_commands,
+                     tune_commands, optimize_commands, iter_commands, report_commands,
+                     experience_commands, specs_commands, import_commands, init_commands,
+                     export_commands, mcp_commands, worker_commands})
     for (auto& c : part(g)) all.push_back(std::move(c));
   return all;
 }

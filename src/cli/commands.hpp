@@ -36,6 +36,7 @@ std::vector<Command> experience_commands(const GlobalRef& g);  // experience *
 std::vector<Command> specs_commands(const GlobalRef& g);       // specs, target
 std::vector<Command> import_commands(const GlobalRef& g);      // import kernelbench
 std::vector<Command> init_commands(const GlobalRef& g);        // init
+std::vector<Command> export_commands(const GlobalRef& g);      // export
 std::vector<Command> mcp_commands(const GlobalRef& g);         // mcp
 std::vector<Command> worker_commands(const GlobalRef& g);      // worker, probe-kernel (internal)
 

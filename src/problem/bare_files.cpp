@@ -77,13 +77,16 @@ Expected<BareNotes> read_notes(const std::string& text, const std::string& file)
 }
 
 // `#ifndef X` followed by `#define X 256`: a compile-time param kopt may set with -DX=...
+// A name guarded twice (a default set above the one of an included or pasted source: kopt
+// export's solve.cu) is the first one, which the compiler takes.
 std::vector<std::pair<std::string, std::int64_t>> read_tunables(const std::string& text) {
   std::vector<std::pair<std::string, std::int64_t>> out;
+  std::set<std::string> seen;
   static const std::regex k_guarded(
       "#\\s*ifndef\\s+([A-Za-z_][A-Za-z_0-9]*)\\s*\\n\\s*#\\s*define\\s+([A-Za-z_][A-Za-z_0-9]*)"
       "\\s+\\(?\\s*(-?[0-9]+)\\s*\\)?\\s*\\n");
   for (std::sregex_iterator it(text.begin(), text.end(), k_guarded), e; it != e; ++it) {
-    if ((*it)[1] != (*it)[2]) continue;
+    if ((*it)[1] != (*it)[2] || !seen.insert((*it)[1]).second) continue;
     out.emplace_back((*it)[1], std::stoll((*it)[3]));
   }
   return out;

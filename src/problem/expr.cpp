@@ -5,14 +5,9 @@
 #include <limits>
 #include <sstream>
 
-namespace kopt {
+#include "expr_node.hpp"
 
-struct ExprNode {
-  enum class Kind { number, name, unary, binary, call } kind;
-  Value value{std::int64_t{0}};
-  std::string text;  // name, operator or function
-  std::vector<std::shared_ptr<const ExprNode>> children;
-};
+namespace kopt {
 
 namespace {
 

@@ -42,6 +42,8 @@ class Expr {
   std::vector<std::string> names() const;
   const std::string& text() const { return m_text; }
   bool empty() const { return !m_root; }
+  // The parsed tree, for the readers in src/problem/ that know its nodes (expr_node.hpp).
+  const ExprNode* root() const { return m_root.get(); }
 
  private:
   std::string m_text;
