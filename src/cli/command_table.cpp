@@ -375,7 +375,7 @@ std::vector<Command> command_table(const std::shared_ptr<GlobalOptions>& g) {
   for (auto* part : {env_commands, check_commands, bench_commands, sass_commands, profile_commands,
                      tune_commands, optimize_commands, iter_commands, report_commands,
                      experience_commands, specs_commands, import_commands, init_commands,
-                     export_commands, mcp_commands, worker_commands})
+                     export_commands, campaign_commands, mcp_commands, worker_commands})
     for (auto& c : part(g)) all.push_back(std::move(c));
   return all;
 }

@@ -37,6 +37,7 @@ std::vector<Command> specs_commands(const GlobalRef& g);       // specs, target
 std::vector<Command> import_commands(const GlobalRef& g);      // import kernelbench
 std::vector<Command> init_commands(const GlobalRef& g);        // init
 std::vector<Command> export_commands(const GlobalRef& g);      // export
+std::vector<Command> campaign_commands(const GlobalRef& g);    // campaign
 std::vector<Command> mcp_commands(const GlobalRef& g);         // mcp
 std::vector<Command> worker_commands(const GlobalRef& g);      // worker, probe-kernel (internal)
 
