@@ -66,7 +66,17 @@ void print_sanitizer(const std::vector<SanitizerOutcome>& outcomes) {
   }
 }
 
-void print_human(const CheckReport& r) {
+// A kernel's launch as kopt made it; a solve() or a Triton kernel launches its own.
+std::string launch_text(const Problem& p, const evaluate::KernelCheck& k) {
+  if (const KernelSpec* spec = p.find_kernel(k.kernel)) {
+    if (spec->abi == KernelSpec::Abi::solve) return "launch: its own (solve())";
+    if (language_of(spec->source) == KernelLanguage::triton) return "launch: its own (Triton)";
+  }
+  return fmt::format("grid {} block {} smem {}", dim3_to_string(k.launch.grid),
+                     dim3_to_string(k.launch.block), k.launch.shared_mem);
+}
+
+void print_human(const CheckReport& r, const Problem& p) {
   std::cout << fmt::format("kopt check {}  ({})\n", r.problem, r.problem_dir);
   if (r.device)
     std::cout << fmt::format("device: {} · {} · reference: {}{}\n", device_summary(*r.device),
@@ -96,9 +106,8 @@ void print_human(const CheckReport& r) {
   for (const auto& k : r.kernels) {
     std::string status(kernel_status_name(k.status));
     for (auto& c : status) c = static_cast<char>(std::toupper(c));
-    std::cout << fmt::format("{:<14} {:<15} [{}]  grid {} block {} smem {}\n", k.kernel, status,
-                             point_to_string(k.point), dim3_to_string(k.launch.grid),
-                             dim3_to_string(k.launch.block), k.launch.shared_mem);
+    std::cout << fmt::format("{:<14} {:<15} [{}]  {}\n", k.kernel, status, point_to_string(k.point),
+                             launch_text(p, k));
     if (k.build.ok)
       std::cout << "    build: " << resources_text(k.resources) << " (" << k.resources.source
                 << ")\n";
@@ -226,7 +235,7 @@ int check_one(const GlobalOptions& g, const CheckCliOptions& o, ProblemSelection
   if (g.json && !doc)
     std::cout << to_json(*report).dump(2) << "\n";
   else if (!g.json)
-    print_human(*report);
+    print_human(*report, sel->problem);
   if (report->exit_code() == 3)
     std::cerr << (report->device ? "kopt check: a sanitizer could not check a kernel: "
                                    "unverifiable, not passed (exit 3)\n"

@@ -120,11 +120,13 @@ Expected<std::string> reference_py(const ExportContext& c, const ExportSources& 
          "import torch\n\n" +
          tols + "\n" + *common + "\n\n" + *ext +
          "\n\ndef reference(**kwargs):\n"
-         "    # kopt may pass an f32 problem's tensors in f64 (its fp64 reference): the kernel "
-         "takes kopt.toml's dtypes\n"
-         "    reads = [kwargs[n].to(_KOPT_DTYPES[n]).contiguous() for n in _KOPT_READS]\n"
+         "    # kopt may pass an f32 problem's tensors in f64 (its fp64 reference) and on the CPU\n"
+         "    # (kopt init's probe of what reference() writes): the kernel takes kopt.toml's "
+         "dtypes, on the GPU\n"
+         "    reads = [kwargs[n].to(device=\"cuda\", dtype=_KOPT_DTYPES[n]).contiguous() for n in "
+         "_KOPT_READS]\n"
          "    for name, value in zip(_KOPT_RESULTS, _kopt_reference()(*reads)):\n"
-         "        kwargs[name].copy_(value)\n";
+         "        kwargs[name].copy_(value)  # back where kopt's tensor lives\n";
 }
 
 }  // namespace

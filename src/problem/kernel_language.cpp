@@ -76,7 +76,7 @@ Expected<void> select_runnable(Problem& p, const std::vector<KernelLanguage>& la
   }
   p.kernels = std::move(kept);
   if (p.kernels.empty())
-    return Unexpected(bad_input("no kernel of this problem has a " + names + " source (" + exts +
+    return Unexpected(bad_input("no kernel of this problem has a source in " + names + " (" + exts +
                                     "), which this device runs",
                                 p.spec_path.string(), 0, "kernels.source"));
   return {};

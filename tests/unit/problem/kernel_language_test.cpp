@@ -109,7 +109,7 @@ TEST_F(KernelLanguageTest, NoKernelLeftIsBadInput) {
   auto chosen = select_runnable(*p, {KernelLanguage::opencl});
   ASSERT_FALSE(chosen);
   EXPECT_EQ(chosen.error().kind, ErrorKind::bad_input);
-  EXPECT_NE(chosen.error().message.find("no kernel of this problem has a OpenCL source (.cl)"),
+  EXPECT_NE(chosen.error().message.find("no kernel of this problem has a source in OpenCL (.cl)"),
             std::string::npos);
 }
 
