@@ -18,6 +18,7 @@
 #include "kopt/core/text.hpp"
 #include "kopt/evaluate/devices.hpp"
 #include "kopt/problem/loader.hpp"
+#include "kopt/tune/search_space.hpp"
 
 namespace kopt::campaign {
 namespace fs = std::filesystem;
@@ -25,12 +26,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-bool has_space(const KernelSpec& k) {
-  std::uint64_t points = 1;
-  for (const auto& p : k.params) points *= std::max<std::size_t>(1, p.values.size());
-  return points > 1;
-}
 
 // The steps a problem's plan gives it, its earlier records kept where they are the same step.
 std::vector<StepRecord> planned_steps(const CampaignProblem& p, const CampaignPlan& plan,
@@ -52,7 +47,8 @@ std::vector<StepRecord> planned_steps(const CampaignProblem& p, const CampaignPl
   if (problem) {
     if (plan.tune)
       for (const auto& k : problem->kernels)
-        if (has_space(k)) want.push_back({.kind = StepKind::tune, .kernel = k.name});
+        if (tune::SearchSpace::from_kernel(k, problem->dim_scope()).size() > 1)
+          want.push_back({.kind = StepKind::tune, .kernel = k.name});
     if (plan.optimize && !problem->kernels.empty()) want.push_back({.kind = StepKind::optimize});
   }
   for (auto& w : want)
@@ -208,7 +204,7 @@ struct Runner {
       auto t = Clock::now();
       CommandResult r = run(argv, std::chrono::milliseconds(static_cast<long>(deadline * 1000)));
       s.wall_s = seconds_since(t);
-      (void)write_text_atomic(room / (s.record().substr(0, s.record().size() - 5) + ".log"), r.err);
+      (void)write_text_atomic(room / s.log(), r.err);
       if (!r.out.empty()) (void)write_text_atomic(room / s.record(), r.out);
       s.exit_code = r.exit_code;
       std::string error;

@@ -15,10 +15,9 @@ namespace kopt::campaign {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string StepRecord::record() const {
+std::string StepRecord::stem() const {
   std::string name(name_of(kind));
-  if (!kernel.empty()) name += "-" + kernel;
-  return name + ".json";
+  return kernel.empty() ? name : name + "-" + kernel;
 }
 
 Expected<CampaignPlan> parse_plan(const std::string& text) {

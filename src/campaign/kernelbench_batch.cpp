@@ -16,6 +16,7 @@
 #include "kopt/evaluate/evaluator.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/problem/tensor_data.hpp"
+#include "table_cell.hpp"
 
 namespace kopt::campaign {
 namespace fs = std::filesystem;
@@ -127,11 +128,8 @@ std::string noise_cell(const BaselineOutcome& b) {
   return fmt::format("{:.1f} %{}", 100 * b.rel_noise, b.flags.empty() ? "" : " (flagged)");
 }
 
-// A table cell holds no '|' and no newline.
 std::string cell(std::string s) {
-  for (auto& c : s)
-    if (c == '|' || c == '\n') c = c == '|' ? '/' : ' ';
-  return s.size() > 300 ? s.substr(0, 297) + "..." : s;
+  return table_cell(std::move(s), 300);
 }
 
 }  // namespace

@@ -112,7 +112,7 @@ const StepRecord* step_of(const CampaignProblem& p, StepKind kind) {
 
 // What ended the problem's work, from its steps (the first that did not run to its end) and the
 // optimize run's own stop reason.
-std::string stopped_by(const CampaignProblem& p, const fs::path& room,
+std::string stopped_by(const CampaignProblem& p, const RunState* run,
                        std::optional<RowStatus>& blocking) {
   for (const auto& s : p.steps) {
     std::string step = std::string(name_of(s.kind)) + (s.kernel.empty() ? "" : " " + s.kernel);
@@ -138,16 +138,13 @@ std::string stopped_by(const CampaignProblem& p, const fs::path& room,
       return "import failed: " + s.reason;
     }
   }
-  if (auto run = load_run_state(room / "run"); run && !run->stop_reason.empty())
-    return "plan done; optimize: " + run->stop_reason;
+  if (run && !run->stop_reason.empty()) return "plan done; optimize: " + run->stop_reason;
   return "plan done";
 }
 
-std::string dims_label(const CampaignProblem& p) {
-  auto problem = load_problem(p.dir);
-  if (!problem) return "";
+std::string dims_label(const Problem& problem) {
   std::string out;
-  for (const auto& d : problem->dims)
+  for (const auto& d : problem.dims)
     out += (out.empty() ? "" : " ") + d.name + "=" + std::to_string(d.value);
   return out;
 }
@@ -199,10 +196,11 @@ Leaderboard make_leaderboard(const CampaignState& state, const fs::path& out) {
   for (const auto& p : state.problems) {
     fs::path room = problem_room(out, p.name);
     std::optional<RowStatus> blocking;  // a step that did not run to its end
-    std::string stopped = stopped_by(p, room, blocking);
     auto problem = load_problem(p.dir);
+    auto run = load_run_state(room / "run");  // the optimize step's, where there was one
+    std::string stopped = stopped_by(p, run ? &*run : nullptr, blocking);
     bool has_candidates = problem && !problem->kernels.empty();
-    std::string own = dims_label(p);
+    std::string own = problem ? dims_label(*problem) : "";
 
     std::vector<LeaderboardRow> rows;
     std::vector<double> floors;
@@ -250,7 +248,7 @@ Leaderboard make_leaderboard(const CampaignState& state, const fs::path& out) {
         offer(*own_row, point_text(s.kernel, (*t)["champion"].value("point", json::object())),
               "tune", (*t)["champion"]["summary"].value("median", 0.0));
     }
-    if (auto run = load_run_state(room / "run"); run)
+    if (run)
       if (const VersionRecord* v = run->champion(); v && v->median_s > 0) {
         json params = json::object();
         for (const auto& [k, x] : v->point) params[k] = x;

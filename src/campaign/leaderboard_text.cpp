@@ -3,6 +3,8 @@
 
 #include "kopt/campaign/leaderboard.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/units.hpp"
+#include "table_cell.hpp"
 
 namespace kopt::campaign {
 using nlohmann::json;
@@ -10,9 +12,7 @@ using nlohmann::json;
 namespace {
 
 std::string time_text(const std::optional<double>& s) {
-  if (!s) return "-";
-  double us = *s * 1e6;
-  return us >= 1000 ? fmt::format("{:.3f} ms", us / 1000) : fmt::format("{:.2f} us", us);
+  return s ? human_time(*s) : "-";
 }
 
 std::string ratio_text(const std::optional<double>& x) {
@@ -23,11 +23,8 @@ std::string pct_text(const std::optional<double>& x) {
   return x ? fmt::format("{:.1f} %", *x) : "-";
 }
 
-// A table cell holds no '|' and no newline, and stays short.
 std::string cell(std::string s) {
-  for (auto& c : s)
-    if (c == '|' || c == '\n') c = c == '|' ? '/' : ' ';
-  return s.size() > 240 ? s.substr(0, 237) + "..." : s;
+  return table_cell(std::move(s), 240);
 }
 
 std::string joined(const std::vector<std::string>& items, const char* sep) {

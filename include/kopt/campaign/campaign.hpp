@@ -78,8 +78,11 @@ struct StepRecord {
   std::string reason;  // why refused, environment, budget or skipped; the command's error
   int attempts = 0;    // runs begun (an environment failure is tried again)
   std::string device;  // the lane's device ordinal ("" for the default device)
-  // The step's record under the problem's directory: "check.json", "tune-KERNEL.json".
-  std::string record() const;
+  // The step's record under the problem's directory: "check.json", "tune-KERNEL.json"; and
+  // its stderr beside it: "check.log".
+  std::string record() const { return stem() + ".json"; }
+  std::string log() const { return stem() + ".log"; }
+  std::string stem() const;  // "check", "tune-KERNEL"
 };
 
 struct CampaignProblem {
