@@ -334,41 +334,37 @@ StepRunner system_step_runner() {
 
 Expected<CampaignState> run_campaign(const CampaignOptions& o, const StepRunner& run) {
   std::error_code ec;
-  fs::create_directories(o.out, ec);
-  if (ec)
-    return Unexpected(
-        bad_input("cannot create the campaign folder: " + ec.message(), o.out.string()));
   CampaignState state;
   auto earlier = fs::exists(o.out / "campaign.json", ec) ? load_campaign_state(o.out)
                                                          : Expected<CampaignState>{};
   if (!earlier) return Unexpected(earlier.error());
   if (earlier->budget_s > 0 || !earlier->problems.empty()) state = *earlier;
+  std::vector<std::string> mine;  // the sources named now
+  for (const auto& s : o.sources) mine.push_back(fs::absolute(s).lexically_normal().string());
   std::vector<std::string> sources = state.sources;
-  for (const auto& s : o.sources) {
-    std::string a = fs::absolute(s).lexically_normal().string();
-    if (std::find(sources.begin(), sources.end(), a) == sources.end()) sources.push_back(a);
-  }
+  for (const auto& list : {mine, added_sources(o.out)})
+    for (const auto& s : list)
+      if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.push_back(s);
   if (sources.empty())
     return Unexpected(
         bad_input("name a folder of problems, a problem or a KernelBench file", "SOURCE"));
+  // Bad input is refused before anything is written: no campaign folder is left behind.
+  std::vector<fs::path> paths(sources.begin(), sources.end());
+  auto found = discover_problems(paths, o.out, o.candidates);
+  if (!found) return Unexpected(found.error());
 
+  fs::create_directories(o.out, ec);
+  if (ec)
+    return Unexpected(
+        bad_input("cannot create the campaign folder: " + ec.message(), o.out.string()));
   DirectoryLock lock(o.out);
   if (!lock.held()) {
     // Another invocation runs this campaign: it takes these sources between problems.
-    std::vector<std::string> mine;
-    for (const auto& s : o.sources) mine.push_back(fs::absolute(s).lexically_normal().string());
-    if (auto found = discover_problems(o.sources, o.out, o.candidates); !found)
-      return Unexpected(found.error());
     if (auto w = add_sources(o.out, mine); !w) return Unexpected(w.error());
     state.added_to_running = true;
     return state;
   }
-  for (const auto& s : added_sources(o.out))
-    if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.push_back(s);
 
-  std::vector<fs::path> paths(sources.begin(), sources.end());
-  auto found = discover_problems(paths, o.out, o.candidates);
-  if (!found) return Unexpected(found.error());
   state.sources = sources;
   state.candidates = o.candidates.empty() ? "" : fs::absolute(o.candidates).string();
   state.plan = o.plan;

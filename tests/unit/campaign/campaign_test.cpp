@@ -157,6 +157,15 @@ TEST_F(CampaignTest, AFolderHoldsItsProblemDirectoriesAndKernelBenchFilesInOrder
   EXPECT_FALSE(discover_problems({m_dir.path() / "empty"}, m_options.out, {}));
 }
 
+TEST_F(CampaignTest, ACampaignRefusedForBadInputWritesNothing) {
+  m_options.sources = {m_dir.path() / "nope"};
+  auto state = run_campaign(m_options, runner());
+  ASSERT_FALSE(state);
+  EXPECT_EQ(state.error().kind, ErrorKind::bad_input);
+  EXPECT_FALSE(fs::exists(m_options.out)) << "no campaign folder left behind";
+  EXPECT_TRUE(m_calls.empty());
+}
+
 TEST_F(CampaignTest, PlansAreParsedAndBadOnesNamed) {
   auto p = parse_plan("check, tune");
   ASSERT_TRUE(p);
