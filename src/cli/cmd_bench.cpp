@@ -128,7 +128,7 @@ struct BenchCliOptions {
   std::string gpus;     // --gpus all|N,M,...: variants measured one per device
   std::string cluster;  // --cluster ray|ray:ADDRESS: one worker per device of a Ray cluster
   bool allow_mixed = false;
-  std::vector<std::string> axes;  // --axis NAME=V1,V2,...
+  ShapeFlags axes;  // --axis NAME=V1,V2,...
 };
 
 // One shape: the report printed (text, or JSON when `doc` is null) and put in *doc; the exit

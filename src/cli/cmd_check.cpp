@@ -1,5 +1,6 @@
 // `kopt check PROBLEM`: correctness of every kernel over several seeds.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <iostream>
@@ -24,6 +25,7 @@ using evaluate::sanitize_request;
 using evaluate::sanitizer_summary;
 using evaluate::sanitizer_verdict;
 using evaluate::SanitizeRequest;
+using evaluate::shape_origin_name;
 namespace {
 
 std::string sci(double v) {
@@ -92,9 +94,15 @@ void print_human(const CheckReport& r, const Problem& p) {
           (r.secret_seed == s ? " (secret, drawn now)" : "") +
           (r.wide_seed == s ? fmt::format(" (inputs {:g}x wider)", evaluate::k_wide_scale) : "");
     std::cout << "seeds: " << seeds << "\n";
-    if (!r.other_shape.empty())
-      std::cout << "also checked at the other shape ([check] dims): " << r.other_shape << "\n";
-    if (!r.other_shape_note.empty()) std::cout << r.other_shape_note << "\n";
+    for (const auto& c : r.shape_checks) {
+      if (!c.kernels.empty())
+        std::cout << fmt::format(
+            "also checked at {} {} ({}): {}{}{}\n", shape_origin_name(c.origin), c.dims,
+            fmt::join(c.kernels, ", "),
+            c.failed.empty() ? "every kernel passed" : "wrong there: ", fmt::join(c.failed, ", "),
+            c.held.empty() ? "" : fmt::format(" (held: {})", fmt::join(c.held, ", ")));
+      if (!c.note.empty()) std::cout << c.note << "\n";
+    }
     if (!r.wide_seed_note.empty()) std::cout << r.wide_seed_note << "\n";
     if (r.fp64_seed)
       std::cout << "fp64 reference on seed " << *r.fp64_seed
@@ -173,11 +181,12 @@ struct CheckCliOptions {
   int seeds = 3;
   std::uint64_t first_seed = 1;
   double timeout_s = 10.0;
-  bool secret_seed = true;  // the last seed drawn at run time (--no-secret-seed: first + N - 1)
-  bool other_shape = true;  // [check] dims: passing kernels checked at that shape too
-  std::string sanitize;     // --sanitize memcheck,racecheck,...: "" runs none
+  bool secret_seed = true;      // the last seed drawn at run time (--no-secret-seed: first + N - 1)
+  bool other_shape = true;      // [check] dims: passing kernels checked at that shape too
+  bool boundary_shapes = true;  // and at the boundary shapes derived from their constraints
+  std::string sanitize;         // --sanitize memcheck,racecheck,...: "" runs none
   double sanitize_timeout_s = 600.0;
-  std::vector<std::string> axes;  // --axis NAME=V1,V2,...
+  ShapeFlags axes;  // --axis NAME=V1,V2,...
 };
 
 // One shape: the report printed (text, or JSON when `doc` is null) and put in *doc; the exit
@@ -205,6 +214,7 @@ int check_one(const GlobalOptions& g, const CheckCliOptions& o, ProblemSelection
   co.seeds = o.seeds;
   co.first_seed = o.first_seed;
   co.secret_seed = o.secret_seed;
+  co.boundary_shapes = o.boundary_shapes;
   co.arch = o.sel.arch;
   co.cache_root = cache_dir();
   if (g.verbose) co.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
@@ -275,6 +285,11 @@ std::vector<Command> check_commands(const GlobalRef& g) {
         .help = "do not check passing kernels again at the problem's [check] dims (another "
                 "shape, which catches a shape hard-coded into a kernel)",
         .target = &o->other_shape,
+        .negates = true},
+       {.names = "--no-boundary-shapes",
+        .help = "do not check passing kernels again at the boundary shapes kopt derives from "
+                "their constraints (sizes that are a multiple of no tile width, and of 1)",
+        .target = &o->boundary_shapes,
         .negates = true},
        {.names = "--sanitize",
         .help = "also run each kernel under compute-sanitizer: "

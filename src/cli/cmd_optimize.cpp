@@ -6,11 +6,13 @@
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/units.hpp"
 #include "kopt/evaluate/devices.hpp"
 #include "kopt/evaluate/dispatcher.hpp"
 #include "kopt/evaluate/worker_pool.hpp"
 #include "kopt/optimize/gpu_lab.hpp"
 #include "kopt/optimize/optimizer.hpp"
+#include "kopt/problem/shape_set.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/report/run_report.hpp"
 #include "kopt/store/experience_db.hpp"
@@ -43,10 +45,22 @@ struct OptimizeCliOptions {
   std::string gpus;      // --gpus all|N,M,...: a round's branches one per device
   std::string cluster;   // --cluster ray|ray:ADDRESS
   bool allow_mixed = false;
+  ShapeFlags axes;  // --axis: a run per shape, in its own folder of --run
 };
 
-int run_optimize_command(const GlobalOptions& g, OptimizeCliOptions& o) {
-  auto sel = load_selection(o.sel);
+// One shape (or the declared dims): the run, its report printed, and with `doc` its state put
+// there (run_over_shapes) with a row for the summary over shapes.
+int optimize_one(const GlobalOptions& g, OptimizeCliOptions& o, ProblemSelection selection,
+                 nlohmann::json* doc) {
+  auto report_error = [doc](const GlobalOptions& gl, const std::string& command, int code,
+                            const std::string& message) {
+    return cli::report_error(gl, command, code, message, doc);
+  };
+  // At several shapes each run has its own folder: RUN/M=1_N=4096.
+  std::string shape;
+  for (std::size_t i = o.sel.dims.size(); doc && i < selection.dims.size(); ++i)
+    shape += (shape.empty() ? "" : "_") + selection.dims[i];
+  auto sel = load_selection(selection);
   if (!sel)
     return report_error(g, "optimize", exit_code(sel.error().kind), sel.error().to_string());
   // --kernel K: the loop starts from K and never leaves it (another kernel of the problem,
@@ -78,6 +92,7 @@ int run_optimize_command(const GlobalOptions& g, OptimizeCliOptions& o) {
   opt.run_dir =
       std::filesystem::absolute(o.run.empty() ? std::filesystem::path("kopt-runs") / problem.name
                                               : std::filesystem::path(o.run));
+  if (!shape.empty()) opt.run_dir /= shape;
   if (!g.json || g.verbose) opt.log = stderr_log();
   auto pool =
       evaluate::WorkerPool::open({device_family(), o.gpus, o.cluster, o.sel.device, o.allow_mixed});
@@ -105,11 +120,79 @@ int run_optimize_command(const GlobalOptions& g, OptimizeCliOptions& o) {
   if (!state)
     return report_error(g, "optimize", exit_code(state.error().kind), state.error().to_string());
   write_run_reports(opt.run_dir);
-  if (g.json)
+  if (doc) {
+    *doc = to_json(*state);
+    const VersionRecord* champion = state->champion();
+    const VersionRecord* start = state->versions.empty() ? nullptr : &state->versions.front();
+    (*doc)["run_dir"] = opt.run_dir.string();
+    (*doc)["over_shapes"] = {
+        {"start_s", start ? nlohmann::json(start->median_s) : nlohmann::json(nullptr)},
+        {"champion_s", champion ? nlohmann::json(champion->median_s) : nlohmann::json(nullptr)},
+        {"champion",
+         champion ? champion->kernel +
+                        (champion->point.empty() ? "" : " " + point_to_string(champion->point))
+                  : ""},
+        {"stop_reason", state->stop_reason}};
+  }
+  if (g.json && !doc)
     std::cout << to_json(*state).dump(2) << "\n";
-  else
+  else if (!g.json)
     print_run(*state, opt.run_dir);
   return state->champion() ? 0 : 1;
+}
+
+// Over shapes: per shape the start (v0) and the champion, the speedup of the loop there, and
+// best / typical / worst / geometric mean of that speedup.
+nlohmann::json optimize_summary(const nlohmann::json& shapes, bool print) {
+  using nlohmann::json;
+  json rows = json::array();
+  std::vector<double> speedups;
+  for (const auto& s : shapes) {
+    json o = s["result"].value("over_shapes", json::object());
+    double start = o.value("start_s", json()).is_number() ? o["start_s"].get<double>() : 0;
+    double best = o.value("champion_s", json()).is_number() ? o["champion_s"].get<double>() : 0;
+    json speedup = start > 0 && best > 0 ? json(start / best) : json(nullptr);
+    if (speedup.is_number()) speedups.push_back(speedup);
+    rows.push_back({{"shape", shape_display(s)},
+                    {"start_s", start > 0 ? json(start) : json(nullptr)},
+                    {"champion_s", best > 0 ? json(best) : json(nullptr)},
+                    {"champion", o.value("champion", "")},
+                    {"speedup", speedup},
+                    {"stop_reason", o.value("stop_reason", "")},
+                    {"error", s["result"].value("error", "")}});
+  }
+  OverShapes st = over_shapes(speedups);
+  json out{{"rows", rows},
+           {"speedup", st.n ? json{{"best", st.best},
+                                   {"typical", st.typical},
+                                   {"worst", st.worst},
+                                   {"geomean", st.geomean},
+                                   {"n", st.n}}
+                            : json(nullptr)}};
+  if (!print) return out;
+  std::cout << fmt::format("\nover {} shapes:\n  {:<28} {:>12} {:>12} {:>8}  {}\n", shapes.size(),
+                           "shape", "start", "champion", "speedup", "champion");
+  for (const auto& r : rows) {
+    auto t = [](const json& v) { return v.is_number() ? human_time(v.get<double>()) : "-"; };
+    std::cout << fmt::format(
+        "  {:<28} {:>12} {:>12} {:>8}  {}\n", r["shape"].get<std::string>(), t(r["start_s"]),
+        t(r["champion_s"]),
+        r["speedup"].is_number() ? fmt::format("{:.2f}x", r["speedup"].get<double>()) : "-",
+        r["error"].get<std::string>().empty() ? r["champion"].get<std::string>()
+                                              : r["error"].get<std::string>());
+  }
+  if (st.n)
+    std::cout << fmt::format(
+        "  speedup of the loop: best {:.2f}x, typical {:.2f}x, worst {:.2f}x, geomean {:.2f}x\n",
+        st.best, st.typical, st.worst, st.geomean);
+  return out;
+}
+
+int run_optimize_command(const GlobalOptions& g, OptimizeCliOptions& o) {
+  return run_over_shapes(
+      g, "optimize", o.sel, o.axes,
+      [&](ProblemSelection& s, nlohmann::json* doc) { return optimize_one(g, o, s, doc); },
+      optimize_summary);
 }
 
 }  // namespace
@@ -123,6 +206,7 @@ std::vector<Command> optimize_commands(const GlobalRef& g) {
               .long_running = true,
               .storage = o};
   add_selection(opt, o->sel);
+  add_axes(opt, o->axes);
   opt.options.insert(
       opt.options.end(),
       {{.names = "--iterations",

@@ -1,8 +1,10 @@
 // `kopt tune PROBLEM --strategy S --budget N`: search a kernel's parameter space.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,6 +14,7 @@
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/parallel.hpp"
+#include "kopt/core/units.hpp"
 #include "kopt/evaluate/worker_pool.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/tune/champion_file.hpp"
@@ -145,7 +148,7 @@ std::optional<ConfirmRule> parse_confirm(const std::string& text) {
 
 struct TuneCliOptions {
   ProblemSelection sel;
-  std::vector<std::string> axes;  // --axis NAME=V1,V2,...: a champion per shape, a dispatch table
+  ShapeFlags axes;  // --axis NAME=V1,V2,...: a champion per shape, a dispatch table
   std::string strategy = "auto";
   std::size_t budget = 30;
   double time_budget_s = 0;
@@ -159,7 +162,54 @@ struct TuneCliOptions {
   std::string cluster;           // --cluster ray|ray:ADDRESS
   bool allow_mixed = false;
   std::string out;  // the champion file (default: kopt-tune/PROBLEM/KERNEL.json)
+  // --shape-search: at several shapes, transfer (a shape's search climbs from the champions of
+  // the nearest shapes already tuned) or alone (each shape searched as if it were the only one).
+  std::string shape_search = "transfer";
+  Problem::Goal goal = Problem::Goal::latency;  // the problem's [goal], set by the first shape
+  // The shapes tuned so far in this command: their dims and best confirmed points, best first.
+  std::vector<std::pair<std::map<std::string, std::int64_t>, std::vector<ParamPoint>>> tuned;
 };
+
+// The points a shape's search starts from under --shape-search transfer: the best two confirmed
+// points of each of the two tuned shapes nearest to `dims` (distance: the sum over dims of
+// |log(a / b)|), nearest first; and those shapes' labels.
+std::pair<std::vector<ParamPoint>, std::vector<std::string>> transferred_starts(
+    const TuneCliOptions& o, const std::map<std::string, std::int64_t>& dims) {
+  std::vector<std::pair<double, std::size_t>> near;
+  for (std::size_t i = 0; i < o.tuned.size(); ++i) {
+    double d = 0;
+    for (const auto& [n, v] : o.tuned[i].first)
+      if (auto it = dims.find(n); it != dims.end() && v > 0 && it->second > 0)
+        d += std::abs(std::log(double(v) / double(it->second)));
+    near.emplace_back(d, i);
+  }
+  std::sort(near.begin(), near.end());
+  std::vector<ParamPoint> starts;
+  std::vector<std::string> from;
+  for (std::size_t k = 0; k < std::min<std::size_t>(2, near.size()); ++k) {
+    const auto& [shape, points] = o.tuned[near[k].second];
+    std::string label;
+    for (const auto& [n, v] : shape)
+      label += (label.empty() ? "" : " ") + n + "=" + std::to_string(v);
+    from.push_back(label);
+    for (std::size_t j = 0; j < std::min<std::size_t>(2, points.size()); ++j)
+      if (std::find(starts.begin(), starts.end(), points[j]) == starts.end())
+        starts.push_back(points[j]);
+  }
+  return {starts, from};
+}
+
+// A shape's best confirmed points, best first, from its tune document.
+std::vector<ParamPoint> best_confirmed(const nlohmann::json& doc) {
+  std::vector<std::pair<double, ParamPoint>> ok;
+  for (const auto& c : doc.value("confirmed", nlohmann::json::array()))
+    if (c.value("ok", false))
+      ok.emplace_back(c["summary"].value("median", 0.0), c["point"].get<ParamPoint>());
+  std::sort(ok.begin(), ok.end());
+  std::vector<ParamPoint> out;
+  for (auto& [t, p] : ok) out.push_back(std::move(p));
+  return out;
+}
 
 // The champion written where a later command (or person) finds it; the path, or why none.
 struct ChampionFile {
@@ -245,6 +295,22 @@ int tune_one(const GlobalOptions& g, TuneCliOptions& o, ProblemSelection selecti
     strategy = parse_search_strategy(o.strategy);
   }
   if (!strategy) return report_error(g, "tune", 2, "--strategy " + o.strategy + ": unknown");
+  // At the second shape on, the search starts from what the nearest shapes found: where the
+  // space is too large to search whole, it climbs from there and stops when the climbs converge.
+  std::vector<std::string> transfer_from;
+  if (doc && o.shape_search == "transfer" && !o.tuned.empty()) {
+    auto [starts, from] = transferred_starts(o, sel->dims);
+    req.search.start = starts;
+    transfer_from = from;
+    if (o.strategy == "auto" && *strategy == tune::SearchStrategy::random) {
+      strategy = tune::SearchStrategy::local;
+      req.search.climbs_from_start = starts.size();
+    }
+    if (!g.json)
+      std::cerr << fmt::format("kopt tune: transfer: {} from the champions of {}\n",
+                               *strategy == tune::SearchStrategy::local ? "climbing" : "starting",
+                               fmt::join(from, "; "));
+  }
   req.search.strategy = *strategy;
   req.search.budget.max_evaluations = o.budget;
   req.search.budget.max_wall_s = o.time_budget_s;
@@ -276,6 +342,9 @@ int tune_one(const GlobalOptions& g, TuneCliOptions& o, ProblemSelection selecti
     return report_error(g, "tune", exit_code(report.error().kind), report.error().to_string());
   if (doc) {
     *doc = to_json(*report);
+    (*doc)["transfer_from"] = transfer_from;
+    o.tuned.emplace_back(sel->dims, best_confirmed(*doc));
+    o.goal = problem.goal;
     if (!g.json) {
       if (::isatty(STDERR_FILENO)) std::cerr << "\n";
       print_tune(*report);
@@ -341,6 +410,46 @@ void cross_measure(const TuneCliOptions& o, const nlohmann::json& shapes, const 
   }
 }
 
+// [goal] kind = "throughput": the one configuration, among those measured at every shape, with
+// the least weighted sum of times over the shapes ([goal] weights), beside what the dispatch
+// table's per-shape choices would sum to.
+nlohmann::json throughput_choice(const nlohmann::json& shapes,
+                                 const std::vector<tune::ShapeResults>& results) {
+  using nlohmann::json;
+  std::vector<double> weights;
+  for (const auto& s : shapes) weights.push_back(s.value("weight", 1.0));
+  std::optional<ParamPoint> best;
+  double best_sum = 0, own_sum = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    double own = 0;
+    for (const auto& [p, t] : results[i].measured) own = own > 0 ? std::min(own, t) : t;
+    own_sum += weights[i] * own;
+  }
+  if (results.empty()) return {{"config", nullptr}, {"note", "no shape"}};
+  for (const auto& measured = results.front().measured; const auto& [p, t0] : measured) {
+    double sum = 0;
+    bool everywhere = true;
+    for (std::size_t i = 0; i < results.size() && everywhere; ++i) {
+      auto m = std::find_if(results[i].measured.begin(), results[i].measured.end(),
+                            [&](const auto& x) { return x.first == p; });
+      everywhere = m != results[i].measured.end();
+      if (everywhere) sum += weights[i] * m->second;
+    }
+    if (everywhere && (!best || sum < best_sum)) {
+      best = p;
+      best_sum = sum;
+    }
+  }
+  if (!best) return {{"config", nullptr}, {"note", "no configuration was measured at every shape"}};
+  return {{"config", *best},
+          {"weighted_s", best_sum},
+          {"own_best_weighted_s", own_sum},
+          {"text", fmt::format("goal throughput: one configuration for every shape, {}: weighted "
+                               "time {}, {:+.1f} % over each shape at its own best ({})",
+                               point_to_string(*best), human_time(best_sum),
+                               100.0 * (best_sum / own_sum - 1), human_time(own_sum))}};
+}
+
 // At several shapes: the dispatch table over the shapes' confirmed measurements, written beside
 // where the champion file goes (KERNEL.dispatch.json and .hpp) and printed.
 nlohmann::json tune_dispatch(const TuneCliOptions& o, const nlohmann::json& shapes, bool print) {
@@ -377,6 +486,22 @@ nlohmann::json tune_dispatch(const TuneCliOptions& o, const nlohmann::json& shap
                     {"within", r.within}});
   json table{{"problem", problem},       {"kernel", kernel},     {"device", device},
              {"tolerance", t.tolerance}, {"configs", t.configs}, {"rows", rows}};
+  // What the search over shapes cost: evaluations and seconds per shape, in all.
+  std::size_t evaluations = 0;
+  double search_s = 0;
+  for (const auto& s : shapes) {
+    const json& doc = s["result"];
+    evaluations += doc.value("search", json::object()).value("evaluations", std::size_t{0});
+    search_s += doc.value("times", json::object()).value("wall_s", 0.0);
+  }
+  if (o.goal == Problem::Goal::throughput) table["throughput"] = throughput_choice(shapes, results);
+  table["shape_search"] = {
+      {"mode", o.shape_search}, {"evaluations", evaluations}, {"tune_s", search_s}};
+  if (kernel.empty() || t.configs.empty()) {  // no shape was tuned: nothing to write
+    table["files"] = json::array();
+    if (print) std::cout << "\ndispatch table: none, no shape has a confirmed configuration\n";
+    return table;
+  }
   std::filesystem::path base =
       o.out.empty() ? tune::default_champion_path(problem, kernel) : std::filesystem::path(o.out);
   std::filesystem::path json_path = base.parent_path() / (kernel + ".dispatch.json");
@@ -408,6 +533,10 @@ nlohmann::json tune_dispatch(const TuneCliOptions& o, const nlohmann::json& shap
         r.config < 0 ? std::string("nothing confirmed")
                      : fmt::format("[{}] {:.2f} us, {:+.1f} % over its best", r.config,
                                    r.seconds * 1e6, 100.0 * (r.seconds / r.best_s - 1)));
+  std::cout << fmt::format("shape search: {}, {} evaluations over the shapes, {:.1f} s of tuning\n",
+                           o.shape_search, evaluations, search_s);
+  if (table.contains("throughput"))
+    std::cout << table["throughput"].value("text", table["throughput"].value("note", "")) << "\n";
   std::cout << "written: " << json_path.string() << ", " << hpp_path.string() << "\n";
   return table;
 }
@@ -474,6 +603,11 @@ std::vector<Command> tune_commands(const GlobalRef& g) {
         .help = "ray, or ray:ADDRESS: one worker per device of a Ray cluster (ray alone starts a "
                 "local instance), as an actor on its node; see docs/cluster.md",
         .target = &o->cluster},
+       {.names = "--shape-search",
+        .help = "with --axis: transfer (each shape's search climbs from the champions of the "
+                "nearest shapes tuned before it) or alone (each shape searched on its own)",
+        .target = &o->shape_search,
+        .choices = {"transfer", "alone"}},
        {.names = "--allow-mixed",
         .help = "with --gpus or --cluster: devices of different models in one run",
         .target = &o->allow_mixed},

@@ -92,10 +92,13 @@ WorkerOptions worker_options(int device, const std::filesystem::path& log_dir);
 // "pthread-skylake (OpenCL cpu, 2 compute units), Portable Computing Language 3.1".
 std::string device_summary(const DeviceInfo& d);
 
-// --axis NAME=V1,V2,... (repeatable) on a command that runs at many shapes.
-void add_axes(Command& c, std::vector<std::string>& axes);
+// --axis NAME=V1,V2,... and --zip M,N (repeatable) on a command that runs at many shapes.
+struct ShapeFlags {
+  std::vector<std::string> axes, zips;
+};
+void add_axes(Command& c, ShapeFlags& flags);
 
-// A command at every shape of the selection (--axis, else kopt.toml's [axes];
+// A command at every shape of the selection (--axis, else kopt.toml's [axes] and [shapes];
 // problem/shape_set.hpp), or at its one shape when there are none. `one` runs one shape: it
 // prints its text (unless --json) and fills *doc with its JSON document; with no shapes it is
 // called with doc null and prints as the command always does. `summarize` makes the summary
@@ -104,8 +107,9 @@ void add_axes(Command& c, std::vector<std::string>& axes);
 using ShapeRun = std::function<int(ProblemSelection&, nlohmann::json* doc)>;
 using ShapeSummary = std::function<nlohmann::json(const nlohmann::json& shapes, bool print)>;
 int run_over_shapes(const GlobalOptions& g, const std::string& command, ProblemSelection sel,
-                    const std::vector<std::string>& axes, const ShapeRun& one,
-                    const ShapeSummary& summarize);
+                    const ShapeFlags& flags, const ShapeRun& one, const ShapeSummary& summarize);
+// A shape of run_over_shapes' list as a person reads it: "decode (M=1)", or "M=1 N=4096".
+std::string shape_display(const nlohmann::json& shape);
 // The summaries of bench (per kernel: median, %SOL and speedup over torch eager per shape, with
 // best / typical / worst / geometric mean) and check (per kernel: the shapes it failed at).
 nlohmann::json bench_summary(const nlohmann::json& shapes, bool print);

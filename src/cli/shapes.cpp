@@ -14,22 +14,30 @@
 namespace kopt::cli {
 using nlohmann::json;
 
-void add_axes(Command& c, std::vector<std::string>& axes) {
+void add_axes(Command& c, ShapeFlags& flags) {
   c.options.push_back({.names = "--axis",
                        .help = "run at every value of a dim, NAME=V1,V2,... (repeatable: every "
-                               "combination); default: kopt.toml's [axes]",
-                       .target = &axes});
+                               "combination); default: kopt.toml's [axes] and [shapes]",
+                       .target = &flags.axes});
+  c.options.push_back({.names = "--zip",
+                       .help = "axes that take their values together, M,N (the i-th of each) "
+                               "instead of every combination (repeatable)",
+                       .target = &flags.zips});
+}
+
+std::string shape_display(const json& s) {
+  std::string name = s.value("name", ""), label = s.value("label", "");
+  return name.empty() ? label : name + " (" + label + ")";
 }
 
 int run_over_shapes(const GlobalOptions& g, const std::string& command, ProblemSelection sel,
-                    const std::vector<std::string>& axes, const ShapeRun& one,
-                    const ShapeSummary& summarize) {
+                    const ShapeFlags& flags, const ShapeRun& one, const ShapeSummary& summarize) {
   // A bare file is inferred once, at its own dims; each shape then overrides some of them.
   if (auto r = resolve_bare_files(sel); !r)
     return report_error(g, command, exit_code(r.error().kind), r.error().to_string());
   auto problem = load_problem(sel.problem);
   if (!problem) return one(sel, nullptr);  // the command says what is wrong, as it always does
-  auto shapes = shape_set(*problem, axes);
+  auto shapes = shape_set(*problem, flags.axes, flags.zips);
   if (!shapes)
     return report_error(g, command, exit_code(shapes.error().kind), shapes.error().to_string());
   if (shapes->empty()) return one(sel, nullptr);
@@ -42,13 +50,18 @@ int run_over_shapes(const GlobalOptions& g, const std::string& command, ProblemS
       s.dims.push_back(n + "=" + std::to_string(v));
       dims[n] = v;
     }
-    if (!g.json) std::cout << "\n== " << command << " at " << shape.label() << "\n";
+    if (!g.json) std::cout << "\n== " << command << " at " << shape.display() << "\n";
     json doc;
     int rc = one(s, &doc);
     if (!g.json && doc.contains("error"))
       std::cout << "kopt " << command << ": " << doc["error"].get<std::string>() << "\n";
     code = std::max(code, rc);
-    list.push_back({{"shape", dims}, {"label", shape.label()}, {"result", doc}, {"exit_code", rc}});
+    list.push_back({{"shape", dims},
+                    {"label", shape.label()},
+                    {"name", shape.name},
+                    {"weight", goal_weight(*problem, shape)},
+                    {"result", doc},
+                    {"exit_code", rc}});
   }
   json summary = summarize(list, !g.json);
   if (g.json)
@@ -107,7 +120,7 @@ json bench_summary(const json& shapes, bool print) {
       double sol =
           std::max(v.value("pct_bandwidth_ceiling", 0.0), v.value("pct_compute_ceiling", 0.0));
       rows[name].push_back(
-          {{"shape", s["label"]},
+          {{"shape", shape_display(s)},
            {"status", v.value("status", "")},
            {"median_s", ok ? json(median) : json(nullptr)},
            {"pct_sol", ok && sol > 0 ? json(sol) : json(nullptr)},
@@ -175,7 +188,8 @@ json check_summary(const json& shapes, bool print) {
       }
       bool passed = k.value("status", "") == "passed";
       (passed ? by_kernel[name].first : by_kernel[name].second)
-          .push_back(passed ? s["label"] : json{{"shape", s["label"]}, {"status", k["status"]}});
+          .push_back(passed ? json(shape_display(s))
+                            : json{{"shape", shape_display(s)}, {"status", k["status"]}});
     }
   json out = json::array();
   for (const auto& name : order)
@@ -197,8 +211,8 @@ json check_summary(const json& shapes, bool print) {
   }
   for (const auto& s : shapes)
     if (s["result"].contains("error"))
-      std::cout << "  at " << s["label"].get<std::string>() << ": "
-                << s["result"]["error"].get<std::string>() << "\n";
+      std::cout << "  at " << shape_display(s) << ": " << s["result"]["error"].get<std::string>()
+                << "\n";
   return out;
 }
 

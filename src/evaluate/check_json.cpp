@@ -77,6 +77,14 @@ json to_json(const CheckReport& r) {
                                      {"tools", outcomes}};
     }
   }
+  json shape_checks = json::array();
+  for (const auto& c : r.shape_checks)
+    shape_checks.push_back({{"origin", shape_origin_name(c.origin)},
+                            {"dims", c.dims},
+                            {"kernels", c.kernels},
+                            {"failed", c.failed},
+                            {"held", c.held},
+                            {"note", c.note}});
   json j{{"schema_version", 1},
          {"command", "check"},
          {"problem", r.problem},
@@ -87,6 +95,7 @@ json to_json(const CheckReport& r) {
          {"seeds", r.seeds},
          {"secret_seed", r.secret_seed ? json(*r.secret_seed) : json(nullptr)},
          {"other_shape", {{"dims", r.other_shape}, {"note", r.other_shape_note}}},
+         {"shape_checks", shape_checks},
          {"wide_seed", r.wide_seed ? json(*r.wide_seed) : json(nullptr)},
          {"wide_seed_note", r.wide_seed_note},
          {"fp64_reference",

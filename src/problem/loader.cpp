@@ -26,6 +26,8 @@ Problem Loader::load(const toml::table& root) {
   read_tolerances(r, p);
   read_check(r, p);
   read_axes(r, p);
+  read_shapes(r, p);
+  read_goal(r, p);
   read_reference(r, p);
   read_kernels(r, p);
   r.reject_unknown();
@@ -226,6 +228,10 @@ void Loader::read_check(TomlReader& r, Problem& p) {
       p.check_dims[name] = v.as_integer()->get();
     }
   }
+  if (const toml::node* b = cr.node("boundary_shapes")) {
+    if (!b->is_boolean()) fail(line_of(*b), "check.boundary_shapes", "expected true or false");
+    p.boundary_shapes = b->as_boolean()->get();
+  }
   cr.reject_unknown();
 }
 
@@ -234,6 +240,10 @@ void Loader::read_axes(TomlReader& r, Problem& p) {
   const toml::table& t = table_at(r, "axes", true);
   for (const auto& [k, v] : t) {
     std::string name(k.str()), field = "axes." + name;
+    if (name == "zip" && !m_dim_names.count(name)) {
+      read_zips(v, p);
+      continue;
+    }
     if (!m_dim_names.count(name)) fail(line_of(v), field, "no such dim in [dims]");
     const toml::array* values = v.as_array();
     if (!values || values->empty())
@@ -247,6 +257,87 @@ void Loader::read_axes(TomlReader& r, Problem& p) {
     }
     p.axes.emplace_back(name, std::move(out));
   }
+  for (std::size_t z = 0; z < p.axis_zips.size(); ++z) {
+    std::size_t length = 0;
+    for (const auto& name : p.axis_zips[z]) {
+      auto a = std::find_if(p.axes.begin(), p.axes.end(),
+                            [&](const auto& x) { return x.first == name; });
+      if (a == p.axes.end())
+        fail(line_of(*t.get("zip")), indexed("axes.zip", z), name + " is no axis of [axes]");
+      if (length && a->second.size() != length)
+        fail(line_of(*t.get("zip")), indexed("axes.zip", z),
+             "zipped axes take their values together: " + name + " has " +
+                 std::to_string(a->second.size()) + " values, the axis before it " +
+                 std::to_string(length));
+      length = a->second.size();
+    }
+  }
+}
+
+void Loader::read_zips(const toml::node& v, Problem& p) {
+  const toml::array* zips = v.as_array();
+  if (!zips)
+    fail(line_of(v), "axes.zip", "expected a list of axis groups, such as [[\"M\", \"N\"]]");
+  for (std::size_t i = 0; i < zips->size(); ++i) {
+    const toml::array* group = zips->get(i)->as_array();
+    if (!group || group->size() < 2)
+      fail(line_of(*zips->get(i)), indexed("axes.zip", i),
+           "expected two axis names or more, such as [\"M\", \"N\"]");
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < group->size(); ++j) {
+      const auto* name = group->get(j)->as_string();
+      if (!name) fail(line_of(*group->get(j)), indexed("axes.zip", i), "expected an axis name");
+      for (const auto& other : p.axis_zips)
+        if (std::find(other.begin(), other.end(), name->get()) != other.end())
+          fail(line_of(*group->get(j)), indexed("axes.zip", i), name->get() + " is zipped twice");
+      names.push_back(name->get());
+    }
+    p.axis_zips.push_back(std::move(names));
+  }
+}
+
+void Loader::read_shapes(TomlReader& r, Problem& p) {
+  if (!r.has("shapes")) return;
+  const toml::table& t = table_at(r, "shapes", true);
+  for (const auto& [k, v] : t) {
+    std::string name(k.str()), field = "shapes." + name;
+    const toml::table* dims = v.as_table();
+    if (!dims || dims->empty())
+      fail(line_of(v), field, "expected a table of dims, such as { M = 1 }");
+    Problem::NamedShape shape{name, {}};
+    for (const auto& [dk, dv] : *dims) {
+      std::string dim(dk.str());
+      if (!m_dim_names.count(dim)) fail(line_of(dv), field + "." + dim, "no such dim in [dims]");
+      if (!dv.is_integer() || dv.as_integer()->get() <= 0)
+        fail(line_of(dv), field + "." + dim, "expected an integer > 0");
+      shape.dims.emplace_back(dim, dv.as_integer()->get());
+    }
+    p.shapes.push_back(std::move(shape));
+  }
+}
+
+void Loader::read_goal(TomlReader& r, Problem& p) {
+  if (!r.has("goal")) return;
+  TomlReader gr(table_at(r, "goal", true), "goal", m_file);
+  if (const toml::node* k = gr.node("kind")) {
+    const auto* kind = k->as_string();
+    if (!kind || (kind->get() != "latency" && kind->get() != "throughput"))
+      fail(line_of(*k), "goal.kind", "expected \"latency\" or \"throughput\"");
+    p.goal = kind->get() == "latency" ? Problem::Goal::latency : Problem::Goal::throughput;
+  }
+  if (const toml::node* w = gr.node("weights")) {
+    const toml::table* weights = w->as_table();
+    if (!weights) fail(line_of(*w), "goal.weights", "expected a table: shape name = weight");
+    for (const auto& [wk, wv] : *weights) {
+      double x = wv.is_integer()          ? double(wv.as_integer()->get())
+                 : wv.is_floating_point() ? wv.as_floating_point()->get()
+                                          : -1;
+      if (!(x > 0))
+        fail(line_of(wv), "goal.weights." + std::string(wk.str()), "expected a number > 0");
+      p.goal_weights[std::string(wk.str())] = x;
+    }
+  }
+  gr.reject_unknown();
 }
 
 void Loader::read_tolerances(TomlReader& r, Problem& p) {

@@ -45,6 +45,9 @@ class Loader {
   // that a kernel which hard-codes the problem's shape is caught.
   void read_check(TomlReader& r, Problem& p);
   void read_axes(TomlReader& r, Problem& p);
+  void read_zips(const toml::node& v, Problem& p);
+  void read_shapes(TomlReader& r, Problem& p);
+  void read_goal(TomlReader& r, Problem& p);
 
   void read_tolerances(TomlReader& r, Problem& p);
   // `precision = "tf32"` (problem/precision.hpp), at the top or in a [[kernels]] entry.

@@ -11,8 +11,94 @@ std::string Shape::label() const {
   return out;
 }
 
-Expected<std::vector<Shape>> shape_set(const Problem& p,
-                                       const std::vector<std::string>& axis_flags) {
+std::string Shape::display() const {
+  return name.empty() ? label() : name + " (" + label() + ")";
+}
+
+double goal_weight(const Problem& p, const Shape& s) {
+  if (auto it = p.goal_weights.find(s.name); !s.name.empty() && it != p.goal_weights.end())
+    return it->second;
+  auto it = p.goal_weights.find(s.label());
+  return it == p.goal_weights.end() ? 1.0 : it->second;
+}
+
+namespace {
+
+using Axes = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;
+
+// The zips of --zip flags ("M,N"), each naming axes of `axes` of one length.
+Expected<std::vector<std::vector<std::string>>> parse_zips(const std::vector<std::string>& flags,
+                                                           const Axes& axes) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& flag : flags) {
+    std::vector<std::string> names;
+    std::size_t start = 0, length = 0;
+    while (start <= flag.size()) {
+      std::size_t comma = std::min(flag.find(',', start), flag.size());
+      std::string name = flag.substr(start, comma - start);
+      auto a =
+          std::find_if(axes.begin(), axes.end(), [&](const auto& x) { return x.first == name; });
+      if (a == axes.end())
+        return Unexpected(
+            bad_input("--zip " + flag + ": " + name + " is no axis given", "", 0, "--zip"));
+      if (length && a->second.size() != length)
+        return Unexpected(bad_input("--zip " + flag +
+                                        ": zipped axes take their values together, and " + name +
+                                        " has " + std::to_string(a->second.size()) +
+                                        " values, the axis before it " + std::to_string(length),
+                                    "", 0, "--zip"));
+      length = a->second.size();
+      names.push_back(name);
+      start = comma + 1;
+    }
+    if (names.size() < 2)
+      return Unexpected(
+          bad_input("--zip " + flag + ": expected two axes or more, M,N", "", 0, "--zip"));
+    out.push_back(std::move(names));
+  }
+  return out;
+}
+
+// Every combination of the factors: a single axis, or a zip of axes taking their values at once.
+std::vector<Shape> product(const Axes& axes, const std::vector<std::vector<std::string>>& zips) {
+  std::vector<std::vector<std::vector<std::pair<std::string, std::int64_t>>>> factors;
+  std::vector<std::string> done;
+  for (const auto& [name, values] : axes) {
+    if (std::find(done.begin(), done.end(), name) != done.end()) continue;
+    auto zip = std::find_if(zips.begin(), zips.end(), [&](const auto& z) {
+      return std::find(z.begin(), z.end(), name) != z.end();
+    });
+    std::vector<std::string> group = zip == zips.end() ? std::vector<std::string>{name} : *zip;
+    std::vector<std::vector<std::pair<std::string, std::int64_t>>> factor(values.size());
+    for (const auto& member : group) {
+      const auto& vs = std::find_if(axes.begin(), axes.end(), [&](const auto& x) {
+                         return x.first == member;
+                       })->second;
+      for (std::size_t i = 0; i < factor.size(); ++i) factor[i].emplace_back(member, vs[i]);
+      done.push_back(member);
+    }
+    factors.push_back(std::move(factor));
+  }
+  std::vector<Shape> out;
+  if (factors.empty()) return out;
+  out.push_back({});
+  for (const auto& factor : factors) {
+    std::vector<Shape> next;
+    for (const auto& s : out)
+      for (const auto& assignment : factor) {
+        Shape t = s;
+        t.dims.insert(t.dims.end(), assignment.begin(), assignment.end());
+        next.push_back(std::move(t));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<std::vector<Shape>> shape_set(const Problem& p, const std::vector<std::string>& axis_flags,
+                                       const std::vector<std::string>& zip_flags) {
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> axes;
   for (const auto& flag : axis_flags) {
     auto eq = flag.find('=');
@@ -44,20 +130,14 @@ Expected<std::vector<Shape>> shape_set(const Problem& p,
     }
     axes.emplace_back(name, std::move(values));
   }
-  if (axes.empty()) axes = p.axes;
-  std::vector<Shape> out;
-  if (axes.empty()) return out;
-  out.push_back({});
-  for (const auto& [name, values] : axes) {
-    std::vector<Shape> next;
-    for (const auto& s : out)
-      for (std::int64_t v : values) {
-        Shape t = s;
-        t.dims.emplace_back(name, v);
-        next.push_back(std::move(t));
-      }
-    out = std::move(next);
-  }
+  const bool from_flags = !axes.empty();
+  if (!from_flags) axes = p.axes;
+  auto zips = parse_zips(zip_flags, axes);
+  if (!zips) return Unexpected(zips.error());
+  if (!from_flags && zip_flags.empty()) *zips = p.axis_zips;
+  std::vector<Shape> out = product(axes, *zips);
+  if (!from_flags)
+    for (const auto& named : p.shapes) out.push_back({named.name, named.dims});
   return out;
 }
 

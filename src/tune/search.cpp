@@ -167,30 +167,54 @@ class Strategies {
       exhausted({});
   }
 
-  // Multi-start hill climbing: move to the best neighbour while it improves, then restart.
+  // Multi-start hill climbing: move to the best neighbour while it improves, then restart. With
+  // climbs_from_start, the climbs start from the best start points instead and the search ends
+  // when they have all reached their optimum ("converged").
   void local() {
+    if (m_o.climbs_from_start > 0) {
+      std::vector<std::pair<double, PointIndex>> from;
+      for (const auto& p : m_o.start)
+        if (auto idx = m_space.index_of(p); !idx.empty()) {
+          auto c = m_ev.cost(idx);  // evaluated first (run()): known, no budget spent
+          if (!c) return;
+          if (std::isfinite(*c) && std::none_of(from.begin(), from.end(),
+                                                [&](const auto& f) { return f.second == idx; }))
+            from.emplace_back(*c, idx);
+        }
+      std::sort(from.begin(), from.end());
+      for (std::size_t i = 0; i < std::min(from.size(), m_o.climbs_from_start); ++i)
+        if (!climb(from[i].second, from[i].first)) return;
+      m_r.stop_reason = "converged";
+      return;
+    }
     while (true) {
       PointIndex cur = fresh_index();
       if (exhausted(cur)) return;
       auto c = m_ev.cost(cur);
-      if (!c) return;
-      while (std::isfinite(*c)) {
-        PointIndex best_n;
-        double best_c = *c;
-        auto ns = m_space.neighbours(cur);
-        auto ncs = m_ev.costs(ns);  // the neighbours as one batch
-        for (std::size_t i = 0; i < ns.size(); ++i) {
-          if (!ncs[i]) return;
-          if (*ncs[i] < best_c) {
-            best_c = *ncs[i];
-            best_n = ns[i];
-          }
-        }
-        if (best_n.empty()) break;  // a local optimum: restart elsewhere
-        cur = best_n;
-        *c = best_c;
-      }
+      if (!c || !climb(cur, *c)) return;
     }
+  }
+
+  // Moves from `cur` (cost c) to the best neighbour while it improves; false once the budget
+  // ended the search.
+  bool climb(PointIndex cur, double c) {
+    while (std::isfinite(c)) {
+      PointIndex best_n;
+      double best_c = c;
+      auto ns = m_space.neighbours(cur);
+      auto ncs = m_ev.costs(ns);  // the neighbours as one batch
+      for (std::size_t i = 0; i < ns.size(); ++i) {
+        if (!ncs[i]) return false;
+        if (*ncs[i] < best_c) {
+          best_c = *ncs[i];
+          best_n = ns[i];
+        }
+      }
+      if (best_n.empty()) return true;  // a local optimum
+      cur = best_n;
+      c = best_c;
+    }
+    return true;
   }
 
   // Simulated annealing on relative cost differences, cooling with the budget spent.

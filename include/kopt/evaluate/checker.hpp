@@ -52,6 +52,8 @@ struct CheckOptions {
   // softmax without its row maximum, right for torch.randn) meets another. Its outputs are
   // compared with atol scaled by how much larger the reference's outputs are there.
   bool wide_seed = true;
+  // check_other_shape: also the boundary shapes (problem/boundary_shapes.hpp).
+  bool boundary_shapes = true;
   std::optional<std::string> arch;  // --arch; else the device's; else sm_90 without a device
   std::filesystem::path cache_root;
   std::function<void(const std::string&)> log = [](const std::string&) {};
@@ -111,6 +113,19 @@ struct KernelCheck {
   double check_s = 0;  // running it over every seed and comparing its outputs (not the build)
 };
 
+// Where a shape other than the declared dims came from.
+enum class ShapeOrigin { check_dims, boundary_tails, boundary_ones };
+std::string_view shape_origin_name(ShapeOrigin o);  // "[check] dims", "boundary (tails)", ...
+
+struct ShapeCheck {
+  ShapeOrigin origin = ShapeOrigin::check_dims;
+  std::string dims;                  // the dims that differ: "M=509 N=509 K=509"
+  std::vector<std::string> kernels;  // checked there (a kernel with a point: "K BM=64 ...")
+  std::vector<std::string> failed;   // of those, the ones wrong there
+  std::vector<std::string> held;     // size dims kept at their value, and why
+  std::string note;                  // what was not checked there, and why
+};
+
 struct CheckReport {
   std::string problem;
   std::string problem_dir;
@@ -137,6 +152,9 @@ struct CheckReport {
   // problem declares none).
   std::string other_shape;
   std::string other_shape_note;
+  // Every other shape the passing kernels were checked at: [check] dims and the boundary
+  // shapes (problem/boundary_shapes.hpp), in that order.
+  std::vector<ShapeCheck> shape_checks;
   // The fp64 reference: on which seed it was made, or why there is none ("" when the problem
   // has no f32 output or a Python reference).
   std::optional<std::uint64_t> fp64_seed;
@@ -163,10 +181,14 @@ struct CheckContext {
 Expected<CheckReport> run_check(const Problem& problem, const CheckOptions& options,
                                 CheckContext ctx);
 
-// [check] dims (Problem::check_dims; engine/shape_check.cpp): every kernel of `report` that
-// passed is checked once more, on seed 1, at that other shape; one that is wrong there (or
-// fails there) becomes a mismatch: it does not compute the problem at other sizes (a shape
-// hard-coded into it). A point that does not fit the other shape leaves a note instead.
+// Other shapes (evaluate/shape_check.cpp): every kernel of `report` that passed is checked once
+// more, on seed 1, at the problem's [check] dims and, unless the problem or the options turn
+// them off, at its boundary shapes (problem/boundary_shapes.hpp, from each kernel's own
+// constraints). One that is wrong there becomes a mismatch: it does not compute the problem at
+// other sizes (a shape hard-coded into it). At [check] dims any failure counts; at a derived
+// boundary shape a kernel that does not build, or a reference that cannot run there, leaves a
+// note instead (the shape is kopt's guess, not the problem's), while a wrong or faulting run
+// counts.
 Expected<void> check_other_shape(const Problem& problem, const CheckOptions& options,
                                  CheckContext ctx, CheckReport& report);
 

@@ -186,9 +186,27 @@ struct Problem {
   std::optional<Precision> precision;
   // [check] dims: another shape (overrides of some dims) every kernel is checked at too.
   std::map<std::string, std::int64_t> check_dims;
+  // [check] boundary_shapes = false: kopt check does not derive boundary shapes
+  // (problem/boundary_shapes.hpp) for this problem.
+  bool boundary_shapes = true;
   // [axes]: the shapes bench and check run at, the product of these values of some dims
   // (problem/shape_set.hpp); none: the dims alone.
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> axes;
+  // [axes] zip = [["M", "N"]]: axes that take their values together, the i-th of each (nvbench's
+  // zipped axes), instead of every combination.
+  std::vector<std::vector<std::string>> axis_zips;
+  // [shapes]: named shapes, each some dims overridden (`decode = { M = 1 }`), run beside the
+  // product of the axes.
+  struct NamedShape {
+    std::string name;
+    std::vector<std::pair<std::string, std::int64_t>> dims;  // in the order written
+  };
+  std::vector<NamedShape> shapes;
+  // [goal]: what "fast" means over the shapes. latency: each shape on its own (a champion per
+  // shape, a dispatch table); throughput: one configuration for all of them, judged by the
+  // weighted sum of their times (weights by shape name or label, 1 where not given).
+  enum class Goal { latency, throughput } goal = Goal::latency;
+  std::map<std::string, double> goal_weights;
   ReferenceSpec reference;
   std::vector<KernelSpec> kernels;
 

@@ -72,6 +72,10 @@ struct SearchOptions {
   SearchBudget budget;
   std::uint64_t seed = 1;
   std::vector<ParamPoint> start;  // evaluated first (e.g. the default point)
+  // local: hill climbs from the best this many start points, then stop ("converged"), instead of
+  // restarting at random points until the budget ends (tune --axis: a shape's search from its
+  // neighbours' champions). 0: random restarts.
+  std::size_t climbs_from_start = 0;
   // Points handed to the objective together, where the strategy has that many to evaluate:
   // exhaustive and random draw this many, local search a point's neighbours, the genetic
   // algorithm a generation; annealing goes one point at a time. The budgets are checked

@@ -113,6 +113,23 @@ TEST(Search, StartPointsComeFirst) {
   EXPECT_EQ(r.stop_reason, "evaluation budget");
 }
 
+TEST(Search, ClimbsFromTheBestStartPointsThenStop) {
+  // A neighbour shape's champion near the optimum: the climb from it reaches the optimum in a
+  // few dozen evaluations of a 4096-point space, and the search ends there (no random restarts).
+  SearchOptions o;
+  o.strategy = SearchStrategy::local;
+  o.budget.max_evaluations = 800;
+  o.start = {point({0, 0, 0, 0}), point({5, 2, 3, 6})};
+  o.climbs_from_start = 1;
+  SearchResult r = run_search(grid(4, 8), bowl({6, 1, 3, 7}), o);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->point, point({6, 1, 3, 7}));
+  EXPECT_EQ(r.stop_reason, "converged");
+  EXPECT_LT(r.history.size(), 50u) << "one climb from the better start, not from both";
+  EXPECT_EQ(r.history[0].point, point({0, 0, 0, 0}));
+  EXPECT_EQ(r.history[1].point, point({5, 2, 3, 6}));
+}
+
 TEST(Search, FailuresBecomeHiddenConstraints) {
   // Every point with P1 = 7 fails to compile; the rest is a bowl.
   SearchSpace s = grid(2, 8);
