@@ -162,8 +162,10 @@ struct TuneCliOptions {
   std::string cluster;           // --cluster ray|ray:ADDRESS
   bool allow_mixed = false;
   std::string out;  // the champion file (default: kopt-tune/PROBLEM/KERNEL.json)
-  // --shape-search: at several shapes, transfer (a shape's search climbs from the champions of
-  // the nearest shapes already tuned) or alone (each shape searched as if it were the only one).
+  // --shape-search, at several shapes: transfer (a shape's search evaluates the champions of the
+  // nearest shapes already tuned first, then searches as alone does), climb (where the space is
+  // larger than the budget, it climbs from those champions and stops when the climbs converge)
+  // or alone (each shape searched as if it were the only one).
   std::string shape_search = "transfer";
   Problem::Goal goal = Problem::Goal::latency;  // the problem's [goal], set by the first shape
   // The shapes tuned so far in this command: their dims and best confirmed points, best first.
@@ -298,11 +300,12 @@ int tune_one(const GlobalOptions& g, TuneCliOptions& o, ProblemSelection selecti
   // At the second shape on, the search starts from what the nearest shapes found: where the
   // space is too large to search whole, it climbs from there and stops when the climbs converge.
   std::vector<std::string> transfer_from;
-  if (doc && o.shape_search == "transfer" && !o.tuned.empty()) {
+  if (doc && o.shape_search != "alone" && !o.tuned.empty()) {
     auto [starts, from] = transferred_starts(o, sel->dims);
     req.search.start = starts;
     transfer_from = from;
-    if (o.strategy == "auto" && *strategy == tune::SearchStrategy::random) {
+    if (o.shape_search == "climb" && o.strategy == "auto" &&
+        *strategy == tune::SearchStrategy::random) {
       strategy = tune::SearchStrategy::local;
       req.search.climbs_from_start = starts.size();
     }
@@ -604,10 +607,11 @@ std::vector<Command> tune_commands(const GlobalRef& g) {
                 "local instance), as an actor on its node; see docs/cluster.md",
         .target = &o->cluster},
        {.names = "--shape-search",
-        .help = "with --axis: transfer (each shape's search climbs from the champions of the "
-                "nearest shapes tuned before it) or alone (each shape searched on its own)",
+        .help = "with --axis: transfer (each shape's search starts with the champions of the "
+                "nearest shapes tuned before it), climb (a large space: hill climbs from those "
+                "champions instead of a random sample, ending when they converge) or alone",
         .target = &o->shape_search,
-        .choices = {"transfer", "alone"}},
+        .choices = {"transfer", "climb", "alone"}},
        {.names = "--allow-mixed",
         .help = "with --gpus or --cluster: devices of different models in one run",
         .target = &o->allow_mixed},
