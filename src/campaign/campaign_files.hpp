@@ -45,6 +45,8 @@ Expected<void> add_sources(const std::filesystem::path& out, const std::vector<s
 // A hash of the files that decide a problem: a problem directory's files (not hidden ones, not
 // kopt's own outputs), or one KernelBench file.
 std::string fingerprint_of(const std::filesystem::path& source);
+// A problem's: its source's, and with a ModelNew candidate that file's too.
+std::string fingerprint_of(const CampaignProblem& p);
 
 std::filesystem::path problem_room(const std::filesystem::path& out, const std::string& name);
 

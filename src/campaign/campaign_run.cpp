@@ -114,7 +114,7 @@ struct Runner {
     }
     for (auto& p : *found)
       if (!find(p.name)) {
-        p.fingerprint = fingerprint_of(p.source);
+        p.fingerprint = fingerprint_of(p);
         p.steps = planned_steps(p, state.plan, family);
         o.log("added: " + p.name);
         state.problems.push_back(std::move(p));
@@ -129,13 +129,24 @@ struct Runner {
     auto on_device = [&] {
       if (!device.empty()) a.insert(a.end(), {"--device", device});
     };
+    // What the command runs on: the problem directory, or a ModelNew answer's copy with the
+    // KernelBench file as its reference (kopt infers the problem beside the copy).
+    std::vector<std::string> target{p.dir.string()};
+    if (!p.modelnew.empty()) {
+      fs::path copy = p.dir / p.modelnew.filename();
+      std::error_code ec;
+      fs::create_directories(p.dir, ec);
+      fs::copy_file(p.modelnew, copy, fs::copy_options::overwrite_existing, ec);
+      target = {copy.string(), "--ref", p.source.string()};
+    }
     switch (s.kind) {
       case StepKind::import:
         a.insert(a.end(),
                  {"import", "kernelbench", p.source.string(), "--out", p.dir.string(), "--force"});
         break;
       case StepKind::check: {
-        a.insert(a.end(), {"check", p.dir.string()});
+        a.push_back("check");
+        a.insert(a.end(), target.begin(), target.end());
         // No candidate: the check is whether the reference runs, and one seed says it (the
         // seeds, the wide seed and the secret seed are there to judge kernels).
         auto problem = load_problem(p.dir);
@@ -144,7 +155,9 @@ struct Runner {
         break;
       }
       case StepKind::bench: {
-        a.insert(a.end(), {"bench", p.dir.string(), "--max-time", fmt::format("{}", o.max_time_s)});
+        a.push_back("bench");
+        a.insert(a.end(), target.begin(), target.end());
+        a.insert(a.end(), {"--max-time", fmt::format("{}", o.max_time_s)});
         auto problem = load_problem(p.dir);
         if (problem && problem->reference.kind == ReferenceKind::python) a.push_back("--vs-torch");
         on_device();
@@ -157,7 +170,9 @@ struct Runner {
         for (const auto& x : p.steps)
           later += (x.kind == StepKind::tune || x.kind == StepKind::optimize) && runnable(x, true);
         double share = remaining_s / static_cast<double>(std::max<std::size_t>(1, later));
-        a.insert(a.end(), {"tune", p.dir.string(), "--kernel", s.kernel, "--time-budget",
+        a.push_back("tune");
+        a.insert(a.end(), target.begin(), target.end());
+        a.insert(a.end(), {"--kernel", s.kernel, "--time-budget",
                            fmt::format("{:.0f}", std::max(5.0, 0.8 * share)), "--out",
                            (room / "tune").string()});
         if (o.evals > 0) a.insert(a.end(), {"--budget", std::to_string(o.evals)});
@@ -166,7 +181,9 @@ struct Runner {
         break;
       }
       case StepKind::optimize: {
-        a.insert(a.end(), {"optimize", p.dir.string(), "--run", (room / "run").string()});
+        a.push_back("optimize");
+        a.insert(a.end(), target.begin(), target.end());
+        a.insert(a.end(), {"--run", (room / "run").string()});
         std::error_code ec;
         if (fs::exists(room / "run" / "run.json", ec)) a.push_back("--resume");
         if (!o.cluster.empty()) a.insert(a.end(), {"--cluster", o.cluster});
@@ -372,7 +389,7 @@ Expected<CampaignState> run_campaign(const CampaignOptions& o, const StepRunner&
   DeviceFamily family = evaluate::choose_device_family(o.backend.empty() ? "auto" : o.backend);
   std::vector<CampaignProblem> problems;
   for (auto& p : *found) {
-    p.fingerprint = fingerprint_of(p.source);
+    p.fingerprint = fingerprint_of(p);
     for (const auto& e : state.problems)
       if (e.name == p.name && e.fingerprint == p.fingerprint && !o.force) {
         p.steps = e.steps;

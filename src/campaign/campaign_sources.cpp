@@ -44,6 +44,14 @@ CampaignProblem kernelbench_problem(const fs::path& file, const fs::path& out,
     p.dir = fs::absolute(candidates / p.name);  // the problem with its candidate kernels
     return p;
   }
+  fs::path answer = candidates / (p.name + ".py");
+  if (!candidates.empty() && fs::is_regular_file(answer, ec))
+    if (auto text = read_text_file(answer);
+        text && text->find("class ModelNew") != std::string::npos) {
+      p.modelnew = fs::absolute(answer);
+      p.dir = problem_room(out, p.name) / "candidate";
+      return p;
+    }
   p.kernelbench = true;
   p.dir = problem_room(out, p.name) / "problem";
   return p;

@@ -72,6 +72,7 @@ json to_json(const CampaignProblem& p) {
           {"source", p.source.string()},
           {"dir", p.dir.string()},
           {"kernelbench", p.kernelbench},
+          {"modelnew", p.modelnew.string()},
           {"fingerprint", p.fingerprint},
           {"spent_s", p.spent_s},
           {"steps", steps}};
@@ -122,6 +123,7 @@ Expected<CampaignState> load_campaign_state(const fs::path& out) {
       p.source = pj.value("source", std::string{});
       p.dir = pj.value("dir", std::string{});
       p.kernelbench = pj.value("kernelbench", false);
+      p.modelnew = pj.value("modelnew", std::string{});
       p.fingerprint = pj.value("fingerprint", std::string{});
       p.spent_s = pj.value("spent_s", 0.0);
       for (const auto& sj : pj.value("steps", json::array())) p.steps.push_back(step_from_json(sj));
@@ -168,6 +170,14 @@ Expected<void> add_sources(const fs::path& out, const std::vector<std::string>& 
   auto w = write_text_atomic(out / "sources.json", json(all).dump(1) + "\n");
   if (fd >= 0) ::close(fd);
   return w;
+}
+
+std::string fingerprint_of(const CampaignProblem& p) {
+  if (p.modelnew.empty()) return fingerprint_of(p.source);
+  Sha256 h;  // the KernelBench file and its answer
+  h.field(fingerprint_of(p.source));
+  h.field(fingerprint_of(p.modelnew));
+  return h.hex();
 }
 
 std::string fingerprint_of(const fs::path& source) {

@@ -90,6 +90,10 @@ struct CampaignProblem {
   std::filesystem::path source;  // the kopt.toml problem directory or the KernelBench file
   std::filesystem::path dir;     // the problem directory the steps run on
   bool kernelbench = false;      // imported from a KernelBench file (`problem/` under its room)
+  // A KernelBench answer, --candidates DIR/NAME.py defining ModelNew: the steps run its copy in
+  // `dir` (the room's `candidate/`) as a kernel of the KernelBench file, `kopt check FILE --ref
+  // SOURCE` (docs/bare-files.md), and kopt infers the problem beside the copy.
+  std::filesystem::path modelnew;
   // Of the files that decide it (kopt.toml and its sources; the KernelBench file): when they
   // change, every step is done again.
   std::string fingerprint;
@@ -106,7 +110,9 @@ std::string plan_text(const CampaignPlan& p);
 struct CampaignOptions {
   std::vector<std::filesystem::path> sources;
   std::filesystem::path out;
-  std::filesystem::path candidates;  // KernelBench: a folder whose NAME/kopt.toml replaces NAME.py
+  // KernelBench: a folder whose NAME/kopt.toml replaces NAME.py, or whose NAME.py (a ModelNew
+  // module) is the candidate of NAME.py.
+  std::filesystem::path candidates;
   CampaignPlan plan;
   double budget_s = 600;  // per problem, every step together
   std::size_t evals = 0;  // tune: evaluations per kernel (0: its time budget alone)

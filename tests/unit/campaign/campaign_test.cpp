@@ -157,6 +157,43 @@ TEST_F(CampaignTest, AFolderHoldsItsProblemDirectoriesAndKernelBenchFilesInOrder
   EXPECT_FALSE(discover_problems({m_dir.path() / "empty"}, m_options.out, {}));
 }
 
+TEST_F(CampaignTest, AModelNewAnswerIsTheCandidateOfItsKernelBenchFile) {
+  // --candidates DIR/2_Relu.py defining ModelNew: its copy in the room runs with the KernelBench
+  // file as its reference; no import (kopt infers the problem beside the copy).
+  fs::path cands = m_dir.path() / "answers";
+  std::string answer = std::string(k_kernelbench_file) + "class ModelNew(Model):\n    pass\n";
+  ASSERT_TRUE(write_text_atomic(cands / "2_Relu.py", answer));
+  ASSERT_TRUE(write_text_atomic(cands / "10_Later.py", "x = 1\n")) << "no ModelNew: no answer";
+  m_options.candidates = cands;
+  auto state = run_campaign(m_options, runner());
+  ASSERT_TRUE(state) << state.error().to_string();
+  EXPECT_EQ(commands_of("10_Later"), (std::vector<std::string>{"import", "check", "bench"}));
+  fs::path copy = m_options.out / "problems" / "2_Relu" / "candidate" / "2_Relu.py";
+  std::vector<std::vector<std::string>> relu;
+  for (const auto& c : m_calls)
+    if (std::find(c.begin(), c.end(), copy.string()) != c.end()) relu.push_back(c);
+  ASSERT_EQ(relu.size(), 2u) << "check and bench of the answer";
+  for (const auto& c : relu) {
+    std::size_t at = command_at(c);
+    EXPECT_EQ(c.at(at + 1), copy.string());
+    EXPECT_EQ(c.at(at + 2), "--ref");
+    EXPECT_EQ(c.at(at + 3), (m_dir.path() / "suite" / "kb" / "2_Relu.py").string());
+  }
+  EXPECT_EQ(*read_text_file(copy), answer);
+  const CampaignProblem* p = nullptr;
+  for (const auto& x : state->problems)
+    if (x.name == "2_Relu") p = &x;
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->modelnew, fs::absolute(cands / "2_Relu.py"));
+  EXPECT_FALSE(p->kernelbench);
+
+  // The answer changed: its steps again, nothing else.
+  m_calls.clear();
+  ASSERT_TRUE(write_text_atomic(cands / "2_Relu.py", answer + "# faster\n"));
+  ASSERT_TRUE(run_campaign(m_options, runner()));
+  EXPECT_EQ(m_calls.size(), 2u);
+}
+
 TEST_F(CampaignTest, ACampaignRefusedForBadInputWritesNothing) {
   m_options.sources = {m_dir.path() / "nope"};
   auto state = run_campaign(m_options, runner());
