@@ -133,9 +133,9 @@ struct Runner {
     // KernelBench file as its reference (kopt infers the problem beside the copy).
     std::vector<std::string> target{p.dir.string()};
     if (!p.modelnew.empty()) {
-      fs::path copy = p.dir / p.modelnew.filename();
+      fs::path copy = p.dir.parent_path() / p.modelnew.filename();
       std::error_code ec;
-      fs::create_directories(p.dir, ec);
+      fs::create_directories(copy.parent_path(), ec);
       fs::copy_file(p.modelnew, copy, fs::copy_options::overwrite_existing, ec);
       target = {copy.string(), "--ref", p.source.string()};
     }

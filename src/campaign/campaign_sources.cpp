@@ -49,7 +49,8 @@ CampaignProblem kernelbench_problem(const fs::path& file, const fs::path& out,
     if (auto text = read_text_file(answer);
         text && text->find("class ModelNew") != std::string::npos) {
       p.modelnew = fs::absolute(answer);
-      p.dir = problem_room(out, p.name) / "candidate";
+      // The copy goes to candidate/NAME.py, and kopt infers its problem in candidate/kopt-NAME.
+      p.dir = problem_room(out, p.name) / "candidate" / ("kopt-" + p.name);
       return p;
     }
   p.kernelbench = true;

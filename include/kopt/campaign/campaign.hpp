@@ -90,9 +90,10 @@ struct CampaignProblem {
   std::filesystem::path source;  // the kopt.toml problem directory or the KernelBench file
   std::filesystem::path dir;     // the problem directory the steps run on
   bool kernelbench = false;      // imported from a KernelBench file (`problem/` under its room)
-  // A KernelBench answer, --candidates DIR/NAME.py defining ModelNew: the steps run its copy in
-  // `dir` (the room's `candidate/`) as a kernel of the KernelBench file, `kopt check FILE --ref
-  // SOURCE` (docs/bare-files.md), and kopt infers the problem beside the copy.
+  // A KernelBench answer, --candidates DIR/NAME.py defining ModelNew: the steps run its copy
+  // (the room's candidate/NAME.py) as a kernel of the KernelBench file, `kopt check FILE --ref
+  // SOURCE` (docs/bare-files.md), and kopt infers the problem beside the copy, in `dir`
+  // (candidate/kopt-NAME).
   std::filesystem::path modelnew;
   // Of the files that decide it (kopt.toml and its sources; the KernelBench file): when they
   // change, every step is done again.
