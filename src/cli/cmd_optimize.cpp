@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <sstream>
 
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
@@ -46,6 +47,7 @@ struct OptimizeCliOptions {
   std::string cluster;   // --cluster ray|ray:ADDRESS
   bool allow_mixed = false;
   ShapeFlags axes;  // --axis: a run per shape, in its own folder of --run
+  Problem::Goal goal = Problem::Goal::latency;  // the problem's [goal], set by the first shape
 };
 
 // One shape (or the declared dims): the run, its report printed, and with `doc` its state put
@@ -132,7 +134,12 @@ int optimize_one(const GlobalOptions& g, OptimizeCliOptions& o, ProblemSelection
          champion ? champion->kernel +
                         (champion->point.empty() ? "" : " " + point_to_string(champion->point))
                   : ""},
-        {"stop_reason", state->stop_reason}};
+        {"stop_reason", state->stop_reason},
+        {"candidate", champion ? nlohmann::json{{"kernel", champion->kernel},
+                                                {"point", champion->point},
+                                                {"source", champion->source}}
+                               : nlohmann::json(nullptr)}};
+    o.goal = problem.goal;
   }
   if (g.json && !doc)
     std::cout << to_json(*state).dump(2) << "\n";
@@ -141,9 +148,61 @@ int optimize_one(const GlobalOptions& g, OptimizeCliOptions& o, ProblemSelection
   return state->champion() ? 0 : 1;
 }
 
+// [goal] kind = "throughput": every shape's champion measured at the other shapes, and the one
+// with the least weighted sum of times over them all (each shape's weight from [goal] weights).
+nlohmann::json throughput_champion(const OptimizeCliOptions& o, const nlohmann::json& shapes) {
+  using nlohmann::json;
+  std::vector<evaluate::Candidate> champions;
+  for (const auto& s : shapes) {
+    json c = s["result"].value("over_shapes", json::object()).value("candidate", json());
+    if (!c.is_object()) continue;
+    auto point = c["point"].get<std::map<std::string, std::int64_t>>();
+    evaluate::Candidate cand{c["kernel"], point, c.value("source", std::string())};
+    if (std::find(champions.begin(), champions.end(), cand) == champions.end())
+      champions.push_back(cand);
+  }
+  std::vector<double> sums(champions.size(), 0.0);
+  std::vector<bool> everywhere(champions.size(), true);
+  double own_sum = 0;
+  for (const auto& s : shapes) {
+    std::vector<std::pair<std::string, std::int64_t>> dims;
+    std::istringstream words(s["label"].get<std::string>());  // the axes' order
+    for (std::string w; words >> w;)
+      dims.emplace_back(w.substr(0, w.find('=')), s["shape"][w.substr(0, w.find('='))]);
+    double weight = s.value("weight", 1.0);
+    auto times = measure_at_shape(o.sel, dims, champions, o.max_time_s);
+    double own = 0;
+    for (std::size_t j = 0; j < champions.size(); ++j) {
+      everywhere[j] = everywhere[j] && times[j].has_value();
+      if (times[j]) {
+        sums[j] += weight * *times[j];
+        own = own > 0 ? std::min(own, *times[j]) : *times[j];
+      }
+    }
+    own_sum += weight * own;
+  }
+  std::optional<std::size_t> best;
+  for (std::size_t j = 0; j < champions.size(); ++j)
+    if (everywhere[j] && (!best || sums[j] < sums[*best])) best = j;
+  if (!best) return {{"candidate", nullptr}, {"note", "no champion ran at every shape"}};
+  const auto& c = champions[*best];
+  std::string name =
+      c.kernel +
+      (c.sets.empty() ? "" : " " + point_to_string(ParamPoint(c.sets.begin(), c.sets.end())));
+  return {{"candidate", name},
+          {"weighted_s", sums[*best]},
+          {"own_best_weighted_s", own_sum},
+          {"text", fmt::format("goal throughput: one kernel for every shape, {}: weighted time {}, "
+                               "{:+.1f} % over the best measured at each shape ({})",
+                               name, human_time(sums[*best]), 100.0 * (sums[*best] / own_sum - 1),
+                               human_time(own_sum))}};
+}
+
 // Over shapes: per shape the start (v0) and the champion, the speedup of the loop there, and
-// best / typical / worst / geometric mean of that speedup.
-nlohmann::json optimize_summary(const nlohmann::json& shapes, bool print) {
+// best / typical / worst / geometric mean of that speedup; with a throughput goal, the one
+// champion for every shape.
+nlohmann::json optimize_summary(const OptimizeCliOptions& o, const nlohmann::json& shapes,
+                                bool print) {
   using nlohmann::json;
   json rows = json::array();
   std::vector<double> speedups;
@@ -169,6 +228,7 @@ nlohmann::json optimize_summary(const nlohmann::json& shapes, bool print) {
                                    {"geomean", st.geomean},
                                    {"n", st.n}}
                             : json(nullptr)}};
+  if (o.goal == Problem::Goal::throughput) out["throughput"] = throughput_champion(o, shapes);
   if (!print) return out;
   std::cout << fmt::format("\nover {} shapes:\n  {:<28} {:>12} {:>12} {:>8}  {}\n", shapes.size(),
                            "shape", "start", "champion", "speedup", "champion");
@@ -185,6 +245,9 @@ nlohmann::json optimize_summary(const nlohmann::json& shapes, bool print) {
     std::cout << fmt::format(
         "  speedup of the loop: best {:.2f}x, typical {:.2f}x, worst {:.2f}x, geomean {:.2f}x\n",
         st.best, st.typical, st.worst, st.geomean);
+  if (out.contains("throughput"))
+    std::cout << "  " << out["throughput"].value("text", out["throughput"].value("note", ""))
+              << "\n";
   return out;
 }
 
@@ -192,7 +255,7 @@ int run_optimize_command(const GlobalOptions& g, OptimizeCliOptions& o) {
   return run_over_shapes(
       g, "optimize", o.sel, o.axes,
       [&](ProblemSelection& s, nlohmann::json* doc) { return optimize_one(g, o, s, doc); },
-      optimize_summary);
+      [&](const nlohmann::json& shapes, bool print) { return optimize_summary(o, shapes, print); });
 }
 
 }  // namespace

@@ -393,23 +393,11 @@ void cross_measure(const TuneCliOptions& o, const nlohmann::json& shapes, const 
       if (std::none_of(results[i].measured.begin(), results[i].measured.end(),
                        [&](const auto& m) { return m.first == p; }))
         missing.push_back({kernel, std::map<std::string, std::int64_t>(p.begin(), p.end()), {}});
-    if (missing.empty()) continue;
-    ProblemSelection sel = o.sel;
-    for (const auto& [n, v] : results[i].dims) sel.dims.push_back(n + "=" + std::to_string(v));
-    auto loaded = load_selection(sel);
-    if (!loaded) continue;
-    auto pool = evaluate::WorkerPool::open({device_family(), "", "", o.sel.device, false});
-    if (!pool) continue;
-    evaluate::EvaluatorOptions eo;
-    eo.arch = o.sel.arch;
-    eo.cache_root = cache_dir();
-    evaluate::Evaluator ev(loaded->problem, (*pool)->contexts(), eo);
-    auto report = ev.side_by_side(missing, evaluate::Rigour::decide(o.max_time_s));
-    if (!report) continue;
-    for (const auto& v : report->variants)
-      if (v.status == VariantStatus::ok)
-        results[i].measured.emplace_back(ParamPoint(v.point.begin(), v.point.end()),
-                                         v.summary.median);
+    auto times = measure_at_shape(o.sel, results[i].dims, missing, o.max_time_s);
+    for (std::size_t j = 0; j < missing.size(); ++j)
+      if (times[j])
+        results[i].measured.emplace_back(ParamPoint(missing[j].sets.begin(), missing[j].sets.end()),
+                                         *times[j]);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "command_table.hpp"
 #include "kopt/backend/device_family.hpp"
 #include "kopt/core/error.hpp"
+#include "kopt/evaluate/evaluator.hpp"
 #include "kopt/problem/problem.hpp"
 #include "kopt/worker/worker_client.hpp"
 
@@ -108,6 +109,12 @@ using ShapeRun = std::function<int(ProblemSelection&, nlohmann::json* doc)>;
 using ShapeSummary = std::function<nlohmann::json(const nlohmann::json& shapes, bool print)>;
 int run_over_shapes(const GlobalOptions& g, const std::string& command, ProblemSelection sel,
                     const ShapeFlags& flags, const ShapeRun& one, const ShapeSummary& summarize);
+// Candidates measured side by side at one shape (the selection with these dims), with the
+// rigour of `max_time_s`: each one's median, or none where it failed or nothing could run there.
+std::vector<std::optional<double>> measure_at_shape(
+    ProblemSelection sel, const std::vector<std::pair<std::string, std::int64_t>>& dims,
+    const std::vector<evaluate::Candidate>& candidates, double max_time_s);
+
 // A shape of run_over_shapes' list as a person reads it: "decode (M=1)", or "M=1 N=4096".
 std::string shape_display(const nlohmann::json& shape);
 // The summaries of bench (per kernel: median, %SOL and speedup over torch eager per shape, with

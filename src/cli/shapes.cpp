@@ -8,6 +8,8 @@
 
 #include "commands.hpp"
 #include "kopt/evaluate/bench.hpp"
+#include "kopt/evaluate/evaluator.hpp"
+#include "kopt/evaluate/worker_pool.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/problem/shape_set.hpp"
 
@@ -23,6 +25,28 @@ void add_axes(Command& c, ShapeFlags& flags) {
                        .help = "axes that take their values together, M,N (the i-th of each) "
                                "instead of every combination (repeatable)",
                        .target = &flags.zips});
+}
+
+std::vector<std::optional<double>> measure_at_shape(
+    ProblemSelection sel, const std::vector<std::pair<std::string, std::int64_t>>& dims,
+    const std::vector<evaluate::Candidate>& candidates, double max_time_s) {
+  std::vector<std::optional<double>> out(candidates.size());
+  if (candidates.empty()) return out;
+  for (const auto& [n, v] : dims) sel.dims.push_back(n + "=" + std::to_string(v));
+  auto loaded = load_selection(sel);
+  if (!loaded) return out;
+  auto pool = evaluate::WorkerPool::open({device_family(), "", "", sel.device, false});
+  if (!pool) return out;
+  evaluate::EvaluatorOptions eo;
+  eo.arch = sel.arch;
+  eo.cache_root = cache_dir();
+  evaluate::Evaluator ev(loaded->problem, (*pool)->contexts(), eo);
+  auto report = ev.side_by_side(candidates, evaluate::Rigour::decide(max_time_s));
+  if (!report || report->variants.size() != candidates.size()) return out;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (report->variants[i].status == VariantStatus::ok)
+      out[i] = report->variants[i].summary.median;
+  return out;
 }
 
 std::string shape_display(const json& s) {

@@ -77,12 +77,14 @@ TEST_F(OpenclBackend, TheLastSeedIsSecretAndNeverCached) {
   EXPECT_NE(second["secret_seed"], secret);                // drawn again
   EXPECT_TRUE(second["reference"]["cached"].get<bool>());  // seed 1 came from the cache
   // Seed 1's and the wide seed's references at the declared shape, seed 1's at vector_add's
-  // [check] dims: the secret ones are not kept.
-  std::size_t cached = 0;
+  // [check] dims and at each boundary shape: the secret ones are not kept.
+  std::size_t cached = 0, boundary = 0;
   for ([[maybe_unused]] const auto& e :
        std::filesystem::directory_iterator(m_dir.path() / "cache" / "references"))
     ++cached;
-  EXPECT_EQ(cached, 3u);
+  for (const auto& c : first["shape_checks"]) boundary += c["origin"] != "[check] dims";
+  EXPECT_EQ(boundary, 4u) << "tails and ones, for each of the two kernels' constraints";
+  EXPECT_EQ(cached, 3u + boundary);
   auto plain = kopt({"check", example("vector_add"), "--seeds", "2", "--no-secret-seed"}, rc);
   ASSERT_EQ(rc, 0) << plain.dump(2);
   EXPECT_EQ(plain["seeds"], nlohmann::json::array({1, 2, 3}));
