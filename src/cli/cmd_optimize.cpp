@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <sstream>
 
 #include "commands.hpp"
 #include "kopt/backend/cuda/executor.hpp"
@@ -161,41 +160,26 @@ nlohmann::json throughput_champion(const OptimizeCliOptions& o, const nlohmann::
     if (std::find(champions.begin(), champions.end(), cand) == champions.end())
       champions.push_back(cand);
   }
-  std::vector<double> sums(champions.size(), 0.0);
-  std::vector<bool> everywhere(champions.size(), true);
-  double own_sum = 0;
+  std::vector<double> weights;
+  std::vector<std::vector<std::optional<double>>> times;
   for (const auto& s : shapes) {
-    std::vector<std::pair<std::string, std::int64_t>> dims;
-    std::istringstream words(s["label"].get<std::string>());  // the axes' order
-    for (std::string w; words >> w;)
-      dims.emplace_back(w.substr(0, w.find('=')), s["shape"][w.substr(0, w.find('='))]);
-    double weight = s.value("weight", 1.0);
-    auto times = measure_at_shape(o.sel, dims, champions, o.max_time_s);
-    double own = 0;
-    for (std::size_t j = 0; j < champions.size(); ++j) {
-      everywhere[j] = everywhere[j] && times[j].has_value();
-      if (times[j]) {
-        sums[j] += weight * *times[j];
-        own = own > 0 ? std::min(own, *times[j]) : *times[j];
-      }
-    }
-    own_sum += weight * own;
+    weights.push_back(s.value("weight", 1.0));
+    times.push_back(measure_at_shape(o.sel, shape_dims(s), champions, o.max_time_s));
   }
-  std::optional<std::size_t> best;
-  for (std::size_t j = 0; j < champions.size(); ++j)
-    if (everywhere[j] && (!best || sums[j] < sums[*best])) best = j;
-  if (!best) return {{"candidate", nullptr}, {"note", "no champion ran at every shape"}};
-  const auto& c = champions[*best];
+  WeightedChoice w = weighted_choice(weights, times);
+  if (!w.best) return {{"candidate", nullptr}, {"note", "no champion ran at every shape"}};
+  const auto& c = champions[*w.best];
   std::string name =
       c.kernel +
       (c.sets.empty() ? "" : " " + point_to_string(ParamPoint(c.sets.begin(), c.sets.end())));
   return {{"candidate", name},
-          {"weighted_s", sums[*best]},
-          {"own_best_weighted_s", own_sum},
+          {"weighted_s", w.weighted_s},
+          {"own_best_weighted_s", w.own_best_weighted_s},
           {"text", fmt::format("goal throughput: one kernel for every shape, {}: weighted time {}, "
                                "{:+.1f} % over the best measured at each shape ({})",
-                               name, human_time(sums[*best]), 100.0 * (sums[*best] / own_sum - 1),
-                               human_time(own_sum))}};
+                               name, human_time(w.weighted_s),
+                               100.0 * (w.weighted_s / w.own_best_weighted_s - 1),
+                               human_time(w.own_best_weighted_s))}};
 }
 
 // Over shapes: per shape the start (v0) and the champion, the speedup of the loop there, and
@@ -207,27 +191,21 @@ nlohmann::json optimize_summary(const OptimizeCliOptions& o, const nlohmann::jso
   json rows = json::array();
   std::vector<double> speedups;
   for (const auto& s : shapes) {
-    json o = s["result"].value("over_shapes", json::object());
-    double start = o.value("start_s", json()).is_number() ? o["start_s"].get<double>() : 0;
-    double best = o.value("champion_s", json()).is_number() ? o["champion_s"].get<double>() : 0;
+    json run = s["result"].value("over_shapes", json::object());
+    double start = run.value("start_s", json()).is_number() ? run["start_s"].get<double>() : 0;
+    double best = run.value("champion_s", json()).is_number() ? run["champion_s"].get<double>() : 0;
     json speedup = start > 0 && best > 0 ? json(start / best) : json(nullptr);
     if (speedup.is_number()) speedups.push_back(speedup);
     rows.push_back({{"shape", shape_display(s)},
                     {"start_s", start > 0 ? json(start) : json(nullptr)},
                     {"champion_s", best > 0 ? json(best) : json(nullptr)},
-                    {"champion", o.value("champion", "")},
+                    {"champion", run.value("champion", "")},
                     {"speedup", speedup},
-                    {"stop_reason", o.value("stop_reason", "")},
+                    {"stop_reason", run.value("stop_reason", "")},
                     {"error", s["result"].value("error", "")}});
   }
   OverShapes st = over_shapes(speedups);
-  json out{{"rows", rows},
-           {"speedup", st.n ? json{{"best", st.best},
-                                   {"typical", st.typical},
-                                   {"worst", st.worst},
-                                   {"geomean", st.geomean},
-                                   {"n", st.n}}
-                            : json(nullptr)}};
+  json out{{"rows", rows}, {"speedup", stats_json(st)}};
   if (o.goal == Problem::Goal::throughput) out["throughput"] = throughput_champion(o, shapes);
   if (!print) return out;
   std::cout << fmt::format("\nover {} shapes:\n  {:<28} {:>12} {:>12} {:>8}  {}\n", shapes.size(),

@@ -8,7 +8,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "commands.hpp"
 #include "kopt/core/clock.hpp"
@@ -406,39 +405,32 @@ void cross_measure(const TuneCliOptions& o, const nlohmann::json& shapes, const 
 // table's per-shape choices would sum to.
 nlohmann::json throughput_choice(const nlohmann::json& shapes,
                                  const std::vector<tune::ShapeResults>& results) {
-  using nlohmann::json;
   std::vector<double> weights;
   for (const auto& s : shapes) weights.push_back(s.value("weight", 1.0));
-  std::optional<ParamPoint> best;
-  double best_sum = 0, own_sum = 0;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    double own = 0;
-    for (const auto& [p, t] : results[i].measured) own = own > 0 ? std::min(own, t) : t;
-    own_sum += weights[i] * own;
-  }
-  if (results.empty()) return {{"config", nullptr}, {"note", "no shape"}};
-  for (const auto& measured = results.front().measured; const auto& [p, t0] : measured) {
-    double sum = 0;
-    bool everywhere = true;
-    for (std::size_t i = 0; i < results.size() && everywhere; ++i) {
+  std::vector<ParamPoint> points;  // every point measured at some shape
+  for (const auto& r : results)
+    for (const auto& [p, t] : r.measured)
+      if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
+  std::vector<std::vector<std::optional<double>>> times(results.size());
+  for (std::size_t i = 0; i < results.size(); ++i)
+    for (const auto& p : points) {
       auto m = std::find_if(results[i].measured.begin(), results[i].measured.end(),
                             [&](const auto& x) { return x.first == p; });
-      everywhere = m != results[i].measured.end();
-      if (everywhere) sum += weights[i] * m->second;
+      times[i].push_back(m == results[i].measured.end() ? std::nullopt
+                                                        : std::optional<double>(m->second));
     }
-    if (everywhere && (!best || sum < best_sum)) {
-      best = p;
-      best_sum = sum;
-    }
-  }
-  if (!best) return {{"config", nullptr}, {"note", "no configuration was measured at every shape"}};
-  return {{"config", *best},
-          {"weighted_s", best_sum},
-          {"own_best_weighted_s", own_sum},
+  WeightedChoice c = weighted_choice(weights, times);
+  if (!c.best)
+    return {{"config", nullptr}, {"note", "no configuration was measured at every shape"}};
+  const ParamPoint& best = points[*c.best];
+  return {{"config", best},
+          {"weighted_s", c.weighted_s},
+          {"own_best_weighted_s", c.own_best_weighted_s},
           {"text", fmt::format("goal throughput: one configuration for every shape, {}: weighted "
                                "time {}, {:+.1f} % over each shape at its own best ({})",
-                               point_to_string(*best), human_time(best_sum),
-                               100.0 * (best_sum / own_sum - 1), human_time(own_sum))}};
+                               point_to_string(best), human_time(c.weighted_s),
+                               100.0 * (c.weighted_s / c.own_best_weighted_s - 1),
+                               human_time(c.own_best_weighted_s))}};
 }
 
 // At several shapes: the dispatch table over the shapes' confirmed measurements, written beside
@@ -450,11 +442,7 @@ nlohmann::json tune_dispatch(const TuneCliOptions& o, const nlohmann::json& shap
   for (const auto& s : shapes) {
     tune::ShapeResults r;
     r.label = s["label"];
-    // The label keeps the axes' order ("M=1 N=4096"); the shape object is sorted by name.
-    std::istringstream words(r.label);
-    for (std::string w; words >> w;)
-      r.dims.emplace_back(w.substr(0, w.find('=')),
-                          s["shape"][w.substr(0, w.find('='))].get<std::int64_t>());
+    r.dims = shape_dims(s);
     const json& doc = s["result"];
     problem = doc.value("problem", problem);
     kernel = doc.value("kernel", kernel);

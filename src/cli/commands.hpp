@@ -17,6 +17,7 @@
 #include "kopt/core/error.hpp"
 #include "kopt/evaluate/evaluator.hpp"
 #include "kopt/problem/problem.hpp"
+#include "kopt/problem/shape_set.hpp"
 #include "kopt/worker/worker_client.hpp"
 
 namespace kopt::cli {
@@ -114,6 +115,23 @@ int run_over_shapes(const GlobalOptions& g, const std::string& command, ProblemS
 std::vector<std::optional<double>> measure_at_shape(
     ProblemSelection sel, const std::vector<std::pair<std::string, std::int64_t>>& dims,
     const std::vector<evaluate::Candidate>& candidates, double max_time_s);
+
+// A shape of run_over_shapes' list as its dims in the axes' order (its label keeps that order;
+// its "shape" object is sorted by name).
+std::vector<std::pair<std::string, std::int64_t>> shape_dims(const nlohmann::json& shape);
+
+// best / typical / worst / geomean / n of a number over shapes; null when there is none.
+nlohmann::json stats_json(const OverShapes& o);
+
+// A throughput goal's choice: times[shape][candidate] (none where not measured there) weighted by
+// `weights`; the candidate measured at every shape with the least weighted sum, that sum, and the
+// weighted sum of each shape's own best among what was measured there.
+struct WeightedChoice {
+  std::optional<std::size_t> best;
+  double weighted_s = 0, own_best_weighted_s = 0;
+};
+WeightedChoice weighted_choice(const std::vector<double>& weights,
+                               const std::vector<std::vector<std::optional<double>>>& times);
 
 // A shape of run_over_shapes' list as a person reads it: "decode (M=1)", or "M=1 N=4096".
 std::string shape_display(const nlohmann::json& shape);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include "commands.hpp"
 #include "kopt/evaluate/bench.hpp"
@@ -47,6 +48,49 @@ std::vector<std::optional<double>> measure_at_shape(
     if (report->variants[i].status == VariantStatus::ok)
       out[i] = report->variants[i].summary.median;
   return out;
+}
+
+json stats_json(const OverShapes& o) {
+  if (o.n == 0) return nullptr;
+  return {{"best", o.best},
+          {"typical", o.typical},
+          {"worst", o.worst},
+          {"geomean", o.geomean},
+          {"n", o.n}};
+}
+
+std::vector<std::pair<std::string, std::int64_t>> shape_dims(const json& s) {
+  std::vector<std::pair<std::string, std::int64_t>> dims;
+  std::istringstream words(s.value("label", std::string()));
+  for (std::string w; words >> w;) {
+    std::string name = w.substr(0, w.find('='));
+    dims.emplace_back(name, s["shape"][name].get<std::int64_t>());
+  }
+  return dims;
+}
+
+WeightedChoice weighted_choice(const std::vector<double>& weights,
+                               const std::vector<std::vector<std::optional<double>>>& times) {
+  WeightedChoice c;
+  std::size_t candidates = 0;
+  for (const auto& row : times) candidates = std::max(candidates, row.size());
+  std::vector<double> sums(candidates, 0.0);
+  std::vector<bool> everywhere(candidates, true);
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    double own = 0;
+    for (std::size_t j = 0; j < candidates; ++j) {
+      std::optional<double> t = j < times[i].size() ? times[i][j] : std::nullopt;
+      everywhere[j] = everywhere[j] && t.has_value();
+      if (!t) continue;
+      sums[j] += weights[i] * *t;
+      own = own > 0 ? std::min(own, *t) : *t;
+    }
+    c.own_best_weighted_s += weights[i] * own;
+  }
+  for (std::size_t j = 0; j < candidates; ++j)
+    if (everywhere[j] && (!c.best || sums[j] < sums[*c.best])) c.best = j;
+  if (c.best) c.weighted_s = sums[*c.best];
+  return c;
 }
 
 std::string shape_display(const json& s) {
@@ -109,15 +153,6 @@ std::string variant_name(const json& v) {
   const json params = v.value("params", json::object());
   for (const auto& [k, x] : params.items()) name += " " + k + "=" + x.dump();
   return name;
-}
-
-json stats_json(const OverShapes& o) {
-  if (o.n == 0) return nullptr;
-  return {{"best", o.best},
-          {"typical", o.typical},
-          {"worst", o.worst},
-          {"geomean", o.geomean},
-          {"n", o.n}};
 }
 
 }  // namespace
