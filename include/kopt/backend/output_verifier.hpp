@@ -70,9 +70,9 @@ class OutputVerifier {
   // bench's wall time so far, which the time spent verifying must stay within a share of.
   bool poison_before(std::size_t index, double wall_elapsed_s);
   // What output `tensor` (an index into job.tensors) is filled with before the sample that
-  // poison_before chose: the dtype's NaN poison, or, on every other poisoned sample (the
-  // second of the two early ones for sure), a stale fill of finite values that looks written,
-  // so a kernel that works only while its output looks unwritten is caught either way.
+  // poison_before chose: the dtype's NaN poison, or, on the second of the two early samples
+  // (compared for sure) and about half of the later ones, a stale fill of finite values that looks
+  // written, so a kernel that works only while its output looks unwritten is caught either way.
   Poison fill_for(std::size_t tensor) const;
   // Whether sample `index`, which poison_before chose, runs on inputs nobody has seen: the
   // timer calls write_inputs(write, index) before it (untimed) and write_inputs(write) after
