@@ -75,7 +75,7 @@ std::vector<std::byte>& readback_scratch() {
 }
 
 // What a difference means: elements still holding the poison are work a timed launch skipped.
-std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale) {
+std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale, bool inout) {
   std::string s = fmt::format(
       "output '{}': {} of {} elements differ from the variant's own output of an untimed "
       "launch after warm-up",
@@ -85,7 +85,10 @@ std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale) {
     s += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index), m.got,
                      m.expected);
   }
-  if (poisoned && stale)
+  if (inout)
+    s += "; it was set back to its first values before the launch: a timed launch skipped or "
+         "changed its update";
+  else if (poisoned && stale)
     s += "; the outputs had been filled with finite values that look written: the kernel skipped "
          "or cut short its "
          "work on a timed launch whose output looked done";
@@ -110,7 +113,15 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
       m_outputs.push_back(i);
       bytes += job.tensors[i].bytes;
     }
-  m_record.enabled = options.verify_samples && !m_outputs.empty();
+  m_compared = m_outputs;
+  // An inout is compared where it can be set back to its first values before the launch.
+  for (std::size_t i = 0; i < job.tensors.size(); ++i)
+    if (job.tensors[i].role == Role::inout && job.tensors[i].bytes > 0 &&
+        !job.tensors[i].input_path.empty()) {
+      m_compared.push_back(i);
+      bytes += job.tensors[i].bytes;
+    }
+  m_record.enabled = options.verify_samples && !m_compared.empty();
   if (!m_record.enabled) return;
   m_max_poisoned = k_verify_readback_budget / bytes;
   if (m_max_poisoned == 0)
@@ -219,8 +230,27 @@ void OutputVerifier::set_batched(int launches_per_sample) {
         std::string(m_record.note.empty() ? "" : "; ") +
         fmt::format(
             "graph batches of {} launches: outputs cannot be poisoned between the launches of a "
-            "batch, so they are poisoned before a batch and compared after it",
-            m_batch);
+            "batch, so they are poisoned before a batch and compared after it{}",
+            m_batch,
+            m_compared.size() > m_outputs.size()
+                ? "; inout tensors are not compared (a batch updates them once per launch)"
+                : "");
+}
+
+bool OutputVerifier::inouts_compared() const {
+  return m_compared.size() > m_outputs.size() && m_batch <= 1;
+}
+
+std::optional<RunResult> OutputVerifier::reset_inouts(const WriteTensor& write) {
+  if (!m_record.enabled || !inouts_compared()) return std::nullopt;
+  for (std::size_t k = m_outputs.size(); k < m_compared.size(); ++k) {
+    const std::vector<std::byte>* bytes = seed_input(m_compared[k]);
+    if (!bytes)
+      return RunResult{RunStatus::launch_failed, "cannot read the seed's values of inout " +
+                                                     m_job.tensors[m_compared[k]].name};
+    if (auto failure = write(m_compared[k], *bytes)) return failure;
+  }
+  return std::nullopt;
 }
 
 bool OutputVerifier::poison_before(std::size_t index, double wall_elapsed_s) {
@@ -261,7 +291,7 @@ Poison OutputVerifier::fill_for(std::size_t tensor) const {
 std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read) {
   if (!m_record.enabled) return std::nullopt;
   m_golden.clear();
-  for (std::size_t i : m_outputs) {
+  for (std::size_t i : m_compared) {
     std::vector<std::byte> host(m_job.tensors[i].bytes);
     if (auto failure = read(i, host)) return failure;
     m_golden.push_back(host_tensor(m_job.tensors[i], std::move(host)));
@@ -271,12 +301,13 @@ std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read) {
 
 std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read) {
   bool asked = false;
-  for (std::size_t i : m_outputs) asked = asked || !m_job.tensors[i].expected_path.empty();
+  for (std::size_t k = 0; k < m_compared.size(); ++k)
+    asked = asked || (compared(k, true) && !m_job.tensors[m_compared[k]].expected_path.empty());
   if (!asked) return std::nullopt;
   m_record.reference_checked = true;
-  for (std::size_t k = 0; k < m_outputs.size() && m_record.check_failure.empty(); ++k) {
-    const JobTensor& t = m_job.tensors[m_outputs[k]];
-    if (t.expected_path.empty()) continue;
+  for (std::size_t k = 0; k < m_compared.size() && m_record.check_failure.empty(); ++k) {
+    const JobTensor& t = m_job.tensors[m_compared[k]];
+    if (t.expected_path.empty() || !compared(k, true)) continue;
     auto expected = tensor_file(t, t.expected_path);
     if (!expected) {
       m_record.check_failure =
@@ -378,7 +409,12 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, st
 
 std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std::size_t samples) {
   if (!m_record.enabled || m_record.failed() || samples == 0) return std::nullopt;
-  m_record.last_checked = true;
+  if (inouts_compared())
+    m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
+                     "inout tensors set back to seed 1's values before each verified sample, not "
+                     "compared after the last launch (it holds every timed launch's update)";
+  m_record.last_checked = !m_outputs.empty();
+  if (m_outputs.empty()) return std::nullopt;
   if (m_held_back > 0)
     m_record.note +=
         std::string(m_record.note.empty() ? "" : "; ") +
@@ -393,11 +429,12 @@ std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std:
 
 std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, std::size_t index,
                                                  const std::string& when, bool poisoned) {
-  for (std::size_t k = 0; k < m_outputs.size(); ++k) {
-    const JobTensor& t = m_job.tensors[m_outputs[k]];
+  for (std::size_t k = 0; k < m_compared.size(); ++k) {
+    if (!compared(k, poisoned)) continue;
+    const JobTensor& t = m_job.tensors[m_compared[k]];
     std::vector<std::byte>& host = readback_scratch();
     host.resize(t.bytes);
-    if (auto failure = read(m_outputs[k], host)) return failure;
+    if (auto failure = read(m_compared[k], host)) return failure;
     // The same bytes are the same values: the element-by-element comparison only for a difference.
     if (std::memcmp(host.data(), m_golden[k].data.data(), host.size()) == 0) continue;
     // Two outputs within the tolerance of the reference may differ by twice it (an atomic
@@ -406,7 +443,8 @@ std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, std::si
     CompareResult c = compare_tensors(host_tensor(t, host), m_golden[k], tol, 1);
     if (!c.passed) {
       m_record.failed_sample = static_cast<std::int64_t>(index);
-      m_record.failure = when + ": " + mismatch_text(c, poisoned, poisoned && m_stale);
+      m_record.failure =
+          when + ": " + mismatch_text(c, poisoned, poisoned && m_stale, t.role == Role::inout);
       return std::nullopt;
     }
   }

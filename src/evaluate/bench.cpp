@@ -113,7 +113,7 @@ class BenchRun {
     if (m_r.check_first && !m_inside)
       if (auto e = check_variants(m_p, m_r, m_ctx, m_report.variants); !e)
         return Unexpected(e.error());
-    if (m_inside || secret) {
+    if (m_inside || secret || inouts_checked_in_timing(m_p, m_r, m_report.variants)) {
       auto r = seed_reference(m_p, m_r, m_ctx,
                               secret ? m_tmp.path() / "secret" : std::filesystem::path{});
       if (!r) return Unexpected(r.error());

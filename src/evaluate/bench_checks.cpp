@@ -1,5 +1,7 @@
 #include "bench_checks.hpp"
 
+#include <algorithm>
+
 namespace kopt::evaluate {
 
 namespace {
@@ -8,11 +10,9 @@ namespace {
 bool timer_verifies(const Problem& p, const BenchRequest& r,
                     const std::vector<BenchVariant>& variants) {
   if (!r.options.verify_samples) return false;
-  bool outputs = false;
-  for (const auto& t : p.tensors) {
-    if (t.role == Role::inout) return false;
-    outputs = outputs || t.role == Role::output;
-  }
+  bool outputs = false;  // an inout is compared too (set back to its first values first)
+  for (const auto& t : p.tensors)
+    outputs = outputs || t.role == Role::output || t.role == Role::inout;
   for (const auto& v : variants)
     if (v.status == VariantStatus::ok &&
         (is_python(v.build.module_kind) || v.build.module_kind == ModuleKind::cpu_library))
@@ -27,9 +27,19 @@ bool check_in_timing_possible(const Problem& p, const BenchRequest& r,
   return r.check_in_timing && !r.compare && timer_verifies(p, r, variants);
 }
 
+bool has_inout(const Problem& p) {
+  return std::any_of(p.tensors.begin(), p.tensors.end(),
+                     [](const TensorSpec& t) { return t.role == Role::inout; });
+}
+
 bool secret_samples_possible(const Problem& p, const BenchRequest& r,
                              const std::vector<BenchVariant>& variants) {
-  return r.secret_samples && timer_verifies(p, r, variants);
+  return r.secret_samples && !has_inout(p) && timer_verifies(p, r, variants);
+}
+
+bool inouts_checked_in_timing(const Problem& p, const BenchRequest& r,
+                              const std::vector<BenchVariant>& variants) {
+  return has_inout(p) && timer_verifies(p, r, variants);
 }
 
 Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, CheckContext ctx,
@@ -51,7 +61,7 @@ Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, Ch
 void expect_reference(RunJob& job, const CheckReport& reference, bool golden) {
   for (auto& t : job.tensors) {
     if (auto f = reference.reference_files.find(t.name); f != reference.reference_files.end()) {
-      if (golden) t.expected_path = f->second;
+      if (golden || t.role == Role::inout) t.expected_path = f->second;
       t.tolerance = reference.reference_tolerances.at(t.name);
     }
     if (auto f = reference.secret_input_files.find(t.name); f != reference.secret_input_files.end())

@@ -7,10 +7,13 @@
 // sample the outputs are read back and compared with the golden output; so are the outputs
 // after the last timed launch. A difference fails the variant as "inconsistent".
 //
-// Only `output` tensors are verified: an `inout` legitimately changes from launch to launch
-// (a reduction that accumulates into it). The cost is bounded: beyond the two early samples,
-// a drawn sample is poisoned only while the time spent verifying stays within 10 % of the
-// wall time, and outputs larger than the readback budget get fewer poisoned samples, down
+// An `inout` legitimately changes from launch to launch (a reduction that accumulates into
+// it), so it is not poisoned: before the golden launch and before each verified sample the
+// timer sets it back to seed 1's values (reset_inouts), and after the sample it is compared
+// with the golden launch's, as an output is; after the last timed launch, and in graph
+// batches, it is not compared (it holds many launches' updates). The cost is bounded: beyond the
+// two early samples, a drawn sample is poisoned only while the time spent verifying stays within 10
+// % of the wall time, and outputs larger than the readback budget get fewer poisoned samples, down
 // to none (then only the last launch is compared).
 //
 // Secret-seed samples: where the job names a secret seed's inputs and the reference's outputs
@@ -86,6 +89,9 @@ class OutputVerifier {
   // secret seed's, or the mix), or seed 1's; null when a file cannot be read.
   const std::vector<std::byte>* sample_input(std::size_t tensor, std::size_t index);
   const std::vector<std::byte>* seed_input(std::size_t tensor);
+  // Sets every compared inout back to seed 1's values, through `write`: before the golden
+  // launch and before each sample poison_before chose (nothing where none is compared).
+  std::optional<RunResult> reset_inouts(const WriteTensor& write);
   // In graph mode a sample is a batch of launches: poisoning between them is impossible, so
   // the outputs are compared after the batch (and poisoned before it); the record says so.
   void set_batched(int launches_per_sample);
@@ -111,13 +117,20 @@ class OutputVerifier {
   std::optional<RunResult> check_secret(const ReadTensor& read, std::size_t index,
                                         const std::string& when);
   const std::vector<std::byte>* input_bytes(std::size_t tensor, bool secret);
+  bool inouts_compared() const;
+  // Whether m_compared[k] is compared after a sample (`poisoned`: one poison_before chose, or
+  // the golden launch): an inout only there, and not in graph batches.
+  bool compared(std::size_t k, bool poisoned) const {
+    return k < m_outputs.size() || (poisoned && inouts_compared());
+  }
   bool mixed(std::size_t index) const {
     return !m_secret_at.empty() && index == *m_secret_at.rbegin();
   }
 
   const RunJob& m_job;
   std::vector<std::size_t> m_outputs;
-  std::vector<HostTensor> m_golden;  // one per output, in the order of m_outputs
+  std::vector<std::size_t> m_compared;  // m_outputs, then the inouts that can be set back
+  std::vector<HostTensor> m_golden;     // one per tensor of m_compared, in its order
   std::mt19937_64 m_rng;
   std::set<std::size_t> m_early;  // two sample indices verified for sure
   std::size_t m_max_poisoned = 0;

@@ -247,8 +247,9 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       result.error = *slow;
       return result;
     }
-    // The golden output: one more untimed launch.
+    // The golden output: one more untimed launch (inouts set back to seed 1's values first).
     if (v.verifier.active()) {
+      if (auto f = v.verifier.reset_inouts(v.writer())) return failed(*f);
       KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.stream_synchronize(stream.get()));
       if (auto f = v.verifier.take_golden(v.reader())) return failed(*f);
@@ -306,7 +307,12 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
         failure = failed(*f);
         return std::nullopt;
       }
-    if (secret) verify_s += seconds_since(verify_start);
+    if (verify)
+      if (auto f = v.verifier.reset_inouts(v.writer())) {
+        failure = failed(*f);
+        return std::nullopt;
+      }
+    if (verify) verify_s += seconds_since(verify_start);
     if (verify) KOPT_CU_SAMPLE(RunStatus::launch_failed, v.poison_outputs(stream.get()));
     if (flush && read_flush) {
       unsigned blocks = static_cast<unsigned>(dev.sm_count) * 4;

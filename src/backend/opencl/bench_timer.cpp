@@ -106,8 +106,9 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
       result.error = *slow;
       return result;
     }
-    // The golden output: one more untimed launch.
+    // The golden output: one more untimed launch (inouts set back to seed 1's values first).
     if (v.verifier.active()) {
+      if (auto f = v.verifier.reset_inouts(v.writer(s))) return failed(*f);
       if (cl_int err = v.kernel.enqueue(s, nullptr); err != CL_SUCCESS)
         return failed(cl_failure(RunStatus::launch_failed, "clEnqueueNDRangeKernel", err));
       if (cl_int err = api.finish(s.queue.get()); err != CL_SUCCESS)
@@ -133,7 +134,12 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
         failure = *f;
         return std::nullopt;
       }
-    if (secret) verify_s += seconds_since(verify_start);
+    if (verify)
+      if (auto f = v.verifier.reset_inouts(v.writer(s))) {
+        failure = *f;
+        return std::nullopt;
+      }
+    if (verify) verify_s += seconds_since(verify_start);
     if (verify)
       if (cl_int err = v.poison_outputs(s); err != CL_SUCCESS) {
         failure = cl_failure(RunStatus::launch_failed, "clEnqueueFillBuffer(poison)", err);

@@ -459,3 +459,77 @@ TEST(OutputVerifier, SecretSeedSamplesCatchAnswersKeptFromSeedOne) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// An inout is set back to seed 1's values before the golden launch and before each verified
+// sample, and compared after it: a kernel that accumulates honestly passes however many timed
+// launches add to it; one that skips its update on timed launches is inconsistent.
+TEST(OutputVerifier, AnInoutIsSetBackBeforeVerifiedSamplesAndCompared) {
+  TempDir dir("kopt-verifier-inout");
+  ASSERT_TRUE(write_file_atomic(dir.path() / "x.bin", floats(1.0f)));
+  ASSERT_TRUE(write_file_atomic(dir.path() / "acc.bin", floats(10.0f)));
+  JobTensor x = tensor("x", Role::input, 8), acc = tensor("acc", Role::inout, 8);
+  x.input_path = dir.path() / "x.bin";
+  acc.input_path = dir.path() / "acc.bin";
+  RunJob job = job_with({x, acc});
+  for (bool honest : {true, false}) {
+    FakeDevice dev(job);
+    dev.fill(0, 1.0f);
+    dev.fill(1, 10.0f);
+    int launches = 0;
+    auto launch = [&](bool timed) {  // acc += 2 x; the cheat only on untimed launches
+      ++launches;
+      if (timed && !honest) return;
+      float a = 0;
+      std::memcpy(&a, dev.buffers[1].data(), 4);
+      dev.fill(1, a + 2.0f);
+    };
+    auto write = [&](std::size_t i,
+                     const std::vector<std::byte>& host) -> std::optional<RunResult> {
+      dev.buffers[i] = host;
+      return std::nullopt;
+    };
+    OutputVerifier v(job, BenchOptions{}, 5);
+    ASSERT_TRUE(v.active());
+    for (int w = 0; w < 5; ++w) launch(false);  // warm-up: acc is far from its first values
+    ASSERT_FALSE(v.reset_inouts(write));
+    launch(false);
+    ASSERT_FALSE(v.take_golden(dev.reader()));
+    float golden = 0;
+    std::memcpy(&golden, dev.buffers[1].data(), 4);
+    EXPECT_EQ(golden, 12.0f);
+    std::size_t i = 0;
+    for (; i < 40 && !v.record().failed(); ++i) {
+      bool verify = v.poison_before(i, 1e9);
+      if (verify) {
+        ASSERT_FALSE(v.reset_inouts(write));
+      }
+      launch(true);
+      if (verify) {
+        ASSERT_FALSE(v.check_sample(dev.reader(), i));
+      }
+    }
+    if (!v.record().failed()) {
+      ASSERT_FALSE(v.check_last(dev.reader(), i));
+    }
+    if (honest) {
+      EXPECT_FALSE(v.record().failed()) << v.record().failure;
+      EXPECT_GE(v.record().poisoned_samples, 2);
+      EXPECT_FALSE(v.record().last_checked);  // acc holds every timed launch's update
+      EXPECT_NE(v.record().note.find("set back to seed 1's values"), std::string::npos);
+    } else {
+      ASSERT_TRUE(v.record().failed());
+      EXPECT_NE(v.record().failure.find("output 'acc'"), std::string::npos) << v.record().failure;
+      EXPECT_NE(v.record().failure.find("set back to its first values"), std::string::npos)
+          << v.record().failure;
+    }
+  }
+  // No file to set it back from: not compared (and nothing else to verify).
+  JobTensor loose = tensor("acc", Role::inout, 8);
+  EXPECT_FALSE(OutputVerifier(job_with({x, loose}), BenchOptions{}, 5).active());
+}
+
+}  // namespace
+}  // namespace kopt
