@@ -81,6 +81,7 @@ BenchOptions bench_options_from_json(const json& j) {
 json to_json(const SampleVerification& v) {
   return {{"enabled", v.enabled},
           {"poisoned_samples", v.poisoned_samples},
+          {"reset_samples", v.reset_samples},
           {"last_checked", v.last_checked},
           {"failed_sample", v.failed_sample},
           {"failure", v.failure},
@@ -94,6 +95,7 @@ SampleVerification sample_verification_from_json(const json& j) {
   SampleVerification v;
   v.enabled = j.value("enabled", false);
   v.poisoned_samples = j.value("poisoned_samples", std::size_t{0});
+  v.reset_samples = j.value("reset_samples", std::size_t{0});
   v.last_checked = j.value("last_checked", false);
   v.failed_sample = j.value("failed_sample", std::int64_t{-1});
   v.failure = j.value("failure", std::string{});

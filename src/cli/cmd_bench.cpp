@@ -84,8 +84,12 @@ void print_bench(const BenchReport& r) {
     std::string verified =
         !check.enabled
             ? ""
-            : fmt::format("; outputs verified after {} poisoned sample(s){}",
-                          check.poisoned_samples, check.last_checked ? " and the last launch" : "");
+            : fmt::format(
+                  "; outputs verified after {} poisoned sample(s){}{}", check.poisoned_samples,
+                  check.reset_samples > 0
+                      ? fmt::format(" (inouts set back and compared on {})", check.reset_samples)
+                      : "",
+                  check.last_checked ? " and the last launch" : "");
     std::cout << fmt::format(
         "    host launch {:.1f} us ({} the timed window); throttled samples {}; "
         "blocking-kernel timeouts {}{}\n",

@@ -51,6 +51,9 @@ struct SampleVerification {
   std::size_t poisoned_samples =
       0;                      // timed samples whose outputs were poisoned before, compared after
   bool last_checked = false;  // the outputs after the last timed launch were compared
+  // Of the poisoned samples, those before which the inouts were set back to seed 1's values
+  // and after which they were compared too (0 where the problem has no inout).
+  std::size_t reset_samples = 0;
   std::int64_t failed_sample =
       -1;               // index into samples_s of the first sample that differed; -1: none
   std::string failure;  // why the variant is inconsistent; empty: consistent

@@ -8,10 +8,13 @@
 // after the last timed launch. A difference fails the variant as "inconsistent".
 //
 // An `inout` legitimately changes from launch to launch (a reduction that accumulates into
-// it), so it is not poisoned: before the golden launch and before each verified sample the
-// timer sets it back to seed 1's values (reset_inouts), and after the sample it is compared
-// with the golden launch's, as an output is; after the last timed launch, and in graph
-// batches, it is not compared (it holds many launches' updates). The cost is bounded: beyond the
+// it), so it is not poisoned: before the golden launch the timer sets it back to seed 1's
+// values (reset_inouts), so that the golden launch can be checked against the reference; of
+// the verified samples, one drawn among the first min_samples (not the two early ones, which
+// keep the state the launches left: a kernel may count its launches in an inout) and about
+// half of the later ones set it back too and compare it with the golden launch's after the
+// sample. After the last timed launch, and in graph batches, it is not compared (it holds
+// many launches' updates). The cost is bounded: beyond the
 // two early samples, a drawn sample is poisoned only while the time spent verifying stays within 10
 // % of the wall time, and outputs larger than the readback budget get fewer poisoned samples, down
 // to none (then only the last launch is compared).
@@ -90,7 +93,8 @@ class OutputVerifier {
   const std::vector<std::byte>* sample_input(std::size_t tensor, std::size_t index);
   const std::vector<std::byte>* seed_input(std::size_t tensor);
   // Sets every compared inout back to seed 1's values, through `write`: before the golden
-  // launch and before each sample poison_before chose (nothing where none is compared).
+  // launch and before a sample poison_before chose (nothing where that sample keeps them, or
+  // where none is compared).
   std::optional<RunResult> reset_inouts(const WriteTensor& write);
   // In graph mode a sample is a batch of launches: poisoning between them is impossible, so
   // the outputs are compared after the batch (and poisoned before it); the record says so.
@@ -117,9 +121,11 @@ class OutputVerifier {
   std::optional<RunResult> check_secret(const ReadTensor& read, std::size_t index,
                                         const std::string& when);
   const std::vector<std::byte>* input_bytes(std::size_t tensor, bool secret);
+  // Whether inouts are set back and compared now: at the golden launch, and on a sample that
+  // sets them back (m_reset); never in graph batches.
   bool inouts_compared() const;
   // Whether m_compared[k] is compared after a sample (`poisoned`: one poison_before chose, or
-  // the golden launch): an inout only there, and not in graph batches.
+  // the golden launch): an inout only where inouts_compared().
   bool compared(std::size_t k, bool poisoned) const {
     return k < m_outputs.size() || (poisoned && inouts_compared());
   }
@@ -142,6 +148,9 @@ class OutputVerifier {
   std::uint32_t m_stale_bits = 0;
   int m_batch = 1;
   std::set<std::size_t> m_secret_at;  // sample indices that run on the secret seed's inputs
+  std::set<std::size_t> m_reset_at;   // a sample index that sets the inouts back, for sure
+  bool m_reset = false;               // this sample sets the inouts back
+  bool m_golden_taken = false;        // take_golden has run: the samples come next
   // Inputs by tensor index: shared by the worker's verifiers (read or mixed once per file).
   std::map<std::size_t, std::shared_ptr<const HostTensor>> m_secret_in, m_seed_in, m_mixed_in;
   SampleVerification m_record;
