@@ -146,6 +146,17 @@ def device():
     return "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
 
 
+def device_uuid(dev):
+    """The UUID of the GPU a job ran on ("8932f937-..."), for kopt to check it is its own
+    device; empty off CUDA or where torch does not say."""
+    if not dev.startswith("cuda"):
+        return ""
+    try:
+        return str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
 def is_candidate(job):
     """A kernel under test (its code is not kopt's nor the problem's): watched for tampering."""
     return job["kind"] == "triton"
@@ -524,7 +535,8 @@ def handle_op(req):
             if rng:
                 torch.cuda.nvtx.range_pop()
         seconds = timed(c, 0)[0] if req.get("time") else 0.0
-        reply = {"tolerance": c.tolerance, "device": c.dev, "seconds": seconds}
+        reply = {"tolerance": c.tolerance, "device": c.dev, "device_uuid": device_uuid(c.dev),
+                 "seconds": seconds}
         if kept is not None:
             reply["inputs_modified"] = [n for n, x in kept.items() if not torch.equal(x, c.tensors[n])]
         c.write_outputs(inputs_after=kept is None)
@@ -542,7 +554,8 @@ def handle_op(req):
             c.sync()
         c.host_s = min(host)
         _prepared[req["id"]] = c
-        reply = {"device": c.dev, "timed": getattr(c, "timed_name", c.job.get("entry")), "host_s": c.host_s}
+        reply = {"device": c.dev, "device_uuid": device_uuid(c.dev),
+                 "timed": getattr(c, "timed_name", c.job.get("entry")), "host_s": c.host_s}
         if c.job["kind"] == "torch_compile":
             reply["dynamo"] = dynamo_counts()
         return reply

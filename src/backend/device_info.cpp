@@ -10,6 +10,7 @@ json to_json(const DeviceInfo& d) {
          {"ordinal", d.ordinal},
          {"name", d.name},
          {"pci_bus_id", d.pci_bus_id},
+         {"uuid", d.uuid},
          {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
          {"cc_major", d.cc_major},
          {"cc_minor", d.cc_minor},
@@ -48,6 +49,7 @@ DeviceInfo device_info_from_json(const json& j) {
   d.ordinal = j.value("ordinal", 0);
   d.name = j.value("name", std::string{});
   d.pci_bus_id = j.value("pci_bus_id", std::string{});
+  d.uuid = j.value("uuid", std::string{});
   d.cc_major = j.value("cc_major", 0);
   d.cc_minor = j.value("cc_minor", 0);
   d.sm_count = j.value("sm_count", 0);

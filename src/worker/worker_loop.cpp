@@ -34,8 +34,11 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
     if (!python) {
       python = std::make_unique<PythonRunner>();
       if (Executor* ex = get_executor())
-        if (auto info = ex->device_info(); info && info->l2_bytes > 0)
-          python->set_default_flush_bytes(2 * info->l2_bytes);
+        if (auto info = ex->device_info(); info) {
+          if (info->l2_bytes > 0) python->set_default_flush_bytes(2 * info->l2_bytes);
+          // The Python processes on this worker's GPU, not the first one (--device, --gpus).
+          if (info->backend == "cuda") python->set_device(info->uuid);
+        }
     }
     return *python;
   };

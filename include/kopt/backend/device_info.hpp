@@ -26,6 +26,9 @@ struct DeviceInfo {
   int ordinal = 0;
   std::string name;
   std::string pci_bus_id;
+  // "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", as CUDA_VISIBLE_DEVICES and nvidia-smi name the
+  // device; empty off CUDA.
+  std::string uuid;
   int cc_major = 0;
   int cc_minor = 0;
   int sm_count = 0;

@@ -20,6 +20,7 @@ namespace kopt::cuda {
   X(device_get_attribute, "cuDeviceGetAttribute", cuDeviceGetAttribute)                        \
   X(device_total_mem, "cuDeviceTotalMem_v2", cuDeviceTotalMem_v2)                              \
   X(device_get_pci_bus_id, "cuDeviceGetPCIBusId", cuDeviceGetPCIBusId)                         \
+  X(device_get_uuid, "cuDeviceGetUuid_v2", cuDeviceGetUuid_v2)                                 \
   X(primary_ctx_retain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain)                  \
   X(primary_ctx_release, "cuDevicePrimaryCtxRelease_v2", cuDevicePrimaryCtxRelease_v2)         \
   X(ctx_set_current, "cuCtxSetCurrent", cuCtxSetCurrent)                                       \

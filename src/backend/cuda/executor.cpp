@@ -1,5 +1,7 @@
 #include "kopt/backend/cuda/executor.hpp"
 
+#include <fmt/format.h>
+
 #include "driver_api.hpp"
 #include "executor_state.hpp"
 #include "kopt/core/fs.hpp"
@@ -126,6 +128,13 @@ Expected<DeviceInfo> CudaExecutor::device_info() const {
   char bus[64] = {};
   KOPT_CU_CHECK(a, a->device_get_pci_bus_id(bus, sizeof bus, dev));
   d.pci_bus_id = bus;
+  CUuuid uuid{};
+  if (a->device_get_uuid(&uuid, dev) == CUDA_SUCCESS) {
+    const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+    d.uuid = "GPU-";
+    for (int i = 0; i < 16; ++i)
+      d.uuid += fmt::format("{:02x}{}", b[i], (i == 3 || i == 5 || i == 7 || i == 9) ? "-" : "");
+  }
   auto attr = [&](CUdevice_attribute at) {
     int v = 0;
     a->device_get_attribute(&v, at, dev);

@@ -1,6 +1,7 @@
 #include "kopt/backend/python/python_runner.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -61,8 +62,8 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
     }
   }
   if (!child.running()) {
-    auto started =
-        Subprocess::spawn({python_executable(), python_worker_script(cache_dir()).string()}, m_log);
+    auto started = Subprocess::spawn(
+        {python_executable(), python_worker_script(cache_dir()).string()}, m_log, on_device({}));
     if (!started) {
       r.error = "cannot start " + python_executable() + ": " + started.error().message +
                 " (set KOPT_PYTHON to a Python with torch, numpy and, for Triton kernels, triton)";
@@ -87,11 +88,28 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
   return exchange(child, request, timeout);
 }
 
+SpawnOptions PythonRunner::on_device(SpawnOptions base) const {
+  if (!m_device_uuid.empty()) base.env.emplace_back("CUDA_VISIBLE_DEVICES", m_device_uuid);
+  return base;
+}
+
+std::string python_device_mismatch(const std::string& expected, const std::string& reported) {
+  if (expected.empty() || reported.empty()) return {};
+  auto bare = [](std::string u) {
+    for (char& c : u) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (u.rfind("gpu-", 0) == 0) u.erase(0, 4);
+    return u;
+  };
+  if (bare(reported) == bare(expected)) return {};
+  return "the Python worker ran on GPU " + reported + ", not on kopt's device " + expected +
+         " (CUDA_VISIBLE_DEVICES was set for it): its numbers would be another device's";
+}
+
 std::string PythonRunner::start_candidate() {
   using namespace std::chrono_literals;
   const json selftest{{"op", "selftest"}};
   m_room = std::make_unique<CandidateRoom>(python_executable(), k_python_worker_script);
-  auto confined = Subprocess::spawn(m_room->argv(), m_log, m_room->spawn_options());
+  auto confined = Subprocess::spawn(m_room->argv(), m_log, on_device(m_room->spawn_options()));
   if (!confined)
     return "cannot start " + python_executable() + " for a candidate: " + confined.error().message;
   m_candidate = std::move(*confined);
@@ -105,7 +123,7 @@ std::string PythonRunner::start_candidate() {
   // A confined process that died in its self-test is never replaced by a plain worker outside
   // the room (call() would start one): the candidates then have no process, and say why.
   std::string failed = "the candidates' Python failed kopt's self-test: " + test.error;
-  SpawnOptions open = m_room->spawn_options();
+  SpawnOptions open = on_device(m_room->spawn_options());
   open.sandbox = nullptr;
   auto unconfined = Subprocess::spawn(m_room->argv(), m_log, open);
   if (!unconfined) return m_candidate.running() ? std::string() : failed;
@@ -190,6 +208,14 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
     result.environment = r.environment;
     return result;
   }
+  if (std::string why =
+          python_device_mismatch(m_device_uuid, r.result.value("device_uuid", std::string()));
+      !why.empty()) {
+    result.status = RunStatus::launch_failed;
+    result.error = why;
+    result.environment = true;  // the machine's set-up, not the job's fault
+    return result;
+  }
   // The Python side compares each input with a copy it kept on the device (no file of GBs
   // written back); where it could not keep one, it wrote the input back and kopt hashes it.
   const json modified = r.result.value("inputs_modified", json());
@@ -238,6 +264,10 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}},
                    600s, is_candidate(job.variants[i].kind));
     if (!r.ok) return fail(job.variants[i].label + ": " + r.error);
+    if (std::string why =
+            python_device_mismatch(m_device_uuid, r.result.value("device_uuid", std::string()));
+        !why.empty())
+      return fail(job.variants[i].label + ": " + why);
     std::string label = job.variants[i].label;
     // A PyTorch baseline that fell back to ref.py's reference() (no baseline() or
     // setup_baseline()) says so: a reference may compute in higher precision.

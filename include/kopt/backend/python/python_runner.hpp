@@ -25,6 +25,11 @@ std::filesystem::path python_worker_script(const std::filesystem::path& cache_ro
 // $KOPT_PYTHON, else the first of python3, /usr/bin/python3 and python that has torch.
 std::string python_executable();
 
+// Empty when a Python job that reports GPU `reported` ran on `expected` (UUIDs with or
+// without "GPU-", any case; either empty: nothing to compare), else why its numbers are another
+// device's.
+std::string python_device_mismatch(const std::string& expected, const std::string& reported);
+
 class PythonRunner {
  public:
   // The child's stderr goes to `log_path`, or is this process's own when it is empty.
@@ -35,6 +40,10 @@ class PythonRunner {
 
   // Bytes rewritten before each cold sample when a job does not say (twice the L2).
   void set_default_flush_bytes(std::int64_t b) { m_default_flush = b; }
+  // The GPU the Python processes run on, by its UUID (DeviceInfo::uuid): they see that device
+  // alone (CUDA_VISIBLE_DEVICES), the one kopt's worker times its CUDA kernels on, and a job
+  // run on another device is refused. Before the first call; empty: the default device.
+  void set_device(std::string uuid) { m_device_uuid = std::move(uuid); }
 
   // `nvtx_range`: the call runs inside that NVTX push/pop range of the Python thread (for ncu
   // --nvtx: tools/ncu.hpp); empty, none.
@@ -67,7 +76,11 @@ class PythonRunner {
   // `id` whose median sample is `median_s`: empty when they agree or cannot be compared.
   std::string cross_check_clock(int id, double median_s, double host_s);
 
+  // The spawn options of a Python process: `base`, on the device set_device chose.
+  SpawnOptions on_device(SpawnOptions base) const;
+
   std::filesystem::path m_log;
+  std::string m_device_uuid;
   Subprocess m_trusted, m_candidate;
   // The candidates' process's directory and sandbox: a new one with each process.
   std::unique_ptr<CandidateRoom> m_room;
