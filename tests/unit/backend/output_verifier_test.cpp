@@ -41,6 +41,13 @@ std::vector<std::byte> floats(float v) {
   return b;
 }
 
+// A file of eight f32 elements of value v in `dir`, for a job tensor to name.
+std::filesystem::path float_file(const TempDir& dir, const char* name, float v) {
+  std::filesystem::path f = dir.path() / name;
+  if (!write_file_atomic(f, floats(v))) ADD_FAILURE() << "cannot write " << f;
+  return f;
+}
+
 // Device memory of a fake device: one byte vector per job tensor.
 struct FakeDevice {
   std::vector<std::vector<std::byte>> buffers;
@@ -55,6 +62,12 @@ struct FakeDevice {
   void poison(std::size_t i) {
     for (std::size_t e = 0; e < buffers[i].size() / 4; ++e)
       std::memcpy(buffers[i].data() + 4 * e, "\x00\x00\xc0\x7f", 4);
+  }
+  WriteTensor writer() {
+    return [this](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
+      buffers[i] = host;
+      return std::nullopt;
+    };
   }
   ReadTensor reader() {
     return [this](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
@@ -295,13 +308,10 @@ TEST(OutputVerifier, AnEarlySampleIsFilledWithStaleValuesThatLookWritten) {
 // result (CI on PoCL, about one run in three).
 TEST(OutputVerifier, TheStaleFillNeverLandsOnASampleThatIsNotCompared) {
   TempDir dir("kopt-verifier-stale");
-  ASSERT_TRUE(write_file_atomic(dir.path() / "x.bin", floats(1.0f)));
-  ASSERT_TRUE(write_file_atomic(dir.path() / "x.secret.bin", floats(3.0f)));
-  ASSERT_TRUE(write_file_atomic(dir.path() / "y.secret.bin", floats(6.0f)));
   JobTensor x = tensor("x", Role::input, 8), y = tensor("y", Role::output, 8);
-  x.input_path = dir.path() / "x.bin";
-  x.secret_input_path = dir.path() / "x.secret.bin";
-  y.secret_expected_path = dir.path() / "y.secret.bin";
+  x.input_path = float_file(dir, "x.bin", 1.0f);
+  x.secret_input_path = float_file(dir, "x.secret.bin", 3.0f);
+  y.secret_expected_path = float_file(dir, "y.secret.bin", 6.0f);
   RunJob job = job_with({x, y});
   const std::size_t first = BenchOptions{}.rule.min_samples;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
@@ -392,13 +402,10 @@ namespace {
 // (a cache keyed on where its inputs are, or answers carried for seed 1) is inconsistent.
 TEST(OutputVerifier, SecretSeedSamplesCatchAnswersKeptFromSeedOne) {
   TempDir dir("kopt-verifier-secret");
-  ASSERT_TRUE(write_file_atomic(dir.path() / "x.bin", floats(1.0f)));
-  ASSERT_TRUE(write_file_atomic(dir.path() / "x.secret.bin", floats(3.0f)));
-  ASSERT_TRUE(write_file_atomic(dir.path() / "y.secret.bin", floats(6.0f)));
   JobTensor x = tensor("x", Role::input, 8), y = tensor("y", Role::output, 8);
-  x.input_path = dir.path() / "x.bin";
-  x.secret_input_path = dir.path() / "x.secret.bin";
-  y.secret_expected_path = dir.path() / "y.secret.bin";
+  x.input_path = float_file(dir, "x.bin", 1.0f);
+  x.secret_input_path = float_file(dir, "x.secret.bin", 3.0f);
+  y.secret_expected_path = float_file(dir, "y.secret.bin", 6.0f);
   y.tolerance = Tolerance{1e-6, 0};
   RunJob job = job_with({x, y});
   for (bool honest : {true, false}) {
@@ -469,33 +476,24 @@ namespace {
 // on timed launches is inconsistent.
 TEST(OutputVerifier, AnInoutIsSetBackBeforeVerifiedSamplesAndCompared) {
   TempDir dir("kopt-verifier-inout");
-  ASSERT_TRUE(write_file_atomic(dir.path() / "x.bin", floats(1.0f)));
-  ASSERT_TRUE(write_file_atomic(dir.path() / "acc.bin", floats(10.0f)));
   JobTensor x = tensor("x", Role::input, 8), acc = tensor("acc", Role::inout, 8);
-  x.input_path = dir.path() / "x.bin";
-  acc.input_path = dir.path() / "acc.bin";
+  x.input_path = float_file(dir, "x.bin", 1.0f);
+  acc.input_path = float_file(dir, "acc.bin", 10.0f);
   RunJob job = job_with({x, acc});
   for (bool honest : {true, false}) {
     FakeDevice dev(job);
     dev.fill(0, 1.0f);
     dev.fill(1, 10.0f);
-    int launches = 0;
     auto launch = [&](bool timed) {  // acc += 2 x; the cheat only on untimed launches
-      ++launches;
       if (timed && !honest) return;
       float a = 0;
       std::memcpy(&a, dev.buffers[1].data(), 4);
       dev.fill(1, a + 2.0f);
     };
-    auto write = [&](std::size_t i,
-                     const std::vector<std::byte>& host) -> std::optional<RunResult> {
-      dev.buffers[i] = host;
-      return std::nullopt;
-    };
     OutputVerifier v(job, BenchOptions{}, 5);
     ASSERT_TRUE(v.active());
     for (int w = 0; w < 5; ++w) launch(false);  // warm-up: acc is far from its first values
-    ASSERT_FALSE(v.reset_inouts(write));
+    ASSERT_FALSE(v.reset_inouts(dev.writer()));
     launch(false);
     ASSERT_FALSE(v.take_golden(dev.reader()));
     float golden = 0;
@@ -505,7 +503,7 @@ TEST(OutputVerifier, AnInoutIsSetBackBeforeVerifiedSamplesAndCompared) {
     for (; i < BenchOptions{}.rule.min_samples && !v.record().failed(); ++i) {
       bool verify = v.poison_before(i, 1e9);
       if (verify) {
-        ASSERT_FALSE(v.reset_inouts(write));
+        ASSERT_FALSE(v.reset_inouts(dev.writer()));
       }
       launch(true);
       if (verify) {
@@ -546,19 +544,11 @@ namespace {
 // found that on the H100).
 TEST(OutputVerifier, ALaunchCountKeptInAnInoutDoesNotHideSkippedWork) {
   TempDir dir("kopt-verifier-inout-count");
-  ASSERT_TRUE(write_file_atomic(dir.path() / "x.bin", floats(1.0f)));
-  ASSERT_TRUE(write_file_atomic(dir.path() / "count.bin", floats(0.0f)));
   JobTensor x = tensor("x", Role::input, 8), y = tensor("y", Role::output, 8),
             count = tensor("count", Role::inout, 8);
-  x.input_path = dir.path() / "x.bin";
-  count.input_path = dir.path() / "count.bin";
+  x.input_path = float_file(dir, "x.bin", 1.0f);
+  count.input_path = float_file(dir, "count.bin", 0.0f);
   RunJob job = job_with({x, y, count});
-  auto write = [](FakeDevice& dev) {
-    return [&dev](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
-      dev.buffers[i] = host;
-      return std::nullopt;
-    };
-  };
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     FakeDevice dev(job);
     dev.fill(0, 1.0f);
@@ -570,14 +560,14 @@ TEST(OutputVerifier, ALaunchCountKeptInAnInoutDoesNotHideSkippedWork) {
     };
     OutputVerifier v(job, BenchOptions{}, seed);
     for (int w = 0; w < 3; ++w) launch();
-    ASSERT_FALSE(v.reset_inouts(write(dev)));
+    ASSERT_FALSE(v.reset_inouts(dev.writer()));
     launch();
     ASSERT_FALSE(v.take_golden(dev.reader()));
     for (std::size_t i = 0; i < BenchOptions{}.rule.min_samples && !v.record().failed(); ++i) {
       bool verify = v.poison_before(i, 1e9);
       if (verify) {
         dev.poison(1);
-        ASSERT_FALSE(v.reset_inouts(write(dev)));
+        ASSERT_FALSE(v.reset_inouts(dev.writer()));
       }
       launch();
       if (verify) {
@@ -600,23 +590,17 @@ namespace {
 // wrong (tests/hacks/inout_skip), one that does it passes.
 TEST(OutputVerifier, TheGoldenLaunchsInoutIsCheckedAgainstTheReference) {
   TempDir dir("kopt-verifier-inout-reference");
-  ASSERT_TRUE(write_file_atomic(dir.path() / "x.bin", floats(1.0f)));
-  ASSERT_TRUE(write_file_atomic(dir.path() / "acc.bin", floats(10.0f)));
-  ASSERT_TRUE(write_file_atomic(dir.path() / "acc.expected.bin", floats(12.0f)));
   JobTensor x = tensor("x", Role::input, 8), acc = tensor("acc", Role::inout, 8);
-  x.input_path = dir.path() / "x.bin";
-  acc.input_path = dir.path() / "acc.bin";
-  acc.expected_path = dir.path() / "acc.expected.bin";
+  x.input_path = float_file(dir, "x.bin", 1.0f);
+  acc.input_path = float_file(dir, "acc.bin", 10.0f);
+  acc.expected_path = float_file(dir, "acc.expected.bin", 12.0f);
   acc.tolerance = Tolerance{1e-6, 0};
   RunJob job = job_with({x, acc});
   for (bool honest : {true, false}) {
     FakeDevice dev(job);
     dev.fill(1, 30.0f);  // what earlier launches left
     OutputVerifier v(job, BenchOptions{}, 3);
-    ASSERT_FALSE(v.reset_inouts([&](std::size_t i, const std::vector<std::byte>& host) {
-      dev.buffers[i] = host;
-      return std::optional<RunResult>{};
-    }));
+    ASSERT_FALSE(v.reset_inouts(dev.writer()));
     if (honest) dev.fill(1, 12.0f);  // acc += 2 x from seed 1's 10
     ASSERT_FALSE(v.take_golden(dev.reader()));
     EXPECT_TRUE(v.record().reference_checked);
