@@ -163,7 +163,7 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   while (secret && m_secret_at.size() < 2)
     if (std::size_t i = pick(m_rng); !m_early.count(i)) m_secret_at.insert(i);
   // One more of them sets the inouts back first (no secret samples where there is an inout).
-  while (m_compared.size() > m_outputs.size() && first >= 3 && m_reset_at.empty())
+  while (has_inouts() && first >= 3 && m_reset_at.empty())
     if (std::size_t i = pick(m_rng); !m_early.count(i)) m_reset_at.insert(i);
 }
 
@@ -235,13 +235,12 @@ void OutputVerifier::set_batched(int launches_per_sample) {
             "graph batches of {} launches: outputs cannot be poisoned between the launches of a "
             "batch, so they are poisoned before a batch and compared after it{}",
             m_batch,
-            m_compared.size() > m_outputs.size()
-                ? "; inout tensors are not compared (a batch updates them once per launch)"
-                : "");
+            has_inouts() ? "; inout tensors are not compared (a batch updates them once per launch)"
+                         : "");
 }
 
 bool OutputVerifier::inouts_compared() const {
-  return m_compared.size() > m_outputs.size() && m_batch <= 1 && (!m_golden_taken || m_reset);
+  return has_inouts() && m_batch <= 1 && (!m_golden_taken || m_reset);
 }
 
 std::optional<RunResult> OutputVerifier::reset_inouts(const WriteTensor& write) {
@@ -286,9 +285,8 @@ bool OutputVerifier::poison_before(std::size_t index, double wall_elapsed_s) {
   m_stale = index == second || (index > second && std::bernoulli_distribution(0.5)(m_rng));
   // Inouts are set back before the sample drawn for it and half of the other drawn ones; the two
   // early samples keep the state the launches left (a kernel may keep its launch count there).
-  m_reset = m_compared.size() > m_outputs.size() &&
-            (m_reset_at.count(index) ||
-             (!m_early.count(index) && std::bernoulli_distribution(0.5)(m_rng)));
+  m_reset = has_inouts() && (m_reset_at.count(index) ||
+                             (!m_early.count(index) && std::bernoulli_distribution(0.5)(m_rng)));
   m_stale_bits = static_cast<std::uint32_t>(m_rng());
   return true;
 }
@@ -421,7 +419,7 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, st
 
 std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std::size_t samples) {
   if (!m_record.enabled || m_record.failed() || samples == 0) return std::nullopt;
-  if (m_compared.size() > m_outputs.size())
+  if (has_inouts())
     m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
                      "inout tensors compared after the golden launch and the verified samples "
                      "that set them back to seed 1's values, not after the last launch (it holds "

@@ -6,6 +6,11 @@ namespace kopt::evaluate {
 
 namespace {
 
+bool has_inout(const Problem& p) {
+  return std::any_of(p.tensors.begin(), p.tensors.end(),
+                     [](const TensorSpec& t) { return t.role == Role::inout; });
+}
+
 // The CUDA or OpenCL timer verifies every variant's outputs (output_verifier.hpp).
 bool timer_verifies(const Problem& p, const BenchRequest& r,
                     const std::vector<BenchVariant>& variants) {
@@ -25,11 +30,6 @@ bool timer_verifies(const Problem& p, const BenchRequest& r,
 bool check_in_timing_possible(const Problem& p, const BenchRequest& r,
                               const std::vector<BenchVariant>& variants) {
   return r.check_in_timing && !r.compare && timer_verifies(p, r, variants);
-}
-
-bool has_inout(const Problem& p) {
-  return std::any_of(p.tensors.begin(), p.tensors.end(),
-                     [](const TensorSpec& t) { return t.role == Role::inout; });
 }
 
 bool secret_samples_possible(const Problem& p, const BenchRequest& r,

@@ -14,10 +14,12 @@
 // keep the state the launches left: a kernel may count its launches in an inout) and about
 // half of the later ones set it back too and compare it with the golden launch's after the
 // sample. After the last timed launch, and in graph batches, it is not compared (it holds
-// many launches' updates). The cost is bounded: beyond the
-// two early samples, a drawn sample is poisoned only while the time spent verifying stays within 10
-// % of the wall time, and outputs larger than the readback budget get fewer poisoned samples, down
-// to none (then only the last launch is compared).
+// many launches' updates).
+//
+// The cost is bounded: beyond the two early samples, a drawn sample is poisoned only while
+// the time spent verifying stays within 10 % of the wall time, and outputs larger than the
+// readback budget get fewer poisoned samples, down to none (then only the last launch is
+// compared).
 //
 // Secret-seed samples: where the job names a secret seed's inputs and the reference's outputs
 // for them (JobTensor::secret_input_path, secret_expected_path; every input and output, no
@@ -77,8 +79,9 @@ class OutputVerifier {
   bool poison_before(std::size_t index, double wall_elapsed_s);
   // What output `tensor` (an index into job.tensors) is filled with before the sample that
   // poison_before chose: the dtype's NaN poison, or, on the second of the two early samples
-  // (compared for sure) and about half of the later ones, a stale fill of finite values that looks
-  // written, so a kernel that works only while its output looks unwritten is caught either way.
+  // (compared for sure) and about half of the later ones, a stale fill of finite values that
+  // looks written, so a kernel that works only while its output looks unwritten is caught
+  // either way.
   Poison fill_for(std::size_t tensor) const;
   // Whether sample `index`, which poison_before chose, runs on inputs nobody has seen: the
   // timer calls write_inputs(write, index) before it (untimed) and write_inputs(write) after
@@ -121,6 +124,7 @@ class OutputVerifier {
   std::optional<RunResult> check_secret(const ReadTensor& read, std::size_t index,
                                         const std::string& when);
   const std::vector<std::byte>* input_bytes(std::size_t tensor, bool secret);
+  bool has_inouts() const { return m_compared.size() > m_outputs.size(); }
   // Whether inouts are set back and compared now: at the golden launch, and on a sample that
   // sets them back (m_reset); never in graph batches.
   bool inouts_compared() const;

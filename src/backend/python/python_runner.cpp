@@ -105,6 +105,10 @@ std::string python_device_mismatch(const std::string& expected, const std::strin
          " (CUDA_VISIBLE_DEVICES was set for it): its numbers would be another device's";
 }
 
+std::string PythonRunner::wrong_device(const Reply& r) const {
+  return python_device_mismatch(m_device_uuid, r.result.value("device_uuid", std::string()));
+}
+
 std::string PythonRunner::start_candidate() {
   using namespace std::chrono_literals;
   const json selftest{{"op", "selftest"}};
@@ -208,9 +212,7 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
     result.environment = r.environment;
     return result;
   }
-  if (std::string why =
-          python_device_mismatch(m_device_uuid, r.result.value("device_uuid", std::string()));
-      !why.empty()) {
+  if (std::string why = wrong_device(r); !why.empty()) {
     result.status = RunStatus::launch_failed;
     result.error = why;
     result.environment = true;  // the machine's set-up, not the job's fault
@@ -264,9 +266,7 @@ BenchResult PythonRunner::bench(const BenchJob& job) {
     Reply r = call({{"op", "prepare"}, {"id", i}, {"job", job_json(job.variants[i], after.path())}},
                    600s, is_candidate(job.variants[i].kind));
     if (!r.ok) return fail(job.variants[i].label + ": " + r.error);
-    if (std::string why =
-            python_device_mismatch(m_device_uuid, r.result.value("device_uuid", std::string()));
-        !why.empty())
+    if (std::string why = wrong_device(r); !why.empty())
       return fail(job.variants[i].label + ": " + why);
     std::string label = job.variants[i].label;
     // A PyTorch baseline that fell back to ref.py's reference() (no baseline() or

@@ -78,6 +78,8 @@ class PythonRunner {
 
   // The spawn options of a Python process: `base`, on the device set_device chose.
   SpawnOptions on_device(SpawnOptions base) const;
+  // Empty, or why reply `r`'s job ran on another GPU than set_device's.
+  std::string wrong_device(const Reply& r) const;
 
   std::filesystem::path m_log;
   std::string m_device_uuid;
