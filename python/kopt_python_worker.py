@@ -1,8 +1,9 @@
 """kopt's Python worker: PyTorch references (ref.py), Triton kernels and PyTorch baselines.
 
 Started by kopt's worker process (which owns the device for CUDA kernels) and driven over
-stdin/stdout, one JSON object a line. Tensors cross as raw files of the tensor's dtype,
-read with numpy.fromfile and written with ndarray.tofile: no per-element Python lists.
+stdin/stdout, one JSON object a line. Inputs come as recipes, drawn here on the job's device
+with the same bits as kopt's C++ (draw_tensor, the twin of src/problem/tensor_draw.cpp), or as
+raw files; outputs go back as raw files of the tensor's dtype (ndarray.tofile).
 Timing decisions stay in kopt: this side takes one sample when asked (a flush of the L2;
 with "hold", a spin on the GPU that keeps the host's Python out of the window; then device
 events around one call) and returns its device and host seconds.
@@ -12,13 +13,14 @@ For torch.compile jobs, prepare and sample also report dynamo's counters (graphs
 graph breaks), so kopt can say that a noisy baseline recompiled while it was timed.
 A job: kind (python_reference | triton | torch_eager | torch_compile), module (a .py file;
 the torch kinds time its setup_baseline() or baseline() where it has one, else reference()),
-entry, tensors [{name, dtype, shape, role, input_path, output_path}], scalars {name: value}.
+entry, tensors [{name, dtype, shape, role, draw, input_path, output_path}], scalars {name: value}.
 """
 import hashlib
 import importlib.machinery
 import importlib.util
 import inspect
 import json
+import math
 import os
 import sys
 import time
@@ -136,6 +138,11 @@ NUMPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "in
                 "i16": "int16", "i8": "int8", "u8": "uint8"}
 _modules = {}
 _prepared = {}
+_spent = []  # (what, seconds) of the request being handled: the log says where its time went
+
+
+def _torch_dtype(name):
+    return getattr(torch, "bfloat16" if name == "bf16" else NUMPY_DTYPES[name])
 _flush = None
 
 
@@ -187,8 +194,137 @@ def load_module(path, candidate=False):
     return _modules[key]
 
 
+# The twin of src/problem/tensor_draw.cpp: element i of a tensor from its recipe (kind, a, b,
+# key) and i alone, with one IEEE rounding per torch operation (no fused multiply-add), so the
+# bytes are kopt's C++'s on a CPU and on a GPU. 64-bit words are int64 tensors: additions and
+# multiplications wrap as uint64's do, and a logical shift is an arithmetic one masked.
+_U64 = (1 << 64) - 1
+
+
+def _s64(v):
+    v &= _U64
+    return v - (1 << 64) if v >> 63 else v
+
+
+_MIX = (_s64(0x9e3779b97f4a7c15), _s64(0xbf58476d1ce4e5b9), _s64(0x94d049bb133111eb))
+_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
+_SQRT_HALF = float.fromhex("0x1.6a09e667f3bcdp-1")
+_TWO_PI = float.fromhex("0x1.921fb54442d18p+2")
+_LOG_C = [1.0 / float(2 * k + 1) for k in range(13)]
+_COS_C = [1.0]
+for _k in range(1, 16):
+    _COS_C.append(-_COS_C[-1] / float((2 * _k - 1) * (2 * _k)))
+_INT_RANGE = {"i64": (-(1 << 63), (1 << 63) - 1), "i32": (-(1 << 31), (1 << 31) - 1),
+              "i16": (-(1 << 15), (1 << 15) - 1), "i8": (-128, 127), "u8": (0, 255)}
+# Elements per step: a few temporaries of 128 MiB on the device (kopt's tests make it small).
+DRAW_CHUNK = int(os.environ.get("KOPT_TEST_DRAW_CHUNK") or (1 << 24))
+
+
+def _lsr(x, k):
+    return (x >> k) & ((1 << (64 - k)) - 1)
+
+
+def _mix64(x):
+    x = x + _MIX[0]
+    x = (x ^ _lsr(x, 30)) * _MIX[1]
+    x = (x ^ _lsr(x, 27)) * _MIX[2]
+    return x ^ _lsr(x, 31)
+
+
+def _unit(bits):
+    return _lsr(bits, 11).to(torch.float64) * (2.0 ** -53)
+
+
+def _horner(coefficients, x):
+    p = torch.full_like(x, coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        p = p * x + c
+    return p
+
+
+def _log(u):
+    m, e = torch.frexp(u)
+    small = m < _SQRT_HALF
+    m = torch.where(small, m * 2.0, m)
+    e = e.to(torch.float64) - small.to(torch.float64)
+    s = (m - 1.0) / (m + 1.0)
+    return e * _LN2 + (s * 2.0) * _horner(_LOG_C, s * s)
+
+
+def _cos_2pi(t):
+    x = (t - 0.5) * _TWO_PI
+    return -_horner(_COS_C, x * x)
+
+
+def _draw_values(recipe, i):
+    """Element values (f64) at the int64 indices i."""
+    kind, a, b = recipe["kind"], float(recipe["a"]), float(recipe["b"])
+    key = _s64(int(recipe["key"]))
+    if kind == "normal":
+        u1 = 1.0 - _unit(_mix64(key + 2 * i))
+        u2 = _unit(_mix64(key + 2 * i + 1))
+        return (torch.sqrt(_log(u1) * -2.0) * b) * _cos_2pi(u2) + a
+    if kind == "uniform":
+        return _unit(_mix64(key + 2 * i)) * (b - a) + a
+    if kind == "randint":
+        lo = float(math.ceil(a))
+        return torch.floor(_unit(_mix64(key + 2 * i)) * (float(math.ceil(b)) - lo)) + lo
+    if kind == "arange":
+        return i.to(torch.float64) * b + a
+    if kind == "constant":
+        return torch.full(i.shape, a, dtype=torch.float64, device=i.device)
+    raise ValueError("unknown init kind %r" % kind)
+
+
+def _stored(v, dtype):
+    """v (f64) in `dtype`, as kopt's store_from_double stores it."""
+    if dtype == "f64":
+        return v
+    if dtype in ("f32", "f16", "bf16"):
+        v = v.to(torch.float32)
+        return v if dtype == "f32" else v.to(_torch_dtype(dtype))
+    lo, hi = _INT_RANGE[dtype]
+    r = torch.round(v)  # to nearest, ties to even, as nearbyint
+    under, over = ~(r >= float(lo)), r >= float(hi)
+    out = torch.where(under | over, 0.0, r).to(_torch_dtype(dtype))
+    out = torch.where(under, torch.full_like(out, lo), out)
+    return torch.where(over, torch.full_like(out, hi), out)
+
+
+def draw_tensor(recipe, dtype, shape, dev):
+    t0 = _perf_counter()
+    try:
+        return _draw_tensor(recipe, dtype, shape, dev)
+    finally:
+        _spent.append(("drawing inputs", _perf_counter() - t0))
+
+
+def _draw_tensor(recipe, dtype, shape, dev):
+    n = 1
+    for e in shape:
+        n *= int(e)
+    out = torch.empty(n, dtype=_torch_dtype(dtype), device=dev)
+    for start in range(0, n, DRAW_CHUNK):
+        end = min(n, start + DRAW_CHUNK)
+        out[start:end] = _stored(_draw_values(recipe, torch.arange(start, end, dtype=torch.int64, device=dev)), dtype)
+    return out.view(tuple(shape))
+
+
+def drawn_unchanged(x, recipe, dtype):
+    """Whether tensor x still holds what its recipe draws (compared chunk by chunk: no copy)."""
+    flat = x.reshape(-1)
+    for start in range(0, flat.numel(), DRAW_CHUNK):
+        end = min(flat.numel(), start + DRAW_CHUNK)
+        want = _stored(_draw_values(recipe, torch.arange(start, end, dtype=torch.int64, device=x.device)), dtype)
+        if not torch.equal(flat[start:end], want.to(flat.dtype)):
+            return False
+    return True
+
+
 def to_torch(t, dev):
     shape = tuple(t["shape"])
+    if t.get("draw"):
+        return draw_tensor(t["draw"], t["dtype"], shape, dev)
     if t["dtype"] == "bf16":
         raw = np.fromfile(t["input_path"], dtype=np.int16).reshape(shape)
         return torch.from_numpy(raw).view(torch.bfloat16).to(dev)
@@ -205,12 +341,39 @@ def poisoned(t, dev):
 
 
 def write_tensor(x, path):
-    x = x.detach().contiguous().cpu()
-    if x.dtype == torch.bfloat16:
-        x = x.view(torch.int16)
+    t0 = _perf_counter()
+    try:
+        _write_tensor(x, path)
+    finally:
+        _spent.append(("writing %s" % os.path.basename(path), _perf_counter() - t0))
+
+
+_staging = None  # pinned host memory a tensor on the GPU is copied through, chunk by chunk
+STAGING_BYTES = 1 << 28
+
+
+def _write_tensor(x, path):
+    global _staging
+    x = x.detach().contiguous()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = path + ".tmp.%d" % os.getpid()
-    x.numpy().tofile(tmp)
+    if x.is_cuda:
+        # Through pinned memory, a chunk at a time: a pageable copy of GBs runs at a fraction of
+        # the bus's speed, and a host copy of the whole tensor doubles what the output costs.
+        flat = x.reshape(-1).view(torch.uint8)
+        if _staging is None:
+            _staging = torch.empty(STAGING_BYTES, dtype=torch.uint8, pin_memory=True)
+        with open(tmp, "wb") as f:
+            for start in range(0, flat.numel(), STAGING_BYTES):
+                end = min(flat.numel(), start + STAGING_BYTES)
+                chunk = _staging[:end - start]
+                chunk.copy_(flat[start:end])
+                f.write(memoryview(chunk.numpy()))
+    else:
+        x = x.cpu()
+        if x.dtype == torch.bfloat16:
+            x = x.view(torch.int16)
+        x.numpy().tofile(tmp)
     os.replace(tmp, path)
 
 
@@ -327,24 +490,39 @@ class Call:
             target.copy_(value)
 
     def keep_inputs(self):
-        """Copies of the input tensors on their device, to tell after the call whether it
-        modified one; None where the device has no room for them (the inputs are then written
-        back for kopt to hash)."""
+        """What tells after the call whether it modified an input: a drawn one is compared with
+        its recipe (None here: no copy); a copy on the device of any other; where the device
+        has no room for the copies, {} (those inputs are then written back for kopt to hash)."""
+        kept = {}
         try:
-            return {t["name"]: self.tensors[t["name"]].clone() for t in self.job["tensors"] if t["role"] == "input"}
+            for t in self.job["tensors"]:
+                if t["role"] == "input":
+                    kept[t["name"]] = None if t.get("draw") else self.tensors[t["name"]].clone()
         except RuntimeError:  # out of memory
-            return None
+            return {t["name"]: None for t in self.job["tensors"] if t["role"] == "input" and t.get("draw")}
+        return kept
+
+    def inputs_modified(self, kept):
+        spec = {t["name"]: t for t in self.job["tensors"]}
+        return [n for n, x in kept.items()
+                if not (drawn_unchanged(self.tensors[n], spec[n]["draw"], spec[n]["dtype"]) if x is None
+                        else torch.equal(x, self.tensors[n]))]
 
     def sync(self):
         if self.dev.startswith("cuda"):
             torch_clock().device_sync()
 
-    def write_outputs(self, inputs_after):
+    def write_outputs(self, kept):
+        """The outputs, and the inputs nothing here compares (`kept`: keep_inputs(), or None when
+        kopt does not ask) for kopt to hash; returns the names of those inputs."""
+        written = []
         for t in self.job["tensors"]:
             if t["role"] != "input":
                 write_tensor(self.tensors[t["name"]], t["output_path"])
-            elif inputs_after:
+            elif kept is None or t["name"] not in kept:
                 write_tensor(self.tensors[t["name"]], t["output_path"])
+                written.append(t["name"])
+        return written
 
 
 def flush_l2(nbytes, dev):
@@ -538,8 +716,8 @@ def handle_op(req):
         reply = {"tolerance": c.tolerance, "device": c.dev, "device_uuid": device_uuid(c.dev),
                  "seconds": seconds}
         if kept is not None:
-            reply["inputs_modified"] = [n for n, x in kept.items() if not torch.equal(x, c.tensors[n])]
-        c.write_outputs(inputs_after=kept is None)
+            reply["inputs_modified"] = c.inputs_modified(kept)
+        reply["inputs_written"] = c.write_outputs(kept)
         return reply
     if op == "prepare":
         c = Call(req["job"])
@@ -589,6 +767,8 @@ def main():
         if not line.strip():
             continue
         tampered = False
+        t0 = _perf_counter()
+        req = {}
         try:
             req = json.loads(line)
             reply = {"ok": True, "result": handle(req)}
@@ -601,6 +781,15 @@ def main():
             reply = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "traceback": traceback.format_exc()[-4000:]}
         _protocol_out.write(_json_dumps(reply) + "\n")
         _protocol_out.flush()
+        seconds = _perf_counter() - t0
+        if seconds >= 0.5:  # where a slow request went, in the worker's log
+            job = req.get("job") or {}
+            shape = (job.get("tensors") or [{}])[0].get("shape", "")
+            sys.stderr.write("kopt python worker: %s %s %s %s: %.2f s%s\n" % (
+                req.get("op"), job.get("kind", ""), os.path.basename(job.get("module", "")), shape, seconds,
+                "".join(" (%s %.2f s)" % part for part in _spent)))
+            sys.stderr.flush()
+        _spent.clear()
         if tampered:
             os._exit(3)  # not trusted with another candidate: kopt starts a fresh worker
 

@@ -332,6 +332,7 @@ class CheckRun {
       return to;
     };
     for (const auto& [name, file] : s.files) {
+      if (auto m = materialize_seed_input(m_p, s, name); !m) return Unexpected(m.error());
       auto c = copy(file, name + ".input.bin");
       if (!c) return Unexpected(c.error());
       m_report.secret_input_files[name] = *c;

@@ -164,8 +164,8 @@ class ProfileRun {
   // Seed 1's inputs, written once per problem for every job of it.
   Expected<const SeedInputs*> seed_inputs(const Problem& p) {
     if (auto it = m_inputs.find(&p); it != m_inputs.end()) return &it->second;
-    auto inputs =
-        write_seed_inputs(p, 1, m_tmp.path() / ("inputs" + std::to_string(m_inputs.size())));
+    auto inputs = write_seed_inputs(
+        p, 1, m_tmp.path() / ("inputs" + std::to_string(m_inputs.size())), InputFiles::now);
     if (!inputs) return Unexpected(inputs.error());
     return &m_inputs.emplace(&p, std::move(*inputs)).first->second;
   }

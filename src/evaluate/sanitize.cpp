@@ -39,7 +39,7 @@ std::vector<SanitizerOutcome> sanitize_kernel(const Problem& p, const KernelChec
   if (!kc.build.ok) return all_unverifiable(r.tools, "the kernel did not build");
   if (!r.sanitizer) return all_unverifiable(r.tools, r.missing_reason);
   TempDir tmp("kopt-sanitize");
-  auto inputs = write_seed_inputs(p, 1, tmp.path());
+  auto inputs = write_seed_inputs(p, 1, tmp.path(), InputFiles::now);
   if (!inputs)
     return all_unverifiable(r.tools, "its inputs could not be written: " + inputs.error().message);
   RunJob job = kernel_job(p.name + "/" + kc.kernel + " " + point_to_string(kc.point), kc.build,

@@ -1,5 +1,6 @@
 #include "kopt/evaluate/variant_jobs.hpp"
 
+#include "kopt/backend/drawn_inputs.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/evaluate/include_dirs.hpp"
@@ -31,7 +32,8 @@ CompileRequest compile_request(const Problem& p, const KernelSpec& k, const Para
   return req;
 }
 
-Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed, const fs::path& dir) {
+Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed, const fs::path& dir,
+                                       InputFiles files) {
   SeedInputs in;
   in.seed = seed;
   Scope dims = p.dim_scope();
@@ -40,13 +42,31 @@ Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed, con
     if (!shape) return Unexpected(shape.error());
     in.shapes[t.name] = *shape;
     if (t.role == Role::output) continue;
-    HostTensor h = generate_tensor(t, *shape, seed);
+    DrawRecipe recipe = draw_recipe(t, seed);
+    in.draws[t.name] = recipe;
     fs::path file = dir / (t.name + ".bin");
-    if (auto w = write_file_atomic(file, h.data); !w) return Unexpected(w.error());
     in.files[t.name] = file;
+    if (files == InputFiles::on_demand) {
+      if (t.role == Role::input) in.checksums[t.name] = draw_token(recipe);
+      continue;
+    }
+    HostTensor h = draw_tensor(recipe, *shape);
+    if (auto w = write_file_atomic(file, h.data); !w) return Unexpected(w.error());
     if (t.role == Role::input) in.checksums[t.name] = hex64(checksum64(h.data));
   }
   return in;
+}
+
+Expected<void> materialize_seed_input(const Problem& p, const SeedInputs& in,
+                                      const std::string& name) {
+  auto d = in.draws.find(name);
+  if (d == in.draws.end()) return {};
+  for (const auto& jt : job_tensors(p, in, {}))
+    if (jt.name == name) {
+      auto m = materialize_input(jt);
+      if (!m) return Unexpected(m.error());
+    }
+  return {};
 }
 
 std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
@@ -60,6 +80,7 @@ std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
     jt.role = t.role;
     jt.shape = in.shapes.at(t.name);
     if (t.role != Role::output) jt.input_path = in.files.at(t.name);
+    if (auto d = in.draws.find(t.name); d != in.draws.end()) jt.draw = d->second;
     if (auto c = in.checksums.find(t.name); c != in.checksums.end()) jt.checksum = c->second;
     if (t.role != Role::input) jt.output_path = out_dir / (t.name + ".bin");
     jt.tolerance = p.tolerance_for(t);

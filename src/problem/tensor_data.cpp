@@ -1,27 +1,11 @@
 #include "kopt/problem/tensor_data.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
-#include <numbers>
 #include <thread>
-
-#include "kopt/core/hash.hpp"
 
 namespace kopt {
 namespace {
-
-std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finalizer
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// Uniform double in [0, 1) from a 64-bit word.
-double unit(std::uint64_t bits) {
-  return static_cast<double>(bits >> 11) * 0x1.0p-53;
-}
 
 // Runs work(begin, end) over [0, n) on the machine's cores when n is large enough to pay for
 // the threads (KernelBench's inputs reach billions of elements).
@@ -37,39 +21,6 @@ void parallel_chunks(std::size_t n, const std::function<void(std::size_t, std::s
   for (std::size_t begin = 0; begin < n; begin += chunk)
     pool.emplace_back(work, begin, std::min(n, begin + chunk));
   for (auto& t : pool) t.join();
-}
-
-// Elements [begin, end) of `t`, drawn from the counter-based stream `key`.
-void fill_values(HostTensor& t, const InitSpec& init, std::uint64_t key, std::size_t begin,
-                 std::size_t end) {
-  for (std::size_t i = begin; i < end; ++i) {
-    std::uint64_t r0 = mix64(key + 2 * i);
-    double v = 0.0;
-    switch (init.kind) {
-      case InitKind::normal: {
-        double u1 = 1.0 - unit(r0);  // (0, 1]
-        double u2 = unit(mix64(key + 2 * i + 1));
-        v = init.a +
-            init.b * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-        break;
-      }
-      case InitKind::uniform:
-        v = init.a + (init.b - init.a) * unit(r0);
-        break;
-      case InitKind::randint: {
-        double lo = std::ceil(init.a), span = std::ceil(init.b) - lo;
-        v = lo + std::floor(unit(r0) * span);
-        break;
-      }
-      case InitKind::arange:
-        v = init.a + init.b * static_cast<double>(i);
-        break;
-      case InitKind::constant:
-        v = init.a;
-        break;
-    }
-    store_from_double(t.data.data(), i, t.dtype, v);
-  }
 }
 
 }  // namespace
@@ -101,16 +52,20 @@ Expected<std::vector<std::int64_t>> tensor_shape(const TensorSpec& spec, const S
   return shape;
 }
 
+HostTensor draw_tensor(const DrawRecipe& r, const std::vector<std::int64_t>& shape) {
+  HostTensor t{{}, r.dtype, shape, {}};
+  std::size_t n = shape_numel(shape);
+  t.data.resize(n * dtype_size(r.dtype));
+  // Element i depends on (recipe, i) alone, so the work splits over threads with the same bytes.
+  parallel_chunks(
+      n, [&](std::size_t begin, std::size_t end) { draw_values(r, t.data.data(), begin, end); });
+  return t;
+}
+
 HostTensor generate_tensor(const TensorSpec& spec, const std::vector<std::int64_t>& shape,
                            std::uint64_t seed) {
-  HostTensor t{spec.name, spec.dtype, shape, {}};
-  std::size_t n = shape_numel(shape);
-  t.data.resize(n * dtype_size(spec.dtype));
-  const std::uint64_t key = mix64(seed ^ checksum64(std::as_bytes(std::span(spec.name))));
-  const InitSpec& init = spec.init;
-  // Element i depends on (key, i) alone, so the work splits over threads with the same bytes.
-  parallel_chunks(
-      n, [&](std::size_t begin, std::size_t end) { fill_values(t, init, key, begin, end); });
+  HostTensor t = draw_tensor(draw_recipe(spec, seed), shape);
+  t.name = spec.name;
   return t;
 }
 

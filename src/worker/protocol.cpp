@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "kopt/backend/drawn_inputs.hpp"
+
 namespace kopt {
 using nlohmann::json;
 
@@ -69,7 +71,8 @@ json to_json(const RunJob& job) {
                        {"rtol", t.tolerance.rtol},
                        {"expected_path", t.expected_path.string()},
                        {"secret_input_path", t.secret_input_path.string()},
-                       {"secret_expected_path", t.secret_expected_path.string()}});
+                       {"secret_expected_path", t.secret_expected_path.string()},
+                       {"draw", draw_json(t.draw)}});
   json args = json::array();
   for (const auto& a : job.args) args.push_back(to_json(a));
   return json{{"label", job.label},     {"kind", module_kind_name(job.kind)},
@@ -104,7 +107,8 @@ RunJob run_job_from_json(const json& j) {
         t.value("shape", std::vector<std::int64_t>{}), t.value("checksum", std::string{}),
         Tolerance{t.value("atol", 0.0), t.value("rtol", 0.0)},
         t.value("expected_path", std::string{}), t.value("secret_input_path", std::string{}),
-        t.value("secret_expected_path", std::string{})});
+        t.value("secret_expected_path", std::string{}),
+        draw_from(t.value("draw", json()), dtype_from(t.at("dtype")))});
   return job;
 }
 

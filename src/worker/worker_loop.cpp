@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "kopt/backend/cpu_reference.hpp"
+#include "kopt/backend/drawn_inputs.hpp"
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/host_memory.hpp"
 #include "kopt/worker/protocol.hpp"
@@ -89,6 +90,13 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
         continue;
       }
       RunResult r;
+      // kopt's own jobs read files: drawn inputs are written here first (Python draws them).
+      DrawnFiles drawn;
+      if (!is_python(job.kind))
+        if (auto d = drawn.prepare(job); !d) {
+          refuse(d.error());
+          continue;
+        }
       if (job.kind == ModuleKind::cpu_library) {
         r = run_cpu_reference(job);
       } else if (is_python(job.kind)) {
@@ -98,6 +106,7 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       } else {
         continue;
       }
+      drawn.restore(r);
       reply({{"ok", true}, {"result", to_json(r)}});
       if (r.fatal) return 3;
     } else if (op == "bench") {
@@ -112,6 +121,13 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       }
       if (!job.variants.empty() && is_python(job.variants[0].kind)) {
         reply({{"ok", true}, {"result", to_json(get_python().bench(job))}});
+        continue;
+      }
+      std::optional<Error> unwritten;
+      for (auto& v : job.variants)
+        if (auto d = DrawnFiles().prepare(v); !d && !unwritten) unwritten = d.error();
+      if (unwritten) {
+        refuse(*unwritten);
         continue;
       }
       Executor* ex = ready_executor();

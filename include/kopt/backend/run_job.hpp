@@ -11,6 +11,7 @@
 
 #include "kopt/backend/build.hpp"
 #include "kopt/problem/launch.hpp"
+#include "kopt/problem/tensor_draw.hpp"
 
 namespace kopt {
 
@@ -31,6 +32,11 @@ struct JobTensor {
   // and, for outputs, the reference's bytes for them. Empty: no secret samples.
   std::filesystem::path secret_input_path;
   std::filesystem::path secret_expected_path;
+  // Inputs and inouts: how its values are drawn (tensor_draw.hpp). A Python job draws them on
+  // its own device and never reads input_path; for any other job the worker writes input_path
+  // from it where it is missing (drawn_inputs.hpp). checksum is then draw_token() until a
+  // process has the bytes.
+  std::optional<DrawRecipe> draw;
 };
 
 struct RunJob {

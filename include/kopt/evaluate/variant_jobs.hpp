@@ -17,15 +17,26 @@ namespace kopt::evaluate {
 CompileRequest compile_request(const Problem& p, const KernelSpec& k, const ParamPoint& point,
                                const std::string& arch);
 
-// One seed's inputs, written once and shared by the reference and every kernel.
+// One seed's inputs, shared by the reference and every kernel. With InputFiles::on_demand
+// they are recipes (tensor_draw.hpp) and planned paths: a Python job draws them on its device,
+// the worker writes a file for any other job that needs one (drawn_inputs.hpp), and the
+// checksums are draw tokens. With InputFiles::now the files are written here (for tools
+// that read them outside a worker: ncu, compute-sanitizer).
+enum class InputFiles { now, on_demand };
 struct SeedInputs {
   std::uint64_t seed = 0;
   std::map<std::string, std::filesystem::path> files;       // input and inout tensors
   std::map<std::string, std::string> checksums;             // input tensors
   std::map<std::string, std::vector<std::int64_t>> shapes;  // every tensor
+  std::map<std::string, DrawRecipe> draws;                  // input and inout tensors
 };
 Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed,
-                                       const std::filesystem::path& dir);
+                                       const std::filesystem::path& dir,
+                                       InputFiles files = InputFiles::on_demand);
+
+// The file of a drawn input of `in`, written now where it is missing (a copy to keep).
+Expected<void> materialize_seed_input(const Problem& p, const SeedInputs& in,
+                                      const std::string& name);
 
 std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
                                    const std::filesystem::path& out_dir);

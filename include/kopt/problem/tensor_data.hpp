@@ -8,6 +8,7 @@
 
 #include "kopt/core/error.hpp"
 #include "kopt/problem/problem.hpp"
+#include "kopt/problem/tensor_draw.hpp"
 
 namespace kopt {
 
@@ -31,6 +32,10 @@ std::uintmax_t problem_tensor_bytes(const Problem& p, std::optional<Role> role =
 // index), so a tensor's bytes do not depend on the other tensors or on generation order.
 HostTensor generate_tensor(const TensorSpec& spec, const std::vector<std::int64_t>& shape,
                            std::uint64_t seed);
+
+// A tensor of `shape` drawn from `r` in its dtype (the same bytes as generate_tensor for the
+// spec and seed the recipe came from), on the machine's cores.
+HostTensor draw_tensor(const DrawRecipe& r, const std::vector<std::int64_t>& shape);
 
 // A tensor filled with the output poison of its dtype.
 HostTensor poisoned_tensor(const TensorSpec& spec, const std::vector<std::int64_t>& shape);

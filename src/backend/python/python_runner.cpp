@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "kopt/backend/drawn_inputs.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
@@ -179,8 +180,9 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
                        {"dtype", dtype_name(t.dtype)},
                        {"shape", t.shape},
                        {"role", role_name(t.role)},
-                       {"input_path", t.input_path.string()},
-                       {"output_path", out.string()}});
+                       {"input_path", t.draw ? std::string() : t.input_path.string()},
+                       {"output_path", out.string()},
+                       {"draw", draw_json(t.draw)}});
   }
   return {{"kind", module_kind_name(job.kind)},
           {"module", job.module_path.string()},
@@ -220,10 +222,13 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
   }
   // The Python side compares each input with a copy it kept on the device (no file of GBs
   // written back); where it could not keep one, it wrote the input back and kopt hashes it.
+  // Drawn inputs it compares with the recipe, chunk by chunk, with no copy at all.
   const json modified = r.result.value("inputs_modified", json());
+  const json written = r.result.value("inputs_written", json::array());
   for (const auto& t : job.tensors)
     if (t.role == Role::input) {
-      if (modified.is_array() && !t.checksum.empty()) {
+      bool was_written = std::find(written.begin(), written.end(), t.name) != written.end();
+      if (modified.is_array() && !t.checksum.empty() && !was_written) {
         bool changed = std::find(modified.begin(), modified.end(), t.name) != modified.end();
         result.input_checksums[t.name] = changed ? "modified" : t.checksum;
         continue;

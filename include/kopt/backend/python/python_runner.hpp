@@ -1,8 +1,9 @@
 #pragma once
 // The Python side of a worker (docs/architecture.md §2, backend/python): PyTorch references
 // (ref.py), Triton kernels and the PyTorch baselines run in a Python child that kopt's worker
-// starts on first use. Tensors cross as raw files; timing stays here: the child takes one sample
-// when asked, and the shared A B B A schedule and stopping rules decide (sampling_rounds).
+// starts on first use. Inputs cross as recipes the child draws on its own device (tensor_draw.hpp),
+// outputs as raw files; timing stays here: the child takes one sample when asked, and the shared A
+// B B A schedule and stopping rules decide (sampling_rounds).
 #include <chrono>
 #include <cstdint>
 #include <filesystem>

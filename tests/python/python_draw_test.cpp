@@ -1,0 +1,103 @@
+// Seeded inputs drawn by the Python worker (label python): for every dtype and init kind, the
+// bytes a Python job draws from a recipe are the bytes kopt's C++ draws from it (tensor_draw.hpp
+// and its twin draw_tensor in python/kopt_python_worker.py), across the worker's chunks; a job
+// that modifies a drawn input is caught without a copy of it. On the CPU here (CI), on the GPU
+// on the device, where torch's kernels do the arithmetic.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kopt/backend/python/python_runner.hpp"
+#include "kopt/core/fs.hpp"
+#include "kopt/problem/tensor_data.hpp"
+#include "private_cache.hpp"
+#include "torch_skip.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+
+class PythonDraw : public test::PrivateCacheTest {
+ protected:
+  void SetUp() override {
+    PrivateCacheTest::SetUp();
+    // Chunks of 1000 elements, so that a few thousand cross several of them.
+    ::setenv("KOPT_TEST_DRAW_CHUNK", "1000", 1);
+  }
+  void TearDown() override {
+    ::unsetenv("KOPT_TEST_DRAW_CHUNK");
+    PrivateCacheTest::TearDown();
+  }
+
+  // A reference that copies drawn input x into output y (and, with `touch`, writes x too).
+  RunJob copy_job(const DrawRecipe& recipe, std::int64_t n, bool touch = false) {
+    fs::path module = m_dir.path() / (touch ? "touch.py" : "copy.py");
+    EXPECT_TRUE(
+        write_text_atomic(module, std::string("def reference(x, y):\n    y.copy_(x)\n") +
+                                      (touch ? "    x.view(-1)[x.numel() // 2] += 1\n" : "")));
+    RunJob j;
+    j.label = "copy";
+    j.kind = ModuleKind::python_reference;
+    j.module_path = module;
+    j.entry = "reference";
+    std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(recipe.dtype);
+    JobTensor x{"x", recipe.dtype, bytes, Role::input, m_dir.path() / "never-written.bin"};
+    x.shape = {n};
+    x.draw = recipe;
+    x.checksum = draw_token(recipe);
+    JobTensor y{"y", recipe.dtype, bytes, Role::output, {}, m_dir.path() / "y.bin"};
+    y.shape = {n};
+    j.tensors = {x, y};
+    return j;
+  }
+};
+
+TEST_F(PythonDraw, EveryDtypeAndInitDrawsKoptsBytes) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  const std::int64_t n = 4321;
+  int compared = 0;
+  for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32,
+                  DType::i16, DType::i8, DType::u8})
+    for (InitSpec init :
+         {InitSpec{InitKind::normal, 0.5, 2.0}, InitSpec{InitKind::uniform, -3, 7},
+          InitSpec{InitKind::randint, -300, 300}, InitSpec{InitKind::arange, 1, 0.5},
+          InitSpec{InitKind::constant, 3.25, 0}}) {
+      TensorSpec spec;
+      spec.name = "x";
+      spec.dtype = t;
+      spec.init = init;
+      DrawRecipe recipe = draw_recipe(spec, 0xfedcba9876543210ull);
+      HostTensor want = generate_tensor(spec, {n}, 0xfedcba9876543210ull);
+      RunResult r = runner.run(copy_job(recipe, n));
+      std::string what = std::string(dtype_name(t)) + " " + std::string(init_kind_name(init.kind));
+      ASSERT_TRUE(r.ok()) << what << ": " << r.error;
+      EXPECT_EQ(r.input_checksums["x"], draw_token(recipe)) << what;
+      auto got = read_binary_file(m_dir.path() / "y.bin");
+      ASSERT_TRUE(got) << what;
+      ASSERT_EQ(got->size(), want.data.size()) << what;
+      std::size_t first = 0;
+      while (first < want.data.size() && (*got)[first] == want.data[first]) ++first;
+      EXPECT_EQ(first, want.data.size()) << what << ": the first byte that differs is byte "
+                                         << first << " (element " << first / dtype_size(t) << ")";
+      ++compared;
+    }
+  EXPECT_EQ(compared, 45);
+  EXPECT_FALSE(fs::exists(m_dir.path() / "never-written.bin")) << "drawn, never read";
+}
+
+TEST_F(PythonDraw, AJobThatWritesADrawnInputIsCaughtWithoutACopy) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  TensorSpec spec;
+  spec.name = "x";
+  DrawRecipe recipe = draw_recipe(spec, 1);
+  RunResult r = runner.run(copy_job(recipe, 3000, true));
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.input_checksums["x"], "modified");
+}
+
+}  // namespace
+}  // namespace kopt
