@@ -74,10 +74,14 @@ TEST_F(SkippedWork, TheHonestKernelIsVerifiedAndNotFlagged) {
   ASSERT_EQ(rc, 0) << j.dump(2);
   const json& v = j["variants"][0];
   EXPECT_EQ(v["status"], "ok") << v.dump(2);
-  // No flag of skipped work. "bimodal" describes the series' shape, which a CPU device shared
-  // with the operating system may split in two for an honest kernel (seen in CI on PoCL: 29 %
-  // of the samples near 621 us, 71 % near 744 us); it is allowed here, nothing else is.
-  for (const auto& f : v["flags"]) EXPECT_EQ(f["name"], "bimodal") << v["flags"].dump(2);
+  // No flag of skipped work ("alternating", a failed verification). "bimodal" and "fast_tail"
+  // describe the series' shape, which a CPU device shared with other work may split for an
+  // honest kernel: its unloaded launches are the fast ones (seen in CI on PoCL: 29 % of the
+  // samples near 621 us and 71 % near 744 us; under a build beside it, 4 of 34 samples near
+  // 619 us and the median at 1.15 ms). They are allowed here (on the GPU, SkippedWorkOnTheGpu
+  // allows none), nothing else is.
+  for (const auto& f : v["flags"])
+    EXPECT_TRUE(f["name"] == "bimodal" || f["name"] == "fast_tail") << v["flags"].dump(2);
   const json& check = v["series"]["verification"];
   EXPECT_TRUE(check["enabled"].get<bool>());
   EXPECT_GE(check["poisoned_samples"].get<int>(), 2);
