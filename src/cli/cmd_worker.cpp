@@ -2,6 +2,7 @@
 // (what ncu profiles), and `kopt probe-kernel` (for ncu's counter-access probe).
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -37,6 +38,10 @@ Expected<std::unique_ptr<Executor>> open_executor(int device, DeviceFamily famil
 }  // namespace
 
 int run_worker_command(int device, DeviceFamily backend) {
+  // A write past the file-size limit ends the worker by SIGXFSZ (the orchestrator ignores it,
+  // and this process inherited that): its client then knows the machine's limit ended it,
+  // whichever of its libraries (a driver's compiler, its cache) was writing.
+  std::signal(SIGXFSZ, SIG_DFL);
   // The protocol gets a private copy of stdout; fd 1 then points at stderr, so a kernel's
   // printf (which writes to fd 1) can never corrupt the protocol stream.
   int protocol_fd = ::dup(1);

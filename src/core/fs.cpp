@@ -43,11 +43,17 @@ Expected<void> write_file_atomic(const fs::path& path, std::span<const std::byte
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
       return Unexpected(
-          internal_error("cannot write " + tmp.string() + ": " + std::strerror(errno)));
+          environment_error("cannot write " + tmp.string() + ": " + std::strerror(errno)));
     out.write(reinterpret_cast<const char*>(data.data()),
               static_cast<std::streamsize>(data.size()));
     out.flush();
-    if (!out) return Unexpected(internal_error("write failed: " + tmp.string()));
+    if (!out) {  // a full disk, a file-size limit: the machine's, never the data's fault
+      int why = errno;
+      out.close();
+      fs::remove(tmp, ec);
+      return Unexpected(
+          environment_error("write failed: " + tmp.string() + ": " + std::strerror(why)));
+    }
   }
   fs::rename(tmp, path, ec);
   if (ec) {

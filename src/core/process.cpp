@@ -282,6 +282,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
     m_stdin = std::exchange(other.m_stdin, -1);
     m_stdout = std::exchange(other.m_stdout, -1);
     m_pending = std::move(other.m_pending);
+    m_end_signal = std::exchange(other.m_end_signal, 0);
   }
   return *this;
 }
@@ -335,13 +336,20 @@ Subprocess::ReadStatus Subprocess::read_line(std::string& line, std::chrono::mil
   }
 }
 
+std::string Subprocess::ended(int status) {
+  m_pid = -1;
+  m_end_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  close_fds();
+  return describe_wait_status(status);
+}
+
 std::string Subprocess::kill_and_reap() {
   if (!running()) return "not running";
   ::kill(m_pid, SIGKILL);
   int status = 0;
   ::waitpid(m_pid, &status, 0);
-  m_pid = -1;
-  close_fds();
+  ended(status);
+  m_end_signal = 0;  // kopt's own kill: not a limit of the machine's
   return describe_wait_status(status);
 }
 
@@ -353,9 +361,7 @@ std::string Subprocess::reap(std::chrono::milliseconds timeout) {
     if (Clock::now() >= deadline) return kill_and_reap() + " (killed: did not exit)";
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  m_pid = -1;
-  close_fds();
-  return describe_wait_status(status);
+  return ended(status);
 }
 
 std::filesystem::path self_executable() {

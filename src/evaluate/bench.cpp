@@ -229,6 +229,7 @@ class BenchRun {
     bool any_ok = false;
     for (const auto& family : timer_families(timed)) {
       BenchResult r = time_variants(family, launches, inputs, reference);
+      if (r.environment) return Unexpected(environment_error(r.error));
       if (!r.ok() && family.size() > 1) {
         if (m_inside) {
           m_r.log("the timing job failed (" + std::string(run_status_name(r.status)) +
@@ -242,6 +243,7 @@ class BenchRun {
         for (std::size_t i : family)
           if (m_report.variants[i].status == VariantStatus::ok) still.push_back(i);
         r = time_one_by_one(still, launches, inputs, reference);
+        if (r.environment) return Unexpected(environment_error(r.error));
       } else if (!r.ok()) {
         for (std::size_t i : family) fail_run(m_report.variants[i], r);
         if (!first_failure) first_failure = r;
@@ -324,6 +326,7 @@ class BenchRun {
     merged.series.resize(m_report.variants.size());
     for (std::size_t i : timed) {
       BenchResult r = time_variants({i}, launches, inputs, reference);
+      if (r.environment) return r;  // the machine's limit: the caller stops, no verdict
       if (!r.ok()) {
         fail_run(m_report.variants[i], r);
         continue;

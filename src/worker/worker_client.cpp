@@ -40,6 +40,14 @@ Expected<void> WorkerClient::ensure_started() {
   return {};
 }
 
+bool machine_out_of_room(const std::string& last_words) {
+  // strerror's words for a write the machine refused: EFBIG (the file-size limit), ENOSPC,
+  // EDQUOT; whoever wrote them (kopt, a driver's compiler, a library's cache) ran out of room.
+  for (const char* words : {"File too large", "No space left on device", "Disk quota exceeded"})
+    if (last_words.find(words) != std::string::npos) return true;
+  return false;
+}
+
 WorkerClient::Reply WorkerClient::request(const json& req, std::chrono::milliseconds timeout) {
   Reply r;
   if (!m_process.write_line(req.dump())) {
@@ -65,7 +73,12 @@ WorkerClient::Reply WorkerClient::request(const json& req, std::chrono::millisec
       break;
   }
   r.detail = "the worker died: " + m_process.reap(5s);
-  if (std::string tail = log_tail(); !tail.empty()) r.detail += "; its last words: " + tail;
+  std::string tail = log_tail();
+  if (m_process.ended_by_a_limit() || machine_out_of_room(tail)) {
+    r.environment = true;
+    r.detail += " (the machine's limit or full disk, not the job's doing)";
+  }
+  if (!tail.empty()) r.detail += "; its last words: " + tail;
   return r;
 }
 
@@ -103,6 +116,7 @@ Result WorkerClient::call(const nlohmann::json& req, std::chrono::milliseconds t
   if (!r.message) {
     failed.status = r.failure;
     failed.error = r.detail;
+    failed.environment = r.environment;
     return failed;
   }
   if (!r.message->value("ok", false)) {
@@ -160,6 +174,8 @@ Expected<Build> WorkerClient::compile(const CompileRequest& req,
   Reply r = request({{"op", "compile"}, {"request", to_json(req)}, {"path", module_path.string()}},
                     std::chrono::minutes(5));
   Build failed;
+  if (!r.message && r.environment)
+    return Unexpected(environment_error(req.source_path.string() + ": building it, " + r.detail));
   if (!r.message) {  // the driver's compiler took the worker down, or hung
     failed.log = req.source_path.string() + ": the compiler " +
                  (r.failure == RunStatus::timeout ? "hung: " : "crashed the worker: ") + r.detail;

@@ -91,6 +91,9 @@ struct BenchResult {
   RunStatus status = RunStatus::ok;
   std::string error;
   bool fatal = false;
+  // The worker died of a limit of the machine's (a file-size or CPU-time limit): kopt's
+  // environment, never the variants' verdict.
+  bool environment = false;
   std::vector<SampleSeries> series;
   Clocks clocks_before;
   Clocks clocks_after;

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -92,10 +93,16 @@ class Subprocess {
   std::string kill_and_reap();
   // Waits for exit (after EOF); returns "exit code N" or "signal N (NAME)".
   std::string reap(std::chrono::milliseconds timeout);
+  // After a reap: whether the child was ended by a limit of the machine's, not by what it ran
+  // (SIGXFSZ: a file past the file-size limit; SIGXCPU: the CPU-time limit). Such an end is
+  // kopt's environment failing, never a candidate's verdict.
+  bool ended_by_a_limit() const { return m_end_signal == SIGXFSZ || m_end_signal == SIGXCPU; }
 
  private:
   void close_fds();
+  std::string ended(int status);
   pid_t m_pid = -1;
+  int m_end_signal = 0;
   int m_stdin = -1;
   int m_stdout = -1;
   std::string m_pending;

@@ -24,6 +24,10 @@ struct WorkerOptions {
   std::filesystem::path log_path;  // the worker's stderr (device printf lands here too)
 };
 
+// Whether a dead worker's last words say the machine refused a write (a full disk, a quota,
+// the file-size limit): kopt's environment, never the job's verdict.
+bool machine_out_of_room(const std::string& last_words);
+
 class WorkerClient {
  public:
   explicit WorkerClient(WorkerOptions options);
@@ -52,6 +56,8 @@ class WorkerClient {
     std::optional<nlohmann::json> message;  // set when the worker answered
     RunStatus failure = RunStatus::crash;   // when it did not: crash or timeout
     std::string detail;
+    // It died of a limit of the machine's (Subprocess::ended_by_a_limit): not the job's fault.
+    bool environment = false;
   };
   Expected<void> ensure_started();
   // A request whose answer is the reply itself: a dead or hung worker is an internal error

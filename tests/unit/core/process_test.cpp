@@ -1,6 +1,9 @@
 #include "kopt/core/process.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
 
 #include "kopt/core/fs.hpp"
 
@@ -67,6 +70,43 @@ TEST(SystemCommandRunner, ReportsASignal) {
   CommandResult res = r.run({"sh", "-c", "kill -SEGV $$"}, 5s);
   EXPECT_EQ(res.signal, 11);
   EXPECT_FALSE(res.ok());
+}
+
+TEST(Subprocess, AChildEndedByTheFileSizeLimitWasEndedByALimitOfTheMachines) {
+  TempDir dir("kopt-spawn");
+  auto ended = [&](const char* script) {
+    auto child = Subprocess::spawn({"sh", "-c", script}, dir.path() / "err");
+    EXPECT_TRUE(child);
+    std::string line;
+    EXPECT_EQ(child->read_line(line, 5s), Subprocess::ReadStatus::eof);
+    child->reap(5s);
+    return child->ended_by_a_limit();
+  };
+  EXPECT_TRUE(ended("kill -XFSZ $$"));
+  EXPECT_TRUE(ended("kill -XCPU $$"));
+  EXPECT_FALSE(ended("kill -SEGV $$"));
+  EXPECT_FALSE(ended("exit 1"));
+  auto hung = Subprocess::spawn({"sleep", "30"}, dir.path() / "err");
+  ASSERT_TRUE(hung);
+  hung->kill_and_reap();  // kopt's own kill is not the machine's limit
+  EXPECT_FALSE(hung->ended_by_a_limit());
+}
+
+TEST(FileWrites, AWriteTheMachineRefusesIsTheEnvironmentAndLeavesNothing) {
+  TempDir dir("kopt-fs-test");
+  struct rlimit before {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // as kopt's main: EFBIG, not a signal
+  struct rlimit small = before;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto w = write_file_atomic(dir.path() / "big.bin", std::vector<std::byte>(1 << 20));
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().kind, ErrorKind::environment);
+  EXPECT_NE(w.error().message.find("File too large"), std::string::npos) << w.error().message;
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "no temporary left behind";
 }
 
 TEST(FileWrites, AreAtomicAndLeaveNoTemporaries) {

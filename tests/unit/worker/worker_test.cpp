@@ -375,5 +375,13 @@ TEST_F(WorkerProcess, NoGpuIsReportedAsAnEnvironmentError) {
   EXPECT_FALSE(info.error().message.empty());
 }
 
+TEST(WorkerClient, AWriteTheMachineRefusedIsNoJobsVerdict) {
+  EXPECT_TRUE(machine_out_of_room("LLVM ERROR: IO failure on output stream: File too large"));
+  EXPECT_TRUE(machine_out_of_room("write failed: /tmp/x.bin: No space left on device"));
+  EXPECT_TRUE(machine_out_of_room("Disk quota exceeded"));
+  EXPECT_FALSE(machine_out_of_room("an illegal memory access was encountered"));
+  EXPECT_FALSE(machine_out_of_room(""));
+}
+
 }  // namespace
 }  // namespace kopt

@@ -1,0 +1,41 @@
+// A failure of the machine is never a candidate's verdict (on PoCL, end to end): under a
+// file-size limit (what a full disk looks like to kopt and to the driver's compiler, which
+// caches its binaries), `kopt optimize` stops with exit 3 and the limit named, and the same run
+// resumed once the limit is lifted measures the starting kernel again instead of repeating the
+// failure from its records.
+#include <gtest/gtest.h>
+
+#include "kopt/core/fs.hpp"
+#include "kopt/core/process.hpp"
+#include "kopt_binary.hpp"
+#include "opencl_skip.hpp"
+#include "private_cache.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class OpenclEnvironment : public test::PrivateCacheTest {};
+
+TEST_F(OpenclEnvironment, AFileSizeLimitIsTheMachinesFailureAndAResumeMeasuresAgain) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  fs::path problem = m_dir.path() / "vector_add";
+  fs::copy(test::source_dir() / "examples/vector_add", problem, fs::copy_options::recursive);
+  std::string optimize = test::kopt_binary().string() + " --backend opencl optimize " +
+                         problem.string() + " --iterations 1 --max-time 0.2 --run " +
+                         (m_dir.path() / "run").string();
+  CommandResult limited =
+      SystemCommandRunner().run({"sh", "-c", "ulimit -f 64 && exec " + optimize}, 600s);
+  std::string said = limited.out + limited.err;
+  EXPECT_EQ(limited.exit_code, 3) << said;
+  EXPECT_EQ(said.find("nothing to optimize from"), std::string::npos)
+      << "the machine's limit is not the starting kernel's failure: " << said;
+  CommandResult resumed = SystemCommandRunner().run({"sh", "-c", optimize + " --resume"}, 600s);
+  said = resumed.out + resumed.err;
+  EXPECT_EQ(resumed.exit_code, 0) << said;
+  EXPECT_EQ(said.find("File too large"), std::string::npos) << said;
+}
+
+}  // namespace
+}  // namespace kopt
