@@ -82,11 +82,17 @@ void print_recommendations(const std::vector<Recommendation>& recs) {
   std::vector<std::string> methods;
   for (const auto& r : recs) methods.push_back(r.method);
   std::size_t wm = width("method", methods);
-  std::cout << fmt::format("{:<{}} {:>6} {:>14}  {}\n", "method", wm, "chance", "best run gain",
-                           "evidence (successes of trials)");
-  for (const auto& r : recs)
-    std::cout << fmt::format("{:<{}} {:>4.0f} % {:>13.2f}x  {}{}\n", r.method, wm, 100 * r.score,
+  // Ranked by the chance weighed by the predictions' hit rate (Recommendation::rank).
+  std::cout << fmt::format("{:<{}} {:>6} {:>11} {:>14}  {}\n", "method", wm, "chance", "predicted",
+                           "best run gain", "evidence (successes of trials)");
+  for (const auto& r : recs) {
+    auto hit = r.hit_rate();
+    std::cout << fmt::format("{:<{}} {:>4.0f} % {:>11} {:>13.2f}x  {}{}\n", r.method, wm,
+                             100 * r.score,
+                             hit ? fmt::format("{:.0f} % of {}", 100 * *hit, r.predictions_judged)
+                                 : std::string("none judged"),
                              r.best_speedup, r.evidence, r.demoted ? "  [demoted]" : "");
+  }
 }
 
 struct ExperienceCliOptions {
@@ -153,11 +159,16 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
       if (!recs)
         return report_error(g, cmd, exit_code(recs.error().kind), recs.error().to_string());
       for (const auto& r : *recs)
-        out["recommendations"].push_back({{"method", r.method},
-                                          {"score", r.score},
-                                          {"demoted", r.demoted},
-                                          {"best_speedup", r.best_speedup},
-                                          {"evidence", r.evidence}});
+        out["recommendations"].push_back(
+            {{"method", r.method},
+             {"score", r.score},
+             {"demoted", r.demoted},
+             {"best_speedup", r.best_speedup},
+             {"predictions_judged", r.predictions_judged},
+             {"predictions_confirmed", r.predictions_confirmed},
+             {"hit_rate", r.hit_rate() ? nlohmann::json(*r.hit_rate()) : nlohmann::json(nullptr)},
+             {"rank", r.rank},
+             {"evidence", r.evidence}});
       if (!g.json) {
         if (recs->empty()) {
           std::cout << "no experience for this family, chip or bottleneck; ";

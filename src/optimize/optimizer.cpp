@@ -393,6 +393,7 @@ Expected<void> Optimizer::iterate(int i) {
   }
   if (!winner) return record_failure(i, o, "every branch failed (after retries)");
   if (m_o.profile_branches) profile_round(dir / "branches", ran);
+  judge_loop_predictions(i, o.rec, winner->first, winner_key, winner->second);
   return decide(i, o, winner->first, winner->second, winner_key, nullptr);
 }
 

@@ -83,16 +83,72 @@ std::string Optimizer::hypothesis(int i, const Explanation& e, const SelectionCo
                        axis_name(c.axis), c.priority, c.why, c.strength, m ? m->playbook : "");
   }
   for (const auto& n : m_experience_notes) out += "- experience: " + n + "\n";
-  out += "\n## Expected\n\n";
+  out +=
+      "\n## Expected\n\nkopt's own predictions, judged at the round's close against the "
+      "fastest branch's profile like an agent's `--expect`:\n\n";
+  for (const auto& [p, method] : loop_predictions(chosen, ctx.metrics)) {
+    if (p.metric == k_time_metric) {
+      out += fmt::format("- `{}`: below {} (interleaved comparison, outside the noise)\n", p.text,
+                         human_time(champ_time));
+      continue;
+    }
+    const Method* m = m_catalog.find(method);
+    const Trigger* t = m ? strongest_trigger(*m, ctx.metrics) : nullptr;
+    out += fmt::format("- `{}` ({}: toward {:g}, now {:.4g})\n", p.text, method, t ? t->good : 0.0,
+                       metric(ctx.metrics, p.metric).value_or(0));
+  }
+  return out;
+}
+
+std::vector<Optimizer::LoopPrediction> Optimizer::loop_predictions(
+    const std::vector<MethodCandidate>& chosen, const MetricValues& metrics) const {
+  std::vector<LoopPrediction> out;
   for (const auto& c : chosen) {
     const Method* m = m_catalog.find(c.method);
-    if (m && m->trigger)
-      out += fmt::format("- `{}` moves toward {:g} (now {:.4g})\n", m->trigger->metric,
-                         m->trigger->good, metric(ctx.metrics, m->trigger->metric).value_or(0));
+    const Trigger* t = m ? strongest_trigger(*m, metrics) : nullptr;
+    auto now = t ? metric(metrics, t->metric) : std::nullopt;
+    if (!now || *now == t->good) continue;
+    auto p = parse_prediction(t->metric + (t->good < *now ? ":down" : ":up"), "the loop");
+    if (!p || std::any_of(out.begin(), out.end(),
+                          [&](const LoopPrediction& q) { return q.prediction.text == p->text; }))
+      continue;
+    p->branch = k_loop_branch;
+    out.push_back({*p, c.method});
   }
-  out += fmt::format("- time: below {} (interleaved comparison, outside the noise)\n",
-                     human_time(champ_time));
+  if (auto p = parse_prediction("time:down", "the loop")) {
+    p->branch = k_loop_branch;
+    out.push_back({*p, ""});
+  }
   return out;
+}
+
+void Optimizer::judge_loop_predictions(int i, VersionRecord& rec, const Variant& wv,
+                                       const std::string& winner_key, const Measured& winner) {
+  const Explanation* profile = nullptr;
+  if (auto it = m_round_profiles.find(winner_key); it != m_round_profiles.end())
+    profile = &it->second.first;
+  MetricValues after{{k_time_metric, winner.median_s}};
+  if (profile) {
+    after = advice_metrics(*profile, compute_headroom(*profile, winner.median_s));
+    after[k_time_metric] = winner.median_s;
+  }
+  for (auto [p, method] : loop_predictions(m_chosen, m_ctx.metrics)) {
+    if (p.metric != k_time_metric && !profile)
+      leave_unjudged(p, m_o.profile_branches ? "the fastest branch could not be profiled"
+                                             : "branches are not profiled (--no-branch-profiles)");
+    else
+      judge_prediction(p, m_open_metrics, after);
+    if (!method.empty()) p.note += (p.note.empty() ? "" : "; ") + ("the trigger of " + method);
+    m_o.log(fmt::format("    prediction {}: {}", p.text, prediction_line(p)));
+    rec.predictions.push_back(p);
+  }
+  if (rec.predictions.empty()) return;
+  std::string text = read_text_file(version_dir(i) / "hypothesis.md").value_or("");
+  text += "\n## Judged\n\nAgainst the fastest branch, " + wv.label() +
+          (profile ? " (its profile from the round's ncu session)" : " (its median only)") +
+          ":\n\n";
+  for (const auto& p : rec.predictions) text += "- " + prediction_line(p) + "\n";
+  (void)write_text_atomic(version_dir(i) / "hypothesis.md", text);
 }
 
 }  // namespace kopt::optimize::optimizer_detail

@@ -129,7 +129,7 @@ std::vector<std::string> Optimizer::consult_experience(const std::string& bottle
     return notes;
   }
   for (const auto& r : *recs) {
-    m_ctx.preference[r.method] = r.score;
+    m_ctx.preference[r.method] = r.rank;
     if (r.demoted && m_ctx.available && m_ctx.available->erase(r.method))
       notes.push_back(r.method + " left out: " + r.evidence);
   }
@@ -187,7 +187,12 @@ void Optimizer::record_predictions(const VersionRecord& rec) {
     r.chip = chip();
     r.bottleneck = rec.bottleneck;
     r.prediction = p;
-    r.accepted = rec.outcome == VersionOutcome::accepted && m_candidate_branch == p.branch;
+    r.accepted = rec.outcome == VersionOutcome::accepted &&
+                 (p.branch == k_loop_branch || m_candidate_branch == p.branch);
+    if (p.branch == k_loop_branch) {  // kopt's own, for the round's methods
+      r.methods = rec.methods;
+      r.hypothesis = rec.hypothesis;
+    }
     for (const auto& b : m_closing_branches)
       if (b.id == p.branch) {
         r.methods = b.ablates.empty() ? b.methods : std::vector<std::string>{"-" + b.ablates};

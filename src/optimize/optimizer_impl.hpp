@@ -27,6 +27,8 @@
 
 namespace kopt::optimize::optimizer_detail {
 namespace fs = std::filesystem;
+// The branch name of kopt's own predictions in the records and the predictions table.
+inline constexpr const char* k_loop_branch = "loop";
 using nlohmann::json;
 
 // The point has every assignment (a method toggle is on at it).
@@ -221,6 +223,20 @@ class Optimizer {
   static void attribute_one(VersionRecord& rec, const std::string& m, const Measured& winner,
                             const Measured& without);
 
+  // kopt's own predictions for a round whose methods it chose: each method's strongest trigger
+  // metric moves toward the value where the method stops being worth trying, and the time goes
+  // down. Written in hypothesis.md at the open, judged at the close like an agent's.
+  struct LoopPrediction {
+    Prediction prediction;
+    std::string method;  // whose trigger; empty for the time
+  };
+  std::vector<LoopPrediction> loop_predictions(const std::vector<MethodCandidate>& chosen,
+                                               const MetricValues& metrics) const;
+  // The round's predictions against its fastest branch `wv`: its profile from the round's ncu
+  // session (profile_round), else its median alone (the counters then unmeasured, with why);
+  // into rec.predictions and hypothesis.md's "Judged" section.
+  void judge_loop_predictions(int i, VersionRecord& rec, const Variant& wv,
+                              const std::string& winner_key, const Measured& winner);
   std::string hypothesis(int i, const Explanation& e, const SelectionContext& ctx,
                          const std::vector<MethodCandidate>& chosen, const Variant& champ,
                          double champ_time);

@@ -260,6 +260,13 @@ Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string&
       by[fails.text(0)].method = fails.text(0);
       by[fails.text(0)].demoted = true;
     }
+  auto hits = prediction_hits(chip, bottleneck);
+  if (!hits) return Unexpected(hits.error());
+  for (const auto& [m, h] : *hits)
+    if (auto it = by.find(m); it != by.end()) {
+      it->second.predictions_judged = h.first;
+      it->second.predictions_confirmed = h.second;
+    }
   std::vector<Recommendation> out;
   for (auto& [m, r] : by) {
     // Laplace-smoothed success rate; other contexts count half and a quarter as much.
@@ -272,11 +279,18 @@ Expected<std::vector<Recommendation>> ExperienceDb::recommend(const std::string&
                  std::to_string(r.bottleneck_successes) + " of " +
                  std::to_string(r.bottleneck_trials) + " in other families" +
                  (r.demoted ? "; failed repeatedly on this family and chip" : "");
+    double hit = (static_cast<double>(r.predictions_confirmed) + 1) /
+                 (static_cast<double>(r.predictions_judged) + 2);
+    r.rank = r.score * (1 + hit) / 1.5;
+    if (r.predictions_judged > 0)
+      r.evidence +=
+          fmt::format("; its predictions: {} of {} confirmed on this chip at this bottleneck",
+                      r.predictions_confirmed, r.predictions_judged);
     out.push_back(r);
   }
   std::sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) {
     if (a.demoted != b.demoted) return !a.demoted;
-    if (a.score != b.score) return a.score > b.score;
+    if (a.rank != b.rank) return a.rank > b.rank;
     return a.method < b.method;
   });
   return out;

@@ -4,6 +4,7 @@
 // experiments are first-class records. Safe for several writers at once (WAL journal,
 // busy timeout, one transaction per write); a write either lands whole or not at all.
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -99,6 +100,17 @@ struct Recommendation {
   bool demoted =
       false;  // failed repeatedly (twice or more, never a success) on this family and chip
   std::string evidence;  // "3 of 4 in this context, 1 of 2 on other chips"
+  // The predictions made for rounds that tried the method (kopt's own and agents'), on this
+  // chip at this bottleneck, any family: how many were judged and how many confirmed.
+  std::size_t predictions_judged = 0, predictions_confirmed = 0;
+  // What the ranking uses: the score weighed by the smoothed hit rate of those predictions
+  // ((confirmed + 1) / (judged + 2)), equal to the score where none was judged: a method whose
+  // expected effect keeps failing to show ranks below one whose effect shows.
+  double rank = 0;
+  std::optional<double> hit_rate() const {
+    if (predictions_judged == 0) return std::nullopt;
+    return static_cast<double>(predictions_confirmed) / static_cast<double>(predictions_judged);
+  }
 };
 
 struct MethodStats {
@@ -123,6 +135,10 @@ class ExperienceDb {
   // listed newest first, filtered by family, chip, method (one of those claimed) and verdict.
   Expected<std::size_t> add_predictions(std::vector<PredictionRecord> records);
   Expected<std::vector<PredictionRecord>> list_predictions(const ExperienceFilter& filter) const;
+  // Judged predictions by method on this chip at this bottleneck: method -> (judged,
+  // confirmed); a branch that left a method out (an ablation) counts for none.
+  Expected<std::map<std::string, std::pair<std::size_t, std::size_t>>> prediction_hits(
+      const std::string& chip, const std::string& bottleneck) const;
   Expected<std::vector<Recommendation>> recommend(const std::string& family,
                                                   const std::string& chip,
                                                   const std::string& bottleneck) const;

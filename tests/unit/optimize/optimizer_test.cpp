@@ -662,6 +662,63 @@ TEST_F(Optimize, OutcomesGoToTheExperienceDbAndRepeatedFailuresAreLeftOut) {
   EXPECT_NE(h3->find("experience: warp_shuffle_reduction left out"), std::string::npos) << *h3;
 }
 
+// The loop states what it expects of a round (each chosen method's trigger metric toward its
+// good value, the time down) and judges it at the close like an agent's `--expect`: the
+// verdicts are in the version, hypothesis.md and the experience DB's predictions table, and
+// recommend shows each method's hit rate (issue: "every prediction judged").
+TEST_F(Optimize, TheLoopsOwnPredictionsAreJudgedAndKept) {
+  FakeLab lab;
+  auto db = run_into_db(lab, "predicting");
+  ASSERT_TRUE(db) << db.error().to_string();
+  auto s = load_run_state(m_dir.path() / "predicting");
+  ASSERT_TRUE(s) << s.error().to_string();
+  const VersionRecord& v1 = s->versions.at(1);
+  ASSERT_EQ(v1.outcome, VersionOutcome::accepted);
+  std::map<std::string, std::string> verdicts;
+  for (const auto& p : v1.predictions) {
+    EXPECT_EQ(p.branch, "loop");
+    verdicts[p.text] = std::string(name_of(p.verdict));
+  }
+  // Barrier stalls 4.5 -> 0.5 with the warp shuffle on; 100 -> 35 us.
+  EXPECT_EQ(verdicts["kopt__stall_share_barrier:down"], "confirmed") << v1.predictions.size();
+  EXPECT_EQ(verdicts["time:down"], "confirmed");
+  // A round of tuning alone from v1 finds nothing faster: its time prediction is refuted.
+  const VersionRecord& v2 = s->versions.at(2);
+  ASSERT_EQ(v2.outcome, VersionOutcome::rejected);
+  ASSERT_EQ(v2.predictions.size(), 1u);
+  EXPECT_EQ(v2.predictions[0].text, "time:down");
+  EXPECT_EQ(v2.predictions[0].verdict, PredictionVerdict::refuted);
+  auto h = read_text_file(m_dir.path() / "predicting/v1/hypothesis.md");
+  ASSERT_TRUE(h);
+  auto expected = h->find("## Expected"), judged = h->find("## Judged");
+  ASSERT_NE(expected, std::string::npos);
+  ASSERT_NE(judged, std::string::npos) << *h;
+  EXPECT_LT(expected, judged);
+  EXPECT_NE(h->find("`kopt__stall_share_barrier:down` (warp_shuffle_reduction", expected),
+            std::string::npos)
+      << *h;
+  EXPECT_NE(h->find("confirmed", judged), std::string::npos) << *h;
+  ExperienceFilter loop;
+  loop.method = "warp_shuffle_reduction";
+  auto kept = db->list_predictions(loop);
+  ASSERT_TRUE(kept);
+  ASSERT_GE(kept->size(), 2u);
+  for (const auto& r : *kept) {
+    EXPECT_EQ(r.hypothesis, v1.hypothesis);
+    EXPECT_EQ(r.methods, v1.methods);
+    EXPECT_TRUE(r.accepted);
+    EXPECT_NE(r.prediction.verdict, PredictionVerdict::not_judged);
+  }
+  auto recs = db->recommend("toy", "sm_90", v1.bottleneck);
+  ASSERT_TRUE(recs);
+  auto shfl = std::find_if(recs->begin(), recs->end(), [](const Recommendation& r) {
+    return r.method == "warp_shuffle_reduction";
+  });
+  ASSERT_NE(shfl, recs->end());
+  EXPECT_GE(shfl->predictions_judged, 2u);
+  EXPECT_EQ(shfl->predictions_confirmed, shfl->predictions_judged);
+}
+
 }  // namespace
 }  // namespace kopt::optimize
 

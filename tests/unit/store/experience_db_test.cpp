@@ -76,6 +76,64 @@ TEST(ExperienceDb, RankingOnASeededDb) {
   EXPECT_EQ(db->list(f)->size(), 1u);
 }
 
+// Two methods with the same record of successes: the one whose predicted effects keep showing
+// ranks first, and recommend says how often each was right (issue: "each method's
+// predictions get a hit rate per bottleneck class and chip, shown in recommend and used to
+// rank"). Predictions on another chip or at another bottleneck do not count; an ablation's
+// ("-M") counts for no method.
+TEST(ExperienceDb, PredictionsThatHoldRankAMethodAbove) {
+  TempDir dir("kopt-exp");
+  auto db = ExperienceDb::open(dir.path() / "x.db");
+  ASSERT_TRUE(db) << db.error().to_string();
+  ASSERT_TRUE(db->add({rec("softmax", "sm_90", "memory-bound", "a_method", 1.2, "r1"),
+                       rec("softmax", "sm_90", "memory-bound", "b_method", 1.2, "r1")}));
+  auto plain = db->recommend("softmax", "sm_90", "memory-bound");
+  ASSERT_TRUE(plain);
+  ASSERT_EQ(plain->size(), 2u);
+  EXPECT_EQ((*plain)[0].method, "a_method");       // a tie, broken by name
+  EXPECT_EQ((*plain)[0].rank, (*plain)[0].score);  // nothing judged: the rank is the score
+  EXPECT_FALSE((*plain)[0].hit_rate());
+  std::vector<PredictionRecord> preds;
+  auto add = [&](const std::string& method, const std::string& chip, const std::string& bn,
+                 PredictionVerdict v, int n) {
+    for (int i = 0; i < n; ++i) {
+      PredictionRecord r;
+      r.family = "softmax";
+      r.chip = chip;
+      r.bottleneck = bn;
+      r.methods = {method};
+      r.prediction = *parse_prediction("time:down");
+      r.prediction.branch = "loop";
+      r.prediction.verdict = v;
+      r.run_id = method + chip + bn + std::to_string(i) + std::string(name_of(v));
+      r.date = "2026-11-26";
+      preds.push_back(r);
+    }
+  };
+  add("a_method", "sm_90", "memory-bound", PredictionVerdict::refuted, 3);
+  add("a_method", "sm_90", "memory-bound", PredictionVerdict::unmeasured, 2);  // not judged
+  add("a_method", "sm_80", "memory-bound", PredictionVerdict::confirmed, 5);   // another chip
+  add("a_method", "sm_90", "compute-bound", PredictionVerdict::confirmed, 5);  // another class
+  add("b_method", "sm_90", "memory-bound", PredictionVerdict::confirmed, 2);
+  add("b_method", "sm_90", "memory-bound", PredictionVerdict::fell_short, 1);
+  add("-a_method", "sm_90", "memory-bound", PredictionVerdict::confirmed, 4);  // an ablation
+  ASSERT_TRUE(db->add_predictions(preds));
+  auto recs = db->recommend("softmax", "sm_90", "memory-bound");
+  ASSERT_TRUE(recs);
+  ASSERT_EQ(recs->size(), 2u);
+  EXPECT_EQ((*recs)[0].method, "b_method");
+  EXPECT_EQ((*recs)[0].predictions_judged, 3u);
+  EXPECT_EQ((*recs)[0].predictions_confirmed, 2u);
+  EXPECT_EQ((*recs)[1].method, "a_method");
+  EXPECT_EQ((*recs)[1].predictions_judged, 3u);
+  EXPECT_EQ((*recs)[1].predictions_confirmed, 0u);
+  EXPECT_DOUBLE_EQ(*(*recs)[1].hit_rate(), 0.0);
+  EXPECT_EQ((*recs)[0].score, (*recs)[1].score);  // the chance of success is the same
+  EXPECT_GT((*recs)[0].rank, (*recs)[1].rank);
+  EXPECT_NE((*recs)[1].evidence.find("its predictions: 0 of 3 confirmed"), std::string::npos)
+      << (*recs)[1].evidence;
+}
+
 TEST(ExperienceDb, MergeAndSyncRoundTrips) {
   TempDir dir("kopt-exp");
   auto a = ExperienceDb::open(dir.path() / "a.db");
