@@ -35,11 +35,14 @@ void print_records(const std::vector<ExperienceRecord>& rs) {
                            "alone", "verdict", "run / note");
   for (const auto& r : rs) {
     auto own = r.own_factor();
-    std::cout << fmt::format("{:<5} {:<{}} {:<{}} {:<{}} {:<{}} {:>7.3f}x {:>7} {:<11} {}{}\n",
-                             r.id, r.family, wf, r.chip, wc, r.bottleneck, wb, r.method, wm,
-                             r.speedup, own ? fmt::format("{:.2f}x", *own) : "—",
-                             r.verdict.value_or(experience_verdict(r.speedup)), r.run_id,
-                             r.note.empty() ? "" : " — " + r.note);
+    std::cout << fmt::format(
+        "{:<5} {:<{}} {:<{}} {:<{}} {:<{}} {:>7.3f}x {:>7} {:<11} {}{}\n", r.id, r.family, wf,
+        r.chip, wc, r.bottleneck, wb, r.method, wm, r.speedup,
+        own ? fmt::format("{:.2f}x", *own) : "—", r.verdict.value_or(experience_verdict(r.speedup)),
+        r.run_id,
+        (r.note.empty() ? "" : " — " + r.note) +
+            (r.cause == PitfallCause::none ? ""
+                                           : " [pitfall: " + std::string(name_of(r.cause)) + "]"));
   }
 }
 
@@ -96,7 +99,8 @@ void print_recommendations(const std::vector<Recommendation>& recs) {
 }
 
 struct ExperienceCliOptions {
-  std::string action;  // add | recommend | search | list | merge | sync | stats | predictions
+  std::string action;  // add | recommend | search | list | merge | sync | stats | predictions |
+                       // pitfalls
   std::string db;      // default: default_experience_db()
   std::string family, chip, bottleneck, method, verdict, text, sass, note, by = "method", file,
                                                                            direction;
@@ -192,6 +196,23 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
     out["records"] = nlohmann::json::array();
     for (const auto& r : *rs) out["records"].push_back(to_json(r));
     if (!g.json) print_records(*rs);
+  } else if (o.action == "pitfalls") {
+    auto ps = db->pitfalls(o.family, o.chip, o.bottleneck);
+    if (!ps) return report_error(g, cmd, exit_code(ps.error().kind), ps.error().to_string());
+    out["pitfalls"] = nlohmann::json::array();
+    for (const auto& p : *ps)
+      out["pitfalls"].push_back({{"method", p.method},
+                                 {"cause", std::string(name_of(p.cause))},
+                                 {"times", p.times},
+                                 {"successes", p.successes},
+                                 {"worst_speedup", p.worst_speedup},
+                                 {"last_run", p.last_run},
+                                 {"last_note", p.last_note},
+                                 {"line", p.line()}});
+    if (!g.json) {
+      if (ps->empty()) std::cout << "no pitfall recorded for this family, chip and bottleneck\n";
+      for (const auto& p : *ps) std::cout << p.line() << "\n";
+    }
   } else if (o.action == "predictions") {
     ExperienceFilter f;
     f.family = o.family;
@@ -259,10 +280,12 @@ std::vector<Command> experience_commands(const GlobalRef& g) {
                          "take in another kopt experience DB",
                          "export or import JSON lines (one record a line)",
                          "success rates by method, family, bottleneck or chip",
-                         "the predictions agents and the loop made, with their verdicts"};
-  const char* actions[] = {"add",   "recommend", "search", "list",
-                           "merge", "sync",      "stats",  "predictions"};
-  for (int i = 0; i < 8; ++i) {
+                         "the predictions agents and the loop made, with their verdicts",
+                         "what did not pay for a family, chip and bottleneck, by method and cause "
+                         "(no SASS change, slower, no gain, incorrect, does not build, crashed)"};
+  const char* actions[] = {"add",  "recommend", "search",      "list",    "merge",
+                           "sync", "stats",     "predictions", "pitfalls"};
+  for (int i = 0; i < 9; ++i) {
     auto e = std::make_shared<ExperienceCliOptions>();
     e->action = actions[i];
     Command c{.path = {"experience", actions[i]},
@@ -275,7 +298,7 @@ std::vector<Command> experience_commands(const GlobalRef& g) {
              "experience DB (default: $KOPT_EXPERIENCE_DB or ~/.local/share/kopt/experience.db)",
          .target = &e->db});
     bool lists = e->action == "list" || e->action == "predictions";
-    if (e->action == "add" || e->action == "recommend" || lists) {
+    if (e->action == "add" || e->action == "recommend" || e->action == "pitfalls" || lists) {
       c.options.push_back({.names = "--family",
                            .help = "kernel family (softmax, gemm, ...)",
                            .target = &e->family});

@@ -125,6 +125,8 @@ int run_iter_step_command(const GlobalOptions& g, const IterStepCliOptions& o) {
       std::cout << "headroom: " << it.advice["headroom"].value("summary", "") << "\n";
     std::cout << (it.suggestions.empty() ? "nothing to suggest\n" : "what next, ranked:\n");
     for (const auto& s : it.suggestions) std::cout << "  " << s << "\n";
+    if (!it.pitfalls.empty()) std::cout << "pitfalls seen here before (the experience DB):\n";
+    for (const auto& p : it.pitfalls) std::cout << "  " << p << "\n";
     std::cout << fmt::format(
         "read {}/v{}/hypothesis.md and the profile; add branches with kopt iter branch {} --file "
         "KERNEL.cu [--set P=V] [--method M] [--ablates M] [--hypothesis TEXT] [--expect "

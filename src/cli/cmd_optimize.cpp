@@ -33,6 +33,8 @@ struct OptimizeCliOptions {
   std::string start_kernel;
   std::string run;  // default kopt-runs/PROBLEM
   bool resume = false;
+  std::string from;     // --from vK
+  std::string restart;  // --restart mask-half
   double max_time_s = evaluate::k_loop_max_time_s;
   std::string experience_db;  // default: default_experience_db()
   bool use_experience = true;
@@ -84,7 +86,17 @@ int optimize_one(const GlobalOptions& g, OptimizeCliOptions& o, ProblemSelection
   opt.patience = o.patience;
   opt.seed = o.seed;
   opt.start_kernel = o.start_kernel;
-  opt.resume = o.resume;
+  opt.resume = o.resume || !o.from.empty() || !o.restart.empty();
+  if (!o.from.empty()) {
+    std::string k = o.from.starts_with("v") ? o.from.substr(1) : o.from;
+    char* end = nullptr;
+    long v = std::strtol(k.c_str(), &end, 10);
+    if (k.empty() || *end != '\0' || v < 0)
+      return report_error(g, "optimize", 2,
+                          "--from '" + o.from + "': a version of the run, like v2");
+    opt.from_version = static_cast<int>(v);
+  }
+  if (o.restart == "mask-half") opt.restart = OptimizeOptions::Restart::mask_half;
   opt.proposer = o.proposer;
   opt.proposer_timeout_s = o.proposer_timeout_s;
   opt.budget_formula = parse_budget_formula(o.budget_formula).value_or(BudgetFormula::headroom);
@@ -268,6 +280,15 @@ std::vector<Command> optimize_commands(const GlobalRef& g) {
         .target = &o->start_kernel},
        {.names = "--run", .help = "run directory (default: kopt-runs/PROBLEM)", .target = &o->run},
        {.names = "--resume", .help = "continue the run in --run", .target = &o->resume},
+       {.names = "--from",
+        .help = "restart the run in --run from its version vK (every accepted version after it "
+                "masked); --iterations more",
+        .target = &o->from},
+       {.names = "--restart",
+        .help = "mask-half: restart the run in --run with the newer half of its accepted "
+                "versions masked; --iterations more",
+        .target = &o->restart,
+        .choices = {"mask-half"}},
        {.names = "--max-time",
         .help = "time cap of each measurement (s)",
         .target = &o->max_time_s,

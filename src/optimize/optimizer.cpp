@@ -43,7 +43,8 @@ Expected<RunState> Optimizer::run() {
 Expected<void> Optimizer::open() {
   std::error_code ec;
   bool exists = fs::exists(run_state_path(m_o.run_dir), ec);
-  if (exists && !m_o.resume)
+  const bool restarting = m_o.from_version || m_o.restart != OptimizeOptions::Restart::none;
+  if (exists && !m_o.resume && !restarting)
     return Unexpected(bad_input("a run already exists in " + m_o.run_dir.string() +
                                 ": continue it with --resume, or choose another --run directory"));
   if (exists) {
@@ -62,6 +63,7 @@ Expected<void> Optimizer::open() {
               it == s->dims.end() ? std::string("(unset)") : std::to_string(it->second), name,
               value, name)));
     m_state = *s;
+    if (auto r = restart(); !r) return r;
     if (m_state.status == RunPhase::finished && m_state.iteration < m_o.iterations) {
       m_state.status = RunPhase::running;  // asked for more iterations than the run had
       m_state.stop_reason.clear();
@@ -76,6 +78,9 @@ Expected<void> Optimizer::open() {
     else
       m_o.log(fmt::format("resuming {} at iteration {} ({} measurements recorded)",
                           m_o.run_dir.string(), m_state.iteration + 1, m_state.evaluations.size()));
+  } else if (restarting) {
+    return Unexpected(bad_input("no run in " + m_o.run_dir.string() +
+                                " to restart: --from and --restart continue a recorded run"));
   } else {
     fs::create_directories(m_o.run_dir, ec);
     if (ec)
@@ -94,6 +99,52 @@ Expected<void> Optimizer::open() {
   if (m_git)
     if (auto r = m_git->init(); !r) m_o.log("no git history: " + r.error().message);
   return save();
+}
+
+Expected<void> Optimizer::restart() {
+  std::vector<int> mask;
+  std::string why;
+  if (m_o.from_version) {
+    const int k = *m_o.from_version;
+    if (k < 0 || k >= static_cast<int>(m_state.versions.size()))
+      return Unexpected(bad_input(fmt::format("--from v{}: the run in {} has v0..v{}", k,
+                                              m_o.run_dir.string(), m_state.versions.size() - 1)));
+    const VersionRecord& v = m_state.versions[static_cast<std::size_t>(k)];
+    if (v.outcome != VersionOutcome::baseline && v.outcome != VersionOutcome::accepted)
+      return Unexpected(bad_input(fmt::format(
+          "--from v{}: v{} was {}, never a champion; a restart starts from the baseline or an "
+          "accepted version",
+          k, k, v.outcome)));
+    if (v.masked) return Unexpected(bad_input(fmt::format("--from v{}: v{} is masked", k, k)));
+    for (const auto& r : m_state.versions)
+      if (r.index > k && r.outcome == VersionOutcome::accepted && !r.masked)
+        mask.push_back(r.index);
+    why = fmt::format("restarted from v{} (--from)", k);
+  } else if (m_o.restart == OptimizeOptions::Restart::mask_half) {
+    std::vector<int> accepted;
+    for (const auto& r : m_state.versions)
+      if (r.outcome == VersionOutcome::accepted && !r.masked) accepted.push_back(r.index);
+    if (accepted.empty())
+      return Unexpected(bad_input("--restart mask-half: the run in " + m_o.run_dir.string() +
+                                  " has no accepted version to mask: it is at its baseline"));
+    mask.assign(accepted.end() - static_cast<long>((accepted.size() + 1) / 2), accepted.end());
+    why = fmt::format(
+        "restarted with the newer half of the accepted versions masked "
+        "(--restart mask-half)");
+  } else {
+    return {};
+  }
+  if (auto r = set_masked(m_state, mask, true, why); !r) return r;
+  m_state.status = RunPhase::running;
+  m_state.stop_reason.clear();
+  m_state.no_improvement = 0;
+  m_o.iterations += m_state.iteration;  // that many more from here
+  m_o.log(fmt::format(
+      "{}: {} masked, the champion is v{} at {}; {} more iteration(s)", why,
+      mask.empty() ? std::string("no version") : fmt::format("v{}", fmt::join(mask, ", v")),
+      m_state.champion()->index, human_time(m_state.champion()->median_s),
+      m_o.iterations - m_state.iteration));
+  return {};
 }
 
 Expected<void> Optimizer::save() {
@@ -295,6 +346,8 @@ Expected<std::optional<Optimizer::Opened>> Optimizer::begin_iteration(int i) {
     return std::optional<Opened>{};
   m_ctx = selection(*expl, o.champ);
   m_experience_notes = consult_experience(std::string(bottleneck_name(expl->bottleneck.cls)));
+  m_pitfalls = pitfalls_here(std::string(bottleneck_name(expl->bottleneck.cls)));
+  for (const auto& p : m_pitfalls) m_o.log("    pitfall seen here before: " + p);
   // No gap at all means no counters (OpenCL): no trigger can fire, so untried methods go blind.
   bool counters = expl->gaps.compute || expl->gaps.memory || expl->gaps.latency;
   m_advice = advice_for(*expl, o.champ, o.champ_time);
@@ -367,6 +420,7 @@ Expected<void> Optimizer::iterate(int i) {
   std::optional<std::pair<Variant, Measured>> winner;
   std::string winner_key;
   std::vector<RoundBranch> ran;  // the branches that measured, for the round's profile session
+  std::vector<Measured> failed;  // the branches that did not, for the pitfall's cause
   for (int attempt = 0; attempt <= m_o.max_retries && !winner; ++attempt) {
     auto branches = make_branches(o.champ, o.rec.methods, i, attempt);
     if (branches.empty() && attempt == 0) {
@@ -385,13 +439,18 @@ Expected<void> Optimizer::iterate(int i) {
       fs::path bdir = dir / "branches" / ("b" + std::to_string(attempt) + "_" + std::to_string(b));
       write_variant_files(bdir, branches[b], m);
       if (m.ok()) ran.push_back({branches[b], bdir / "profile", key});
+      if (!m.ok()) failed.push_back(m);
       if (m.ok() && (!winner || m.median_s < winner->second.median_s)) {
         winner = {branches[b], m};
         winner_key = key;
       }
     }
   }
-  if (!winner) return record_failure(i, o, "every branch failed (after retries)");
+  if (!winner) {
+    m_failure_cause = failure_cause(failed);
+    return record_failure(i, o,
+                          fmt::format("every branch failed (after retries): {}", m_failure_cause));
+  }
   if (m_o.profile_branches) profile_round(dir / "branches", ran);
   judge_loop_predictions(i, o.rec, winner->first, winner_key, winner->second);
   return decide(i, o, winner->first, winner->second, winner_key, nullptr);

@@ -83,6 +83,12 @@ std::string Optimizer::hypothesis(int i, const Explanation& e, const SelectionCo
                        axis_name(c.axis), c.priority, c.why, c.strength, m ? m->playbook : "");
   }
   for (const auto& n : m_experience_notes) out += "- experience: " + n + "\n";
+  if (!m_pitfalls.empty()) {
+    out += "\n## Pitfalls seen here before\n\nWhat did not pay on " + family() + " at " + chip() +
+           " when it was " + std::string(bottleneck_name(e.bottleneck.cls)) +
+           " (the experience DB):\n\n";
+    for (const auto& p : m_pitfalls) out += "- " + p + "\n";
+  }
   out +=
       "\n## Expected\n\nkopt's own predictions, judged at the round's close against the "
       "fastest branch's profile like an agent's `--expect`:\n\n";

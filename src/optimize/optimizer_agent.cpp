@@ -28,6 +28,7 @@ Expected<void> Optimizer::iterate_with_proposer(int i, Opened& o) {
       {"hypothesis_file", (dir / "hypothesis.md").string()},
       {"profile_dir", (dir / "profile").string()}};
   if (m_advice.headroom.bounding || m_advice.stop) analysis["advice"] = to_json(m_advice);
+  analysis["pitfalls"] = m_pitfalls;
   for (const auto& c : m_chosen)
     analysis["suggested_methods"].push_back(
         {{"method", c.method}, {"axis", std::string(axis_name(c.axis))}, {"why", c.why}});
@@ -62,7 +63,10 @@ Expected<void> Optimizer::iterate_with_proposer(int i, Opened& o) {
     (*branches)[k].id = "p" + std::to_string(k + 1);
   Outcome out = measure_branches(*branches);
   judge_predictions(i, o.rec, *branches, out, m_open_metrics);
-  if (!out.winner) return record_failure(i, o, "every proposed branch failed");
+  if (!out.winner) {
+    m_failure_cause = failure_cause(out.measured);
+    return record_failure(i, o, fmt::format("every proposed branch failed: {}", m_failure_cause));
+  }
   o.rec.methods = out.methods;
   return decide(i, o, out.winner->first, out.winner->second, out.key, &out.ablations);
 }
@@ -251,6 +255,7 @@ Expected<RunState> Optimizer::agent_open() {
   } else {
     for (const auto& c : m_chosen) it.suggestions.push_back(c.method + ": " + c.why);
   }
+  it.pitfalls = m_pitfalls;
   for (const auto& [name, v] : m_open_metrics)
     if (std::isfinite(v)) it.metrics[name] = v;
   fs::create_directories(version_dir(i) / "branches");

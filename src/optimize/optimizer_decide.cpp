@@ -22,6 +22,32 @@ bool Optimizer::passes_champion_checks(VersionRecord& rec, const Variant& v) {
   return false;
 }
 
+PitfallCause Optimizer::failure_cause(const std::vector<Measured>& failed) {
+  std::map<PitfallCause, int> n;
+  for (const auto& m : failed) switch (m.status) {
+      case VariantStatus::ok:
+      case VariantStatus::unavailable:
+      case VariantStatus::not_run:
+      case VariantStatus::error:  // kopt's, not the kernel's
+        break;
+      case VariantStatus::compile_failed:
+        ++n[PitfallCause::does_not_build];
+        break;
+      case VariantStatus::run_failed:
+        ++n[PitfallCause::crashed];
+        break;
+      case VariantStatus::wrong:
+      case VariantStatus::below_floor:
+      case VariantStatus::inconsistent:
+      case VariantStatus::unverified:
+        ++n[PitfallCause::incorrect];
+        break;
+    }
+  auto most = std::max_element(n.begin(), n.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  return most == n.end() ? PitfallCause::crashed : most->first;
+}
+
 Expected<void> Optimizer::record_failure(int i, Opened& o, const std::string& why) {
   o.rec.kernel = o.champ.kernel;
   o.rec.point = o.champ.point;
@@ -136,6 +162,15 @@ std::vector<std::string> Optimizer::consult_experience(const std::string& bottle
   return notes;
 }
 
+std::vector<std::string> Optimizer::pitfalls_here(const std::string& bottleneck) {
+  std::vector<std::string> out;
+  if (!m_o.experience) return out;
+  auto found = m_o.experience->pitfalls(family(), chip(), bottleneck);
+  if (!found) return {"the experience DB could not be read: " + found.error().message};
+  for (const auto& p : *found) out.push_back(p.line());
+  return out;
+}
+
 std::string Optimizer::chip() {
   return m_lab.chip();
 }
@@ -170,6 +205,11 @@ void Optimizer::record_experience(const VersionRecord& rec) {
                     ? ExperienceVerdict::failure
                     : experience_verdict(own.value_or(e.speedup));
     if (auto s = m_last_sass.find(method); s != m_last_sass.end()) e.sass_verdict = s->second;
+    e.cause = e.sass_verdict == "missing"                   ? PitfallCause::no_sass_change
+              : cls == MethodOutcome::implementation_failed ? m_failure_cause
+              : *e.verdict == ExperienceVerdict::regression ? PitfallCause::slower
+              : *e.verdict != ExperienceVerdict::success    ? PitfallCause::no_gain
+                                                            : PitfallCause::none;
     e.attribution_ms = a != rec.attribution_ms.end() ? a->second : 0;
     e.run_id = m_state.problem + "@" + m_state.created_at;
     e.date = utc_timestamp();

@@ -54,6 +54,8 @@ class Optimizer {
  private:
   // --- the run directory -------------------------------------------------------------------
   Expected<void> open();
+  // --from vK or --restart mask-half on a loaded run: the versions masked, the run running.
+  Expected<void> restart();
 
   Expected<void> save();
 
@@ -151,6 +153,9 @@ class Optimizer {
   bool passes_champion_checks(VersionRecord& rec, const Variant& v);
 
   Expected<void> record_failure(int i, Opened& o, const std::string& why);
+  // Why a round whose branches all failed failed, by the most frequent status among them
+  // (wrong results, no build, a crash): the pitfall its methods are filed under.
+  static PitfallCause failure_cause(const std::vector<Measured>& failed);
 
   // The winner against the champion, SASS, attribution, record. `ablations` are an agent's
   // leave-one-out branches (method -> measured variant); null: switch the toggles off.
@@ -181,6 +186,8 @@ class Optimizer {
   // Past outcomes for this family, chip and bottleneck: a preference that breaks ties, and
   // methods that failed repeatedly here are left out. Returns what to say in the hypothesis.
   std::vector<std::string> consult_experience(const std::string& bottleneck);
+  // What did not pay here before, one line a method and cause (ExperienceDb::pitfalls).
+  std::vector<std::string> pitfalls_here(const std::string& bottleneck);
 
   std::string chip();
   std::string family() const;
@@ -257,6 +264,9 @@ class Optimizer {
   std::vector<BranchRecord> m_closing_branches;  // the branches of the iteration being closed
   std::string m_candidate_branch;
   std::vector<std::string> m_experience_notes;
+  // The experience DB's pitfalls for the open's situation (family, chip, bottleneck).
+  std::vector<std::string> m_pitfalls;
+  PitfallCause m_failure_cause = PitfallCause::crashed;  // of the round being recorded as failed
   std::map<std::string, std::string> m_last_sass;
   std::map<std::string, std::pair<Explanation, fs::path>>
       m_round_profiles;  // evaluation key -> profile, its folder

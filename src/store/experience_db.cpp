@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS experience (
   method TEXT NOT NULL, params TEXT NOT NULL,
   time_before_s REAL NOT NULL, time_after_s REAL NOT NULL, speedup REAL NOT NULL,
   verdict TEXT NOT NULL, sass_verdict TEXT NOT NULL, attribution_ms REAL NOT NULL,
-  run_id TEXT NOT NULL, date TEXT NOT NULL, note TEXT NOT NULL, origin TEXT NOT NULL DEFAULT 'run');
+  run_id TEXT NOT NULL, date TEXT NOT NULL, note TEXT NOT NULL, origin TEXT NOT NULL DEFAULT 'run',
+  cause TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS experience_context ON experience (family, chip, bottleneck, method);
 CREATE TABLE IF NOT EXISTS predictions (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -45,7 +46,7 @@ CREATE INDEX IF NOT EXISTS predictions_context ON predictions (family, chip, met
 const char* k_columns =
     "id, uid, family, backend, chip, bottleneck, method, params, time_before_s, time_after_s, "
     "speedup, verdict, "
-    "sass_verdict, attribution_ms, run_id, date, note, origin";
+    "sass_verdict, attribution_ms, run_id, date, note, origin, cause";
 
 ExperienceRecord row(const Statement& s) {
   ExperienceRecord r;
@@ -70,6 +71,7 @@ ExperienceRecord row(const Statement& s) {
   r.date = s.text(15);
   r.note = s.text(16);
   r.origin = s.text(17);
+  r.cause = parse_enum<PitfallCause>(s.text(18)).value_or(PitfallCause::none);
   return r;
 }
 
@@ -141,6 +143,8 @@ Expected<ExperienceDb> ExperienceDb::open(const fs::path& path) {
       bool ok = exec(h->db, "BEGIN IMMEDIATE;");
       if (ok && v < 2)
         ok = exec(h->db, "ALTER TABLE experience ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';");
+      if (ok && v < 4)
+        ok = exec(h->db, "ALTER TABLE experience ADD COLUMN cause TEXT NOT NULL DEFAULT '';");
       if (ok)
         ok =
             exec(h->db, ("UPDATE meta SET value = '" + std::to_string(k_experience_schema_version) +
@@ -189,12 +193,13 @@ Expected<std::size_t> ExperienceDb::add(std::vector<ExperienceRecord> records) {
     ins.bind(15, r.date);
     ins.bind(16, r.note);
     ins.bind(17, r.origin);
+    ins.bind(18, std::string(name_of(r.cause)));
   };
   return sqlite::insert_all(
       m_h->db,
       "INSERT OR IGNORE INTO experience (uid, family, backend, chip, bottleneck, method, params, "
       "time_before_s, time_after_s, speedup, verdict, sass_verdict, attribution_ms, run_id, date, "
-      "note, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+      "note, origin, cause) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
       records, bind, m_path, "a record");
 }
 
@@ -384,6 +389,7 @@ json to_json(const ExperienceRecord& r) {
           {"run_id", r.run_id},
           {"date", r.date},
           {"note", r.note},
+          {"cause", std::string(name_of(r.cause))},
           {"origin", r.origin}};
 }
 
@@ -411,6 +417,8 @@ Expected<ExperienceRecord> experience_from_json(const json& j) {
     r.run_id = j.value("run_id", "");
     r.date = j.value("date", "");
     r.note = j.value("note", "");
+    r.cause =
+        parse_enum<PitfallCause>(j.value("cause", std::string())).value_or(PitfallCause::none);
     return r;
   } catch (const json::exception& e) {
     return Unexpected(bad_input(std::string("bad field: ") + e.what()));

@@ -23,7 +23,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(VersionRecord, index, iteration,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchRecord, id, kernel, source, point, methods,
                                                 ablates, hypothesis, expect)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(OpenIteration, index, draft, budget, suggestions,
-                                                advice, metrics, branches)
+                                                advice, metrics, branches, pitfalls)
 
 std::optional<double> VersionRecord::gain() const {
   if (median_s <= 0) return std::nullopt;

@@ -10,6 +10,7 @@
 // moment it completes, so a run killed anywhere resumes without measuring anything twice.
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "kopt/analysis/headroom.hpp"
@@ -29,6 +30,13 @@ struct OptimizeOptions {
   std::string start_kernel;  // v0; default: the first kernel without method toggles, else the first
   std::filesystem::path run_dir;
   bool resume = false;
+  // A restart of the run in run_dir (implies resume): from a recorded version (every accepted
+  // version after it masked, so it is the champion again), or mask_half (the newer half of the
+  // accepted versions masked: a loop stuck on one line goes back to where it branched). The
+  // run is running again, with `iterations` more; the measurements stay and are not repeated.
+  std::optional<int> from_version;
+  enum class Restart { none, mask_half };
+  Restart restart = Restart::none;
   // Every method outcome is written here, and its recommendations steer the choice:
   // ties go to past successes; methods that failed repeatedly on this family and chip are
   // left out, with the reason in the hypothesis. Null: no experience.

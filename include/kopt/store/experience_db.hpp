@@ -19,8 +19,8 @@
 namespace kopt {
 
 // 1: the first schema; 2: adds `origin` (run, manual, import) to every record; 3: adds the
-// `predictions` table (a new table: older files gain it on open).
-inline constexpr int k_experience_schema_version = 3;
+// `predictions` table (a new table: older files gain it on open); 4: adds `cause` (a pitfall's).
+inline constexpr int k_experience_schema_version = 4;
 
 // What a method did to a kernel's time, as the experience DB records it.
 enum class ExperienceVerdict { success, neutral, failure, regression };
@@ -32,6 +32,31 @@ struct EnumNames<ExperienceVerdict> {
       {ExperienceVerdict::neutral, "neutral"},
       {ExperienceVerdict::failure, "failure"},
       {ExperienceVerdict::regression, "regression"},
+  }};
+};
+
+// Why an attempt at a method did not pay: what makes its record a pitfall, shown when the next
+// run meets the same situation (family, chip, bottleneck).
+enum class PitfallCause {
+  none,            // it paid (or nobody said why not)
+  no_sass_change,  // the method's instructions are not in the machine code
+  slower,          // it landed and cost time
+  no_gain,         // it landed and gained nothing past the noise
+  incorrect,       // the branches that turned it on computed wrong results
+  does_not_build,  // they did not compile
+  crashed,         // they crashed or hung
+};
+
+template <>
+struct EnumNames<PitfallCause> {
+  static constexpr std::array<std::pair<PitfallCause, std::string_view>, 7> table{{
+      {PitfallCause::none, ""},
+      {PitfallCause::no_sass_change, "no SASS change"},
+      {PitfallCause::slower, "slower"},
+      {PitfallCause::no_gain, "no gain"},
+      {PitfallCause::incorrect, "incorrect"},
+      {PitfallCause::does_not_build, "does not build"},
+      {PitfallCause::crashed, "crashed"},
   }};
 };
 
@@ -60,6 +85,7 @@ struct ExperienceRecord {
     return (time_after_s + attribution_ms * 1e-3) / time_after_s;
   }
   std::string run_id, date, note;
+  PitfallCause cause = PitfallCause::none;
   std::string origin =
       "run";        // run (written by the loop), manual (experience add), import (sync, merge)
   std::string uid;  // content hash: the same experience merged twice is one record
@@ -113,6 +139,18 @@ struct Recommendation {
   }
 };
 
+// The pitfalls of one method in one situation: its attempts that did not pay, by cause.
+struct Pitfall {
+  std::string method;
+  PitfallCause cause = PitfallCause::none;
+  std::size_t times = 0;      // records with this method and cause here
+  std::size_t successes = 0;  // records of the method that paid here, for balance
+  double worst_speedup = 1;   // the run's gain at its worst (< 1: slower)
+  std::string last_run, last_note;
+  // "vectorized_global_loads: no SASS change, 2 times (last: toy@... v1 failed: ...)"
+  std::string line() const;
+};
+
 struct MethodStats {
   std::string key;  // method, family, bottleneck or chip
   std::size_t trials = 0, successes = 0, regressions = 0;
@@ -142,6 +180,10 @@ class ExperienceDb {
   Expected<std::vector<Recommendation>> recommend(const std::string& family,
                                                   const std::string& chip,
                                                   const std::string& bottleneck) const;
+  // Every method's pitfalls for this family, chip and bottleneck (experience_pitfalls.cpp):
+  // the most frequent first.
+  Expected<std::vector<Pitfall>> pitfalls(const std::string& family, const std::string& chip,
+                                          const std::string& bottleneck) const;
   Expected<std::vector<MethodStats>> stats(
       const std::string& by) const;  // "method", "family", "bottleneck" or "chip"
   // Imports another kopt DB; returns the records that were new.

@@ -140,6 +140,8 @@ struct OpenIteration {
   nlohmann::json advice;  // analysis/advice.hpp's record: headroom, budgets, ranked list or stop
   MetricValues metrics;   // the champion's profile (advice metrics): the "before" of predictions
   std::vector<BranchRecord> branches;
+  // What did not pay in this situation before (the experience DB's pitfalls), one a line.
+  std::vector<std::string> pitfalls;
 };
 
 struct RunState {

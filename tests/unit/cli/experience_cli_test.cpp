@@ -84,5 +84,43 @@ TEST_F(ExperienceCli, ListShowsTheRunsGainAndTheMethodAlone) {
   EXPECT_NE(row.find("1.24x"), std::string::npos) << row;
 }
 
+// `experience pitfalls` lists what did not pay for a situation, with the cause; `list` marks
+// the record; the table of `recommend` has a column for the predictions' hit rate.
+TEST_F(ExperienceCli, PitfallsAreListedWithTheirCause) {
+  {
+    auto db = ExperienceDb::open(m_db);
+    ASSERT_TRUE(db);
+    ExperienceRecord r;
+    r.family = "softmax";
+    r.chip = "pthread-skylake";
+    r.bottleneck = "memory-bound";
+    r.method = "cp_async_staging";
+    r.speedup = 0.9;
+    r.cause = PitfallCause::slower;
+    r.run_id = "softmax@y";
+    r.note = "v2 rejected: ineffective";
+    ASSERT_TRUE(db->add({r}));
+  }
+  CommandResult p = experience({"pitfalls", "--family", "softmax", "--bottleneck", "memory-bound"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("cp_async_staging: slower, 1 time, at worst 0.90x (last: softmax@y"),
+            std::string::npos)
+      << p.out;
+  EXPECT_EQ(p.out.find("vectorized_global_loads"), std::string::npos) << p.out;  // it paid
+  CommandResult none = experience({"pitfalls", "--family", "gemm"});
+  ASSERT_EQ(none.exit_code, 0);
+  EXPECT_NE(none.out.find("no pitfall recorded"), std::string::npos) << none.out;
+  CommandResult j = experience({"pitfalls", "--json"});
+  auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["pitfalls"].size(), 1u);
+  EXPECT_EQ(doc["pitfalls"][0]["cause"], "slower");
+  CommandResult l = experience({"list"});
+  EXPECT_NE(l.out.find("[pitfall: slower]"), std::string::npos) << l.out;
+  CommandResult rec = experience({"recommend", "--family", "softmax", "--chip", "pthread-skylake",
+                                  "--bottleneck", "memory-bound"});
+  EXPECT_NE(rec.out.find("predicted"), std::string::npos) << rec.out;
+  EXPECT_NE(rec.out.find("none judged"), std::string::npos) << rec.out;
+}
+
 }  // namespace
 }  // namespace kopt

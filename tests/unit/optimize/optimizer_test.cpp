@@ -239,6 +239,68 @@ TEST_F(Optimize, AnExistingRunNeedsResumeAndMaskedVersionsDoNotSteer) {
   EXPECT_FALSE(s->method_history().contains("warp_shuffle_reduction"));
 }
 
+// `optimize --from vK` restarts a recorded run from vK: the accepted versions after it are
+// masked (kept on record, out of every decision), the run goes on for --iterations more, and
+// nothing measured before is measured again. `--restart mask-half` masks the newer half of the
+// accepted versions. A version that was never a champion, or a run that is not there, is bad
+// input.
+TEST_F(Optimize, ARunRestartsFromARecordedVersionOrWithHalfItsHistoryMasked) {
+  FakeLab lab;
+  auto first = run(lab, options());
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->champion()->index, 1);
+  const int done = first->iteration;
+  OptimizeOptions o = options();
+  o.iterations = 1;
+  o.from_version = 0;
+  std::vector<std::string> said;
+  o.log = [&](const std::string& line) { said.push_back(line); };
+  FakeLab again;
+  auto restarted = run(again, o);
+  ASSERT_TRUE(restarted) << restarted.error().to_string();
+  EXPECT_TRUE(restarted->versions.at(1).masked);
+  EXPECT_NE(restarted->versions.at(1).mask_reason.find("restarted from v0 (--from)"),
+            std::string::npos);
+  EXPECT_EQ(restarted->iteration, done + 1);  // one more iteration
+  ASSERT_EQ(restarted->versions.size(), static_cast<std::size_t>(done + 2));
+  // From v0 again, the same methods win again: from measurements already on record.
+  EXPECT_EQ(restarted->versions.back().outcome, VersionOutcome::accepted);
+  EXPECT_EQ(restarted->champion()->index, done + 1);
+  for (const auto& [key, n] : again.measured)
+    EXPECT_FALSE(lab.measured.contains(key)) << "measured again: " << key;
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& l) {
+    return l.find("v1 masked, the champion is v0 at 100 us; 1 more iteration(s)") !=
+           std::string::npos;
+  })) << (said.empty() ? "" : said.front());
+  // The newer half of the accepted versions (v1 is masked already: v4 alone) masked.
+  OptimizeOptions h = options();
+  h.iterations = 1;
+  h.restart = OptimizeOptions::Restart::mask_half;
+  FakeLab third;
+  auto halved = run(third, h);
+  ASSERT_TRUE(halved) << halved.error().to_string();
+  EXPECT_TRUE(halved->versions.at(static_cast<std::size_t>(done + 1)).masked);
+  EXPECT_NE(halved->versions.at(static_cast<std::size_t>(done + 1)).mask_reason.find("mask-half"),
+            std::string::npos);
+  // Bad input: a rejected version, a version past the end, no run.
+  OptimizeOptions bad = options();
+  bad.from_version = 2;  // rejected
+  FakeLab fourth;
+  auto refused = run(fourth, bad);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::bad_input);
+  EXPECT_NE(refused.error().message.find("never a champion"), std::string::npos)
+      << refused.error().message;
+  bad.from_version = 99;
+  EXPECT_FALSE(run(fourth, bad));
+  OptimizeOptions none = options("nowhere");
+  none.restart = OptimizeOptions::Restart::mask_half;
+  auto missing = run(fourth, none);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("no run in"), std::string::npos);
+  EXPECT_FALSE(fs::exists(m_dir.path() / "nowhere"));
+}
+
 // A resume at other dims is refused, naming the dim: every recorded time is of the run's
 // shape (it used to go on silently). A resume that asks for no more iterations says so.
 TEST_F(Optimize, AResumeAtOtherDimsIsRefusedAndOneWithNothingLeftSaysSo) {
@@ -660,6 +722,76 @@ TEST_F(Optimize, OutcomesGoToTheExperienceDbAndRepeatedFailuresAreLeftOut) {
   auto h3 = read_text_file(m_dir.path() / "third/v1/hypothesis.md");
   ASSERT_TRUE(h3);
   EXPECT_NE(h3->find("experience: warp_shuffle_reduction left out"), std::string::npos) << *h3;
+}
+
+// A method that did not land in the machine code is a pitfall record (method, family, chip,
+// bottleneck, cause); the next optimize of the problem opens with it listed, in the autonomous
+// loop's hypothesis.md and log and in an agent's `iter open` (issue: "a second optimize of the
+// same problem opens with the first run's pitfalls listed").
+TEST_F(Optimize, ASecondRunOpensWithTheFirstRunsPitfalls) {
+  FakeLab lab;
+  lab.not_landing = {"vectorized_global_loads"};
+  auto db = run_into_db(lab, "first");
+  ASSERT_TRUE(db) << db.error().to_string();
+  auto first = load_run_state(m_dir.path() / "first");
+  ASSERT_TRUE(first);
+  const std::string bottleneck = first->versions.at(1).bottleneck;
+  ExperienceFilter f;
+  f.method = "vectorized_global_loads";
+  auto recs = db->list(f);
+  ASSERT_TRUE(recs);
+  ASSERT_FALSE(recs->empty());
+  EXPECT_EQ(recs->front().cause, PitfallCause::no_sass_change);
+  f.method = "warp_shuffle_reduction";
+  EXPECT_EQ(db->list(f)->front().cause, PitfallCause::none);  // it paid
+  auto found = db->pitfalls("toy", "sm_90", bottleneck);
+  ASSERT_TRUE(found);
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ(found->front().method, "vectorized_global_loads");
+  EXPECT_EQ(found->front().times, 1u);
+  EXPECT_TRUE(db->pitfalls("toy", "sm_80", bottleneck)->empty());  // another chip: not here
+  // The second run, autonomous: its first open lists the pitfall.
+  FakeLab again;
+  std::vector<std::string> log;
+  OptimizeOptions o = options("second");
+  o.experience = &*db;
+  o.log = [&](const std::string& line) { log.push_back(line); };
+  ASSERT_TRUE(run(again, o));
+  auto h = read_text_file(m_dir.path() / "second/v1/hypothesis.md");
+  ASSERT_TRUE(h);
+  EXPECT_NE(h->find("## Pitfalls seen here before"), std::string::npos) << *h;
+  EXPECT_NE(h->find("- vectorized_global_loads: no SASS change, 1 time"), std::string::npos) << *h;
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("pitfall seen here before: vectorized_global_loads: no SASS change") !=
+           std::string::npos;
+  }));
+  // An agent's open of a third run: the pitfall is in the open iteration's record.
+  FakeLab agent;
+  OptimizeOptions a = options("third");
+  a.experience = &*db;
+  auto opened = iter_open(m_problem, m_catalog, a, agent, nullptr);
+  ASSERT_TRUE(opened) << opened.error().to_string();
+  ASSERT_TRUE(opened->open);
+  ASSERT_FALSE(opened->open->pitfalls.empty());
+  EXPECT_EQ(opened->open->pitfalls.front().rfind("vectorized_global_loads: no SASS change", 0), 0u)
+      << opened->open->pitfalls.front();
+}
+
+// A round whose branches all fail files its methods under the failures' cause.
+TEST_F(Optimize, ARoundWhoseBranchesDoNotBuildIsThatPitfall) {
+  FakeLab lab;
+  lab.fail_tuned = true;  // every branch: compile_failed
+  auto db = run_into_db(lab, "failing");
+  ASSERT_TRUE(db) << db.error().to_string();
+  auto s = load_run_state(m_dir.path() / "failing");
+  ASSERT_TRUE(s);
+  EXPECT_NE(s->versions.at(1).note.find("every branch failed (after retries): does not build"),
+            std::string::npos)
+      << s->versions.at(1).note;
+  auto recs = db->list({});
+  ASSERT_TRUE(recs);
+  ASSERT_FALSE(recs->empty());
+  for (const auto& r : *recs) EXPECT_EQ(r.cause, PitfallCause::does_not_build) << r.method;
 }
 
 // The loop states what it expects of a round (each chosen method's trigger metric toward its
