@@ -1,5 +1,7 @@
 #include "kopt/evaluate/checker.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -376,7 +378,9 @@ class CheckRun {
     }
     if (!secret) m_report.reference_cached = false;
     fs::path scratch = dir / "reference";
+    const auto started = std::chrono::steady_clock::now();
     RunResult r = m_ctx.worker.run(run_job_for_reference(in, scratch));
+    const auto ran = std::chrono::steady_clock::now();
     if (r.environment)
       return Unexpected(
           environment_error("the reference on seed " + std::to_string(seed) + ": " + r.error));
@@ -399,8 +403,11 @@ class CheckRun {
       (void)write_text_atomic(ref_dir / "tolerance.json", tol.dump());
       load_reference_tolerance(ref_dir);
     }
-    m_o.log("seed " + std::to_string(seed) +
-            (secret ? " (secret): reference computed" : ": reference computed and cached"));
+    auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    m_o.log(
+        fmt::format("seed {}{} (run {:.1f} s, kept {:.1f} s)", seed,
+                    secret ? " (secret): reference computed" : ": reference computed and cached",
+                    seconds(started, ran), seconds(ran, std::chrono::steady_clock::now())));
     return in;
   }
 
@@ -515,7 +522,9 @@ class CheckRun {
       fs::path out_dir = m_tmp.path() / ("seed" + std::to_string(in.seed)) / kc.kernel;
       RunJob job = kernel_job(m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point),
                               kc.build, kc.launch, job_tensors(m_p, in, out_dir));
+      const auto started = std::chrono::steady_clock::now();
       RunResult r = m_ctx.worker.run(job);
+      const auto ran = std::chrono::steady_clock::now();
       if (r.environment) {  // kopt's failure: no verdict on the kernel (run() says so)
         m_environment = environment_error(kc.kernel + ": " + r.error);
         return;
@@ -551,8 +560,10 @@ class CheckRun {
         sc.outputs.push_back(std::move(c));
       }
       all_passed = all_passed && sc.passed;
-      m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": " +
-              (sc.passed ? "ok" : "MISMATCH"));
+      auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+      m_o.log(fmt::format("{} seed {}: {} (run {:.1f} s, read and compared {:.1f} s)", kc.kernel,
+                          in.seed, sc.passed ? "ok" : "MISMATCH", seconds(started, ran),
+                          seconds(ran, std::chrono::steady_clock::now())));
       kc.seeds.push_back(std::move(sc));
     }
     kc.status = all_passed ? KernelStatus::passed : KernelStatus::mismatch;

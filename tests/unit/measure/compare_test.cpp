@@ -67,6 +67,43 @@ TEST(Compare, UnwrittenPoisonIsCaughtAndCounted) {
   EXPECT_TRUE(std::isinf(r.max_abs_err));
 }
 
+// A tensor of several chunks (compared on every core): the counts add up, the first
+// mismatches are the first in the tensor whichever chunk finishes first, and the error norms
+// are those of one loop over the whole tensor.
+TEST(Compare, ALargeTensorIsComparedInChunksAsOneLoopWould) {
+  const std::size_t chunk = std::size_t{1} << 22, n = 2 * chunk + 5;
+  std::vector<double> ref(n), got(n);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = got[i] = 1.0 + static_cast<double>(i % 7);
+  // Mismatches at the ends of the first and last chunks, NaN and poison in the middle one.
+  for (std::size_t i : {n - 1, n - 3, chunk - 1, std::size_t{2}}) got[i] += 0.5;
+  got[chunk + 10] = -std::nan("");  // not the poison pattern
+  auto a = make(DType::f32, ref), b = make(DType::f32, got);
+  std::uint32_t poison = poison_for(DType::f32).pattern;
+  std::memcpy(b.data.data() + 4 * (chunk + 20), &poison, 4);
+  auto r = compare_tensors(b, a, {1e-3, 0}, 3);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 6u);  // four off, one NaN, one poison (itself a NaN)
+  EXPECT_EQ(r.nan_count, 2u);
+  EXPECT_EQ(r.unwritten, 1u);
+  ASSERT_EQ(r.first_mismatches.size(), 3u);
+  EXPECT_EQ(r.first_mismatches[0].flat, 2u);
+  EXPECT_EQ(r.first_mismatches[1].flat, chunk - 1);
+  EXPECT_EQ(r.first_mismatches[2].flat, chunk + 10);
+  EXPECT_TRUE(std::isinf(r.max_abs_err));
+  double diff_sq = 0, ref_sq = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double g = static_cast<float>(got[i]), e = static_cast<float>(ref[i]);
+    if (i == chunk + 10 || i == chunk + 20) continue;  // not finite
+    diff_sq += (g - e) * (g - e);
+    ref_sq += e * e;
+  }
+  EXPECT_NEAR(r.rel_l2_err, std::sqrt(diff_sq / ref_sq), 1e-12);
+  EXPECT_NEAR(relative_l2(a, a), 0.0, 0.0);
+  double sq = 0;
+  for (double v : ref) sq += static_cast<float>(v) * static_cast<float>(v);
+  EXPECT_NEAR(rms(a), std::sqrt(sq / static_cast<double>(n)), 1e-9);
+}
+
 TEST(Compare, NanMatchesNanAndInfMatchesSameInf) {
   auto ref = make(DType::f32, {NAN, INFINITY, -INFINITY});
   EXPECT_TRUE(compare_tensors(ref, ref, {0, 0}).passed);

@@ -922,7 +922,7 @@ head -c 5000000 /dev/zero | tr '\0' x
 echo '__global__ void tuned(float* x, float* y) {}' > "$KOPT_PROPOSAL_DIR/k.cu"
 )SH"));
   ASSERT_TRUE(flood) << flood.error().to_string();
-  EXPECT_EQ(flood->versions.at(1).note, "every proposed branch failed");
+  EXPECT_EQ(flood->versions.at(1).note, "every proposed branch failed: does not build");
   auto log = read_text_file(m_dir.path() / "flood/v1/proposer.log");
   ASSERT_TRUE(log);
   EXPECT_LT(log->size(), 10000u);  // the flood is cut to its tail
