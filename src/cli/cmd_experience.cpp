@@ -7,6 +7,7 @@
 #include "kopt/core/clock.hpp"
 #include "kopt/report/explanation_markdown.hpp"
 #include "kopt/store/experience_db.hpp"
+#include "kopt/store/experience_playbook.hpp"
 
 namespace kopt::cli {
 namespace {
@@ -100,8 +101,9 @@ void print_recommendations(const std::vector<Recommendation>& recs) {
 
 struct ExperienceCliOptions {
   std::string action;  // add | recommend | search | list | merge | sync | stats | predictions |
-                       // pitfalls
-  std::string db;      // default: default_experience_db()
+                       // pitfalls | playbook
+  std::string playbooks = "playbooks";  // playbook: the folder of playbooks to write into
+  std::string db;                       // default: default_experience_db()
   std::string family, chip, bottleneck, method, verdict, text, sass, note, by = "method", file,
                                                                            direction;
   std::vector<std::string> params;
@@ -213,6 +215,19 @@ int run_experience_command(const GlobalOptions& g, const ExperienceCliOptions& o
       if (ps->empty()) std::cout << "no pitfall recorded for this family, chip and bottleneck\n";
       for (const auto& p : *ps) std::cout << p.line() << "\n";
     }
+  } else if (o.action == "playbook") {
+    auto written = write_observed_playbooks(*db, o.playbooks, utc_timestamp());
+    if (!written)
+      return report_error(g, cmd, exit_code(written.error().kind), written.error().to_string());
+    out["playbooks"] = nlohmann::json::array();
+    for (const auto& [file, tables] : *written) {
+      out["playbooks"].push_back({{"file", file}, {"observed", tables}});
+      if (!g.json)
+        std::cout << fmt::format(
+            "{}: {}\n", (std::filesystem::path(o.playbooks) / file).string(),
+            tables ? fmt::format("{} observed entr{}", tables, tables == 1 ? "y" : "ies")
+                   : std::string("nothing observed of its methods yet"));
+    }
   } else if (o.action == "predictions") {
     ExperienceFilter f;
     f.family = o.family;
@@ -282,10 +297,12 @@ std::vector<Command> experience_commands(const GlobalRef& g) {
                          "success rates by method, family, bottleneck or chip",
                          "the predictions agents and the loop made, with their verdicts",
                          "what did not pay for a family, chip and bottleneck, by method and cause "
-                         "(no SASS change, slower, no gain, incorrect, does not build, crashed)"};
-  const char* actions[] = {"add",  "recommend", "search",      "list",    "merge",
-                           "sync", "stats",     "predictions", "pitfalls"};
-  for (int i = 0; i < 9; ++i) {
+                         "(no SASS change, slower, no gain, incorrect, does not build, crashed)",
+                         "write what the DB saw into each playbook's observed section (per class, "
+                         "chip and method: trials, gains, pitfalls, predictions, the runs)"};
+  const char* actions[] = {"add",  "recommend", "search",      "list",     "merge",
+                           "sync", "stats",     "predictions", "pitfalls", "playbook"};
+  for (int i = 0; i < 10; ++i) {
     auto e = std::make_shared<ExperienceCliOptions>();
     e->action = actions[i];
     Command c{.path = {"experience", actions[i]},
@@ -353,6 +370,10 @@ std::vector<Command> experience_commands(const GlobalRef& g) {
                            .target = &e->file,
                            .required = true});
     }
+    if (e->action == "playbook")
+      c.options.push_back({.names = "--playbooks",
+                           .help = "the folder of playbooks (default: playbooks)",
+                           .target = &e->playbooks});
     if (e->action == "stats")
       c.options.push_back({.names = "--by",
                            .help = "method, family, bottleneck or chip",

@@ -5,10 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.hpp"
+#include "kopt/core/fs.hpp"
 #include "kopt/store/experience_db.hpp"
 
 namespace kopt {
 namespace {
+namespace fs = std::filesystem;
 
 class ExperienceCli : public test::CliFixture {
  protected:
@@ -120,6 +122,26 @@ TEST_F(ExperienceCli, PitfallsAreListedWithTheirCause) {
                                   "--bottleneck", "memory-bound"});
   EXPECT_NE(rec.out.find("predicted"), std::string::npos) << rec.out;
   EXPECT_NE(rec.out.find("none judged"), std::string::npos) << rec.out;
+}
+
+// `experience playbook` writes the observed section into the playbooks of a folder; a folder
+// that is not there is bad input (exit 2) and nothing is written.
+TEST_F(ExperienceCli, PlaybookWritesTheObservedSection) {
+  fs::path dir = m_cache.path() / "playbooks";
+  fs::create_directories(dir);
+  ASSERT_TRUE(write_text_atomic(dir / "cuda.toml",
+                                "implementation = \"CUDA C++\"\n\n[[bottleneck]]\nclass = "
+                                "\"memory-bound\"\nmethods = [\"vectorized_global_loads\"]\n"));
+  CommandResult r = experience({"playbook", "--playbooks", dir.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cuda.toml: 1 observed entry"), std::string::npos) << r.out;
+  auto text = read_text_file(dir / "cuda.toml");
+  ASSERT_TRUE(text);
+  EXPECT_NE(text->find("[[observed]]"), std::string::npos) << *text;
+  EXPECT_NE(text->find("softmax@x (softmax): 1.06x"), std::string::npos) << *text;
+  CommandResult missing = experience({"playbook", "--playbooks", (dir / "nowhere").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.err.find("nowhere"), std::string::npos) << missing.err;
 }
 
 }  // namespace
