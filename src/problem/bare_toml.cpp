@@ -6,6 +6,7 @@
 #include <cctype>
 #include <set>
 
+#include "kopt/core/toml_text.hpp"
 #include "kopt/problem/bare_files.hpp"
 
 namespace kopt {
@@ -13,16 +14,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string toml_str(const std::string& s) {
-  return json(s).dump();
-}
-
-std::string string_list(const std::vector<std::string>& v) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + toml_str(v[i]);
-  return out + "]";
-}
 
 std::string identifier(std::string s) {
   for (char& c : s)
@@ -61,13 +52,13 @@ Expected<BareInference::Result> BareInference::finish() const {
   t += "# Every field says where it came from; a \"guessed\" one says what settles it. kopt "
        "infers\n# this file again when those files or the dims change; delete the first line to "
        "keep it as\n# it is and edit it by hand.\n";
-  t += fmt::format("name = {}\n", toml_str(r.name));
+  t += fmt::format("name = {}\n", toml_string(r.name));
   t += fmt::format("description = {}\n",
-                   toml_str(std::string(first.kind == BareKind::solve    ? "solve() of "
-                                        : first.kind == BareKind::triton ? "run_kernel() of "
-                                                                         : "the kernels of ") +
-                            first.path.filename().string() + " against reference() of " +
-                            m_req.ref->filename().string()));
+                   toml_string(std::string(first.kind == BareKind::solve    ? "solve() of "
+                                           : first.kind == BareKind::triton ? "run_kernel() of "
+                                                                            : "the kernels of ") +
+                               first.path.filename().string() + " against reference() of " +
+                               m_req.ref->filename().string()));
   for (const auto& n : m_notes) t += "# note: " + n + "\n";
 
   t += "\n[dims]\n";
@@ -75,10 +66,11 @@ Expected<BareInference::Result> BareInference::finish() const {
 
   for (const auto& x : m_tensors) {
     t += "\n[[tensors]]\n";
-    t += fmt::format("name = {}\n", toml_str(x.name));
-    t += fmt::format("dtype = {}  # {}\n", toml_str(std::string(dtype_name(x.dtype))), x.dtype_why);
-    t += fmt::format("shape = {}  # {}\n", string_list(x.shape), x.shape_why);
-    t += fmt::format("role = {}  # {}\n", toml_str(std::string(role_name(x.role))), x.role_why);
+    t += fmt::format("name = {}\n", toml_string(x.name));
+    t += fmt::format("dtype = {}  # {}\n", toml_string(std::string(dtype_name(x.dtype))),
+                     x.dtype_why);
+    t += fmt::format("shape = {}  # {}\n", toml_string_list(x.shape), x.shape_why);
+    t += fmt::format("role = {}  # {}\n", toml_string(std::string(role_name(x.role))), x.role_why);
     if (!x.init.empty() && x.role == Role::input)
       t += "init = " + x.init + "  # drawn like setup()'s values\n";
   }
@@ -118,7 +110,7 @@ Expected<BareInference::Result> BareInference::finish() const {
   }
   t += "\n[cost]\n";
   t += fmt::format("bytes = {}  # every tensor read or written once: the least traffic there is\n",
-                   toml_str(bytes));
+                   toml_string(bytes));
   if (m_gemm) {
     t += "flops = \"2 * M * N * K\"  # guessed with the GEMM convention\n";
   } else {
@@ -136,7 +128,7 @@ Expected<BareInference::Result> BareInference::finish() const {
                         m_reference.contains("atol") ? number(m_reference["atol"]) : "(default)",
                         m_reference.contains("rtol") ? number(m_reference["rtol"]) : "(default)")
           : "no atol/rtol in it: kopt's defaults for each dtype apply";
-  t += fmt::format("source = {}  # {}\n", toml_str(relative_to(*m_req.ref, m_req.out_dir)), tol);
+  t += fmt::format("source = {}  # {}\n", toml_string(relative_to(*m_req.ref, m_req.out_dir)), tol);
 
   for (const auto& f : m_files) {
     std::string source = relative_to(f.path, m_req.out_dir);
@@ -165,13 +157,14 @@ Expected<BareInference::Result> BareInference::finish() const {
       t += fmt::format(
           "\n[[kernels]]\nname = {}\nsource = {}\nabi = \"solve\"  # extern \"C\" "
           "solve() at {}:{}\n",
-          toml_str(stem), toml_str(source), f.path.filename().string(), f.entries.front().line);
+          toml_string(stem), toml_string(source), f.path.filename().string(),
+          f.entries.front().line);
       params(f.tunables, "the #ifndef/#define defaults of " + f.path.filename().string());
       continue;
     }
     if (f.kind == BareKind::triton) {
       t += fmt::format("\n[[kernels]]\nname = {}\nsource = {}\nentry = \"run_kernel\"\n",
-                       toml_str(stem), toml_str(source));
+                       toml_string(stem), toml_string(source));
       std::vector<std::pair<std::string, std::int64_t>> tunables(m_python_tunables.begin(),
                                                                  m_python_tunables.end());
       params(tunables, "run_kernel()'s integer defaults");
@@ -199,8 +192,8 @@ Expected<BareInference::Result> BareInference::finish() const {
       t += fmt::format(
           "\n[[kernels]]\nname = {}\nsource = {}\nentry = {}\nargs = {}  # {}'s "
           "parameters ({}:{})\n",
-          toml_str(name), toml_str(source), toml_str(e.entry), string_list(args), e.entry,
-          f.path.filename().string(), e.line);
+          toml_string(name), toml_string(source), toml_string(e.entry), toml_string_list(args),
+          e.entry, f.path.filename().string(), e.line);
       std::string grid_why =
           f.notes.grid.empty()
               ? "guessed: one thread per element of " + out->name +
@@ -211,8 +204,8 @@ Expected<BareInference::Result> BareInference::finish() const {
                                                           "`// kopt: block = ...`)"
                                                     : "from `kopt: block` at line " +
                                                           std::to_string(f.notes.lines.at("block"));
-      t += fmt::format("grid = {}  # {}\nblock = {}  # {}\n", string_list(grid), grid_why,
-                       string_list(block), block_why);
+      t += fmt::format("grid = {}  # {}\nblock = {}  # {}\n", toml_string_list(grid), grid_why,
+                       toml_string_list(block), block_why);
       if (guessed(grid_why)) r.guesses.push_back(name + " grid: " + grid_why.substr(9));
       if (guessed(block_why)) r.guesses.push_back(name + " block: " + block_why.substr(9));
       params(f.tunables, "the #ifndef/#define defaults of " + f.path.filename().string());

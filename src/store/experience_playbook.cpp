@@ -8,30 +8,12 @@
 #include <tuple>
 
 #include "kopt/core/fs.hpp"
+#include "kopt/core/toml_text.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string string_list(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + quoted(items[i]);
-  return out + "]";
-}
 
 struct Observed {
   std::string cls, chip, method;
@@ -123,11 +105,11 @@ std::string with_observed_section(const std::string& text,
     out += fmt::format(
         "\n[[observed]]\nclass = {}\nchip = {}\nmethod = {}\ntrials = {}\nsuccesses = {}\n"
         "best_gain = {:.3f}\npitfalls = {}\npredictions = {}\nevidence = {}\n",
-        quoted(o.cls), quoted(o.chip), quoted(o.method), o.trials, o.successes, o.best_gain,
-        string_list(pitfalls),
-        quoted(o.judged ? fmt::format("{} of {} confirmed", o.confirmed, o.judged)
-                        : std::string("none judged")),
-        string_list(o.evidence));
+        toml_string(o.cls), toml_string(o.chip), toml_string(o.method), o.trials, o.successes,
+        o.best_gain, toml_string_list(pitfalls),
+        toml_string(o.judged ? fmt::format("{} of {} confirmed", o.confirmed, o.judged)
+                             : std::string("none judged")),
+        toml_string_list(o.evidence));
   }
   return out;
 }
