@@ -258,8 +258,16 @@ Leaderboard make_leaderboard(const CampaignState& state, const fs::path& out) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       rows[i].stopped = stopped;
       finish(rows[i], blocking, has_candidates, floors[i]);
-      if (!problem && rows[i].notes.empty() && step_of(p, StepKind::check))
-        rows[i].notes.push_back(problem.error().message);
+      if (!problem && rows[i].notes.empty() && step_of(p, StepKind::check)) {
+        // A KernelBench file not imported yet, or a ModelNew answer not checked yet (its
+        // problem is inferred by the check), has no problem folder: that is the reason, not
+        // the loader's "no such problem directory".
+        const StepRecord* first = step_of(p, StepKind::import);
+        if (!first) first = step_of(p, StepKind::check);
+        bool waiting = first->status == StepStatus::pending || first->status == StepStatus::running;
+        rows[i].notes.push_back(waiting ? fmt::format("its {} step has not run yet", first->kind)
+                                        : problem.error().message);
+      }
       b.rows.push_back(rows[i]);
     }
   }

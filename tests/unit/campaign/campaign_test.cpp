@@ -3,6 +3,7 @@
 // a changed problem started again, budgets, and the leaderboard made from the records.
 #include "kopt/campaign/campaign.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -307,6 +308,34 @@ TEST_F(CampaignTest, AStepKilledAtTheBudgetStopsTheProblemAndSaysSo) {
       << "the whole budget is the first step's deadline";
   auto board = make_leaderboard(*state, m_options.out);
   EXPECT_NE(board.rows.at(0).stopped.find("budget"), std::string::npos);
+}
+
+// A row whose problem folder is not there yet says which step has not run (a KernelBench file
+// not imported, a ModelNew answer not checked), not the loader's "no such problem directory".
+TEST_F(CampaignTest, APendingProblemSaysWhichStepHasNotRun) {
+  CampaignState state;
+  CampaignProblem kb;
+  kb.name = "19_ReLU";
+  kb.dir = m_dir.path() / "camp" / "problems" / "19_ReLU" / "problem";
+  kb.kernelbench = true;
+  kb.steps = {StepRecord{.kind = StepKind::import}, StepRecord{.kind = StepKind::check}};
+  CampaignProblem answer = kb;
+  answer.name = "20_LeakyReLU";
+  answer.dir = m_dir.path() / "camp" / "problems" / "20_LeakyReLU" / "candidate" / "kopt-x";
+  answer.kernelbench = false;
+  answer.steps = {StepRecord{.kind = StepKind::check}, StepRecord{.kind = StepKind::bench}};
+  CampaignProblem gone = answer;  // checked, and still no folder: the loader's reason stands
+  gone.name = "21_Sigmoid";
+  gone.steps[0].status = StepStatus::done;
+  state.problems = {kb, answer, gone};
+  auto board = make_leaderboard(state, m_dir.path() / "camp");
+  ASSERT_EQ(board.rows.size(), 3u);
+  auto notes = [&](std::size_t i) {
+    return fmt::format("{}", fmt::join(board.rows[i].notes, "; "));
+  };
+  EXPECT_NE(notes(0).find("its import step has not run yet"), std::string::npos) << notes(0);
+  EXPECT_NE(notes(1).find("its check step has not run yet"), std::string::npos) << notes(1);
+  EXPECT_NE(notes(2).find("no such problem directory"), std::string::npos) << notes(2);
 }
 
 TEST_F(CampaignTest, FailedCandidatesAreGroupedByCause) {
