@@ -150,6 +150,8 @@ void Optimizer::judge_loop_predictions(int i, VersionRecord& rec, const Variant&
   }
   if (rec.predictions.empty()) return;
   std::string text = read_text_file(version_dir(i) / "hypothesis.md").value_or("");
+  if (auto at = text.find("\n## Judged\n"); at != std::string::npos)
+    text.resize(at);  // judged before a kill: this round's judgement replaces it
   text += "\n## Judged\n\nAgainst the fastest branch, " + wv.label() +
           (profile ? " (its profile from the round's ncu session)" : " (its median only)") +
           ":\n\n";

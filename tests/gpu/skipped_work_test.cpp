@@ -37,8 +37,13 @@ TEST_F(SkippedWorkOnTheGpu, AKernelThatSkipsEveryOtherLaunchIsInconsistent) {
   const json& v = j["variants"][0];
   EXPECT_EQ(v["status"], "inconsistent") << v.dump(2);
   std::string error = v["error"];
-  EXPECT_NE(error.find("output 'y': 16777216 of 16777216 elements differ"), std::string::npos)
-      << error;
+  // Every element differs, but for a few that a sample filled with finite stale values may
+  // hold by chance (1 of 2^24 did on the H100, once in four runs).
+  const std::string differ = " of 16777216 elements differ";
+  std::size_t at = error.find(differ), from = error.find("output 'y': ");
+  ASSERT_NE(at, std::string::npos) << error;
+  ASSERT_NE(from, std::string::npos) << error;
+  EXPECT_GE(std::stoll(error.substr(from + 12, at - from - 12)), 16777216 - 16) << error;
   EXPECT_TRUE(error.find("left poisoned: the kernel skipped its work on a timed launch") !=
                   std::string::npos ||
               error.find("skipped or cut short its work") != std::string::npos)
