@@ -9,6 +9,7 @@
 
 #include "check_precision.hpp"
 #include "kopt/backend/cpu_reference.hpp"
+#include "kopt/core/clock.hpp"
 #include "kopt/core/entropy.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
@@ -380,7 +381,7 @@ class CheckRun {
     fs::path scratch = dir / "reference";
     const auto started = std::chrono::steady_clock::now();
     RunResult r = m_ctx.worker.run(run_job_for_reference(in, scratch));
-    const auto ran = std::chrono::steady_clock::now();
+    const double run_s = seconds_since(started);
     if (r.environment)
       return Unexpected(
           environment_error("the reference on seed " + std::to_string(seed) + ": " + r.error));
@@ -403,11 +404,10 @@ class CheckRun {
       (void)write_text_atomic(ref_dir / "tolerance.json", tol.dump());
       load_reference_tolerance(ref_dir);
     }
-    auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
     m_o.log(
         fmt::format("seed {}{} (run {:.1f} s, kept {:.1f} s)", seed,
                     secret ? " (secret): reference computed" : ": reference computed and cached",
-                    seconds(started, ran), seconds(ran, std::chrono::steady_clock::now())));
+                    run_s, seconds_since(started) - run_s));
     return in;
   }
 
@@ -524,7 +524,7 @@ class CheckRun {
                               kc.build, kc.launch, job_tensors(m_p, in, out_dir));
       const auto started = std::chrono::steady_clock::now();
       RunResult r = m_ctx.worker.run(job);
-      const auto ran = std::chrono::steady_clock::now();
+      const double run_s = seconds_since(started);
       if (r.environment) {  // kopt's failure: no verdict on the kernel (run() says so)
         m_environment = environment_error(kc.kernel + ": " + r.error);
         return;
@@ -560,10 +560,9 @@ class CheckRun {
         sc.outputs.push_back(std::move(c));
       }
       all_passed = all_passed && sc.passed;
-      auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
       m_o.log(fmt::format("{} seed {}: {} (run {:.1f} s, read and compared {:.1f} s)", kc.kernel,
-                          in.seed, sc.passed ? "ok" : "MISMATCH", seconds(started, ran),
-                          seconds(ran, std::chrono::steady_clock::now())));
+                          in.seed, sc.passed ? "ok" : "MISMATCH", run_s,
+                          seconds_since(started) - run_s));
       kc.seeds.push_back(std::move(sc));
     }
     kc.status = all_passed ? KernelStatus::passed : KernelStatus::mismatch;

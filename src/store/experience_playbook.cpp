@@ -51,8 +51,8 @@ std::set<std::string> playbook_methods(const std::string& text) {
 
 std::string with_observed_section(const std::string& text,
                                   const std::vector<ExperienceRecord>& records,
-                                  const std::vector<PredictionRecord>& predictions,
-                                  const std::string& db_name, const std::string& date) {
+                                  const HitsBySituation& hits, const std::string& db_name,
+                                  const std::string& date) {
   std::string kept = text;
   if (auto at = kept.find(k_observed_marker); at != std::string::npos) kept.resize(at);
   while (!kept.empty() && (kept.back() == '\n' || kept.back() == ' ')) kept.pop_back();
@@ -77,17 +77,10 @@ std::string with_observed_section(const std::string& text,
                       r.verdict.value_or(experience_verdict(r.speedup)),
                       r.cause == PitfallCause::none ? "" : ", " + std::string(name_of(r.cause))));
   }
-  for (const auto& p : predictions) {
-    bool judged = p.prediction.verdict == PredictionVerdict::confirmed ||
-                  p.prediction.verdict == PredictionVerdict::fell_short ||
-                  p.prediction.verdict == PredictionVerdict::refuted;
-    if (!judged) continue;
-    for (const auto& m : p.methods)
-      if (auto it = by.find({p.bottleneck, p.chip, m}); it != by.end()) {
-        ++it->second.judged;
-        it->second.confirmed += p.prediction.verdict == PredictionVerdict::confirmed;
-      }
-  }
+  for (auto& [key, o] : by)
+    if (auto h = hits.find({o.cls, o.chip}); h != hits.end())
+      if (auto m = h->second.find(o.method); m != h->second.end())
+        std::tie(o.judged, o.confirmed) = m->second;
   if (by.empty()) return kept;
   std::vector<Observed> rows;
   for (auto& [key, o] : by) rows.push_back(std::move(o));
@@ -123,8 +116,13 @@ Expected<std::vector<std::pair<std::string, std::size_t>>> write_observed_playbo
   all.limit = static_cast<std::size_t>(-1) >> 1;
   auto records = db.list(all);
   if (!records) return Unexpected(records.error());
-  auto predictions = db.list_predictions(all);
-  if (!predictions) return Unexpected(predictions.error());
+  HitsBySituation hits;
+  for (const auto& r : *records)
+    if (!hits.contains({r.bottleneck, r.chip})) {
+      auto h = db.prediction_hits(r.chip, r.bottleneck);
+      if (!h) return Unexpected(h.error());
+      hits[{r.bottleneck, r.chip}] = std::move(*h);
+    }
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".toml") files.push_back(e.path());
@@ -135,7 +133,7 @@ Expected<std::vector<std::pair<std::string, std::size_t>>> write_observed_playbo
     if (!text) return Unexpected(text.error());
     if (playbook_methods(*text).empty()) continue;  // it names no method (the metric guide)
     std::string now =
-        with_observed_section(*text, *records, *predictions, db.path().filename().string(), date);
+        with_observed_section(*text, *records, hits, db.path().filename().string(), date);
     std::size_t tables = 0;
     for (std::size_t at = 0; (at = now.find("\n[[observed]]\n", at)) != std::string::npos; ++at)
       ++tables;

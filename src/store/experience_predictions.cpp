@@ -117,8 +117,8 @@ Expected<std::vector<PredictionRecord>> ExperienceDb::list_predictions(
   return out;
 }
 
-Expected<std::map<std::string, std::pair<std::size_t, std::size_t>>> ExperienceDb::prediction_hits(
-    const std::string& chip, const std::string& bottleneck) const {
+Expected<PredictionHits> ExperienceDb::prediction_hits(const std::string& chip,
+                                                       const std::string& bottleneck) const {
   Statement s(m_h->db,
               "SELECT methods, SUM(verdict IN ('confirmed', 'short', 'refuted')), "
               "SUM(verdict = 'confirmed') FROM predictions WHERE chip = ?1 AND bottleneck = ?2 "
@@ -126,7 +126,7 @@ Expected<std::map<std::string, std::pair<std::size_t, std::size_t>>> ExperienceD
   if (!s.ok()) return Unexpected(db_error(m_h->db, "cannot query the predictions", m_path));
   s.bind(1, chip);
   s.bind(2, bottleneck);
-  std::map<std::string, std::pair<std::size_t, std::size_t>> out;
+  PredictionHits out;
   while (s.step() == SQLITE_ROW)
     for (const auto& m : split(s.text(0))) {
       if (m.empty() || m.front() == '-') continue;  // "-M": an ablation, for no method

@@ -139,6 +139,10 @@ struct Recommendation {
   }
 };
 
+// Predictions judged for each method (confirmed, short or refuted; not the unmeasured):
+// method -> (judged, confirmed).
+using PredictionHits = std::map<std::string, std::pair<std::size_t, std::size_t>>;
+
 // The pitfalls of one method in one situation: its attempts that did not pay, by cause.
 struct Pitfall {
   std::string method;
@@ -173,10 +177,10 @@ class ExperienceDb {
   // listed newest first, filtered by family, chip, method (one of those claimed) and verdict.
   Expected<std::size_t> add_predictions(std::vector<PredictionRecord> records);
   Expected<std::vector<PredictionRecord>> list_predictions(const ExperienceFilter& filter) const;
-  // Judged predictions by method on this chip at this bottleneck: method -> (judged,
-  // confirmed); a branch that left a method out (an ablation) counts for none.
-  Expected<std::map<std::string, std::pair<std::size_t, std::size_t>>> prediction_hits(
-      const std::string& chip, const std::string& bottleneck) const;
+  // Judged predictions by method on this chip at this bottleneck (PredictionHits); a branch
+  // that left a method out (an ablation) counts for none.
+  Expected<PredictionHits> prediction_hits(const std::string& chip,
+                                           const std::string& bottleneck) const;
   Expected<std::vector<Recommendation>> recommend(const std::string& family,
                                                   const std::string& chip,
                                                   const std::string& bottleneck) const;

@@ -5,6 +5,7 @@
 // generated: it starts at a marker line and runs to the end of the file, and writing it
 // again replaces it; everything above the marker is the authors' and is kept byte for byte.
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,13 +23,17 @@ inline constexpr const char* k_observed_marker =
 // entries' `id`s (a line-level read: no TOML library needed for two keys).
 std::set<std::string> playbook_methods(const std::string& text);
 
+// The predictions' hits by (bottleneck class, chip): ExperienceDb::prediction_hits of each.
+using HitsBySituation = std::map<std::pair<std::string, std::string>, PredictionHits>;
+
 // `text` with its observed section (re)written from `records` of the playbook's methods:
-// one [[observed]] table per class, chip and method, the most tried first. No record of its
-// methods: the section is removed. `db_name` and `date` say where it came from.
+// one [[observed]] table per class, chip and method, the most tried first, with the hit rate
+// of `hits`. No record of its methods: the section is removed. `db_name` and `date` say where
+// it came from.
 std::string with_observed_section(const std::string& text,
                                   const std::vector<ExperienceRecord>& records,
-                                  const std::vector<PredictionRecord>& predictions,
-                                  const std::string& db_name, const std::string& date);
+                                  const HitsBySituation& hits, const std::string& db_name,
+                                  const std::string& date);
 
 // Every *.toml of `dir` that names methods (the metric guide names none) rewritten in place
 // (atomically); returns, per file, how many [[observed]] tables it now has.

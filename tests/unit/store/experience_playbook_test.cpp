@@ -45,12 +45,8 @@ TEST(ExperiencePlaybook, TheObservedSectionIsWrittenBelowTheAuthorsTextAndReplac
       rec("vectorized_global_loads", 0.97, PitfallCause::no_sass_change, "softmax@2"),
       rec("warp_shuffle_reduction", 1.2, PitfallCause::none, "softmax@1"),
       rec("cp_async", 1.3, PitfallCause::none, "softmax@1")};  // not this playbook's
-  PredictionRecord p;
-  p.chip = "sm_90";
-  p.bottleneck = "memory-bound";
-  p.methods = {"vectorized_global_loads"};
-  p.prediction.verdict = PredictionVerdict::confirmed;
-  std::string once = with_observed_section(k_playbook, records, {p}, "x.db", "2026-11-26");
+  const HitsBySituation p = {{{"memory-bound", "sm_90"}, {{"vectorized_global_loads", {1, 1}}}}};
+  std::string once = with_observed_section(k_playbook, records, p, "x.db", "2026-11-26");
   ASSERT_EQ(once.rfind(k_playbook, 0), 0u) << once;  // the authors' text first, unchanged
   EXPECT_NE(once.find(k_observed_marker), std::string::npos);
   EXPECT_EQ(once.find("cp_async"), std::string::npos) << once;
@@ -74,7 +70,7 @@ TEST(ExperiencePlaybook, TheObservedSectionIsWrittenBelowTheAuthorsTextAndReplac
             "softmax@3 (softmax): 1.40x, success");
   // Written again with one more record: replaced, not appended.
   records.insert(records.begin(), rec("tma", 1.1, PitfallCause::none, "softmax@4"));
-  std::string twice = with_observed_section(once, records, {p}, "x.db", "2026-11-27");
+  std::string twice = with_observed_section(once, records, p, "x.db", "2026-11-27");
   EXPECT_EQ(twice.rfind(k_playbook, 0), 0u);
   std::size_t markers = 0;
   for (std::size_t at = 0; (at = twice.find(k_observed_marker, at)) != std::string::npos; ++at)
