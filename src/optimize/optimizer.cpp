@@ -447,9 +447,9 @@ Expected<void> Optimizer::iterate(int i) {
     }
   }
   if (!winner) {
-    m_failure_cause = failure_cause(failed);
-    return record_failure(i, o,
-                          fmt::format("every branch failed (after retries): {}", m_failure_cause));
+    PitfallCause cause = failure_cause(failed);
+    return record_failure(i, o, fmt::format("every branch failed (after retries): {}", cause),
+                          cause);
   }
   if (m_o.profile_branches) profile_round(dir / "branches", ran);
   judge_loop_predictions(i, o.rec, winner->first, winner_key, winner->second);

@@ -133,11 +133,8 @@ void Optimizer::judge_loop_predictions(int i, VersionRecord& rec, const Variant&
   const Explanation* profile = nullptr;
   if (auto it = m_round_profiles.find(winner_key); it != m_round_profiles.end())
     profile = &it->second.first;
-  MetricValues after{{k_time_metric, winner.median_s}};
-  if (profile) {
-    after = advice_metrics(*profile, compute_headroom(*profile, winner.median_s));
-    after[k_time_metric] = winner.median_s;
-  }
+  MetricValues after = profile ? metrics_after(*profile, winner.median_s)
+                               : MetricValues{{k_time_metric, winner.median_s}};
   for (auto [p, method] : loop_predictions(m_chosen, m_ctx.metrics)) {
     if (p.metric != k_time_metric && !profile)
       leave_unjudged(p, m_o.profile_branches ? "the fastest branch could not be profiled"

@@ -55,17 +55,19 @@ Expected<void> Optimizer::iterate_with_proposer(int i, Opened& o) {
   (void)write_text_atomic(dir / "proposer.log", tail(r.out) + "\n--- stderr ---\n" + tail(r.err));
   if (!r.ok())
     return record_failure(
-        i, o, r.timed_out ? "the proposer timed out" : "the proposer failed: " + describe(r));
+        i, o, r.timed_out ? "the proposer timed out" : "the proposer failed: " + describe(r),
+        PitfallCause::none);
   auto branches = proposed_branches(proposal, o.champ);
-  if (!branches) return record_failure(i, o, branches.error().message);
-  if (branches->empty()) return record_failure(i, o, "the proposer wrote no kernel files");
+  if (!branches) return record_failure(i, o, branches.error().message, PitfallCause::none);
+  if (branches->empty())
+    return record_failure(i, o, "the proposer wrote no kernel files", PitfallCause::none);
   for (std::size_t k = 0; k < branches->size(); ++k)
     (*branches)[k].id = "p" + std::to_string(k + 1);
   Outcome out = measure_branches(*branches);
   judge_predictions(i, o.rec, *branches, out, m_open_metrics);
   if (!out.winner) {
-    m_failure_cause = failure_cause(out.measured);
-    return record_failure(i, o, fmt::format("every proposed branch failed: {}", m_failure_cause));
+    PitfallCause cause = failure_cause(out.measured);
+    return record_failure(i, o, fmt::format("every proposed branch failed: {}", cause), cause);
   }
   o.rec.methods = out.methods;
   return decide(i, o, out.winner->first, out.winner->second, out.key, &out.ablations);
@@ -95,6 +97,12 @@ Optimizer::Outcome Optimizer::measure_branches(const std::vector<BranchRecord>& 
   return out;
 }
 
+MetricValues Optimizer::metrics_after(const Explanation& e, double median_s) {
+  MetricValues mv = advice_metrics(e, compute_headroom(e, median_s));
+  mv[k_time_metric] = median_s;
+  return mv;
+}
+
 void Optimizer::judge_predictions(int i, VersionRecord& rec,
                                   const std::vector<BranchRecord>& branches, const Outcome& out,
                                   const MetricValues& before) {
@@ -122,9 +130,7 @@ void Optimizer::judge_predictions(int i, VersionRecord& rec,
         after.emplace(wanted[w], Unexpected(e.error()));
         continue;
       }
-      MetricValues mv = advice_metrics(*e, compute_headroom(*e, out.measured[wanted[w]].median_s));
-      mv[k_time_metric] = out.measured[wanted[w]].median_s;
-      after.emplace(wanted[w], mv);
+      after.emplace(wanted[w], metrics_after(*e, out.measured[wanted[w]].median_s));
     }
   }
   for (std::size_t k = 0; k < branches.size(); ++k)
@@ -339,10 +345,10 @@ Expected<RunState> Optimizer::agent_close() {
       out.winner
           ? decide(it.index, o, out.winner->first, out.winner->second, out.key, &out.ablations)
           : record_failure(it.index, o,
-                           out.ablations.empty()
-                               ? "every branch failed"
-                               : "every branch failed; the ablations were not "
-                                 "attributed: no branch measured to compare with");
+                           out.ablations.empty() ? "every branch failed"
+                                                 : "every branch failed; the ablations were not "
+                                                   "attributed: no branch measured to compare with",
+                           failure_cause(out.measured));
   if (!done) return Unexpected(done.error());
   return m_state;
 }

@@ -48,7 +48,9 @@ PitfallCause Optimizer::failure_cause(const std::vector<Measured>& failed) {
   return most == n.end() ? PitfallCause::crashed : most->first;
 }
 
-Expected<void> Optimizer::record_failure(int i, Opened& o, const std::string& why) {
+Expected<void> Optimizer::record_failure(int i, Opened& o, const std::string& why,
+                                         PitfallCause cause) {
+  m_failure_cause = cause;
   o.rec.kernel = o.champ.kernel;
   o.rec.point = o.champ.point;
   o.rec.source = o.champ.source;

@@ -139,6 +139,8 @@ class Optimizer {
   // Every branch's predictions against what happened: `time` by each branch's median, the
   // other metrics by the branch's own profile (every branch that measured and predicts a
   // metric, profiled in one session).
+  // What a prediction is judged by after a branch: its profile's advice metrics and its median.
+  static MetricValues metrics_after(const Explanation& e, double median_s);
   void judge_predictions(int i, VersionRecord& rec, const std::vector<BranchRecord>& branches,
                          const Outcome& out, const MetricValues& before);
 
@@ -152,7 +154,9 @@ class Optimizer {
   // tool that could not check is recorded, and the champion stands.
   bool passes_champion_checks(VersionRecord& rec, const Variant& v);
 
-  Expected<void> record_failure(int i, Opened& o, const std::string& why);
+  // The iteration failed: its methods are implementation_failed, filed in the experience DB
+  // under `cause` (none where nothing of theirs was tried: the proposer did not deliver).
+  Expected<void> record_failure(int i, Opened& o, const std::string& why, PitfallCause cause);
   // Why a round whose branches all failed failed, by the most frequent status among them
   // (wrong results, no build, a crash): the pitfall its methods are filed under.
   static PitfallCause failure_cause(const std::vector<Measured>& failed);
@@ -266,7 +270,7 @@ class Optimizer {
   std::vector<std::string> m_experience_notes;
   // The experience DB's pitfalls for the open's situation (family, chip, bottleneck).
   std::vector<std::string> m_pitfalls;
-  PitfallCause m_failure_cause = PitfallCause::crashed;  // of the round being recorded as failed
+  PitfallCause m_failure_cause = PitfallCause::none;  // record_failure's, for record_experience
   std::map<std::string, std::string> m_last_sass;
   std::map<std::string, std::pair<Explanation, fs::path>>
       m_round_profiles;  // evaluation key -> profile, its folder

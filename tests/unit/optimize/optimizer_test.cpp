@@ -928,6 +928,25 @@ echo '__global__ void tuned(float* x, float* y) {}' > "$KOPT_PROPOSAL_DIR/k.cu"
   EXPECT_LT(log->size(), 10000u);  // the flood is cut to its tail
 }
 
+// The methods of a round whose proposer failed were never tried: they are no pitfall (they
+// were filed as "crashed" before, the default of a cause nobody set).
+TEST_F(Proposer, AProposerThatFailsFilesNoPitfallForTheMethods) {
+  auto db = ExperienceDb::open(m_dir.path() / "experience.db");
+  ASSERT_TRUE(db);
+  FakeLab lab;
+  OptimizeOptions o = with_proposer("failing", "exit 7\n");
+  o.experience = &*db;
+  auto s = run(lab, o);
+  ASSERT_TRUE(s) << s.error().to_string();
+  EXPECT_EQ(s->versions.at(1).note, "the proposer failed: exit code 7");
+  ASSERT_FALSE(s->versions.at(1).methods.empty());
+  auto recs = db->list({});
+  ASSERT_TRUE(recs);
+  ASSERT_FALSE(recs->empty());
+  for (const auto& r : *recs) EXPECT_EQ(r.cause, PitfallCause::none) << r.method << " " << r.note;
+  EXPECT_TRUE(db->pitfalls("toy", "sm_90", s->versions.at(1).bottleneck)->empty());
+}
+
 }  // namespace
 }  // namespace kopt::optimize
 
