@@ -92,6 +92,45 @@ std::string describe_wait_status(int status) {
 
 CommandResult SystemCommandRunner::run(const std::vector<std::string>& argv,
                                        std::chrono::milliseconds timeout) {
+  return run_watched(argv, timeout, RunWatch{});
+}
+
+namespace {
+
+// The last whole line of `text` ("" when it holds none).
+std::string last_line(const std::string& text) {
+  std::size_t end = text.rfind('\n');
+  while (end != std::string::npos && end > 0 && text[end - 1] == '\n') --end;
+  if (end == std::string::npos || end == 0) return "";
+  std::size_t start = text.rfind('\n', end - 1);
+  start = start == std::string::npos ? 0 : start + 1;
+  return text.substr(start, end - start);
+}
+
+// Stops a command for its watcher: SIGTERM to its group first, SIGKILL once the grace is over.
+struct Stopper {
+  const RunWatch& watch;
+  pid_t pid;
+  CommandResult& result;
+  Clock::time_point kill_at{};
+  void poll() {
+    if (pid <= 0) return;
+    if (!result.stopped && watch.stop && watch.stop()) {
+      result.stopped = true;
+      ::kill(-pid, SIGTERM);
+      ::kill(pid, SIGTERM);
+      kill_at = Clock::now() + watch.grace;
+    } else if (result.stopped && Clock::now() >= kill_at) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+  }
+};
+
+}  // namespace
+
+CommandResult run_watched(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                          const RunWatch& watch) {
   CommandResult result;
   int out_pipe[2], err_pipe[2], exec_pipe[2];
   if (argv.empty() || ::pipe2(out_pipe, O_CLOEXEC) != 0) return result;
@@ -116,20 +155,38 @@ CommandResult SystemCommandRunner::run(const std::vector<std::string>& argv,
   ::close(exec_pipe[1]);
   result.started = pid > 0 && read_exec_report(exec_pipe[0]) == 0;
 
+  const bool watched = watch.on_tick || watch.stop;
+  const auto tick = std::max(watch.tick, std::chrono::milliseconds(10));
+  auto next_tick = Clock::now() + tick;
+  Stopper stopper{watch, pid, result};
+  // Between polls: the watcher's tick and its stop.
+  auto between = [&] {
+    if (!watched) return;
+    if (watch.on_tick && Clock::now() >= next_tick) {
+      watch.on_tick(last_line(result.err));
+      next_tick = Clock::now() + tick;
+    }
+    stopper.poll();
+  };
+  auto wait_ms = [&](Clock::time_point deadline) {
+    int left = remaining_ms(deadline);
+    return watched ? std::min(left, static_cast<int>(tick.count())) : left;
+  };
+
   auto deadline = Clock::now() + timeout;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
   char buf[65536];
   while (open_fds > 0) {
-    int n = ::poll(fds, 2, remaining_ms(deadline));
-    if (n == 0) {
+    int n = ::poll(fds, 2, wait_ms(deadline));
+    if (n == 0 && Clock::now() >= deadline) {
       ::kill(-pid, SIGKILL);
       ::kill(pid, SIGKILL);
       result.timed_out = true;
       break;
     }
     if (n < 0 && errno == EINTR) continue;
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; n > 0 && i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
       if (got > 0) {
@@ -140,6 +197,7 @@ CommandResult SystemCommandRunner::run(const std::vector<std::string>& argv,
         --open_fds;
       }
     }
+    between();
   }
   for (auto& f : fds)
     if (f.fd >= 0) ::close(f.fd);
@@ -154,6 +212,7 @@ CommandResult SystemCommandRunner::run(const std::vector<std::string>& argv,
         ::waitpid(pid, &status, 0);
         break;
       }
+      between();
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);

@@ -21,6 +21,7 @@ struct CommandResult {
   int exit_code = -1;      // valid when exited normally
   int signal = 0;          // non-zero when killed by a signal
   bool timed_out = false;  // killed by us after the timeout
+  bool stopped = false;    // stopped by its watcher (RunWatch::stop)
   std::string out;         // stdout
   std::string err;         // stderr
   bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
@@ -39,6 +40,20 @@ class SystemCommandRunner final : public CommandRunner {
   CommandResult run(const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout) override;
 };
+
+// What a caller that watches a command while it runs sees and may do (the MCP server's progress
+// and cancellation): `on_tick` about every `tick`, with the last whole line the command wrote to
+// stderr so far ("" before the first); and once `stop` answers true, the command's process group
+// is sent SIGTERM, then SIGKILL after `grace` (a run killed at any moment resumes).
+struct RunWatch {
+  std::chrono::milliseconds tick{1000};
+  std::function<void(const std::string& last_err_line)> on_tick;
+  std::function<bool()> stop;
+  std::chrono::milliseconds grace{3000};
+};
+// SystemCommandRunner::run, watched.
+CommandResult run_watched(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                          const RunWatch& watch);
 
 // Answers from a table keyed by argv[0] (and the whole command line); for tests.
 class FakeCommandRunner final : public CommandRunner {

@@ -30,6 +30,35 @@ TEST(SystemCommandRunner, KillsOnTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
+// The MCP server's view of a call: ticks with the last whole stderr line while the command runs.
+TEST(RunWatched, TicksWithTheLastLogLineWhileItRuns) {
+  std::vector<std::string> seen;
+  RunWatch w{.tick = 40ms, .on_tick = [&](const std::string& line) { seen.push_back(line); }};
+  CommandResult res = run_watched(
+      {"sh", "-c", "sleep 0.2; printf 'one\\ntwo\\npart' >&2; sleep 0.3; echo done"}, 10s, w);
+  EXPECT_TRUE(res.ok());
+  EXPECT_EQ(res.out, "done\n");
+  ASSERT_GE(seen.size(), 4u);
+  EXPECT_EQ(seen.front(), "");    // before the first line
+  EXPECT_EQ(seen.back(), "two");  // a line not ended yet is not shown
+}
+
+// A cancel: SIGTERM to the command's group (a shell and its sleep alike), and SIGKILL after the
+// grace for a command that ignores SIGTERM.
+TEST(RunWatched, AStopEndsTheCommandAndItsGroupEvenOneThatIgnoresSigterm) {
+  for (const char* script : {"sleep 30 & wait", "trap '' TERM; sleep 30 & wait; sleep 30"}) {
+    auto start = std::chrono::steady_clock::now();
+    RunWatch w{.tick = 20ms,
+               .stop = [&] { return std::chrono::steady_clock::now() - start > 200ms; },
+               .grace = 500ms};
+    CommandResult res = run_watched({"sh", "-c", script}, 60s, w);
+    EXPECT_TRUE(res.stopped) << script;
+    EXPECT_FALSE(res.ok()) << script;
+    EXPECT_FALSE(res.timed_out) << script;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << script;
+  }
+}
+
 TEST(SystemCommandRunner, MissingProgramIsNotStarted) {
   SystemCommandRunner r;
   EXPECT_FALSE(r.run({"kopt-definitely-missing-program"}, 5s).started);
