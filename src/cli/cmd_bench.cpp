@@ -273,7 +273,6 @@ std::vector<Command> bench_commands(const GlobalRef& g) {
   Command bench{.path = {"bench"},
                 .help = "time kernels (cold or hot cache), or compare two with --vs",
                 .run = [g, o] { return run_bench_command(*g, *o); },
-                .long_running = true,
                 .storage = o};
   add_selection(bench, o->sel, "compare with the same point changed by NAME=VALUE (repeatable)");
   add_axes(bench, o->axes);
@@ -347,7 +346,6 @@ std::vector<Command> bench_commands(const GlobalRef& g) {
   Command ceilings{.path = {"ceilings"},
                    .help = "measure the device's real ceilings (cached per device)",
                    .run = [g, c] { return run_ceilings_command(*g, *c); },
-                   .long_running = true,
                    .storage = c};
   ceilings.options = {
       {.names = "--refresh", .help = "measure again even if cached", .target = &c->refresh},

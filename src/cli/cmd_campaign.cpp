@@ -93,7 +93,6 @@ std::vector<Command> campaign_commands(const GlobalRef& g) {
                 "level) through check, bench, tune and optimize with a budget each, "
                 "resumable; one leaderboard (md, HTML, JSON) with fast_p",
             .run = [g, o] { return run_campaign_command(*g, *o); },
-            .long_running = true,
             .storage = o};
   c.options = {
       {.names = "sources",

@@ -265,7 +265,6 @@ std::vector<Command> check_commands(const GlobalRef& g) {
   Command c{.path = {"check"},
             .help = "correctness of a problem's kernels over several seeds",
             .run = [g, o] { return run_check_command(*g, *o); },
-            .long_running = true,
             .storage = o};
   add_selection(c, o->sel);
   add_axes(c, o->axes);

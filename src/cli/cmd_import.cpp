@@ -128,7 +128,6 @@ std::vector<Command> import_commands(const GlobalRef& g) {
                 "a KernelBench problem (Model, get_inputs, get_init_inputs) -> kopt.toml, "
                 "ref.py, model.py; or a folder of them",
             .run = [g, o] { return run_import_kernelbench_command(*g, *o); },
-            .long_running = true,
             .storage = o};
   c.options = {
       {.names = "file",

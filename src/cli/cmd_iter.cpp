@@ -188,7 +188,7 @@ std::vector<Command> iter_commands(const GlobalRef& g) {
     Command c{.path = {"iter", names[i]},
               .help = helps[i],
               .run = [g, s] { return run_iter_step_command(*g, *s); },
-              .long_running = s->step == "open" || s->step == "close",
+              .document = "optimize",
               .storage = s};
     c.options.push_back(
         {.names = "run", .help = "run directory", .target = &s->run, .required = true});
@@ -255,6 +255,7 @@ std::vector<Command> iter_commands(const GlobalRef& g) {
     Command c{.path = {"iter", mask ? "mask" : "unmask"},
               .help = mask ? "keep versions on record but out of every decision" : "undo mask",
               .run = [g, m] { return run_iter_mask_command(*g, *m); },
+              .document = "iter mask",
               .storage = m};
     c.options.push_back(
         {.names = "run", .help = "run directory", .target = &m->run, .required = true});

@@ -1,190 +1,179 @@
-// `kopt mcp`: a Model Context Protocol server on stdio (JSON-RPC 2.0, one message a line).
-// Each tool runs the matching kopt command with --json in a child process and returns what
-// it printed, so tools and CLI can never disagree. Malformed messages get JSON-RPC errors
-// and the server keeps serving.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
+// `kopt mcp`: a Model Context Protocol server on stdio (JSON-RPC 2.0, one message a line) whose
+// tools are the command table's commands (mcp_tools.hpp). Each call runs its command in a child
+// process from a thread of its own, so the server keeps reading while it runs: a call with a
+// progress token gets `notifications/progress` about every second, each with the command's
+// last log line; `notifications/cancelled` stops the call's command (its process group, SIGTERM
+// and then SIGKILL; a run killed at any moment resumes) and the call gets no answer, as the
+// protocol asks. Malformed messages get JSON-RPC errors and the server keeps serving; at the
+// end of its input it stops what still runs and waits for it.
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <variant>
 
 #include "commands.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt/core/suggest.hpp"
+#include "mcp_tools.hpp"
 
 namespace kopt::cli {
 namespace {
 using nlohmann::json;
 
-// The tools: every command of the table an agent may call, each option an argument, and the
-// device family (--backend) too. The table is built once, bound to storage the server never
-// reads: a call runs the command in a child process.
-struct Tools {
-  std::shared_ptr<GlobalOptions> g = std::make_shared<GlobalOptions>();
-  std::vector<Command> commands = command_table(g);
-  std::vector<Option> globals = global_options(*g);
-  const Option& backend() const { return globals.back(); }
-};
-
-const Tools& tools() {
-  static const Tools t;
-  return t;
-}
-
-const Command* find_tool(const std::string& name) {
-  for (const auto& c : tools().commands)
-    if (!c.internal && c.tool && c.tool_name() == name) return &c;
-  return nullptr;
-}
-
-json schema_of(const Command& c) {
-  json s = tool_schema(c);
-  const Option& b = tools().backend();
-  s["inputSchema"]["properties"][b.argument_name()] = {
-      {"type", "string"}, {"description", b.help}, {"enum", b.choices}, {"default", "auto"}};
-  return s;
-}
+// The revisions of the protocol this server speaks (the initialize handshake's), oldest first.
+constexpr const char* k_protocol_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                               "2025-11-25"};
+// A call's command may run this long; a client that wants less cancels it.
+constexpr auto k_call_limit = std::chrono::hours(24);
+constexpr std::size_t k_progress_message_chars = 240;
 
 json rpc_error(const json& id, int code, const std::string& message) {
   return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
 }
 
-// The kopt command line for a call, or an error message for bad arguments.
-std::variant<std::vector<std::string>, std::string> command_for(const Command& c,
-                                                                const json& args) {
-  std::vector<std::string> argv = {self_executable().string()};
-  argv.insert(argv.end(), c.path.begin(), c.path.end());
-  if (!args.is_object()) return std::string("arguments must be an object");
-  std::vector<const Option*> options;
-  for (const auto& o : c.options) options.push_back(&o);
-  options.push_back(&tools().backend());
-  std::vector<std::string> names;
-  for (const Option* o : options) names.push_back(o->argument_name());
-  for (auto it = args.begin(); it != args.end(); ++it)
-    if (std::find(names.begin(), names.end(), it.key()) == names.end())
-      return "unknown argument '" + it.key() + "'" + did_you_mean(it.key(), names);
-  std::vector<std::string> positionals;
-  for (const Option* o : options) {
-    const std::string name = o->argument_name();
-    if (!args.contains(name)) {
-      if (o->required) return "missing required argument '" + name + "'";
-      continue;
-    }
-    const json& v = args[name];
-    const std::string type = o->schema_type();
-    bool ok =
-        (type == "string" && v.is_string()) || (type == "integer" && v.is_number_integer()) ||
-        (type == "number" && v.is_number()) || (type == "boolean" && v.is_boolean()) ||
-        (type == "array" && v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) {
-           return x.is_string() || x.is_number_integer();
-         }));
-    if (!ok) return "argument '" + name + "' must be of type " + type;
-    auto text = [](const json& x) { return x.is_string() ? x.get<std::string>() : x.dump(); };
-    if (type == "string" && !o->choices.empty() &&
-        std::find(o->choices.begin(), o->choices.end(), v.get<std::string>()) == o->choices.end())
-      return "argument '" + name +
-             "' must be one of: " + fmt::format("{}", fmt::join(o->choices, ", "));
-    const std::string flag = o->long_name();
-    if (o->positional()) {
-      if (v.is_array())
-        for (const auto& x : v) positionals.push_back(text(x));
-      else
-        positionals.push_back(text(v));
-    } else if (type == "boolean") {
-      if (v.get<bool>()) argv.push_back(flag);
-    } else if (type == "array") {
-      for (const auto& x : v) {
-        argv.push_back(flag);
-        argv.push_back(text(x));
-      }
-    } else {
-      argv.push_back(flag);
-      argv.push_back(text(v));
-    }
-  }
-  argv.insert(argv.end(), positionals.begin(), positionals.end());
-  argv.push_back("--json");
-  return argv;
+json rpc_result(const json& id, json result) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
-void send(const json& j) {
+json initialize_result(const json& params) {
+  std::string asked = params.is_object() ? params.value("protocolVersion", "") : "";
+  auto known = std::find(std::begin(k_protocol_versions), std::end(k_protocol_versions), asked);
+  std::string version =
+      known != std::end(k_protocol_versions) ? asked : std::end(k_protocol_versions)[-1];
+  return {{"protocolVersion", version},
+          {"capabilities", {{"tools", {{"listChanged", false}}}}},
+          {"serverInfo", {{"name", "kopt"}, {"version", KOPT_VERSION}}},
+          {"instructions",
+           "Each tool runs the kopt command of its name (iter_open: `kopt iter open`) with "
+           "--json and returns that document as structuredContent (docs/json/commands.json). "
+           "Exit 1 is a verdict (a candidate failed), not a tool error. Long calls send "
+           "progress when given a progress token and stop when cancelled; a stopped optimize "
+           "resumes with resume=true."}};
+}
+
+class Session {
+ public:
+  void serve(std::istream& in);
+
+ private:
+  struct Call {
+    std::atomic<bool> cancelled{false};
+  };
+  void send(const json& j);
+  json handle(const json& msg);  // null: nothing to answer now
+  json call_tool(const json& id, const json& params);
+  void run_call(json id, std::string tool, std::vector<std::string> argv, json token,
+                std::shared_ptr<Call> call);
+  void cancel(const json& request_id);
+
+  std::mutex m_out;
+  std::mutex m_calls_mutex;
+  std::condition_variable m_calls_done;
+  std::map<std::string, std::shared_ptr<Call>> m_calls;  // by the request id, dumped
+  int m_running = 0;                                     // threads of calls not yet ended
+};
+
+void Session::send(const json& j) {
+  std::lock_guard lock(m_out);
   std::cout << j.dump() << "\n";
   std::cout.flush();
 }
 
-json handle(const json& msg) {
-  json id = msg.contains("id") ? msg["id"] : json(nullptr);
+void Session::cancel(const json& request_id) {
+  std::lock_guard lock(m_calls_mutex);
+  if (auto it = m_calls.find(request_id.dump()); it != m_calls.end()) it->second->cancelled = true;
+}
+
+json Session::handle(const json& msg) {
+  json id = msg.is_object() && msg.contains("id") ? msg["id"] : json(nullptr);
   if (!msg.is_object() || msg.value("jsonrpc", "") != "2.0" || !msg.contains("method") ||
       !msg["method"].is_string())
     return rpc_error(id, -32600, "invalid request: expected a JSON-RPC 2.0 object with a method");
-  std::string method = msg["method"];
+  const std::string method = msg["method"];
   const json params = msg.value("params", json::object());
-  bool notification = !msg.contains("id");
-  if (method == "initialize")
-    return {{"jsonrpc", "2.0"},
-            {"id", id},
-            {"result",
-             {{"protocolVersion", params.value("protocolVersion", "2025-06-18")},
-              {"capabilities", {{"tools", {{"listChanged", false}}}}},
-              {"serverInfo", {{"name", "kopt"}, {"version", KOPT_VERSION}}}}}};
-  if (method.rfind("notifications/", 0) == 0 || notification) return nullptr;  // nothing to answer
-  if (method == "ping") return {{"jsonrpc", "2.0"}, {"id", id}, {"result", json::object()}};
-  if (method == "tools/list") {
-    json list = json::array();
-    for (const auto& c : tools().commands)
-      if (!c.internal && c.tool) list.push_back(schema_of(c));
-    return {{"jsonrpc", "2.0"}, {"id", id}, {"result", {{"tools", list}}}};
+  if (method == "notifications/cancelled") {
+    if (params.is_object() && params.contains("requestId")) cancel(params["requestId"]);
+    return nullptr;
   }
-  if (method == "tools/call") {
-    std::string name = params.value("name", "");
-    const Command* t = find_tool(name);
-    if (!t) {
-      std::vector<std::string> known;
-      for (const auto& c : tools().commands)
-        if (!c.internal && c.tool) known.push_back(c.tool_name());
-      return rpc_error(id, -32602, "unknown tool '" + name + "'" + did_you_mean(name, known));
-    }
-    auto cmd = command_for(*t, params.value("arguments", json::object()));
-    if (auto* why = std::get_if<std::string>(&cmd)) return rpc_error(id, -32602, *why);
-    json token = params.contains("_meta") ? params["_meta"].value("progressToken", json(nullptr))
-                                          : json(nullptr);
-    if (t->long_running && !token.is_null())
-      send({{"jsonrpc", "2.0"},
-            {"method", "notifications/progress"},
-            {"params",
-             {{"progressToken", token},
-              {"progress", 0},
-              {"total", 1},
-              {"message", std::string("running ") + name}}}});
-    SystemCommandRunner runner;
-    CommandResult r = runner.run(std::get<std::vector<std::string>>(cmd), std::chrono::minutes(30));
-    if (t->long_running && !token.is_null())
-      send({{"jsonrpc", "2.0"},
-            {"method", "notifications/progress"},
-            {"params",
-             {{"progressToken", token},
-              {"progress", 1},
-              {"total", 1},
-              {"message", std::string("done ") + name}}}});
-    std::string text = r.out.empty() ? r.err : r.out;
-    return {
-        {"jsonrpc", "2.0"},
-        {"id", id},
-        {"result",
-         {{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", !r.ok()}}}};
-  }
+  if (!msg.contains("id")) return nullptr;  // another notification: nothing to answer
+  if (method == "initialize") return rpc_result(id, initialize_result(params));
+  if (method == "ping") return rpc_result(id, json::object());
+  if (method == "tools/list") return rpc_result(id, {{"tools", mcp::tool_list()}});
+  if (method == "tools/call") return call_tool(id, params);
   return rpc_error(id, -32601, "method not found: " + method);
 }
 
-}  // namespace
+json Session::call_tool(const json& id, const json& params) {
+  if (!params.is_object()) return rpc_error(id, -32602, "params must be an object");
+  const std::string name = params.value("name", "");
+  const Command* tool = mcp::find_tool(name);
+  if (!tool)
+    return rpc_error(id, -32602,
+                     "unknown tool '" + name + "'" + did_you_mean(name, mcp::tool_names()));
+  auto argv = mcp::command_line(*tool, params.value("arguments", json::object()));
+  if (auto* why = std::get_if<std::string>(&argv))  // a tool error the agent reads and mends
+    return rpc_result(
+        id, {{"content", json::array({{{"type", "text"}, {"text", "kopt " + name + ": " + *why}}})},
+             {"isError", true}});
+  json token = params.contains("_meta") && params["_meta"].is_object()
+                   ? params["_meta"].value("progressToken", json(nullptr))
+                   : json(nullptr);
+  auto call = std::make_shared<Call>();
+  {
+    std::lock_guard lock(m_calls_mutex);
+    if (!m_calls.emplace(id.dump(), call).second)
+      return rpc_error(id, -32600, "request id " + id.dump() + " is already in use by a call");
+    ++m_running;
+  }
+  std::thread(&Session::run_call, this, id, name, std::move(std::get<0>(argv)), token, call)
+      .detach();
+  return nullptr;  // answered by run_call
+}
 
-int run_mcp_command() {
-  (void)tools();  // the table, before the first message
+void Session::run_call(json id, std::string tool, std::vector<std::string> argv, json token,
+                       std::shared_ptr<Call> call) {
+  double progress = 0;
+  RunWatch watch;
+  watch.stop = [&] { return call->cancelled.load(); };
+  if (!token.is_null())
+    watch.on_tick = [&](const std::string& line) {
+      if (call->cancelled) return;
+      std::string message = line.empty() ? "running " + tool : line;
+      if (message.size() > k_progress_message_chars)
+        message = message.substr(0, k_progress_message_chars) + "…";
+      send(
+          {{"jsonrpc", "2.0"},
+           {"method", "notifications/progress"},
+           {"params", {{"progressToken", token}, {"progress", ++progress}, {"message", message}}}});
+    };
+  json answer;
+  try {
+    CommandResult r = run_watched(argv, k_call_limit, watch);
+    if (!r.stopped) answer = rpc_result(id, mcp::tool_result(tool, r));
+  } catch (const std::exception& e) {
+    answer = rpc_error(id, -32603, std::string("internal error: ") + e.what());
+  }
+  {
+    // The id is free again before the answer reaches the client, who may reuse it at once.
+    std::lock_guard lock(m_calls_mutex);
+    m_calls.erase(id.dump());
+  }
+  if (!answer.is_null() && !call->cancelled) send(answer);
+  std::lock_guard lock(m_calls_mutex);
+  --m_running;
+  m_calls_done.notify_all();
+}
+
+void Session::serve(std::istream& in) {
   std::string line;
-  while (std::getline(std::cin, line)) {
+  while (std::getline(in, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json msg;
     try {
@@ -202,12 +191,26 @@ int run_mcp_command() {
     }
     if (!reply.is_null()) send(reply);
   }
+  // The client is gone: stop what still runs, and wait for it to end.
+  std::unique_lock lock(m_calls_mutex);
+  for (auto& [id, call] : m_calls) call->cancelled = true;
+  m_calls_done.wait(lock, [&] { return m_running == 0; });
+}
+
+}  // namespace
+
+int run_mcp_command() {
+  (void)mcp::tool_list();  // the table and the schemas, before the first message
+  Session session;
+  session.serve(std::cin);
   return 0;
 }
 
 std::vector<Command> mcp_commands(const GlobalRef&) {
   Command c{.path = {"mcp"},
-            .help = "a Model Context Protocol server on stdio (JSON-RPC 2.0) for coding agents",
+            .help =
+                "a Model Context Protocol server on stdio (JSON-RPC 2.0) for coding agents: "
+                "every command a tool, with progress and cancellation",
             .run = [] { return run_mcp_command(); },
             .tool = false};
   return {c};

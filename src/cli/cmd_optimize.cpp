@@ -256,7 +256,6 @@ std::vector<Command> optimize_commands(const GlobalRef& g) {
   Command opt{.path = {"optimize"},
               .help = "the whole loop: profile, methods, branches, champion, ablation",
               .run = [g, o] { return run_optimize_command(*g, *o); },
-              .long_running = true,
               .storage = o};
   add_selection(opt, o->sel);
   add_axes(opt, o->axes);

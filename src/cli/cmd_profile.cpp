@@ -239,7 +239,6 @@ std::vector<Command> profile_commands(const GlobalRef& g) {
   Command prof{.path = {"profile"},
                .help = "ncu metrics -> roofline -> bottleneck, with the evidence",
                .run = [g, o] { return run_profile_command(*g, *o); },
-               .long_running = true,
                .storage = o};
   add_selection(prof, o->sel);
   prof.options.insert(

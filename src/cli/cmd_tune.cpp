@@ -534,7 +534,6 @@ std::vector<Command> tune_commands(const GlobalRef& g) {
   Command c{.path = {"tune"},
             .help = "search a kernel's parameter space (strategy, budget)",
             .run = [g, o] { return run_tune_command(*g, *o); },
-            .long_running = true,
             .storage = o};
   add_selection(c, o->sel);
   add_axes(c, o->axes);

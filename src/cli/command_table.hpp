@@ -52,9 +52,11 @@ struct Command {
   std::string help;
   std::vector<Option> options;
   std::function<int()> run;
-  bool internal = false;          // worker, probe-kernel: not in --help, not an MCP tool
-  bool tool = true;               // an MCP tool (mcp itself is not)
-  bool long_running = false;      // the MCP server sends progress while it runs
+  bool internal = false;  // worker, probe-kernel: not in --help, not an MCP tool
+  bool tool = true;       // an MCP tool (mcp itself is not)
+  // The entry of docs/json/commands.json its --json prints (the MCP tool's output schema),
+  // where that is not its name: "optimize" for the iter steps, which print the run state.
+  std::string document;
   std::shared_ptr<void> storage;  // the options the bindings point into
 
   std::string name() const;       // "iter open"
@@ -79,7 +81,7 @@ std::vector<Option> global_options(GlobalOptions& g);
 int run_command_line(int argc, char** argv);
 
 // The MCP tool of a command: name, description, inputSchema (every option an argument, with
-// its type, default and help).
+// its type, default and help); kopt mcp adds the device family and the output schema.
 nlohmann::json tool_schema(const Command& c);
 
 }  // namespace kopt::cli

@@ -48,6 +48,23 @@ TEST_F(JsonDocs, CommandsWithoutAGpuMatchTheirDocumentedFields) {
             documented("experience recommend"));
   EXPECT_EQ(printed({"experience", "list"}), documented("experience list"));
   EXPECT_EQ(printed({"experience", "stats"}), documented("experience stats"));
+  // Every experience action: each is an MCP tool whose output schema is its entry.
+  const std::string other = (m_cache.path() / "other.db").string();
+  EXPECT_EQ(printed({"experience", "add", "--family", "f", "--chip", "sm_90", "--method", "m",
+                     "--before", "2", "--after", "1"}),
+            documented("experience add"));
+  EXPECT_EQ(printed({"experience", "add", "--db", other, "--family", "g", "--chip", "sm_90",
+                     "--method", "m", "--before", "2", "--after", "1"}),
+            documented("experience add"));
+  EXPECT_EQ(printed({"experience", "merge", other}), documented("experience merge"));
+  EXPECT_EQ(printed({"experience", "search", "m"}), documented("experience search"));
+  EXPECT_EQ(printed({"experience", "predictions"}), documented("experience predictions"));
+  EXPECT_EQ(printed({"experience", "pitfalls", "--family", "f"}),
+            documented("experience pitfalls"));
+  EXPECT_EQ(printed({"experience", "playbook", "--playbooks", m_cache.path().string()}),
+            documented("experience playbook"));
+  auto exported = printed({"experience", "sync", "export", (m_cache.path() / "e.jsonl").string()});
+  EXPECT_TRUE(exported.contains("exported") && documented("experience sync").contains("exported"));
   auto error = printed({"specs", "voodoo2"});
   EXPECT_EQ(error, documented("error"));
   ::unsetenv("KOPT_EXPERIENCE_DB");
