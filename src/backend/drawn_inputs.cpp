@@ -20,14 +20,9 @@ std::optional<DrawRecipe> draw_from(const json& j, DType dtype) {
   DrawRecipe r;
   r.dtype = dtype;
   std::string kind = j.at("kind").get<std::string>();
-  bool known = false;
-  for (InitKind k : {InitKind::normal, InitKind::uniform, InitKind::randint, InitKind::arange,
-                     InitKind::constant})
-    if (init_kind_name(k) == kind) {
-      r.kind = k;
-      known = true;
-    }
+  std::optional<InitKind> known = parse_init_kind(kind);
   if (!known) throw std::invalid_argument("unknown init kind " + kind);
+  r.kind = *known;
   r.a = j.at("a").get<double>();
   r.b = j.at("b").get<double>();
   r.key = j.at("key").get<std::uint64_t>();

@@ -98,23 +98,24 @@ InitSpec Loader::read_init(const toml::node& n, const std::string& field, DType 
   static const toml::table empty;
   TomlReader ir(t ? *t : empty, field, m_file);
   if (t) kind = ir.get_string("kind");
-  if (kind == "normal") {
+  const std::optional<InitKind> known = parse_init_kind(kind);
+  if (!known)
+    fail(line_of(n), field,
+         "unknown init kind '" + kind + "' (known: normal, uniform, randint, arange, constant)");
+  if (*known == InitKind::normal) {
     init = {InitKind::normal, ir.get_number("mean", 0.0), ir.get_number("std", 1.0)};
     if (init.b <= 0) fail(line_of(n), field + ".std", "must be > 0");
-  } else if (kind == "uniform") {
+  } else if (*known == InitKind::uniform) {
     init = {InitKind::uniform, ir.get_number("low", -1.0), ir.get_number("high", 1.0)};
     if (!(init.a < init.b)) fail(line_of(n), field, "uniform needs low < high");
-  } else if (kind == "randint") {
+  } else if (*known == InitKind::randint) {
     double hi_default = dtype == DType::u8 ? 256.0 : 100.0;
     init = {InitKind::randint, ir.get_number("low", 0.0), ir.get_number("high", hi_default)};
     if (!(init.a < init.b)) fail(line_of(n), field, "randint needs low < high");
-  } else if (kind == "arange") {
+  } else if (*known == InitKind::arange) {
     init = {InitKind::arange, ir.get_number("start", 0.0), ir.get_number("step", 1.0)};
-  } else if (kind == "constant") {
-    init = {InitKind::constant, ir.get_number("value", 1.0), 0.0};
   } else {
-    fail(line_of(n), field,
-         "unknown init kind '" + kind + "' (known: normal, uniform, randint, arange, constant)");
+    init = {InitKind::constant, ir.get_number("value", 1.0), 0.0};
   }
   ir.reject_unknown();
   return init;

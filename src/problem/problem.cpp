@@ -30,6 +30,13 @@ std::string_view init_kind_name(InitKind k) {
   return "?";
 }
 
+std::optional<InitKind> parse_init_kind(std::string_view name) {
+  for (InitKind k : {InitKind::normal, InitKind::uniform, InitKind::randint, InitKind::arange,
+                     InitKind::constant})
+    if (init_kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
 Tolerance default_tolerance(DType t) {
   switch (t) {
     case DType::f64:

@@ -33,6 +33,8 @@ std::string_view role_name(Role r);
 
 enum class InitKind { normal, uniform, randint, arange, constant };
 std::string_view init_kind_name(InitKind k);
+// The kind init_kind_name names, or none.
+std::optional<InitKind> parse_init_kind(std::string_view name);
 
 // normal: a=mean b=std; uniform: [a, b); randint: integers in [a, b); arange: a + i*b;
 // constant: a (only when asked for explicitly: inputs are never all-zero by default).
