@@ -57,13 +57,33 @@ Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed, con
   return in;
 }
 
+namespace {
+
+// One tensor of a seed's job: where its input is, how it was drawn, where its output goes.
+JobTensor job_tensor(const Problem& p, const TensorSpec& t, const SeedInputs& in,
+                     const fs::path& out_dir) {
+  JobTensor jt;
+  jt.name = t.name;
+  jt.dtype = t.dtype;
+  jt.bytes = shape_numel(in.shapes.at(t.name)) * dtype_size(t.dtype);
+  jt.role = t.role;
+  jt.shape = in.shapes.at(t.name);
+  if (t.role != Role::output) jt.input_path = in.files.at(t.name);
+  if (auto d = in.draws.find(t.name); d != in.draws.end()) jt.draw = d->second;
+  if (auto c = in.checksums.find(t.name); c != in.checksums.end()) jt.checksum = c->second;
+  if (t.role != Role::input) jt.output_path = out_dir / (t.name + ".bin");
+  jt.tolerance = p.tolerance_for(t);
+  return jt;
+}
+
+}  // namespace
+
 Expected<void> materialize_seed_input(const Problem& p, const SeedInputs& in,
                                       const std::string& name) {
-  auto d = in.draws.find(name);
-  if (d == in.draws.end()) return {};
-  for (const auto& jt : job_tensors(p, in, {}))
-    if (jt.name == name) {
-      auto m = materialize_input(jt);
+  if (!in.draws.contains(name)) return {};
+  for (const auto& t : p.tensors)
+    if (t.name == name) {
+      auto m = materialize_input(job_tensor(p, t, in, {}));
       if (!m) return Unexpected(m.error());
     }
   return {};
@@ -72,20 +92,7 @@ Expected<void> materialize_seed_input(const Problem& p, const SeedInputs& in,
 std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
                                    const fs::path& out_dir) {
   std::vector<JobTensor> out;
-  for (const auto& t : p.tensors) {
-    JobTensor jt;
-    jt.name = t.name;
-    jt.dtype = t.dtype;
-    jt.bytes = shape_numel(in.shapes.at(t.name)) * dtype_size(t.dtype);
-    jt.role = t.role;
-    jt.shape = in.shapes.at(t.name);
-    if (t.role != Role::output) jt.input_path = in.files.at(t.name);
-    if (auto d = in.draws.find(t.name); d != in.draws.end()) jt.draw = d->second;
-    if (auto c = in.checksums.find(t.name); c != in.checksums.end()) jt.checksum = c->second;
-    if (t.role != Role::input) jt.output_path = out_dir / (t.name + ".bin");
-    jt.tolerance = p.tolerance_for(t);
-    out.push_back(jt);
-  }
+  for (const auto& t : p.tensors) out.push_back(job_tensor(p, t, in, out_dir));
   return out;
 }
 

@@ -123,9 +123,12 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
         reply({{"ok", true}, {"result", to_json(get_python().bench(job))}});
         continue;
       }
-      std::optional<Error> unwritten;
+      std::optional<Error> unwritten;  // the first: no file is drawn after a write failed
       for (auto& v : job.variants)
-        if (auto d = DrawnFiles().prepare(v); !d && !unwritten) unwritten = d.error();
+        if (auto d = DrawnFiles().prepare(v); !d) {
+          unwritten = d.error();
+          break;
+        }
       if (unwritten) {
         refuse(*unwritten);
         continue;
