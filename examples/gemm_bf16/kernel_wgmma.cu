@@ -8,6 +8,9 @@
 // boxes of 64 k-rows x 64 n (N-major), both in TMA's 128-byte swizzle, which is the layout
 // the wgmma descriptors name. M, N and K must be multiples of the tile (kopt.toml's
 // constraints), the rows of A and B 16-byte aligned (TMA).
+// PERSISTENT=1: one block per SM walks the tiles (grouped GROUP_M tile-rows at a time, for L2
+// reuse), and the ring runs on across them: the producer loads the next tile's first stages
+// while the consumers store the last one, which a block per tile leaves idle.
 #include "bf16.cuh"
 #include "wgmma.cuh"
 
@@ -20,6 +23,10 @@
 #ifndef STAGES
 #define STAGES 4
 #endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
+#define GROUP_M 8
 #define BM (64 * CONSUMERS)
 #define BK 64
 #define THREADS (128 * (CONSUMERS + 1))
@@ -87,6 +94,24 @@ __device__ __forceinline__ void wgmma_tile(float* d, unsigned long long da, unsi
 #endif
 }
 
+// The tile of the block's turn-th turn (its top-left corner); false past the last.
+__device__ __forceinline__ bool tile_of(int turn, int M, int N, int& m0, int& n0) {
+#if PERSISTENT
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  const int t = blockIdx.x + turn * gridDim.x;
+  if (t >= tiles_m * tiles_n) return false;
+  const int per_group = GROUP_M * tiles_n, first_m = (t / per_group) * GROUP_M;
+  const int rows = min(tiles_m - first_m, GROUP_M), r = t % per_group;
+  m0 = (first_m + r % rows) * BM;
+  n0 = (r / rows) * BN;
+  return true;
+#else
+  m0 = blockIdx.y * BM;
+  n0 = blockIdx.x * BN;
+  return turn == 0;
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     gemm_bf16_wgmma(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
                     bf16_t* __restrict__ C, int M, int N, int K) {
@@ -96,7 +121,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE_BYTES);
   unsigned long long* empty = full + STAGES;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int KT = K / BK;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -110,51 +134,59 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (tid == 0) {
-      for (int kt = 0; kt < KT; ++kt) {
-        const int s = kt % STAGES, round = kt / STAGES;
-        mbar_wait(&empty[s], (round & 1) ^ 1);  // the first round passes at once
-        unsigned char* sa = smem + s * STAGE_BYTES;
-        mbar_expect_tx(&full[s], STAGE_BYTES);
-        tma_load_2d(sa, &tmA, kt * BK, m0, &full[s]);
+      int it = 0;  // the ring's position, on across tiles
+      int m0, n0;
+      for (int turn = 0; tile_of(turn, M, N, m0, n0); ++turn)
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+          const int s = it % STAGES, round = it / STAGES;
+          mbar_wait(&empty[s], (round & 1) ^ 1);  // the first round passes at once
+          unsigned char* sa = smem + s * STAGE_BYTES;
+          mbar_expect_tx(&full[s], STAGE_BYTES);
+          tma_load_2d(sa, &tmA, kt * BK, m0, &full[s]);
 #pragma unroll
-        for (int j = 0; j < BN / 64; ++j) tma_load_2d(sa + A_BYTES + j * BK * 128, &tmB, n0 + 64 * j, kt * BK, &full[s]);
-      }
+          for (int j = 0; j < BN / 64; ++j) tma_load_2d(sa + A_BYTES + j * BK * 128, &tmB, n0 + 64 * j, kt * BK, &full[s]);
+        }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMERS == 1 ? 240 : 232));
     const int c = wg - 1;
-    float d[BN / 2];
+    int it = 0;
+    int m0, n0;
+    for (int turn = 0; tile_of(turn, M, N, m0, n0); ++turn) {
+      float d[BN / 2];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
-    for (int kt = 0; kt < KT; ++kt) {
-      const int s = kt % STAGES;
-      mbar_wait(&full[s], (kt / STAGES) & 1);
-      const unsigned char* sa = smem + s * STAGE_BYTES + c * 64 * 128;
-      const unsigned char* sb = smem + s * STAGE_BYTES + A_BYTES;
-      fence_acc(d);
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+      for (int kt = 0; kt < KT; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const unsigned char* sa = smem + s * STAGE_BYTES + c * 64 * 128;
+        const unsigned char* sb = smem + s * STAGE_BYTES + A_BYTES;
+        fence_acc(d);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk)
-        wgmma_tile(d, desc_sw128(sa + kk * 32, 16, 1024), desc_sw128(sb + kk * 16 * 128, BK * 128, 1024));
-      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      // One group stays in flight: the previous stage is read out once it completes.
-      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        for (int kk = 0; kk < BK / 16; ++kk)
+          wgmma_tile(d, desc_sw128(sa + kk * 32, 16, 1024), desc_sw128(sb + kk * 16 * 128, BK * 128, 1024));
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        // One group stays in flight: the previous stage is read out once it completes.
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        fence_acc(d);
+        if (kt > 0 && tid == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      }
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_acc(d);
-      if (kt > 0 && tid == 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    fence_acc(d);
+      if (tid == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the tile's last stage, read out
 
-    // Each thread holds rows r and r + 8 of its warp's 16, two adjacent columns per n8 chunk.
-    const int warp = tid / 32, lane = tid % 32;
-    const int row = m0 + c * 64 + warp * 16 + lane / 4, col0 = n0 + 2 * (lane % 4);
+      // Each thread holds rows r and r + 8 of its warp's 16, two adjacent columns per n8 chunk.
+      const int warp = tid / 32, lane = tid % 32;
+      const int row = m0 + c * 64 + warp * 16 + lane / 4, col0 = n0 + 2 * (lane % 4);
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int col = col0 + 8 * j;
-      *reinterpret_cast<unsigned*>(C + (size_t)row * N + col) =
-          f32_to_bf16(d[4 * j]) | ((unsigned)f32_to_bf16(d[4 * j + 1]) << 16);
-      *reinterpret_cast<unsigned*>(C + (size_t)(row + 8) * N + col) =
-          f32_to_bf16(d[4 * j + 2]) | ((unsigned)f32_to_bf16(d[4 * j + 3]) << 16);
+      for (int j = 0; j < BN / 8; ++j) {
+        const int col = col0 + 8 * j;
+        *reinterpret_cast<unsigned*>(C + (size_t)row * N + col) =
+            f32_to_bf16(d[4 * j]) | ((unsigned)f32_to_bf16(d[4 * j + 1]) << 16);
+        *reinterpret_cast<unsigned*>(C + (size_t)(row + 8) * N + col) =
+            f32_to_bf16(d[4 * j + 2]) | ((unsigned)f32_to_bf16(d[4 * j + 3]) << 16);
+      }
     }
   }
 }
