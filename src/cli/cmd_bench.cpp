@@ -156,9 +156,16 @@ int bench_one(const GlobalOptions& g, const BenchCliOptions& o, ProblemSelection
   if (comparing) {
     if (kernels.size() != 1)
       return report_error(g, "bench", 2, "--vs compares one kernel: name it with --kernel");
-    auto b_sets = sel->sets;
+    // --set applies to each side's params (a library kernel beside a tuned one has none);
+    // --vs names params of B's kernel, checked there.
+    const std::string b_kernel = o.vs_kernel.value_or(kernels[0]);
+    auto chosen = select_kernels(problem, {kernels[0], b_kernel});
+    if (!chosen) return report_error(g, "bench", 2, chosen.error().to_string());
+    if (auto used = check_assignments_used(problem, *chosen, sel->sets, "--set"); !used)
+      return report_error(g, "bench", 2, used.error().to_string());
+    auto b_sets = assignments_for(*chosen->back(), sel->sets);
     for (const auto& [k, v] : sel->vs) b_sets[k] = v;
-    candidates = {{kernels[0], sel->sets}, {o.vs_kernel.value_or(kernels[0]), b_sets}};
+    candidates = {{kernels[0], assignments_for(*chosen->front(), sel->sets)}, {b_kernel, b_sets}};
   } else {
     auto chosen = select_kernels(problem, kernels);
     if (!chosen) return report_error(g, "bench", 2, chosen.error().to_string());

@@ -112,6 +112,25 @@ TEST_F(OpenclBackend, BenchTimesWithTheSharedScheduleAndAFlush) {
   EXPECT_FALSE(j["comparison"]["verdict"].get<std::string>().empty());
 }
 
+// A tuned kernel against a library-like one with no params (the wgmma GEMM against cuBLAS):
+// --set applies to the side whose params it names, and a name neither has is still a typo.
+TEST_F(OpenclBackend, BenchVsAKernelWithoutTheParamsOfTheFirst) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto j = kopt({"bench", example("vector_add"), "--kernel", "vectorized", "--set", "VEC=2",
+                 "--vs-kernel", "naive", "--max-time", "1", "--min-time", "0.05"},
+                rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  ASSERT_EQ(j["variants"].size(), 2u);
+  EXPECT_EQ(j["variants"][0]["params"]["VEC"], 2) << j["variants"][0].dump(2);
+  EXPECT_TRUE(j["variants"][1]["params"].empty()) << j["variants"][1].dump(2);
+  ASSERT_TRUE(j["comparison"].is_object()) << j.dump(2);
+  kopt({"bench", example("vector_add"), "--kernel", "vectorized", "--set", "VECC=2", "--vs-kernel",
+        "naive"},
+       rc);
+  EXPECT_EQ(rc, 2);
+}
+
 TEST_F(OpenclBackend, CeilingsAreMeasuredOnTheDevice) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
