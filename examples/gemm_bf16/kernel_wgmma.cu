@@ -11,9 +11,6 @@
 // PERSISTENT=1: one block per SM walks the tiles (grouped GROUP_M tile-rows at a time, for L2
 // reuse), and the ring runs on across them: the producer loads the next tile's first stages
 // while the consumers store the last one, which a block per tile leaves idle.
-// CLUSTER=2 (persistent only): two blocks of a cluster take the two M-tiles of one N column
-// and share its B tile: each loads half of B's boxes and multicasts them to both, so L2 serves
-// B once per pair. A stage is free again when the consumers of both blocks have read it.
 #include "bf16.cuh"
 #include "wgmma.cuh"
 
@@ -28,9 +25,6 @@
 #endif
 #ifndef PERSISTENT
 #define PERSISTENT 0
-#endif
-#ifndef CLUSTER
-#define CLUSTER 1
 #endif
 #define GROUP_M 8
 #define BM (64 * CONSUMERS)
@@ -65,42 +59,12 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
       "r"(parity));
 }
 
-// The block's rank in its cluster, and a barrier over the cluster's threads.
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-  // Not .aligned: the producer warp's other lanes arrive while its first one still issues copies.
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-// An arrival on the mbarrier at the same shared-memory offset in block `cta` of the cluster.
-__device__ __forceinline__ void mbar_arrive_in(unsigned long long* bar, unsigned cta) {
-  asm volatile(
-      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
-      "r"(cta)
-      : "memory");
-}
-
 // One box of a tensor map into shared memory; c0 is the innermost coordinate.
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, int c0, int c1, unsigned long long* bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
           smem_u32(dst)),
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
-      : "memory");
-}
-
-// The same box into the same offset of every block of `mask` in the cluster, each block's
-// mbarrier at `bar`'s offset told of its bytes.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TensorMap* map, int c0, int c1,
-                                                      unsigned long long* bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(dst)),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(mask)
       : "memory");
 }
 
@@ -130,16 +94,15 @@ __device__ __forceinline__ void wgmma_tile(float* d, unsigned long long da, unsi
 #endif
 }
 
-// The tile of the block's turn-th turn (its top-left corner); false past the last. With
-// clusters, a cluster's blocks take adjacent M-tiles of one N column.
+// The tile of the block's turn-th turn (its top-left corner); false past the last.
 __device__ __forceinline__ bool tile_of(int turn, int M, int N, int& m0, int& n0) {
 #if PERSISTENT
-  const int pairs_m = M / BM / CLUSTER, tiles_n = N / BN, group = GROUP_M / CLUSTER;
-  const int t = blockIdx.x / CLUSTER + turn * (gridDim.x / CLUSTER);
-  if (t >= pairs_m * tiles_n) return false;
-  const int per_group = group * tiles_n, first = (t / per_group) * group;
-  const int rows = min(pairs_m - first, group), r = t % per_group;
-  m0 = ((first + r % rows) * CLUSTER + (int)(blockIdx.x % CLUSTER)) * BM;
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  const int t = blockIdx.x + turn * gridDim.x;
+  if (t >= tiles_m * tiles_n) return false;
+  const int per_group = GROUP_M * tiles_n, first_m = (t / per_group) * GROUP_M;
+  const int rows = min(tiles_m - first_m, GROUP_M), r = t % per_group;
+  m0 = (first_m + r % rows) * BM;
   n0 = (r / rows) * BN;
   return true;
 #else
@@ -149,13 +112,7 @@ __device__ __forceinline__ bool tile_of(int turn, int M, int N, int& m0, int& n0
 #endif
 }
 
-#if CLUSTER > 1
-#define KERNEL_CLUSTER __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define KERNEL_CLUSTER
-#endif
-
-extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_CLUSTER
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
     gemm_bf16_wgmma(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
                     bf16_t* __restrict__ C, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -168,16 +125,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_CLUSTER
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], CONSUMERS * CLUSTER);  // every consumer of the cluster reads it
+      mbar_init(&empty[s], CONSUMERS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-#if CLUSTER > 1
-  cluster_sync();  // no block signals another's barriers before they exist
-  const unsigned rank = cluster_rank();
-#else
   __syncthreads();
-#endif
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -192,27 +144,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_CLUSTER
           mbar_expect_tx(&full[s], STAGE_BYTES);
           tma_load_2d(sa, &tmA, kt * BK, m0, &full[s]);
 #pragma unroll
-          for (int j = 0; j < BN / 64; ++j)
-#if CLUSTER > 1
-            if (j % CLUSTER == (int)rank)
-              tma_load_2d_multicast(sa + A_BYTES + j * BK * 128, &tmB, n0 + 64 * j, kt * BK, &full[s],
-                                    (unsigned short)((1 << CLUSTER) - 1));
-#else
-            tma_load_2d(sa + A_BYTES + j * BK * 128, &tmB, n0 + 64 * j, kt * BK, &full[s]);
-#endif
+          for (int j = 0; j < BN / 64; ++j) tma_load_2d(sa + A_BYTES + j * BK * 128, &tmB, n0 + 64 * j, kt * BK, &full[s]);
         }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMERS == 1 ? 240 : 232));
     const int c = wg - 1;
-    // A stage read out is free for the producers of every block that writes into it.
-    auto release = [&](unsigned long long* bar) {
-#if CLUSTER > 1
-      for (unsigned cta = 0; cta < CLUSTER; ++cta) mbar_arrive_in(bar, cta);
-#else
-      mbar_arrive(bar);
-#endif
-    };
     int it = 0;
     int m0, n0;
     for (int turn = 0; tile_of(turn, M, N, m0, n0); ++turn) {
@@ -233,11 +170,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_CLUSTER
         // One group stays in flight: the previous stage is read out once it completes.
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
         fence_acc(d);
-        if (kt > 0 && tid == 0) release(&empty[(it - 1) % STAGES]);
+        if (kt > 0 && tid == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
       }
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_acc(d);
-      if (tid == 0) release(&empty[(it - 1) % STAGES]);  // the tile's last stage, read out
+      if (tid == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the tile's last stage, read out
 
       // Each thread holds rows r and r + 8 of its warp's 16, two adjacent columns per n8 chunk.
       const int warp = tid / 32, lane = tid % 32;
@@ -252,7 +189,4 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_CLUSTER
       }
     }
   }
-#if CLUSTER > 1
-  cluster_sync();  // no block leaves while the other still multicasts into it or arrives on it
-#endif
 }
