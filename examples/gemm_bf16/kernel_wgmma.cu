@@ -11,6 +11,9 @@
 // PERSISTENT=1: one block per SM walks the tiles (grouped GROUP_M tile-rows at a time, for L2
 // reuse), and the ring runs on across them: the producer loads the next tile's first stages
 // while the consumers store the last one, which a block per tile leaves idle.
+// EPILOGUE=1: each warp stages its 16 rows of C through shared memory, 64 columns at a time
+// (rows padded to 144 bytes, so neither side conflicts), and stores whole 128-byte row pieces
+// with 16-byte stores, instead of two 4-byte stores a thread per 8 columns (half sectors).
 #include "bf16.cuh"
 #include "wgmma.cuh"
 
@@ -27,6 +30,9 @@
 #define PERSISTENT 0
 #endif
 #define GROUP_M 8
+#ifndef EPILOGUE
+#define EPILOGUE 0
+#endif
 #define BM (64 * CONSUMERS)
 #define BK 64
 #define THREADS (128 * (CONSUMERS + 1))
@@ -178,6 +184,29 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 
       // Each thread holds rows r and r + 8 of its warp's 16, two adjacent columns per n8 chunk.
       const int warp = tid / 32, lane = tid % 32;
+#if EPILOGUE
+      unsigned char* ws = smem + STAGES * STAGE_BYTES + 16 * STAGES + (c * 4 + warp) * (16 * 144);
+      const size_t row0 = (size_t)(m0 + c * 64 + warp * 16);
+#pragma unroll
+      for (int h = 0; h < BN / 64; ++h) {
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+          const int j = h * 8 + jj, colb = (8 * jj + 2 * (lane % 4)) * 2;
+          *reinterpret_cast<unsigned*>(ws + (lane / 4) * 144 + colb) =
+              f32_to_bf16(d[4 * j]) | ((unsigned)f32_to_bf16(d[4 * j + 1]) << 16);
+          *reinterpret_cast<unsigned*>(ws + (lane / 4 + 8) * 144 + colb) =
+              f32_to_bf16(d[4 * j + 2]) | ((unsigned)f32_to_bf16(d[4 * j + 3]) << 16);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int rr = i * 4 + lane / 8, cb = (lane % 8) * 16;
+          const uint4 v = *reinterpret_cast<const uint4*>(ws + rr * 144 + cb);
+          *reinterpret_cast<uint4*>(C + (row0 + rr) * N + n0 + h * 64 + cb / 2) = v;
+        }
+        __syncwarp();  // read out before the next piece is written
+      }
+#else
       const int row = m0 + c * 64 + warp * 16 + lane / 4, col0 = n0 + 2 * (lane % 4);
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
@@ -187,6 +216,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         *reinterpret_cast<unsigned*>(C + (size_t)(row + 8) * N + col) =
             f32_to_bf16(d[4 * j + 2]) | ((unsigned)f32_to_bf16(d[4 * j + 3]) << 16);
       }
+#endif
     }
   }
 }
