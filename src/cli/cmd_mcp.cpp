@@ -119,9 +119,7 @@ json Session::call_tool(const json& id, const json& params) {
                      "unknown tool '" + name + "'" + did_you_mean(name, mcp::tool_names()));
   auto argv = mcp::command_line(*tool, params.value("arguments", json::object()));
   if (auto* why = std::get_if<std::string>(&argv))  // a tool error the agent reads and mends
-    return rpc_result(
-        id, {{"content", json::array({{{"type", "text"}, {"text", "kopt " + name + ": " + *why}}})},
-             {"isError", true}});
+    return rpc_result(id, mcp::text_result("kopt " + name + ": " + *why, true));
   json token = params.contains("_meta") && params["_meta"].is_object()
                    ? params["_meta"].value("progressToken", json(nullptr))
                    : json(nullptr);

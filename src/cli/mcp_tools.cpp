@@ -24,11 +24,13 @@ struct Tools {
   std::vector<Command> commands = command_table(g);
   std::vector<Option> globals = global_options(*g);
   json documents = json::parse(k_command_documents);
+  std::vector<const Command*> served;  // the commands that are tools
   std::vector<json> list;
   const Option& backend() const { return globals.back(); }
   Tools() {
     for (const auto& c : commands)
-      if (!c.internal && c.tool) list.push_back(schema_of(c));
+      if (!c.internal && c.tool) served.push_back(&c);
+    for (const Command* c : served) list.push_back(schema_of(*c));
   }
   json schema_of(const Command& c) const {
     json s = tool_schema(c);
@@ -41,6 +43,9 @@ struct Tools {
                        " --json`; exit 1, a candidate's failed verdict, is a result, not an error)";
     return s;
   }
+  // The output schema: the fields of its --json document, and those of the error document
+  // every command prints on failure. Throws where commands.json has no entry: a command
+  // without a documented document cannot be a tool.
   json output_schema_of(const Command& c) const {
     const std::string doc = c.document.empty() ? c.name() : c.document;
     json props = json::object();
@@ -84,20 +89,15 @@ const std::vector<json>& tool_list() {
 }
 
 const Command* find_tool(const std::string& name) {
-  for (const auto& c : tools().commands)
-    if (!c.internal && c.tool && c.tool_name() == name) return &c;
+  for (const Command* c : tools().served)
+    if (c->tool_name() == name) return c;
   return nullptr;
 }
 
 std::vector<std::string> tool_names() {
   std::vector<std::string> out;
-  for (const auto& c : tools().commands)
-    if (!c.internal && c.tool) out.push_back(c.tool_name());
+  for (const Command* c : tools().served) out.push_back(c->tool_name());
   return out;
-}
-
-json output_schema(const Command& c) {
-  return tools().output_schema_of(c);
 }
 
 std::variant<std::vector<std::string>, std::string> command_line(const Command& c,
@@ -180,11 +180,14 @@ json tool_result(const std::string& tool, const CommandResult& r) {
     text = fmt::format("kopt {} {}", tool, how);
     if (!r.err.empty()) text += ":\n" + tail_lines(r.err, 4000);
   }
-  json result{{"content", json::array({{{"type", "text"}, {"text", text}}})},
-              {"isError", !(verdict && documented)},
-              {"_meta", {{"kopt/exit_code", r.started && !r.signal ? r.exit_code : -1}}}};
+  json result = text_result(text, !(verdict && documented));
+  result["_meta"] = {{"kopt/exit_code", r.started && !r.signal ? r.exit_code : -1}};
   if (documented) result["structuredContent"] = doc;
   return result;
+}
+
+json text_result(const std::string& text, bool is_error) {
+  return {{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", is_error}};
 }
 
 }  // namespace kopt::cli::mcp

@@ -20,13 +20,12 @@ const std::vector<nlohmann::json>& tool_list();
 const Command* find_tool(const std::string& name);
 std::vector<std::string> tool_names();
 
-// The output schema of a command's tool: the fields of its --json document(s), and those of
-// the error document every command prints on failure. Throws when commands.json has no entry.
-nlohmann::json output_schema(const Command& c);
-
 // The kopt command line of a call, or why its arguments are wrong.
 std::variant<std::vector<std::string>, std::string> command_line(const Command& c,
                                                                  const nlohmann::json& args);
+
+// A CallToolResult of text alone (a call's arguments refused: `is_error`).
+nlohmann::json text_result(const std::string& text, bool is_error);
 
 // The CallToolResult of a finished command: its document as text and as structuredContent,
 // `isError` unless it ended with a verdict (exit 0, or 1: a candidate failed, which the document
