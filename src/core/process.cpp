@@ -73,6 +73,12 @@ int read_exec_report(int read_fd) {
   return got == static_cast<ssize_t>(sizeof exec_errno) ? exec_errno : 0;
 }
 
+// A signal to a command and its process group (the command leads its own group).
+void signal_group(pid_t pid, int sig) {
+  ::kill(-pid, sig);
+  ::kill(pid, sig);
+}
+
 int remaining_ms(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
@@ -117,12 +123,10 @@ struct Stopper {
     if (pid <= 0) return;
     if (!result.stopped && watch.stop && watch.stop()) {
       result.stopped = true;
-      ::kill(-pid, SIGTERM);
-      ::kill(pid, SIGTERM);
+      signal_group(pid, SIGTERM);
       kill_at = Clock::now() + watch.grace;
     } else if (result.stopped && Clock::now() >= kill_at) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
+      signal_group(pid, SIGKILL);
     }
   }
 };
@@ -180,8 +184,7 @@ CommandResult run_watched(const std::vector<std::string>& argv, std::chrono::mil
   while (open_fds > 0) {
     int n = ::poll(fds, 2, wait_ms(deadline));
     if (n == 0 && Clock::now() >= deadline) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
+      signal_group(pid, SIGKILL);
       result.timed_out = true;
       break;
     }
@@ -206,8 +209,7 @@ CommandResult run_watched(const std::vector<std::string>& argv, std::chrono::mil
     // A child that closed its pipes may still be running: keep the deadline.
     while (::waitpid(pid, &status, WNOHANG) == 0) {
       if (Clock::now() >= deadline) {
-        ::kill(-pid, SIGKILL);
-        ::kill(pid, SIGKILL);
+        signal_group(pid, SIGKILL);
         result.timed_out = true;
         ::waitpid(pid, &status, 0);
         break;
