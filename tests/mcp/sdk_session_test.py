@@ -20,10 +20,12 @@ Exit 77 (skipped) when the SDK or the device is missing; SUMMARY_JSON gets what 
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from kopt_device import missing_device  # noqa: E402
 
 SKIP = 77
 
@@ -46,13 +48,9 @@ def main():
         if name in ("CUDA_HOME", "LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "POCL_DEVICES") or \
                 (name.startswith("KOPT_") and name not in env):
             env[name] = value
-    probe = json.loads(subprocess.run([kopt, "env", "--json", "--no-ncu-probe"], env=env_for_kopt(env),
-                                      capture_output=True, text=True).stdout)
-    if backend == "opencl" and not probe.get("opencl", {}).get("devices"):
-        print("[  SKIPPED ] no OpenCL device (PoCL) here")
-        return SKIP
-    if backend == "cuda" and not [g for g in probe.get("gpus", []) if "error" not in g]:
-        print("[  SKIPPED ] no CUDA GPU here")
+    missing = missing_device(kopt, env_for_kopt(env), backend)
+    if missing:
+        print("[  SKIPPED ] " + missing)
         return SKIP
     failures, summary = [], {"backend": backend}
     try:

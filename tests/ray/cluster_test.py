@@ -22,6 +22,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from kopt_device import missing_device  # noqa: E402
+
 SKIP = 77
 NODE_ARGS = {}
 
@@ -38,13 +41,9 @@ def main():
     cache = tempfile.mkdtemp(prefix="kopt-ray-test-cache-")
     env = dict(os.environ, KOPT_CACHE_DIR=cache, KOPT_BACKEND=backend)
     env.pop("KOPT_RAY_SHIP", None)
-    probe = json.loads(subprocess.run([kopt, "env", "--json", "--no-ncu-probe"], env=env, capture_output=True,
-                                      text=True).stdout)
-    if backend == "opencl" and not probe.get("opencl", {}).get("devices"):
-        print("[  SKIPPED ] no OpenCL device (PoCL) here")
-        return SKIP
-    if backend == "cuda" and not [g for g in probe.get("gpus", []) if "error" not in g]:
-        print("[  SKIPPED ] no CUDA GPU here")
+    missing = missing_device(kopt, env, backend)
+    if missing:
+        print("[  SKIPPED ] " + missing)
         return SKIP
     global NODE_ARGS
     NODE_ARGS = {"num_gpus": 1} if backend == "cuda" else {"resources": {"kopt_opencl": 1}}
