@@ -328,7 +328,12 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "        with torch.no_grad():\n"
          "            for name, tensor in PARAMETERS.items():  # a 0-dim buffer is a kopt tensor "
          "of shape [1]\n"
-         "                state[name].copy_(kw[tensor].reshape(state[name].shape))\n"
+         "                target, value = state[name], kw[tensor].reshape(state[name].shape)\n"
+         "                if isinstance(target, torch.nn.Parameter) and value.dtype == "
+         "target.dtype:\n"
+         "                    target.data = value  # kopt's tensor itself: no second copy of GBs\n"
+         "                else:  # a buffer, which forward may update (BatchNorm's statistics)\n"
+         "                    target.copy_(value)\n"
          "        entry[1] = source\n"
          "    return entry[0], [kw[v] if k == \"tensor\" else v for k, v in FORWARD]\n\n\n";
     r += "def setup_baseline(**kw):\n    return _bound(kw)\n\n\n";

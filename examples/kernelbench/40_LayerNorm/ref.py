@@ -29,6 +29,17 @@ _spec.loader.exec_module(_kb)
 _models = {}
 
 
+def _made_on(device, make):
+    """make() (a model) on `device`, seeded; on the CPU first where that fails."""
+    torch.manual_seed(0)
+    try:
+        with torch.device(device):
+            return make().to(device)
+    except Exception:  # noqa: BLE001 (torch < 2.0, or an __init__ that needs the CPU)
+        torch.manual_seed(0)
+        return make().to(device)
+
+
 def _bound(kw):
     """The model on the outputs' device, its weights those of kw, and forward's arguments."""
     device = kw[OUTPUTS[0]].device
@@ -36,8 +47,7 @@ def _bound(kw):
     f64 = kw[OUTPUTS[0]].dtype == torch.float64
     key = (device, f64)
     if key not in _models:
-        torch.manual_seed(0)
-        model = _kb.Model(*_kb.get_init_inputs()).to(device)
+        model = _made_on(device, lambda: _kb.Model(*_kb.get_init_inputs()))
         _models[key] = [model.double() if f64 else model, None]
     entry = _models[key]
     source = tuple((id(kw[t]), kw[t].data_ptr()) for t in PARAMETERS.values())
@@ -46,7 +56,11 @@ def _bound(kw):
         state.update(dict(entry[0].named_buffers()))
         with torch.no_grad():
             for name, tensor in PARAMETERS.items():  # a 0-dim buffer is a kopt tensor of shape [1]
-                state[name].copy_(kw[tensor].reshape(state[name].shape))
+                target, value = state[name], kw[tensor].reshape(state[name].shape)
+                if isinstance(target, torch.nn.Parameter) and value.dtype == target.dtype:
+                    target.data = value  # kopt's tensor itself: no second copy of GBs
+                else:  # a buffer, which forward may update (BatchNorm's statistics)
+                    target.copy_(value)
         entry[1] = source
     return entry[0], [kw[v] if k == "tensor" else v for k, v in FORWARD]
 
