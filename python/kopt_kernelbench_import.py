@@ -1,6 +1,9 @@
 """kopt import kernelbench: the facts of one KernelBench problem, as JSON on stdout.
 
 Usage: python kopt_kernelbench_import.py PROBLEM.py
+       python kopt_kernelbench_import.py --serve     (one file's path a line on stdin, its facts
+                                                      a line on stdout: torch is imported once for
+                                                      a whole batch)
 
 A KernelBench problem defines Model (an nn.Module), get_inputs() and get_init_inputs().
 This builds the model (seeded), calls get_inputs(), runs forward once (on the GPU where
@@ -39,9 +42,17 @@ _IGNORED = {
 _STATS_SAMPLE = 1 << 26
 
 
+class Refused(Exception):
+    """The file cannot be imported: the message says why (kopt's answer is {"error": ...})."""
+
+
 def fail(message):
-    print(json.dumps({"error": message}))
-    sys.exit(0)
+    raise Refused(message)
+
+
+def out_of_memory(e):
+    """torch's OutOfMemoryError (a RuntimeError), or the allocator's words in another error."""
+    return "out of memory" in str(e).lower()
 
 
 def stats(t):
@@ -79,17 +90,18 @@ def module_integers(path):
     return names
 
 
-def main():
-    if len(sys.argv) != 2:
-        fail("usage: kopt_kernelbench_import.py PROBLEM.py")
-    path = sys.argv[1]
+_served = [0]  # files this process imported: each module gets a name of its own
+
+
+def facts_of(path):
     try:
         import torch
         from torch.overrides import TorchFunctionMode
     except Exception as e:  # noqa: BLE001
         fail("this Python cannot import torch (%s): install it (pip install torch, or apt-get install "
              "python3-torch) or point KOPT_PYTHON at a Python that has it" % e)
-    spec = importlib.util.spec_from_file_location("kernelbench_problem", path)
+    _served[0] += 1
+    spec = importlib.util.spec_from_file_location("kernelbench_problem_%d" % _served[0], path)
     mod = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(mod)
@@ -183,6 +195,8 @@ def main():
         with torch.no_grad(), Recorder():
             result = model(*inputs)
     except Exception as e:  # noqa: BLE001
+        if out_of_memory(e):
+            raise
         fail("Model.forward failed on get_inputs(): %s: %s" % (type(e).__name__, e))
     facts["ops"] = calls
     results = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -190,7 +204,55 @@ def main():
         if not isinstance(r, torch.Tensor):
             fail("Model.forward returned a %s; kopt needs tensors" % type(r).__name__)
         facts["outputs"].append({"shape": list(r.shape), "dtype": dtype_name(torch, r.dtype)})
-    print(json.dumps(facts))
+    return facts
+
+
+def answer(path):
+    """The facts of one file, or {"error": why}; {"error", "out_of_memory": true} where the GPU
+    had no room for it (beside what kopt's other imports held: kopt tries it again alone)."""
+    try:
+        return facts_of(path)
+    except Refused as e:
+        return {"error": str(e)}
+    except Exception as e:  # noqa: BLE001
+        if out_of_memory(e):
+            return {"error": "the GPU ran out of memory importing it: %s" % str(e).split("\n")[0],
+                    "out_of_memory": True}
+        import traceback
+        return {"error": "%s: %s" % (type(e).__name__, e), "crashed": traceback.format_exc()[-2000:]}
+    finally:
+        release()
+
+
+def release():
+    """What one file left behind (its module, model and tensors) is given back before the next."""
+    import gc
+    for name in [n for n in sys.modules if n.startswith("kernelbench_problem_")]:
+        del sys.modules[name]
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def serve():
+    # Answers go to the real stdout; what a problem's module prints goes to stderr.
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        protocol.write(json.dumps(answer(json.loads(line)["file"])) + "\n")
+        protocol.flush()
+
+
+def main():
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    elif len(sys.argv) == 2:
+        print(json.dumps(answer(sys.argv[1])))
+    else:
+        print(json.dumps({"error": "usage: kopt_kernelbench_import.py PROBLEM.py | --serve"}))
 
 
 if __name__ == "__main__":

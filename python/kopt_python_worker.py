@@ -138,6 +138,7 @@ NUMPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "in
                 "i16": "int16", "i8": "int8", "u8": "uint8"}
 _modules = {}
 _prepared = {}
+_shared = {}  # the tensors the baselines of the bench being prepared share (Call.made)
 _spent = []  # (what, seconds) of the request being handled: the log says where its time went
 
 
@@ -377,6 +378,49 @@ def _write_tensor(x, path):
     os.replace(tmp, path)
 
 
+# Elements a summary reads at a time: its temporaries stay small (kopt's tests: a few).
+SUMMARY_CHUNK = int(os.environ.get("KOPT_TEST_SUMMARY_CHUNK", 1 << 26))
+
+
+def summarize(x):
+    """What an output holds, counted on its device a chunk at a time: elements, NaN and inf
+    counts, the finite minimum and maximum, and a checksum of its bytes (each 32-bit word, or
+    byte, times an odd weight of its position, summed modulo 2**64: integer arithmetic, so the
+    same bits give the same sum in any order of the reduction)."""
+    t0 = _perf_counter()
+    flat = x.detach().reshape(-1)
+    floating = flat.is_floating_point()
+    out = {"elements": flat.numel(), "nan": 0, "inf": 0, "min": None, "max": None}
+    for start in range(0, flat.numel(), SUMMARY_CHUNK):
+        part = flat[start:start + SUMMARY_CHUNK]
+        if floating:
+            finite = part.isfinite()
+            nan = int(part.isnan().sum())
+            out["nan"] += nan
+            out["inf"] += part.numel() - int(finite.sum()) - nan
+            if bool(finite.any()):
+                lo = float(torch.where(finite, part, torch.full_like(part, float("inf"))).min())
+                hi = float(torch.where(finite, part, torch.full_like(part, float("-inf"))).max())
+            else:
+                continue
+        else:
+            lo, hi = float(part.min()), float(part.max())
+        out["min"] = lo if out["min"] is None else min(out["min"], lo)
+        out["max"] = hi if out["max"] is None else max(out["max"], hi)
+    raw = flat.contiguous().view(torch.uint8)
+    words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw
+    total = torch.zeros((), dtype=torch.int64, device=flat.device)
+    for start in range(0, words.numel(), SUMMARY_CHUNK):
+        w = words[start:start + SUMMARY_CHUNK].to(torch.int64)
+        weight = torch.arange(start, start + w.numel(), dtype=torch.int64, device=flat.device) * 2 + 1
+        total += (w * weight).sum()
+    out["checksum"] = "%016x" % (int(total) & 0xFFFFFFFFFFFFFFFF)
+    out["min"] = 0.0 if out["min"] is None else out["min"]
+    out["max"] = 0.0 if out["max"] is None else out["max"]
+    _spent.append(("summarizing", _perf_counter() - t0))
+    return out
+
+
 def accepted(fn, kwargs):
     """The keyword arguments `fn` takes: all of them where it has **kwargs."""
     try:
@@ -397,16 +441,18 @@ class KoptEnvironment(RuntimeError):
 class Call:
     """One job made ready to call: tensors on the device, the module's function bound."""
 
-    def __init__(self, job):
+    def __init__(self, job, share=False):
         self.job = job
+        self.share = share  # a bench's baseline: its tensors shared with the others' (made())
         self.dev = device()
         self.tensors = {}
+        self.summaries = {}
         for attempt in range(2):
             try:
                 if os.environ.get("KOPT_TEST_PLACEMENT_OOM"):  # kopt's tests: its own tensors do not fit
                     raise RuntimeError("CUDA out of memory (KOPT_TEST_PLACEMENT_OOM)")
                 for t in job["tensors"]:
-                    self.tensors[t["name"]] = poisoned(t, self.dev) if t["role"] == "output" else to_torch(t, self.dev)
+                    self.tensors[t["name"]] = self.made(t)
                 break
             except RuntimeError as e:  # torch's OutOfMemoryError is a RuntimeError
                 # kopt's own tensors: memory another job left cached is given back, once
@@ -466,6 +512,18 @@ class Call:
         else:
             raise ValueError("unknown job kind " + kind)
 
+    def made(self, t):
+        """A job tensor on the device: drawn, read or poisoned. The PyTorch baselines of one bench
+        (eager and torch.compile: the problem's own code, never a candidate's) share theirs, so
+        that a problem of GBs is not held twice."""
+        if not self.share or self.job["kind"] not in ("torch_eager", "torch_compile"):
+            return poisoned(t, self.dev) if t["role"] == "output" else to_torch(t, self.dev)
+        key = json.dumps([t["name"], t["dtype"], t["shape"], t["role"], t.get("draw"),
+                          "" if t.get("draw") else t.get("input_path"), self.dev], sort_keys=True)
+        if key not in _shared:
+            _shared[key] = poisoned(t, self.dev) if t["role"] == "output" else to_torch(t, self.dev)
+        return _shared[key]
+
     def land(self, result):
         """A Triton-kind kernel may return its output (a tensor, or a dict by output name)
         instead of writing it in place, as library calls without out= do: kopt copies it into
@@ -513,11 +571,14 @@ class Call:
             torch_clock().device_sync()
 
     def write_outputs(self, kept):
-        """The outputs, and the inputs nothing here compares (`kept`: keep_inputs(), or None when
-        kopt does not ask) for kopt to hash; returns the names of those inputs."""
+        """The outputs (or their summaries, where the job asks for them), and the inputs nothing
+        here compares (`kept`: keep_inputs(), or None when kopt does not ask) for kopt to hash;
+        returns the names of those inputs."""
         written = []
         for t in self.job["tensors"]:
-            if t["role"] != "input":
+            if t["role"] != "input" and self.job.get("summarize_outputs"):
+                self.summaries[t["name"]] = summarize(self.tensors[t["name"]])
+            elif t["role"] != "input":
                 write_tensor(self.tensors[t["name"]], t["output_path"])
             elif kept is None or t["name"] not in kept:
                 write_tensor(self.tensors[t["name"]], t["output_path"])
@@ -605,6 +666,17 @@ def forget_modules():
     gc.collect()
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+def forget_compiled():
+    """What a warm-up compiled is forgotten: no graph of it counts as a baseline's."""
+    try:
+        import torch._dynamo
+        torch._dynamo.reset()
+        from torch._dynamo.utils import counters
+        counters.clear()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def release_cached_memory():
@@ -718,9 +790,11 @@ def handle_op(req):
         if kept is not None:
             reply["inputs_modified"] = c.inputs_modified(kept)
         reply["inputs_written"] = c.write_outputs(kept)
+        if c.summaries:
+            reply["outputs"] = c.summaries
         return reply
     if op == "prepare":
-        c = Call(req["job"])
+        c = Call(req["job"], share=True)
         for _ in range(2):  # the first calls compile (Triton JIT, torch.compile)
             c.call()
         c.sync()
@@ -746,6 +820,17 @@ def handle_op(req):
         return reply
     if op == "ping":  # kopt's own clock over a round trip with no work in it
         return {}
+    if op == "warm":
+        # Ahead of the first job, while kopt does other work: the device's context, and with
+        # "compile" torch.compile's compiler (dynamo, inductor, Triton) loaded and tried once.
+        dev = device()
+        x = torch.ones(1024, device=dev)
+        if req.get("compile") and hasattr(torch, "compile"):
+            torch.compile(lambda t: t * 2 + 1)(x)
+            forget_compiled()
+        if dev.startswith("cuda"):
+            torch.cuda.synchronize()
+        return {"device": dev}
     if op == "wall":
         # Back-to-back calls, no flush, no hold: kopt's process times the whole request on its
         # own clock and compares it with what this worker's events reported.
@@ -757,6 +842,7 @@ def handle_op(req):
         return {}
     if op == "release":
         _prepared.clear()
+        _shared.clear()
         forget_modules()
         return {}
     raise ValueError("unknown op " + op)

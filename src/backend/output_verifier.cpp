@@ -12,16 +12,11 @@
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/core/units.hpp"
 #include "kopt/measure/compare.hpp"
 
 namespace kopt {
 namespace {
-
-std::string bytes_text(std::size_t b) {
-  if (b >= (std::size_t{1} << 30))
-    return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1 << 30));
-  return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20));
-}
 
 std::string index_text(const std::vector<std::int64_t>& index) {
   std::string s = "[";
@@ -125,13 +120,13 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   if (!m_record.enabled) return;
   m_max_poisoned = k_verify_readback_budget / bytes;
   if (m_max_poisoned == 0)
-    m_record.note = "outputs of " + bytes_text(bytes) + " exceed the readback budget of " +
-                    bytes_text(k_verify_readback_budget) +
+    m_record.note = "outputs of " + human_bytes(bytes) + " exceed the readback budget of " +
+                    human_bytes(k_verify_readback_budget) +
                     ": no timed sample is poisoned, only the last launch is compared";
   else if (m_max_poisoned < 10)
     m_record.note =
         fmt::format("outputs of {}: at most {} poisoned sample(s) within the readback budget of {}",
-                    bytes_text(bytes), m_max_poisoned, bytes_text(k_verify_readback_budget));
+                    human_bytes(bytes), m_max_poisoned, human_bytes(k_verify_readback_budget));
   // Two samples among the first min_samples, which every series reaches, are verified for sure,
   // and they are adjacent: a kernel that skips every other launch (a launch counter) skips one
   // of them whichever the start, where two drawn apart both missed its skips a time in four
@@ -154,10 +149,10 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   }
   if (secret && 2 * input_bytes > k_secret_input_budget) {
     m_record.note += std::string(m_record.note.empty() ? "" : "; ") + "inputs of " +
-                     bytes_text(input_bytes) +
+                     human_bytes(input_bytes) +
                      ": no secret-seed sample (host copies of both seeds' "
                      "inputs would exceed " +
-                     bytes_text(k_secret_input_budget) + ")";
+                     human_bytes(k_secret_input_budget) + ")";
     secret = false;
   }
   while (secret && m_secret_at.size() < 2)

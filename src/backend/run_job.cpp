@@ -62,4 +62,20 @@ std::optional<ModuleKind> parse_module_kind(std::string_view name) {
   return std::nullopt;
 }
 
+nlohmann::json to_json(const OutputSummary& s) {
+  return {{"elements", s.elements}, {"nan", s.nan}, {"inf", s.inf},
+          {"min", s.min},           {"max", s.max}, {"checksum", s.checksum}};
+}
+
+OutputSummary output_summary_from_json(const nlohmann::json& j) {
+  OutputSummary s;
+  s.elements = j.value("elements", std::uint64_t{0});
+  s.nan = j.value("nan", std::uint64_t{0});
+  s.inf = j.value("inf", std::uint64_t{0});
+  s.min = j.value("min", 0.0);
+  s.max = j.value("max", 0.0);
+  s.checksum = j.value("checksum", std::string{});
+  return s;
+}
+
 }  // namespace kopt

@@ -7,16 +7,19 @@
 #include <cctype>
 #include <chrono>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 
+#include "kernelbench_cells.hpp"
+#include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/campaign/baseline_notes.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/peak_watch.hpp"
 #include "kopt/evaluate/bench.hpp"
 #include "kopt/evaluate/evaluator.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/problem/tensor_data.hpp"
-#include "table_cell.hpp"
 
 namespace kopt::campaign {
 namespace fs = std::filesystem;
@@ -32,32 +35,10 @@ long leading_number(const std::string& name) {
   return digits == 0 || digits > 9 ? -1 : std::stol(name.substr(0, digits));
 }
 
-bool imported(const KernelbenchEntry& e) {
-  return e.status == ImportStatus::imported || e.status == ImportStatus::kept;
-}
-
 bool needs_evaluation(const KernelbenchEntry& e, const KernelbenchBatchOptions& o) {
-  if (!imported(e)) return false;
+  if (!kernelbench_imported(e)) return false;
   return (o.check && e.reference == ReferenceStatus::not_run) ||
          (o.baselines && e.eager.status == VariantStatus::not_run);
-}
-
-json to_json(const BaselineOutcome& b) {
-  return {{"status", b.status},       {"label", b.label}, {"median_s", b.median_s},
-          {"rel_noise", b.rel_noise}, {"n", b.n},         {"flags", b.flags},
-          {"error", b.error}};
-}
-
-BaselineOutcome baseline_from_json(const json& j) {
-  BaselineOutcome b;
-  b.status = j.value("status", b.status);
-  b.label = j.value("label", std::string{});
-  b.median_s = j.value("median_s", 0.0);
-  b.rel_noise = j.value("rel_noise", 0.0);
-  b.n = j.value("n", std::size_t{0});
-  b.flags = j.value("flags", std::vector<std::string>{});
-  b.error = j.value("error", std::string{});
-  return b;
 }
 
 // The state of a batch, shared by the import threads; saved after every step.
@@ -90,15 +71,26 @@ class BatchState {
   std::mutex m_mutex;
 };
 
+// Imports share the GPU: each holds `alone` shared, and one the GPU had no room for (beside
+// the others) is tried again holding it alone. Only then is running out of memory its own.
 void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
                 const KernelbenchBatchOptions& o, const KernelbenchImporter& importer,
-                std::optional<Error>& environment) {
+                std::shared_mutex& alone, std::optional<Error>& environment) {
   auto t0 = Clock::now();
   e.error.clear();
   if (!o.force && fs::exists(dir / "kopt.toml")) {
     e.status = ImportStatus::kept;
   } else {
-    auto notes = importer(file, dir);
+    auto notes = [&] {
+      std::shared_lock shared(alone);
+      return importer(file, dir);
+    }();
+    if (!notes && import_ran_out_of_memory(notes.error())) {
+      o.log("import " + file.filename().string() +
+            ": the GPU had no room for it beside the other imports; again, alone");
+      std::unique_lock exclusive(alone);
+      notes = importer(file, dir);
+    }
     e.import_s = seconds_since(t0);
     if (!notes) {
       const Error& err = notes.error();
@@ -115,28 +107,11 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
   if (auto p = load_problem(dir)) e.flops_known = p->cost_at_dims().flops.has_value();
 }
 
-std::string time_cell(const BaselineOutcome& b) {
-  if (b.status == VariantStatus::not_run) return "-";
-  if (b.status != VariantStatus::ok) return std::string(name_of(b.status));
-  double us = b.median_s * 1e6;
-  std::string t = us >= 1000 ? fmt::format("{:.2f} ms", us / 1000) : fmt::format("{:.1f} us", us);
-  return t;
-}
-
-std::string noise_cell(const BaselineOutcome& b) {
-  if (b.status != VariantStatus::ok) return "-";
-  return fmt::format("{:.1f} %{}", 100 * b.rel_noise, b.flags.empty() ? "" : " (flagged)");
-}
-
-std::string cell(std::string s) {
-  return table_cell(std::move(s), 300);
-}
-
 }  // namespace
 
 int KernelbenchBatch::exit_code() const {
   for (const auto& e : entries) {
-    if (!imported(e) || e.reference == ReferenceStatus::failed) return 1;
+    if (!kernelbench_imported(e) || e.reference == ReferenceStatus::failed) return 1;
     for (const auto* b : {&e.eager, &e.compiled})
       if (b->status == VariantStatus::run_failed) return 1;
   }
@@ -180,6 +155,7 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
 
   // Imports in parallel: each is a Python process of its own.
   std::atomic<std::size_t> next{0};
+  std::shared_mutex alone;
   std::optional<Error> environment;
   std::mutex env_mutex;
   unsigned jobs = o.jobs > 0 ? static_cast<unsigned>(o.jobs)
@@ -195,9 +171,10 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
         std::lock_guard lock(state.mutex());
         e = batch.entries[i];
       }
-      if (imported(e) && !o.force && fs::exists(o.out / e.problem / "kopt.toml")) continue;
+      if (kernelbench_imported(e) && !o.force && fs::exists(o.out / e.problem / "kopt.toml"))
+        continue;
       std::optional<Error> env;
-      import_one(e, files[i], o.out / e.problem, o, importer, env);
+      import_one(e, files[i], o.out / e.problem, o, importer, alone, env);
       o.log(fmt::format("[{:.0f} s] import {}: {} ({:.1f} s){}", seconds_since(t0), e.file,
                         name_of(e.status), e.import_s, e.error.empty() ? "" : ": " + e.error));
       if (env) {
@@ -214,17 +191,19 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < std::min<std::size_t>(jobs, files.size()); ++t) pool.emplace_back(work);
   for (auto& t : pool) t.join();
+  o.after_imports();
   if (environment) return Unexpected(*environment);
 
   // References and baselines, one problem at a time: timings share no GPU.
   if (o.check || o.baselines)
     for (auto& e : batch.entries) {
-      if (!needs_evaluation(e, o) && !(o.force && imported(e))) continue;
+      if (!needs_evaluation(e, o) && !(o.force && kernelbench_imported(e))) continue;
       evaluate(e, o.out / e.problem);
       o.log(fmt::format(
-          "[{:.0f} s] {}: reference {} ({:.1f} s), eager {}, torch.compile {} ({:.1f} s)",
+          "[{:.0f} s] {}: reference {} ({:.1f} s), eager {}, torch.compile {} ({:.1f} s), GPU "
+          "memory {}",
           seconds_since(t0), e.problem, e.reference, e.reference_s, time_cell(e.eager),
-          time_cell(e.compiled), e.baselines_s));
+          time_cell(e.compiled), e.baselines_s, memory_cell(e)));
       state.save(batch);
     }
   batch.wall_s = seconds_since(t0);
@@ -242,6 +221,19 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       return;
     }
     problem->kernels.clear();  // the reference and the baselines, not kernels someone added
+    e.memory = GpuMemoryUse{};
+    e.memory.bound_bytes = static_cast<std::uint64_t>(
+        1.1 * static_cast<double>(problem_tensor_bytes(*problem) +
+                                  problem_tensor_bytes(*problem, Role::output)));
+    std::optional<PeakWatch> watch;
+    if (o.memory_used) e.memory.idle_bytes = o.memory_used();
+    if (e.memory.idle_bytes)
+      watch.emplace(o.memory_used, std::chrono::milliseconds(20));
+    else
+      e.memory.note = o.memory_note;
+    auto read_peak = [&] {
+      if (watch) e.memory.peak_bytes = watch->stop();
+    };
     if (o.check) {
       auto t0 = Clock::now();
       // KernelBench's reference outputs reach GBs: not kept, and in RAM where there is room.
@@ -249,12 +241,17 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       evaluate::CheckOptions co;
       co.seeds = 1;
       co.cache_root = scratch.path();
+      co.keep_reference_outputs = false;  // nothing of the batch compares them
       auto report = evaluate::run_check(*problem, co, ctx);
+      e.reference_outputs.clear();
+      if (report && !report->reference_outputs.empty())
+        e.reference_outputs = report->reference_outputs.begin()->second;
       e.reference_s = seconds_since(t0);
       e.reference = report && report->device ? ReferenceStatus::ok : ReferenceStatus::failed;
       e.reference_error = !report          ? report.error().message
                           : report->device ? ""
                                            : report->device_error;
+      if (!o.baselines) read_peak();
     }
     if (o.baselines) {
       auto t0 = Clock::now();
@@ -265,6 +262,7 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       r.check = false;
       auto report = ev.with_baselines({}, r);
       e.baselines_s = seconds_since(t0);
+      read_peak();
       if (!report) {
         e.eager.status = e.compiled.status = VariantStatus::run_failed;
         e.eager.error = e.compiled.error = report.error().message;
@@ -284,91 +282,6 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       }
     }
   };
-}
-
-json to_json(const KernelbenchEntry& e) {
-  return {{"file", e.file},
-          {"problem", e.problem},
-          {"status", e.status},
-          {"error", e.error},
-          {"import_s", e.import_s},
-          {"flops_known", e.flops_known},
-          {"notes", e.notes},
-          {"reference", e.reference},
-          {"reference_error", e.reference_error},
-          {"reference_s", e.reference_s},
-          {"baselines_s", e.baselines_s},
-          {"eager", to_json(e.eager)},
-          {"compile", to_json(e.compiled)}};
-}
-
-KernelbenchEntry kernelbench_entry_from_json(const json& j) {
-  KernelbenchEntry e;
-  e.file = j.at("file");
-  e.problem = j.value("problem", fs::path(e.file).stem().string());
-  e.status = j.value("status", e.status);
-  e.error = j.value("error", std::string{});
-  e.import_s = j.value("import_s", 0.0);
-  e.flops_known = j.value("flops_known", false);
-  e.notes = j.value("notes", std::vector<std::string>{});
-  e.reference = j.value("reference", e.reference);
-  e.reference_error = j.value("reference_error", std::string{});
-  e.reference_s = j.value("reference_s", 0.0);
-  e.baselines_s = j.value("baselines_s", 0.0);
-  if (j.contains("eager")) e.eager = baseline_from_json(j.at("eager"));
-  if (j.contains("compile")) e.compiled = baseline_from_json(j.at("compile"));
-  return e;
-}
-
-json to_json(const KernelbenchBatch& b) {
-  json problems = json::array();
-  std::size_t n_imported = 0, refused = 0, failed = 0, reference_ok = 0, both_timed = 0;
-  for (const auto& e : b.entries) {
-    problems.push_back(to_json(e));
-    n_imported += imported(e);
-    refused += e.status == ImportStatus::refused;
-    failed += e.status == ImportStatus::failed;
-    reference_ok += e.reference == ReferenceStatus::ok;
-    both_timed += e.eager.status == VariantStatus::ok && e.compiled.status == VariantStatus::ok;
-  }
-  return {{"schema_version", 1},          {"command", "import kernelbench"},
-          {"device", b.device},           {"wall_s", b.wall_s},
-          {"files", b.entries.size()},    {"imported", n_imported},
-          {"refused", refused},           {"failed", failed},
-          {"reference_ok", reference_ok}, {"baselines_timed", both_timed},
-          {"problems", problems},         {"exit_code", b.exit_code()}};
-}
-
-std::string kernelbench_markdown(const KernelbenchBatch& b) {
-  json totals = to_json(b);
-  std::string md = fmt::format(
-      "{} files: {} imported, {} refused, {} failed; reference ran on {}; both baselines timed on "
-      "{}{}.\n\n",
-      totals["files"].get<std::size_t>(), totals["imported"].get<std::size_t>(),
-      totals["refused"].get<std::size_t>(), totals["failed"].get<std::size_t>(),
-      totals["reference_ok"].get<std::size_t>(), totals["baselines_timed"].get<std::size_t>(),
-      b.device.empty() ? "" : " (" + b.device + ")");
-  md +=
-      "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | "
-      "why not, flags |\n";
-  md += "|---|---:|---|---|---:|---:|---|---|\n";
-  for (const auto& e : b.entries) {
-    std::string why = e.error;
-    for (const std::string* s : {&e.reference_error, &e.eager.error, &e.compiled.error})
-      if (!s->empty()) why += (why.empty() ? "" : "; ") + *s;
-    for (const auto* bl : {&e.eager, &e.compiled})
-      for (const auto& f : bl->flags)
-        why += (why.empty() ? "" : "; ") + std::string(bl == &e.eager ? "eager " : "compile ") + f;
-    md += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} / {} | {} |\n", cell(e.problem),
-        e.status == ImportStatus::kept ? std::string("kept") : fmt::format("{:.1f}", e.import_s),
-        imported(e) ? (e.flops_known ? "formula" : "unknown") : "-",
-        e.reference == ReferenceStatus::ok ? fmt::format("ok ({:.1f} s)", e.reference_s)
-                                           : std::string(name_of(e.reference)),
-        time_cell(e.eager), time_cell(e.compiled), noise_cell(e.eager), noise_cell(e.compiled),
-        cell(imported(e) ? why : std::string(name_of(e.status)) + ": " + why));
-  }
-  return md;
 }
 
 }  // namespace kopt::campaign

@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "commands.hpp"
+#include "kopt/backend/cuda/executor.hpp"
 #include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/campaign/kernelbench_batch.hpp"
 #include "kopt/core/fs.hpp"
@@ -57,6 +61,23 @@ int import_one_file(const GlobalOptions& g, const ImportCliOptions& o) {
   return 0;
 }
 
+// Each problem's GPU memory, read through NVML (the device's memory in use, as nvidia-smi
+// shows it) where the device is a CUDA GPU.
+void watch_memory(KernelbenchBatchOptions& bo, DeviceFamily family, const std::string& bus) {
+  if (family != DeviceFamily::cuda) {
+    bo.memory_note = "an OpenCL device: kopt reads the memory of CUDA GPUs only (NVML)";
+    return;
+  }
+  if (auto first = cuda::read_memory_used(bus); !first) {
+    bo.memory_note = first.error().message;
+    return;
+  }
+  bo.memory_used = [bus]() -> std::optional<std::uint64_t> {
+    auto used = cuda::read_memory_used(bus);
+    return used ? std::optional(*used) : std::nullopt;
+  };
+}
+
 int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   KernelbenchBatchOptions bo;
   bo.source = o.file;
@@ -73,14 +94,42 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   if (o.max_time_s <= 0)
     return report_error(g, "import kernelbench", 2, "--max-time must be positive");
 
+  // Import processes, each kept for file after file (torch imported once per process), one
+  // per import thread at a time.
+  std::mutex idle_mutex;
+  std::vector<std::unique_ptr<KernelbenchImportProcess>> idle;
   auto importer = [&](const fs::path& file,
                       const fs::path& dir) -> Expected<std::vector<std::string>> {
-    auto p = import_kernelbench(file, dir, bo.cache_root, true);  // the batch decides what to keep
+    std::unique_ptr<KernelbenchImportProcess> process;
+    {
+      std::lock_guard lock(idle_mutex);
+      if (!idle.empty()) {
+        process = std::move(idle.back());
+        idle.pop_back();
+      }
+    }
+    if (!process) process = std::make_unique<KernelbenchImportProcess>(bo.cache_root);
+    // The batch decides what to keep: force.
+    auto p = import_kernelbench(file, dir, bo.cache_root, true, process.get());
+    {
+      std::lock_guard lock(idle_mutex);
+      idle.push_back(std::move(process));
+    }
     if (!p) return Unexpected(p.error());
     return p->notes;
   };
   TempDir tmp("kopt-worker");
   std::optional<WorkerClient> worker;
+  // The worker's Python starts while the files are imported (joined before it is used).
+  std::jthread warming;
+  // The import processes' GPU memory and contexts are given back before anything is timed.
+  bo.after_imports = [&] {
+    {
+      std::lock_guard lock(idle_mutex);
+      idle.clear();
+    }
+    if (warming.joinable()) warming.join();
+  };
   std::unique_ptr<Compiler> compiler;
   SystemCommandRunner runner;
   KernelbenchEvaluator evaluate = [](KernelbenchEntry&, const fs::path&) {};
@@ -88,7 +137,13 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   if (o.check || o.vs_torch) {
     worker.emplace(worker_options(o.device, tmp.path()));
     compiler = evaluate::make_compiler(device_family(), *worker);
-    if (auto d = worker->device_info()) device = d->name;
+    if (auto d = worker->device_info()) {
+      device = d->name;
+      watch_memory(bo, device_family(), d->pci_bus_id);
+      warming = std::jthread([&worker, compile = o.vs_torch] {
+        (void)worker->warm_python(compile);  // where it fails, the first job says why
+      });
+    }
     evaluate = campaign::worker_evaluator(bo, evaluate::CheckContext{*compiler, runner, *worker});
   }
   auto batch = campaign::run_kernelbench_batch(bo, importer, evaluate);

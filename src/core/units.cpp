@@ -20,4 +20,10 @@ std::string human_time(double s) {
   return fmt::format("{:.3g} us", s * 1e6);
 }
 
+std::string human_bytes(std::uint64_t b) {
+  if (b >= (std::uint64_t{1} << 30))
+    return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1 << 30));
+  return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20));
+}
+
 }  // namespace kopt

@@ -85,6 +85,14 @@ json to_json(const CheckReport& r) {
                             {"failed", c.failed},
                             {"held", c.held},
                             {"note", c.note}});
+  json reference_outputs = json::array();
+  for (const auto& [seed, outputs] : r.reference_outputs)
+    for (const auto& [name, summary] : outputs) {
+      json o = to_json(summary);
+      o["seed"] = seed;
+      o["tensor"] = name;
+      reference_outputs.push_back(o);
+    }
   json j{{"schema_version", 1},
          {"command", "check"},
          {"problem", r.problem},
@@ -101,6 +109,7 @@ json to_json(const CheckReport& r) {
          {"fp64_reference",
           {{"seed", r.fp64_seed ? json(*r.fp64_seed) : json(nullptr)}, {"note", r.fp64_note}}},
          {"kernels", kernels},
+         {"reference_outputs", reference_outputs},
          {"worker_starts", r.worker_starts},
          {"device", r.device ? to_json(*r.device) : json(nullptr)},
          {"device_error", r.device_error},

@@ -380,7 +380,9 @@ class CheckRun {
     if (!secret) m_report.reference_cached = false;
     fs::path scratch = dir / "reference";
     const auto started = std::chrono::steady_clock::now();
-    RunResult r = m_ctx.worker.run(run_job_for_reference(in, scratch));
+    RunJob job = run_job_for_reference(in, scratch);
+    job.summarize_outputs = summarized_reference();
+    RunResult r = m_ctx.worker.run(job);
     const double run_s = seconds_since(started);
     if (r.environment)
       return Unexpected(
@@ -395,6 +397,14 @@ class CheckRun {
         return Unexpected(bad_input("the reference modified input tensor '" + name + "'",
                                     m_p.spec_path.string(), m_p.reference.kernel.where.line,
                                     "reference"));
+    if (job.summarize_outputs) {
+      m_report.reference_outputs[seed] = r.outputs;
+      m_o.log(
+          fmt::format("seed {}: reference computed, its outputs summarized on the device "
+                      "(run {:.1f} s)",
+                      seed, run_s));
+      return in;
+    }
     for (const auto& [name, file] : in.reference)
       if (auto w = move_file_atomic(scratch / (name + ".bin"), file); !w)
         return Unexpected(w.error());
@@ -409,6 +419,12 @@ class CheckRun {
                     secret ? " (secret): reference computed" : ": reference computed and cached",
                     run_s, seconds_since(started) - run_s));
     return in;
+  }
+
+  // The reference's outputs stay on the device: nothing here reads them (keep_reference_outputs).
+  bool summarized_reference() const {
+    return !m_o.keep_reference_outputs && !m_o.reference_only && m_report.kernels.empty() &&
+           m_p.reference.kind == ReferenceKind::python;
   }
 
   // The wide seed (CheckOptions::wide_seed), before the secret one: seed first_seed + seeds, a

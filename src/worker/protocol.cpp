@@ -80,7 +80,7 @@ json to_json(const RunJob& job) {
               {"entry", job.entry},     {"grid", job.grid},
               {"block", job.block},     {"shared_mem", job.shared_mem},
               {"args", args},           {"tensors", tensors},
-              {"in_f64", job.in_f64}};
+              {"in_f64", job.in_f64},   {"summarize_outputs", job.summarize_outputs}};
 }
 
 RunJob run_job_from_json(const json& j) {
@@ -98,6 +98,7 @@ RunJob run_job_from_json(const json& j) {
   job.block = j.at("block").get<std::array<std::int64_t, 3>>();
   job.shared_mem = j.at("shared_mem").get<std::int64_t>();
   job.in_f64 = j.value("in_f64", false);
+  job.summarize_outputs = j.value("summarize_outputs", false);
   for (const auto& a : j.at("args")) job.args.push_back(resolved_arg_from_json(a));
   for (const auto& t : j.at("tensors"))
     job.tensors.push_back(JobTensor{
@@ -119,6 +120,8 @@ json to_json(const BenchJob& job) {
 }
 
 json to_json(const RunResult& r) {
+  json outputs = json::object();
+  for (const auto& [name, s] : r.outputs) outputs[name] = to_json(s);
   return json{{"status", run_status_name(r.status)},
               {"error", r.error},
               {"fatal", r.fatal},
@@ -127,7 +130,8 @@ json to_json(const RunResult& r) {
               {"resources", r.resources},
               {"kernel_ms", r.kernel_ms},
               {"reference_atol", r.reference_atol},
-              {"reference_rtol", r.reference_rtol}};
+              {"reference_rtol", r.reference_rtol},
+              {"outputs", outputs}};
 }
 
 RunResult run_result_from_json(const json& j) {
@@ -144,6 +148,9 @@ RunResult run_result_from_json(const json& j) {
   r.kernel_ms = j.value("kernel_ms", 0.0);
   r.reference_atol = j.value("reference_atol", -1.0);
   r.reference_rtol = j.value("reference_rtol", -1.0);
+  if (j.contains("outputs"))
+    for (const auto& [name, s] : j.at("outputs").items())
+      r.outputs[name] = output_summary_from_json(s);
   return r;
 }
 

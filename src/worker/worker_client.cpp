@@ -162,6 +162,13 @@ Expected<CeilingsResult> WorkerClient::ceilings(std::chrono::milliseconds timeou
   }
 }
 
+Expected<void> WorkerClient::warm_python(bool compile) {
+  auto m = ask({{"op", "warm_python"}, {"compile", compile}}, std::chrono::minutes(5),
+               "starting the Python worker");
+  if (!m) return Unexpected(m.error());
+  return {};
+}
+
 Expected<std::string> WorkerClient::toolkit() {
   auto m = ask({{"op", "toolkit"}}, m_options.start_timeout, "asking the worker's toolkit");
   if (!m) return Unexpected(m.error());

@@ -81,6 +81,11 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       }
       info->host_memory_available_bytes = host_memory_available_bytes();  // now, not at open
       reply({{"ok", true}, {"device", to_json(*info)}});
+    } else if (op == "warm_python") {
+      if (std::string why = get_python().warm(req.value("compile", false)); !why.empty())
+        refuse(environment_error(why));
+      else
+        reply({{"ok", true}});
     } else if (op == "run") {
       RunJob job;
       try {

@@ -3,9 +3,12 @@
 // and its twin draw_tensor in python/kopt_python_worker.py), across the worker's chunks; a job
 // that modifies a drawn input is caught without a copy of it. On the CPU here (CI), on the GPU
 // on the device, where torch's kernels do the arithmetic.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -97,6 +100,63 @@ TEST_F(PythonDraw, AJobThatWritesADrawnInputIsCaughtWithoutACopy) {
   RunResult r = runner.run(copy_job(recipe, 3000, true));
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.input_checksums["x"], "modified");
+}
+
+// A reference output nothing reads (a KernelBench batch's check) stays where it was computed:
+// the Python side counts it and writes no file. The counts and the checksum are the output's
+// (the checksum recomputed here from the bytes it must have: each 32-bit word times 2i + 1,
+// summed modulo 2^64), and one element changed changes the checksum.
+TEST_F(PythonDraw, AnOutputNothingReadsIsSummarizedWhereItWasComputedAndNotWritten) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  ::setenv("KOPT_TEST_SUMMARY_CHUNK", "1000", 1);  // several chunks
+  PythonRunner runner;
+  TensorSpec spec;
+  spec.name = "x";
+  const std::int64_t n = 4321;
+  DrawRecipe recipe = draw_recipe(spec, 7);
+  HostTensor x = generate_tensor(spec, {n}, 7);
+  auto summarized = [&](const std::string& name, const std::string& body) {
+    fs::path module = m_dir.path() / name;  // a module of its own: the worker keeps modules
+    EXPECT_TRUE(write_text_atomic(module, "import math\ndef reference(x, y):\n" + body));
+    RunJob j = copy_job(recipe, n);
+    j.module_path = module;
+    j.summarize_outputs = true;
+    return runner.run(j);
+  };
+  // y = x, with a NaN at 10, an inf at 2000 and a -inf at 4000, and element 3000 set to 1e30.
+  const std::string special =
+      "    y.copy_(x)\n    y[10] = math.nan\n    y[2000] = math.inf\n    y[4000] = -math.inf\n";
+  RunResult r = summarized("one.py", special + "    y[3000] = 1e30\n");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_FALSE(fs::exists(m_dir.path() / "y.bin")) << "summarized, not written";
+  ASSERT_EQ(r.outputs.count("y"), 1u);
+  const OutputSummary& s = r.outputs["y"];
+  EXPECT_EQ(s.elements, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(s.nan, 1u);
+  EXPECT_EQ(s.inf, 2u);
+  EXPECT_DOUBLE_EQ(s.max, 1e30f);
+  std::vector<float> want(static_cast<std::size_t>(n));
+  std::memcpy(want.data(), x.data.data(), x.data.size());
+  want[10] = std::nanf("");
+  want[2000] = INFINITY;
+  want[4000] = -INFINITY;
+  want[3000] = 1e30f;
+  float lo = INFINITY;
+  for (float v : want)
+    if (std::isfinite(v)) lo = std::min(lo, v);
+  EXPECT_DOUBLE_EQ(s.min, lo);
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    std::int32_t word;
+    std::memcpy(&word, &want[i], 4);
+    if (i == 10) word = 0x7fc00000;  // torch's NaN
+    sum += static_cast<std::uint64_t>(static_cast<std::int64_t>(word)) * (2 * i + 1);
+  }
+  EXPECT_EQ(s.checksum, fmt::format("{:016x}", sum));
+  RunResult other = summarized("other.py", special + "    y[3000] = 2e30\n");
+  ASSERT_TRUE(other.ok()) << other.error;
+  EXPECT_NE(other.outputs["y"].checksum, s.checksum);
+  ::unsetenv("KOPT_TEST_SUMMARY_CHUNK");
 }
 
 }  // namespace

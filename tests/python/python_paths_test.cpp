@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
@@ -99,6 +100,47 @@ TEST_F(PythonPaths, ANonKernelbenchFileIsBadInput) {
       {"import", "kernelbench", f.string(), "--out", (m_dir.path() / "o").string()}, rc);
   EXPECT_EQ(rc, 2) << j.dump(2);
   EXPECT_NE(j.value("error", "").find("has no Model"), std::string::npos) << j.dump(2);
+}
+
+// One import process serves a batch's files one after another: what a problem's module prints
+// does not reach kopt's answers, a file whose Model cannot be built fails alone (the process
+// goes on with the next), and the GPU out of memory is said so that a batch tries it again
+// alone (import_ran_out_of_memory).
+TEST_F(PythonPaths, OneImportProcessServesFileAfterFile) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  const std::string tail =
+      "def get_inputs():\n    return [torch.randn(8)]\ndef get_init_inputs():\n    return []\n";
+  auto file = [&](const std::string& name, const std::string& model) {
+    fs::path f = m_dir.path() / name;
+    EXPECT_TRUE(write_text_atomic(f, "import torch\n" + model + tail));
+    return f;
+  };
+  fs::path loud = file("1_Loud.py",
+                       "print('hello from the module')\nclass Model(torch.nn.Module):\n"
+                       "    def forward(self, x):\n        print('forward')\n"
+                       "        return torch.relu(x)\n");
+  fs::path broken = file("2_Broken.py",
+                         "class Model(torch.nn.Module):\n    def __init__(self):\n"
+                         "        raise ValueError('no model today')\n");
+  fs::path full = file("3_Full.py",
+                       "class Model(torch.nn.Module):\n    def forward(self, x):\n"
+                       "        raise RuntimeError('CUDA out of memory. Tried to allocate 64.00 "
+                       "GiB')\n");
+  KernelbenchImportProcess process(m_dir.path() / "cache");
+  auto first = process.facts(loud);
+  ASSERT_TRUE(first) << first.error().to_string();
+  EXPECT_EQ((*first)["outputs"][0]["shape"], nlohmann::json::array({8}));
+  auto failed = process.facts(broken);
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().kind, ErrorKind::internal);
+  EXPECT_NE(failed.error().message.find("no model today"), std::string::npos)
+      << failed.error().message;
+  auto oom = process.facts(full);
+  ASSERT_FALSE(oom);
+  EXPECT_TRUE(import_ran_out_of_memory(oom.error())) << oom.error().to_string();
+  auto again = process.facts(loud);
+  ASSERT_TRUE(again) << "the same process goes on: " << again.error().to_string();
+  EXPECT_EQ((*again)["forward"], (*first)["forward"]);
 }
 
 TEST_F(PythonPaths, WithoutPythonTheImportSaysWhatToInstall) {
@@ -296,6 +338,13 @@ TEST_F(PythonPaths, AFolderImportsChecksAndTimesEveryProblem) {
   EXPECT_EQ(relu_row["reference"], "ok") << j.dump(2);
   EXPECT_EQ(relu_row["eager"]["status"], "ok") << j.dump(2);
   EXPECT_GT(relu_row["eager"]["median_s"].get<double>(), 0.0);
+  // The reference's output, counted where it was computed and written nowhere.
+  ASSERT_EQ(relu_row["reference_outputs"].size(), 1u) << j.dump(2);
+  const auto& summary = relu_row["reference_outputs"].begin().value();
+  EXPECT_EQ(summary["elements"], 4 * 8192) << j.dump(2);
+  EXPECT_EQ(summary["nan"], 0);
+  EXPECT_GE(summary["min"].get<double>(), 0.0) << "a ReLU's";
+  EXPECT_GT(summary["max"].get<double>(), 0.5);
   EXPECT_TRUE(fs::exists(out / "19_ReLU" / "kopt.toml"));
   auto md = read_text_file(report);
   ASSERT_TRUE(md);

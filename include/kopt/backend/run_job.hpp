@@ -53,7 +53,23 @@ struct RunJob {
   // A Python reference only: its float tensors given and returned in f64, for the check of
   // an f32 problem's precision against an fp64 reference (the output files hold f64).
   bool in_f64 = false;
+  // A Python reference whose outputs nothing reads (a check with no kernel, such as a
+  // KernelBench batch's): they stay on the device, and a summary of each comes back
+  // (RunResult::outputs) instead of a file of GBs.
+  bool summarize_outputs = false;
 };
+
+// What a run's output holds, counted where it was computed (the device), so that no file of it
+// needs to exist. Floats' min and max are over the finite elements.
+struct OutputSummary {
+  std::uint64_t elements = 0;
+  std::uint64_t nan = 0;  // a float output's poison is NaN: the elements a run left unwritten
+  std::uint64_t inf = 0;
+  double min = 0, max = 0;
+  std::string checksum;  // of the bytes, position-weighted, as hex: the same bits, the same sum
+};
+nlohmann::json to_json(const OutputSummary& s);
+OutputSummary output_summary_from_json(const nlohmann::json& j);
 
 // How a run ended. Anything but `ok` makes the candidate a failed one, never a failed tool.
 enum class RunStatus {
@@ -80,6 +96,7 @@ struct RunResult {
   double kernel_ms = 0.0;  // one launch, for information (timing is `kopt bench`)
   // A ref.py's module-level atol / rtol (-1: not given).
   double reference_atol = -1, reference_rtol = -1;
+  std::map<std::string, OutputSummary> outputs;  // RunJob::summarize_outputs: by output name
   bool ok() const { return status == RunStatus::ok; }
 };
 

@@ -6,6 +6,7 @@
 // step, so that a batch killed at any moment resumes where it stopped.
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -59,6 +60,20 @@ struct BaselineOutcome {
   std::string error;
 };
 
+// A problem's GPU memory while its reference ran and its baselines were timed: the device's
+// memory in use (every process, as nvidia-smi shows it) at its peak, less what was in use
+// when the problem started, against the bound of what it must hold: its tensors (inputs,
+// parameters, outputs) once, its reference's outputs once more, and 10 %.
+struct GpuMemoryUse {
+  std::optional<std::uint64_t> idle_bytes, peak_bytes;  // nullopt: not read (note says why)
+  std::uint64_t bound_bytes = 0;
+  std::string note;
+  std::optional<std::uint64_t> used_bytes() const {
+    if (!idle_bytes || !peak_bytes) return std::nullopt;
+    return *peak_bytes > *idle_bytes ? *peak_bytes - *idle_bytes : 0;
+  }
+};
+
 struct KernelbenchEntry {
   std::string file;     // the KernelBench file's name
   std::string problem;  // its stem: the problem's name and directory under OUT
@@ -70,6 +85,9 @@ struct KernelbenchEntry {
   ReferenceStatus reference = ReferenceStatus::not_run;
   std::string reference_error;
   double reference_s = 0;  // the check's wall time: inputs, the reference's run, its outputs
+  // The reference's outputs as the device summarized them (they are not written).
+  std::map<std::string, OutputSummary> reference_outputs;
+  GpuMemoryUse memory;
   // the wall time of timing both baselines, torch.compile's compile included
   double baselines_s = 0;
   BaselineOutcome eager, compiled;
@@ -85,6 +103,12 @@ struct KernelbenchBatchOptions {
   bool baselines = false;  // time torch eager and torch.compile
   evaluate::Rigour rigour = evaluate::Rigour::report();  // the baselines' timing
   std::function<void(const std::string&)> log = [](const std::string&) {};
+  // Called once every import has ended, before the first evaluation.
+  std::function<void()> after_imports = [] {};
+  // The device's memory in use (every process), read while each problem is evaluated; unset
+  // or nullopt where it cannot be read (memory_note says why).
+  std::function<std::optional<std::uint64_t>()> memory_used;
+  std::string memory_note = "no reading of the device's memory for this backend";
 };
 
 struct KernelbenchBatch {

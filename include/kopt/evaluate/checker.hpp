@@ -56,6 +56,10 @@ struct CheckOptions {
   bool boundary_shapes = true;
   std::optional<std::string> arch;  // --arch; else the device's; else sm_90 without a device
   std::filesystem::path cache_root;
+  // False: with no kernel to compare (and not reference_only), a Python reference's outputs
+  // stay on the device and come back summarized (CheckReport::reference_outputs): they are
+  // neither written nor cached. A KernelBench batch's check: GBs that nothing would read.
+  bool keep_reference_outputs = true;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -163,6 +167,9 @@ struct CheckReport {
   std::optional<std::uint64_t> wide_seed;
   std::string wide_seed_note;  // why there is none where one was asked for (the reference failed)
   std::string fp64_note;
+  // CheckOptions::keep_reference_outputs false: each seed's reference outputs as the device
+  // counted them (by seed, then output name).
+  std::map<std::uint64_t, std::map<std::string, OutputSummary>> reference_outputs;
 
   // 0 all passed; 1 a candidate failed (a sanitizer finding included); 3 nothing could run
   // (no device), or a sanitizer asked for could not check a kernel that otherwise passed.

@@ -48,6 +48,11 @@ class WorkerClient {
   // hangs the worker is a Build with ok == false and the reason, not an Error.
   Expected<std::string> toolkit();
   Expected<Build> compile(const CompileRequest& request, const std::filesystem::path& module_path);
+  // Starts the worker's Python process ahead of its first job (torch imported, the GPU's
+  // context made; with `compile`, torch.compile's compiler loaded and tried once), so that a
+  // caller with other work to do first (imports) does not wait for it later. An Error where it
+  // cannot start: the first job then says why.
+  Expected<void> warm_python(bool compile);
   // How many workers were started (1 + restarts).
   int starts() const { return m_starts; }
 

@@ -95,6 +95,23 @@ Clocks read_clocks(const std::string& pci_bus_id) {
   return c;
 }
 
+Expected<std::uint64_t> read_memory_used(const std::string& pci_bus_id) {
+  auto api = nvml_api();
+  if (!api) return Unexpected(api.error());
+  const NvmlApi* n = *api;
+  if (!n->device_get_memory_info)
+    return Unexpected(environment_error("this NVML has no nvmlDeviceGetMemoryInfo"));
+  NvmlDevice dev = nullptr;
+  if (NvmlReturn r = n->device_get_handle_by_pci_bus_id(pci_bus_id.c_str(), &dev); r != 0)
+    return Unexpected(
+        environment_error(std::string("nvmlDeviceGetHandleByPciBusId: ") + n->error_string(r)));
+  NvmlMemory m{};
+  if (NvmlReturn r = n->device_get_memory_info(dev, &m); r != 0)
+    return Unexpected(
+        environment_error(std::string("nvmlDeviceGetMemoryInfo: ") + n->error_string(r)));
+  return static_cast<std::uint64_t>(m.used);
+}
+
 unsigned long long read_throttle_mask(const std::string& pci_bus_id) {
   static std::string cached_bus;
   static NvmlDevice cached = nullptr;

@@ -32,6 +32,7 @@ Expected<const NvmlApi*> nvml_api() {
     if (!ok)
       return Unexpected(
           environment_error("NVML at " + a->lib.path() + " lacks an expected entry point"));
+    resolve(a->device_get_memory_info, {"nvmlDeviceGetMemoryInfo"});
     if (NvmlReturn r = a->init(); r != 0)
       return Unexpected(environment_error(std::string("nvmlInit failed: ") + a->error_string(r)));
     return a;

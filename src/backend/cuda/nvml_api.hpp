@@ -1,6 +1,7 @@
 #pragma once
-// The few NVML entry points kopt reads (clocks, throttle reasons), declared here because the
-// toolkit does not always ship nvml.h; the C ABI is stable. Loaded with dlopen at run time.
+// The few NVML entry points kopt reads (clocks, throttle reasons, memory in use), declared here
+// because the toolkit does not always ship nvml.h; the C ABI is stable. Loaded with dlopen at run
+// time.
 #include <string>
 
 #include "dynlib.hpp"
@@ -10,6 +11,9 @@ namespace kopt::cuda {
 using NvmlReturn = int;  // NVML_SUCCESS == 0
 using NvmlDevice = struct NvmlDeviceOpaque*;
 enum NvmlClock { nvml_clock_graphics = 0, nvml_clock_sm = 1, nvml_clock_mem = 2 };
+struct NvmlMemory {
+  unsigned long long total, free, used;
+};
 
 struct NvmlApi {
   NvmlReturn (*init)() = nullptr;                                      // nvmlInit_v2
@@ -23,6 +27,8 @@ struct NvmlApi {
   NvmlReturn (*device_get_throttle_reasons)(NvmlDevice, unsigned long long*) = nullptr;
   NvmlReturn (*device_get_temperature)(NvmlDevice, int, unsigned*) = nullptr;
   NvmlReturn (*device_get_power_usage)(NvmlDevice, unsigned*) = nullptr;
+  // nvmlDeviceGetMemoryInfo (nvmlMemory_t: total, free, used bytes); null where NVML lacks it.
+  NvmlReturn (*device_get_memory_info)(NvmlDevice, NvmlMemory*) = nullptr;
   DynLib lib;
 };
 

@@ -10,42 +10,81 @@ extern const char* const k_kernelbench_import_script;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-Expected<json> kernelbench_facts(const fs::path& file, const fs::path& cache_root) {
+namespace {
+constexpr std::string_view k_out_of_memory = "the GPU ran out of memory importing ";
+constexpr auto k_import_limit = std::chrono::minutes(15);
+
+std::string tail_of(const fs::path& log) {
+  auto text = read_text_file(log);
+  if (!text || text->empty()) return "(it wrote nothing to its log)";
+  return text->substr(text->size() > 2000 ? text->size() - 2000 : 0);
+}
+}  // namespace
+
+KernelbenchImportProcess::KernelbenchImportProcess(fs::path cache_root)
+    : m_cache_root(std::move(cache_root)), m_dir("kopt-kernelbench-import") {}
+
+KernelbenchImportProcess::~KernelbenchImportProcess() {
+  if (m_child.running()) m_child.kill_and_reap();
+}
+
+Error import_out_of_memory_error(const fs::path& file, const std::string& why) {
+  return internal_error(std::string(k_out_of_memory) + file.string() + ": " + why);
+}
+
+bool import_ran_out_of_memory(const Error& e) {
+  return e.kind == ErrorKind::internal && e.message.rfind(k_out_of_memory, 0) == 0;
+}
+
+Expected<json> KernelbenchImportProcess::facts(const fs::path& file) {
   if (!fs::is_regular_file(file)) return Unexpected(bad_input("no such file", file.string()));
-  fs::path script =
-      embedded_python_script(cache_root, "kopt_kernelbench_import", k_kernelbench_import_script);
-  SystemCommandRunner runner;
-  // Forward runs once on the CPU at the file's own sizes: large problems take a while.
-  CommandResult r = runner.run({python_executable(), script.string(), fs::absolute(file).string()},
-                               std::chrono::minutes(15));
-  if (!r.started)
-    return Unexpected(
-        environment_error("cannot run " + python_executable() +
-                          ": install Python 3 with torch and numpy (pip install torch numpy, or "
-                          "apt-get install python3-torch python3-numpy) or set KOPT_PYTHON"));
-  if (!r.ok()) {
-    std::string why = r.timed_out ? "ran out of time (15 min)" : "failed";
+  fs::path log = m_dir.path() / "import.log";
+  if (!m_child.running()) {
+    fs::path script = embedded_python_script(m_cache_root, "kopt_kernelbench_import",
+                                             k_kernelbench_import_script);
+    auto started = Subprocess::spawn({python_executable(), script.string(), "--serve"}, log);
+    if (!started)
+      return Unexpected(
+          environment_error("cannot run " + python_executable() +
+                            ": install Python 3 with torch and numpy (pip install torch numpy, or "
+                            "apt-get install python3-torch python3-numpy) or set KOPT_PYTHON"));
+    m_child = std::move(*started);
+  }
+  std::string line;
+  Subprocess::ReadStatus read = Subprocess::ReadStatus::eof;
+  if (m_child.write_line(json{{"file", fs::absolute(file).string()}}.dump()))
+    read = m_child.read_line(line, k_import_limit);
+  if (read != Subprocess::ReadStatus::line) {
+    std::string how = m_child.kill_and_reap();
+    std::string why = read == Subprocess::ReadStatus::timeout ? "ran out of time (15 min)"
+                                                              : "failed (" + how + ")";
     return Unexpected(internal_error("the KernelBench import script " + why + " on " +
-                                     file.string() + ": " +
-                                     r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0)));
+                                     file.string() + ": " + tail_of(log)));
   }
   try {
-    json facts = json::parse(r.out);
-    if (facts.contains("error")) {
-      std::string e = facts.at("error");
-      if (e.find("cannot import torch") != std::string::npos)
-        return Unexpected(environment_error(e));
-      return Unexpected(bad_input(e, file.string()));
-    }
-    return facts;
+    json facts = json::parse(line);
+    if (!facts.contains("error")) return facts;
+    std::string e = facts.at("error");
+    if (e.find("cannot import torch") != std::string::npos) return Unexpected(environment_error(e));
+    if (facts.value("out_of_memory", false)) return Unexpected(import_out_of_memory_error(file, e));
+    if (facts.contains("crashed"))
+      return Unexpected(internal_error("the KernelBench import script failed on " + file.string() +
+                                       ": " + facts.at("crashed").get<std::string>()));
+    return Unexpected(bad_input(e, file.string()));
   } catch (const json::exception& e) {
     return Unexpected(
-        internal_error("the KernelBench import script printed no JSON: " + r.out.substr(0, 400)));
+        internal_error("the KernelBench import script printed no JSON: " + line.substr(0, 400)));
   }
 }
 
+Expected<json> kernelbench_facts(const fs::path& file, const fs::path& cache_root) {
+  KernelbenchImportProcess process(cache_root);
+  return process.facts(file);
+}
+
 Expected<ImportedProblem> import_kernelbench(const fs::path& file, const fs::path& out_dir,
-                                             const fs::path& cache_root, bool force) {
+                                             const fs::path& cache_root, bool force,
+                                             KernelbenchImportProcess* process) {
   if (fs::exists(out_dir / "kopt.toml") && !force)
     return Unexpected(bad_input(
         "already holds a kopt.toml; --force replaces the imported files (kopt.toml, ref.py, "
@@ -53,7 +92,7 @@ Expected<ImportedProblem> import_kernelbench(const fs::path& file, const fs::pat
         out_dir.string()));
   auto source = read_text_file(file);
   if (!source) return Unexpected(bad_input(source.error().message, file.string()));
-  auto facts = kernelbench_facts(file, cache_root);
+  auto facts = process ? process->facts(file) : kernelbench_facts(file, cache_root);
   if (!facts) return Unexpected(facts.error());
   auto problem = problem_from_kernelbench(*facts, file.filename().string());
   if (!problem) return Unexpected(problem.error());

@@ -189,7 +189,13 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
           {"entry", job.entry},
           {"tensors", tensors},
           {"scalars", job.scalars},
-          {"f64", job.in_f64}};
+          {"f64", job.in_f64},
+          {"summarize_outputs", job.summarize_outputs}};
+}
+
+std::string PythonRunner::warm(bool compile) {
+  Reply r = call({{"op", "warm"}, {"compile", compile}}, 300s, false);
+  return r.ok ? std::string() : r.error;
 }
 
 RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
@@ -240,6 +246,9 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
   result.reference_atol = tol.value("atol", -1.0);
   result.reference_rtol = tol.value("rtol", -1.0);
   result.kernel_ms = r.result.value("seconds", 0.0) * 1e3;
+  const json outputs = r.result.value("outputs", json::object());  // named: items() refers to it
+  for (const auto& [name, summary] : outputs.items())
+    result.outputs[name] = output_summary_from_json(summary);
   return result;
 }
 

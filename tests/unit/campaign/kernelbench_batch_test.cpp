@@ -4,10 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
+#include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/core/fs.hpp"
 
 namespace kopt::campaign {
@@ -161,6 +166,48 @@ TEST_F(KernelbenchBatchTest, WithoutTorchTheBatchStopsWithTheEnvironmentError) {
   EXPECT_EQ(calls.load(), 1) << "one failure for the environment is enough";
 }
 
+// An import the GPU had no room for beside the others is kopt's own parallelism, not the
+// problem's fault: it is tried again with no other import running, and only a file that does
+// not fit alone fails, with torch's words; the batch goes on.
+TEST_F(KernelbenchBatchTest, AnImportOutOfMemoryBesideOthersIsTriedAgainAlone) {
+  std::atomic<int> running{0}, most_beside_a_retry{0};
+  std::map<std::string, int> calls;
+  std::mutex calls_mutex;
+  auto base = importer();
+  auto crowded = [&](const fs::path& file,
+                     const fs::path& dir) -> Expected<std::vector<std::string>> {
+    int now = ++running;
+    int n;
+    {
+      std::lock_guard lock(calls_mutex);
+      n = ++calls[file.stem().string()];
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the others overlap it
+    Expected<std::vector<std::string>> out = base(file, dir);
+    if (file.stem() == "10_Big" && n == 1)
+      out = Unexpected(import_out_of_memory_error(file, "CUDA out of memory. Tried 8 GiB"));
+    if (file.stem() == "2_Small")  // too large for the GPU even alone
+      out = Unexpected(import_out_of_memory_error(file, "CUDA out of memory. Tried 90 GiB"));
+    if (n == 2) most_beside_a_retry = std::max(most_beside_a_retry.load(), now);
+    --running;
+    return out;
+  };
+  m_options.jobs = 4;
+  auto batch = run_kernelbench_batch(m_options, crowded, evaluator());
+  ASSERT_TRUE(batch) << batch.error().to_string();
+  EXPECT_EQ(calls["10_Big"], 2);
+  EXPECT_EQ(calls["2_Small"], 2);
+  EXPECT_EQ(most_beside_a_retry.load(), 1) << "a retry runs alone";
+  auto row = [&](const std::string& p) {
+    return *std::find_if(batch->entries.begin(), batch->entries.end(),
+                         [&](const KernelbenchEntry& e) { return e.problem == p; });
+  };
+  EXPECT_EQ(row("10_Big").status, ImportStatus::imported);
+  EXPECT_EQ(row("2_Small").status, ImportStatus::failed);
+  EXPECT_NE(row("2_Small").error.find("Tried 90 GiB"), std::string::npos);
+  EXPECT_EQ(row("1_First").status, ImportStatus::imported);
+}
+
 TEST_F(KernelbenchBatchTest, AFolderWithoutKernelbenchFilesIsBadInput) {
   m_options.source = m_dir.path() / "empty";
   fs::create_directories(m_options.source);
@@ -178,7 +225,12 @@ TEST(KernelbenchEntryJson, RoundTrips) {
   e.compiled.status = VariantStatus::ok;
   e.compiled.median_s = 1e-4;
   e.compiled.flags = {"noisy"};
+  e.reference_outputs["out"] = OutputSummary{1000, 2, 1, -3.5, 4.25, "00000000deadbeef"};
   KernelbenchEntry back = kernelbench_entry_from_json(to_json(e));
+  EXPECT_EQ(back.reference_outputs["out"].nan, 2u);
+  EXPECT_EQ(back.reference_outputs["out"].inf, 1u);
+  EXPECT_EQ(back.reference_outputs["out"].min, -3.5);
+  EXPECT_EQ(back.reference_outputs["out"].checksum, "00000000deadbeef");
   EXPECT_EQ(back.problem, "23_Softmax");
   EXPECT_EQ(back.reference, ReferenceStatus::ok);
   EXPECT_EQ(back.compiled.median_s, 1e-4);

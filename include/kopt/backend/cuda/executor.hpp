@@ -1,6 +1,7 @@
 #pragma once
 // Runs jobs on one GPU through the driver API. Lives in the worker process only: the
 // orchestrator never holds a GPU context (docs/architecture.md §2).
+#include <cstdint>
 #include <memory>
 
 #include "kopt/backend/executor.hpp"
@@ -33,6 +34,9 @@ class CudaExecutor final : public Executor {
 
 // NVML's view of a device's clocks; `nvml_error` says why fields are missing.
 Clocks read_clocks(const std::string& pci_bus_id);
+// The device's memory in use, every process and context on it included (NVML: what
+// nvidia-smi shows), with no context of this process's; an Error where NVML cannot say.
+Expected<std::uint64_t> read_memory_used(const std::string& pci_bus_id);
 // Device count and driver version without creating a context; an Error when there is no
 // usable driver or no device.
 struct DriverProbe {

@@ -49,6 +49,9 @@ class PythonRunner {
   // `nvtx_range`: the call runs inside that NVTX push/pop range of the Python thread (for ncu
   // --nvtx: tools/ncu.hpp); empty, none.
   RunResult run(const RunJob& job, const std::string& nvtx_range = {});
+  // Starts the trusted process ahead of its first job (its device's context made; with
+  // `compile`, torch.compile tried once); why it could not, or "".
+  std::string warm(bool compile);
   BenchResult bench(const BenchJob& job);
 
  private:

@@ -1,0 +1,198 @@
+// A KernelBench batch's records: each problem's entry and the batch as JSON (its state file and
+// --json) and as the markdown table of docs/kernelbench.md.
+#include <fmt/format.h>
+
+#include "kernelbench_cells.hpp"
+#include "kopt/core/units.hpp"
+#include "table_cell.hpp"
+
+namespace kopt::campaign {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json to_json(const BaselineOutcome& b) {
+  return {{"status", b.status},       {"label", b.label}, {"median_s", b.median_s},
+          {"rel_noise", b.rel_noise}, {"n", b.n},         {"flags", b.flags},
+          {"error", b.error}};
+}
+
+BaselineOutcome baseline_from_json(const json& j) {
+  BaselineOutcome b;
+  b.status = j.value("status", b.status);
+  b.label = j.value("label", std::string{});
+  b.median_s = j.value("median_s", 0.0);
+  b.rel_noise = j.value("rel_noise", 0.0);
+  b.n = j.value("n", std::size_t{0});
+  b.flags = j.value("flags", std::vector<std::string>{});
+  b.error = j.value("error", std::string{});
+  return b;
+}
+
+std::string noise_cell(const BaselineOutcome& b) {
+  if (b.status != VariantStatus::ok) return "-";
+  return fmt::format("{:.1f} %{}", 100 * b.rel_noise, b.flags.empty() ? "" : " (flagged)");
+}
+
+std::string cell(std::string s) {
+  return table_cell(std::move(s), 300);
+}
+
+json to_json(const GpuMemoryUse& m) {
+  auto bytes = [](const std::optional<std::uint64_t>& b) { return b ? json(*b) : json(nullptr); };
+  return {{"idle_bytes", bytes(m.idle_bytes)},
+          {"peak_bytes", bytes(m.peak_bytes)},
+          {"used_bytes", bytes(m.used_bytes())},
+          {"bound_bytes", m.bound_bytes},
+          {"note", m.note}};
+}
+
+GpuMemoryUse memory_from_json(const json& j) {
+  GpuMemoryUse m;
+  auto bytes = [&](const char* k) {
+    return j.contains(k) && j.at(k).is_number() ? std::optional(j.at(k).get<std::uint64_t>())
+                                                : std::nullopt;
+  };
+  m.idle_bytes = bytes("idle_bytes");
+  m.peak_bytes = bytes("peak_bytes");
+  m.bound_bytes = j.value("bound_bytes", std::uint64_t{0});
+  m.note = j.value("note", std::string{});
+  return m;
+}
+
+json outputs_json(const std::map<std::string, OutputSummary>& outputs) {
+  json j = json::object();
+  for (const auto& [name, o] : outputs) j[name] = to_json(o);
+  return j;
+}
+
+// A reference output with NaN or inf in it: the problem cannot tell a right kernel from a wrong
+// one there (a NaN equals nothing), which a reader of the table must know.
+std::vector<std::string> output_flags(const KernelbenchEntry& e) {
+  std::vector<std::string> flags;
+  for (const auto& [name, o] : e.reference_outputs)
+    if (o.nan + o.inf > 0)
+      flags.push_back(fmt::format("reference output {}: {} NaN and {} inf of {} elements", name,
+                                  o.nan, o.inf, o.elements));
+  return flags;
+}
+
+}  // namespace
+
+bool kernelbench_imported(const KernelbenchEntry& e) {
+  return e.status == ImportStatus::imported || e.status == ImportStatus::kept;
+}
+
+std::string time_cell(const BaselineOutcome& b) {
+  if (b.status == VariantStatus::not_run) return "-";
+  if (b.status != VariantStatus::ok) return std::string(name_of(b.status));
+  double us = b.median_s * 1e6;
+  std::string t = us >= 1000 ? fmt::format("{:.2f} ms", us / 1000) : fmt::format("{:.1f} us", us);
+  return t;
+}
+
+// "17.9 GiB of 19.1", "-" where not read or not run.
+std::string memory_cell(const KernelbenchEntry& e) {
+  auto used = e.memory.used_bytes();
+  if (!used) return "-";
+  return fmt::format("{} of {}{}", human_bytes(*used), human_bytes(e.memory.bound_bytes),
+                     *used > e.memory.bound_bytes ? " (over)" : "");
+}
+
+json to_json(const KernelbenchEntry& e) {
+  return {{"file", e.file},
+          {"problem", e.problem},
+          {"status", e.status},
+          {"error", e.error},
+          {"import_s", e.import_s},
+          {"flops_known", e.flops_known},
+          {"notes", e.notes},
+          {"reference", e.reference},
+          {"reference_error", e.reference_error},
+          {"reference_s", e.reference_s},
+          {"reference_outputs", outputs_json(e.reference_outputs)},
+          {"gpu_memory", to_json(e.memory)},
+          {"baselines_s", e.baselines_s},
+          {"eager", to_json(e.eager)},
+          {"compile", to_json(e.compiled)}};
+}
+
+KernelbenchEntry kernelbench_entry_from_json(const json& j) {
+  KernelbenchEntry e;
+  e.file = j.at("file");
+  e.problem = j.value("problem", fs::path(e.file).stem().string());
+  e.status = j.value("status", e.status);
+  e.error = j.value("error", std::string{});
+  e.import_s = j.value("import_s", 0.0);
+  e.flops_known = j.value("flops_known", false);
+  e.notes = j.value("notes", std::vector<std::string>{});
+  e.reference = j.value("reference", e.reference);
+  e.reference_error = j.value("reference_error", std::string{});
+  e.reference_s = j.value("reference_s", 0.0);
+  if (j.contains("gpu_memory")) e.memory = memory_from_json(j.at("gpu_memory"));
+  if (j.contains("reference_outputs"))
+    for (const auto& [name, o] : j.at("reference_outputs").items())
+      e.reference_outputs[name] = output_summary_from_json(o);
+  e.baselines_s = j.value("baselines_s", 0.0);
+  if (j.contains("eager")) e.eager = baseline_from_json(j.at("eager"));
+  if (j.contains("compile")) e.compiled = baseline_from_json(j.at("compile"));
+  return e;
+}
+
+json to_json(const KernelbenchBatch& b) {
+  json problems = json::array();
+  std::size_t n_imported = 0, refused = 0, failed = 0, reference_ok = 0, both_timed = 0;
+  for (const auto& e : b.entries) {
+    problems.push_back(to_json(e));
+    n_imported += kernelbench_imported(e);
+    refused += e.status == ImportStatus::refused;
+    failed += e.status == ImportStatus::failed;
+    reference_ok += e.reference == ReferenceStatus::ok;
+    both_timed += e.eager.status == VariantStatus::ok && e.compiled.status == VariantStatus::ok;
+  }
+  return {{"schema_version", 1},          {"command", "import kernelbench"},
+          {"device", b.device},           {"wall_s", b.wall_s},
+          {"files", b.entries.size()},    {"imported", n_imported},
+          {"refused", refused},           {"failed", failed},
+          {"reference_ok", reference_ok}, {"baselines_timed", both_timed},
+          {"problems", problems},         {"exit_code", b.exit_code()}};
+}
+
+std::string kernelbench_markdown(const KernelbenchBatch& b) {
+  json totals = to_json(b);
+  std::string md = fmt::format(
+      "{} files: {} imported, {} refused, {} failed; reference ran on {}; both baselines timed on "
+      "{}{}.\n\n",
+      totals["files"].get<std::size_t>(), totals["imported"].get<std::size_t>(),
+      totals["refused"].get<std::size_t>(), totals["failed"].get<std::size_t>(),
+      totals["reference_ok"].get<std::size_t>(), totals["baselines_timed"].get<std::size_t>(),
+      b.device.empty() ? "" : " (" + b.device + ")");
+  md +=
+      "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | "
+      "GPU memory: used of bound | why not, flags |\n";
+  md += "|---|---:|---|---|---:|---:|---|---:|---|\n";
+  for (const auto& e : b.entries) {
+    std::string why = e.error;
+    for (const std::string* s : {&e.reference_error, &e.eager.error, &e.compiled.error})
+      if (!s->empty()) why += (why.empty() ? "" : "; ") + *s;
+    for (const auto& f : output_flags(e)) why += (why.empty() ? "" : "; ") + f;
+    if (e.reference != ReferenceStatus::not_run && !e.memory.used_bytes() && !e.memory.note.empty())
+      why += (why.empty() ? "" : "; ") + ("GPU memory not read: " + e.memory.note);
+    for (const auto* bl : {&e.eager, &e.compiled})
+      for (const auto& f : bl->flags)
+        why += (why.empty() ? "" : "; ") + std::string(bl == &e.eager ? "eager " : "compile ") + f;
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |\n", cell(e.problem),
+        e.status == ImportStatus::kept ? std::string("kept") : fmt::format("{:.1f}", e.import_s),
+        kernelbench_imported(e) ? (e.flops_known ? "formula" : "unknown") : "-",
+        e.reference == ReferenceStatus::ok ? fmt::format("ok ({:.1f} s)", e.reference_s)
+                                           : std::string(name_of(e.reference)),
+        time_cell(e.eager), time_cell(e.compiled), noise_cell(e.eager), noise_cell(e.compiled),
+        memory_cell(e),
+        cell(kernelbench_imported(e) ? why : std::string(name_of(e.status)) + ": " + why));
+  }
+  return md;
+}
+
+}  // namespace kopt::campaign
