@@ -153,7 +153,16 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
     batch.entries.push_back(before != earlier.end() ? *before : e);
   }
 
-  // Imports in parallel: each is a Python process of its own.
+  // Work for the device ahead (a file never imported, a problem not evaluated): its set-up
+  // starts beside the imports. A file refused before is tried again without it.
+  if ((o.check || o.baselines) &&
+      std::any_of(batch.entries.begin(), batch.entries.end(), [&](const KernelbenchEntry& e) {
+        return o.force || e.status == ImportStatus::pending || needs_evaluation(e, o) ||
+               (kernelbench_imported(e) && !fs::exists(o.out / e.problem / "kopt.toml"));
+      }))
+    o.before_imports();
+
+  // Imports in parallel, in Python processes kept for file after file (the importer's).
   std::atomic<std::size_t> next{0};
   std::shared_mutex alone;
   std::optional<Error> environment;

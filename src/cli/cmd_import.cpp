@@ -140,9 +140,11 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
     if (auto d = worker->device_info()) {
       device = d->name;
       watch_memory(bo, device_family(), d->pci_bus_id);
-      warming = std::jthread([&worker, compile = o.vs_torch] {
-        (void)worker->warm_python(compile);  // where it fails, the first job says why
-      });
+      bo.before_imports = [&] {
+        warming = std::jthread([&worker, compile = o.vs_torch] {
+          (void)worker->warm_python(compile);  // where it fails, the first job says why
+        });
+      };
     }
     evaluate = campaign::worker_evaluator(bo, evaluate::CheckContext{*compiler, runner, *worker});
   }

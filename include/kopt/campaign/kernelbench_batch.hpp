@@ -103,7 +103,10 @@ struct KernelbenchBatchOptions {
   bool baselines = false;  // time torch eager and torch.compile
   evaluate::Rigour rigour = evaluate::Rigour::report();  // the baselines' timing
   std::function<void(const std::string&)> log = [](const std::string&) {};
-  // Called once every import has ended, before the first evaluation.
+  // Called before the imports start where the device has work ahead (--check or --vs-torch,
+  // and a problem to import or to evaluate), and once every import has ended, before the first
+  // evaluation.
+  std::function<void()> before_imports = [] {};
   std::function<void()> after_imports = [] {};
   // The device's memory in use (every process), read while each problem is evaluated; unset
   // or nullopt where it cannot be read (memory_note says why).

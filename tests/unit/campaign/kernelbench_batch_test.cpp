@@ -115,11 +115,15 @@ TEST_F(KernelbenchBatchTest, ImportsEveryFileAndSaysWhyOneWasRefused) {
 
 TEST_F(KernelbenchBatchTest, ASecondRunResumesAndRedoesNothingDone) {
   m_options.check = m_options.baselines = true;
+  int set_ups = 0;
+  m_options.before_imports = [&] { ++set_ups; };
   ASSERT_TRUE(run_kernelbench_batch(m_options, importer(), evaluator()));
+  EXPECT_EQ(set_ups, 1) << "the device's set-up starts beside the imports";
   m_imported.clear();
   m_evaluated.clear();
   auto again = run_kernelbench_batch(m_options, importer(), evaluator());
   ASSERT_TRUE(again);
+  EXPECT_EQ(set_ups, 1) << "nothing left for the device: no set-up";
   // The refused file is tried again (the user may have fixed it); nothing else is.
   EXPECT_EQ(m_imported, (std::set<std::string>{"3_Bool.py"}));
   EXPECT_TRUE(m_evaluated.empty()) << (m_evaluated.empty() ? "" : m_evaluated.front());
