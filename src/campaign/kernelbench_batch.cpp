@@ -35,6 +35,11 @@ long leading_number(const std::string& name) {
   return digits == 0 || digits > 9 ? -1 : std::stol(name.substr(0, digits));
 }
 
+// Imported by an earlier batch, its problem directory still there, and not forced again.
+bool import_kept(const KernelbenchEntry& e, const KernelbenchBatchOptions& o) {
+  return kernelbench_imported(e) && !o.force && fs::exists(o.out / e.problem / "kopt.toml");
+}
+
 bool needs_evaluation(const KernelbenchEntry& e, const KernelbenchBatchOptions& o) {
   if (!kernelbench_imported(e)) return false;
   return (o.check && e.reference == ReferenceStatus::not_run) ||
@@ -158,7 +163,7 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
   if ((o.check || o.baselines) &&
       std::any_of(batch.entries.begin(), batch.entries.end(), [&](const KernelbenchEntry& e) {
         return o.force || e.status == ImportStatus::pending || needs_evaluation(e, o) ||
-               (kernelbench_imported(e) && !fs::exists(o.out / e.problem / "kopt.toml"));
+               (kernelbench_imported(e) && !import_kept(e, o));
       }))
     o.before_imports();
 
@@ -180,8 +185,7 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
         std::lock_guard lock(state.mutex());
         e = batch.entries[i];
       }
-      if (kernelbench_imported(e) && !o.force && fs::exists(o.out / e.problem / "kopt.toml"))
-        continue;
+      if (import_kept(e, o)) continue;
       std::optional<Error> env;
       import_one(e, files[i], o.out / e.problem, o, importer, alone, env);
       o.log(fmt::format("[{:.0f} s] import {}: {} ({:.1f} s){}", seconds_since(t0), e.file,

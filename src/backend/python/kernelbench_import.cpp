@@ -1,5 +1,7 @@
 #include "kopt/backend/python/kernelbench_import.hpp"
 
+#include <optional>
+
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
@@ -77,11 +79,6 @@ Expected<json> KernelbenchImportProcess::facts(const fs::path& file) {
   }
 }
 
-Expected<json> kernelbench_facts(const fs::path& file, const fs::path& cache_root) {
-  KernelbenchImportProcess process(cache_root);
-  return process.facts(file);
-}
-
 Expected<ImportedProblem> import_kernelbench(const fs::path& file, const fs::path& out_dir,
                                              const fs::path& cache_root, bool force,
                                              KernelbenchImportProcess* process) {
@@ -92,7 +89,9 @@ Expected<ImportedProblem> import_kernelbench(const fs::path& file, const fs::pat
         out_dir.string()));
   auto source = read_text_file(file);
   if (!source) return Unexpected(bad_input(source.error().message, file.string()));
-  auto facts = process ? process->facts(file) : kernelbench_facts(file, cache_root);
+  std::optional<KernelbenchImportProcess> own;
+  if (!process) process = &own.emplace(cache_root);
+  auto facts = process->facts(file);
   if (!facts) return Unexpected(facts.error());
   auto problem = problem_from_kernelbench(*facts, file.filename().string());
   if (!problem) return Unexpected(problem.error());

@@ -37,10 +37,6 @@ class KernelbenchImportProcess {
 Error import_out_of_memory_error(const std::filesystem::path& file, const std::string& why);
 bool import_ran_out_of_memory(const Error& e);
 
-// The import script's facts about `file`, from a process of its own.
-Expected<nlohmann::json> kernelbench_facts(const std::filesystem::path& file,
-                                           const std::filesystem::path& cache_root);
-
 // Writes the problem into `out_dir` (created). A directory that already holds a kopt.toml
 // is left alone unless `force`: nothing already there is lost by accident. With `process`, the
 // facts come from it (a batch's); else from a process of its own.
