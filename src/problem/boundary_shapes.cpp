@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "kopt/problem/tensor_data.hpp"
+#include "kopt/problem/tensor_map.hpp"
+
 namespace kopt {
 
 std::string_view boundary_kind_name(BoundaryKind k) {
@@ -32,18 +35,35 @@ std::vector<std::string> size_dims(const Problem& p) {
   return out;
 }
 
-bool accepts(const KernelSpec& k, const std::map<std::string, std::int64_t>& dims,
+// TMA steps through a tensor it maps in multiples of 16 bytes: a shape whose rows are not
+// (383 bf16 columns: 766 bytes) is one the kernel cannot be launched at, not a boundary it
+// must handle, just as one its constraints refuse.
+bool tensor_maps_stride(const Problem& p, const KernelSpec& k, const Scope& s) {
+  for (const auto& a : k.args) {
+    if (!a.tensor_map) continue;
+    const TensorSpec* t = p.find_tensor(a.tensor);
+    if (!t) continue;
+    auto shape = tensor_shape(*t, s);
+    if (!shape) return false;
+    ResolvedTensorMap unit_box;
+    unit_box.box.assign(shape->size(), 1);
+    if (!tensor_map_layout(*shape, t->dtype, unit_box)) return false;
+  }
+  return true;
+}
+
+bool accepts(const Problem& p, const KernelSpec& k, const std::map<std::string, std::int64_t>& dims,
              const ParamPoint& point) {
   Scope s;
   for (const auto& [n, v] : dims) s[n] = v;
   auto bad = violated_constraint(k, s, point);
-  return bad && *bad == nullptr;
+  return bad && *bad == nullptr && tensor_maps_stride(p, k, s);
 }
 
 // The value of one dim for `kind`: the first candidate the constraints accept, or none.
-std::optional<std::int64_t> pick(BoundaryKind kind, std::int64_t declared, const KernelSpec& k,
-                                 std::map<std::string, std::int64_t> dims, const std::string& name,
-                                 const ParamPoint& point) {
+std::optional<std::int64_t> pick(BoundaryKind kind, std::int64_t declared, const Problem& p,
+                                 const KernelSpec& k, std::map<std::string, std::int64_t> dims,
+                                 const std::string& name, const ParamPoint& point) {
   std::int64_t target = declared > 32 ? declared / 2 : declared - 1;
   for (std::int64_t g = 1; g <= 256; g *= 2) {
     std::int64_t v = g;
@@ -53,7 +73,7 @@ std::optional<std::int64_t> pick(BoundaryKind kind, std::int64_t declared, const
     }
     if (v >= declared) break;
     dims[name] = v;
-    if (accepts(k, dims, point)) return v;
+    if (accepts(p, k, dims, point)) return v;
   }
   return std::nullopt;
 }
@@ -87,14 +107,14 @@ std::vector<BoundaryShape> boundary_shapes(const Problem& p, const KernelSpec& k
   for (BoundaryKind kind : {BoundaryKind::tails, BoundaryKind::ones}) {
     BoundaryShape s{kind, declared, {}, held};
     for (const auto& n : vary) {
-      if (auto v = pick(kind, declared.at(n), k, s.dims, n, point)) {
+      if (auto v = pick(kind, declared.at(n), p, k, s.dims, n, point)) {
         s.dims[n] = *v;
         s.moved.push_back(n);
       } else {
         s.held.push_back(n);
       }
     }
-    if (s.moved.empty() || !accepts(k, s.dims, point)) continue;
+    if (s.moved.empty() || !accepts(p, k, s.dims, point)) continue;
     if (std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.dims == s.dims; }))
       continue;
     out.push_back(std::move(s));

@@ -12,7 +12,8 @@
 // ("batch_size * dim % VEC == 0") hold for the whole shape. A dim is held at its declared value
 // where no candidate satisfies the constraints, where it is 2 or less, or where the problem's
 // [check] dims keep it (a problem that declares another shape says which dims its kernels must
-// handle: those it changes).
+// handle: those it changes). A kernel that takes a tensor map (TMA) is also held to the strides
+// TMA can step: every row of a mapped tensor a multiple of 16 bytes.
 #include <cstdint>
 #include <map>
 #include <string>

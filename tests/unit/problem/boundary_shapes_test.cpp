@@ -38,6 +38,31 @@ TEST(BoundaryShapes, TailsArePrimesNearHalfAndOnesAreOne) {
   EXPECT_EQ(prime_at_most(1), 2);
 }
 
+// A tensor map's rows must be a multiple of 16 bytes for TMA: 383 bf16 columns (766 bytes)
+// cannot be launched at all, so the tails of a kernel that maps the tensor are 8 x a prime.
+TEST(BoundaryShapes, AKernelThatTakesATensorMapGetsRowsTmaCanStride) {
+  Problem p;
+  p.dims = {Dim{"rows", 1000, {}}, Dim{"cols", 776, {}}};
+  p.tensors = {TensorSpec{"x", DType::bf16, {ex("rows"), ex("cols")}, Role::input, {}, {}, {}},
+               TensorSpec{"y", DType::bf16, {ex("rows"), ex("cols")}, Role::output, {}, {}, {}}};
+  KernelSpec k;
+  k.name = "tma_copy";
+  ArgSpec map;
+  map.tensor = "x";
+  map.tensor_map = TensorMapSpec{{ex("BR"), ex("BC")}, 0};
+  ArgSpec y;
+  y.tensor = "y";
+  k.args = {map, y};
+  p.kernels = {k};
+  auto s = boundary_shapes(p, p.kernels[0], {});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].label(), "rows=499 cols=376");  // 8 x 47: 752-byte rows
+  EXPECT_EQ(s[1].label(), "rows=1 cols=8");
+  KernelSpec plain = k;
+  plain.args[0].tensor_map.reset();  // a pointer: any row length
+  EXPECT_EQ(boundary_shapes(p, plain, {})[0].label(), "rows=499 cols=383");
+}
+
 TEST(BoundaryShapes, ConstraintsChooseTheSmallestPowerOfTwoTheyAccept) {
   Problem p = gemm();
   KernelSpec& k = p.kernels[0];
