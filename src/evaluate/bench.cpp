@@ -10,6 +10,7 @@
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/sandbox.hpp"
+#include "kopt/evaluate/fits.hpp"
 #include "kopt/evaluate/roofs.hpp"
 #include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/measure/review.hpp"
@@ -69,6 +70,7 @@ class BenchRun {
     }
     auto device = m_ctx.worker.device_info();
     if (!device) return Unexpected(device.error());
+    if (auto fits = check_fits_device(m_p, *device); !fits) return Unexpected(fits.error());
     m_report.device = *device;
     std::string arch = m_r.arch.value_or(device->arch());
     auto toolkit = m_ctx.compiler.toolkit();

@@ -13,6 +13,7 @@
 #include "kopt/core/entropy.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "kopt/evaluate/fits.hpp"
 #include "kopt/evaluate/sanitize.hpp"
 #include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/problem/tensor_data.hpp"
@@ -102,6 +103,7 @@ class CheckRun {
     if (device) {
       m_report.device = *device;
       m_limits = device->limits;
+      if (auto fits = check_fits_device(m_p, *device); !fits) return Unexpected(fits.error());
     } else {
       if (device.error().kind != ErrorKind::environment) return Unexpected(device.error());
       m_report.device_error = device.error().message;
