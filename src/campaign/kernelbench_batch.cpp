@@ -211,7 +211,10 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
   if (o.check || o.baselines)
     for (auto& e : batch.entries) {
       if (!needs_evaluation(e, o) && !(o.force && kernelbench_imported(e))) continue;
-      evaluate(e, o.out / e.problem);
+      if (auto done = evaluate(e, o.out / e.problem); !done) {
+        state.save(batch);
+        return Unexpected(done.error());
+      }
       o.log(fmt::format(
           "[{:.0f} s] {}: reference {} ({:.1f} s), eager {}, torch.compile {} ({:.1f} s), GPU "
           "memory {}",
@@ -226,12 +229,12 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
 
 KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
                                       evaluate::CheckContext ctx) {
-  return [o, ctx](KernelbenchEntry& e, const fs::path& dir) mutable {
+  return [o, ctx](KernelbenchEntry& e, const fs::path& dir) mutable -> Expected<void> {
     auto problem = load_problem(dir);
     if (!problem) {
       e.reference = ReferenceStatus::failed;
       e.reference_error = problem.error().to_string();
-      return;
+      return {};
     }
     problem->kernels.clear();  // the reference and the baselines, not kernels someone added
     e.memory = GpuMemoryUse{};
@@ -256,6 +259,8 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       co.cache_root = scratch.path();
       co.keep_reference_outputs = false;  // nothing of the batch compares them
       auto report = evaluate::run_check(*problem, co, ctx);
+      if (!report && report.error().kind == ErrorKind::environment)
+        return Unexpected(report.error());  // not the problem's doing: not recorded
       e.reference_outputs.clear();
       if (report && !report->reference_outputs.empty())
         e.reference_outputs = report->reference_outputs.begin()->second;
@@ -276,10 +281,12 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       auto report = ev.with_baselines({}, r);
       e.baselines_s = seconds_since(t0);
       read_peak();
+      if (!report && report.error().kind == ErrorKind::environment)
+        return Unexpected(report.error());
       if (!report) {
         e.eager.status = e.compiled.status = VariantStatus::run_failed;
         e.eager.error = e.compiled.error = report.error().message;
-        return;
+        return {};
       }
       for (const auto& v : report->variants) {
         BaselineOutcome& b = v.kernel.rfind("torch.compile", 0) == 0 ? e.compiled : e.eager;
@@ -294,6 +301,7 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
           b.flags = torch_baseline_flags(v.series, v.summary, v.throttled_samples);
       }
     }
+    return {};
   };
 }
 

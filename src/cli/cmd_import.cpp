@@ -132,7 +132,9 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   };
   std::unique_ptr<Compiler> compiler;
   SystemCommandRunner runner;
-  KernelbenchEvaluator evaluate = [](KernelbenchEntry&, const fs::path&) {};
+  KernelbenchEvaluator evaluate = [](KernelbenchEntry&, const fs::path&) -> Expected<void> {
+    return {};
+  };
   std::string device;
   if (o.check || o.vs_torch) {
     worker.emplace(worker_options(o.device, tmp.path()));

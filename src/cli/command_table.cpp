@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <new>
 #include <sstream>
 
 #include "commands.hpp"
@@ -327,6 +328,10 @@ int run_command_line(int argc, char** argv) {
   set_backend_choice(g->backend);
   try {
     return c.run();
+  } catch (const std::bad_alloc&) {
+    return report_error(*g, c.name(), exit_code(ErrorKind::environment),
+                        "kopt ran out of host memory: the machine's limit, not a kernel's "
+                        "doing, and no verdict on one");
   } catch (const std::exception& e) {
     return report_error(*g, c.name(), 4, std::string("internal error: ") + e.what());
   }

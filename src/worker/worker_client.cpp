@@ -122,6 +122,9 @@ Result WorkerClient::call(const nlohmann::json& req, std::chrono::milliseconds t
   if (!r.message->value("ok", false)) {
     failed.status = RunStatus::launch_failed;
     failed.error = r.message->value("error", std::string("unknown error"));
+    // Refused for the machine's reasons (a file it could not write, memory it did not have):
+    // never a verdict on the job.
+    failed.environment = r.message->value("exit_code", 4) == exit_code(ErrorKind::environment);
     return failed;
   }
   try {
@@ -207,15 +210,15 @@ Expected<std::string> WorkerCompiler::toolkit() {
 }
 
 RunResult WorkerClient::run(const RunJob& job) {
+  // The watchdog is the job's: kopt's own work with its tensors (drawing the inputs, moving
+  // them to the device and the outputs back, through files for a Python job) is allowed for on
+  // top, at 100 MB/s, so that a problem of GBs on a busy host is not a hung kernel. A Python job
+  // also starts the Python child once (importing torch takes seconds): a minute more.
   auto timeout = m_options.job_timeout;
-  // A Python job starts the Python child once (importing torch takes seconds) and moves its
-  // tensors through files: KernelBench's reach GBs. Allow a minute plus 100 MB/s of them.
-  if (is_python(job.kind)) {
-    double bytes = 0;
-    for (const auto& t : job.tensors) bytes += static_cast<double>(t.bytes);
-    timeout += std::chrono::seconds(60) +
-               std::chrono::milliseconds(static_cast<long>(bytes / 100e6 * 1000));
-  }
+  double bytes = 0;
+  for (const auto& t : job.tensors) bytes += static_cast<double>(t.bytes);
+  timeout += std::chrono::milliseconds(static_cast<long>(bytes / 100e6 * 1000));
+  if (is_python(job.kind)) timeout += std::chrono::seconds(60);
   return call<RunResult>({{"op", "run"}, {"job", to_json(job)}}, timeout, run_result_from_json);
 }
 

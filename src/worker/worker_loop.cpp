@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <istream>
+#include <new>
 #include <ostream>
 
 #include "kopt/backend/cpu_reference.hpp"
@@ -66,112 +67,119 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
       refuse(internal_error(std::string("bad request: ") + e.what()));
       continue;
     }
-    if (op == "hello") {
-      reply({{"ok", true}, {"protocol", k_protocol_version}, {"pid", ::getpid()}});
-    } else if (op == "shutdown") {
-      reply({{"ok", true}});
-      return 0;
-    } else if (op == "device_info") {
-      Executor* ex = ready_executor();
-      if (!ex) continue;
-      auto info = ex->device_info();
-      if (!info) {
-        refuse(info.error());
-        continue;
-      }
-      info->host_memory_available_bytes = host_memory_available_bytes();  // now, not at open
-      reply({{"ok", true}, {"device", to_json(*info)}});
-    } else if (op == "warm_python") {
-      if (std::string why = get_python().warm(req.value("compile", false)); !why.empty())
-        refuse(environment_error(why));
-      else
+    // kopt's own allocations (drawn inputs, tensors read back, a reference's buffers) that the
+    // host has no room for: the machine's failure, said as one; the worker goes on.
+    try {
+      if (op == "hello") {
+        reply({{"ok", true}, {"protocol", k_protocol_version}, {"pid", ::getpid()}});
+      } else if (op == "shutdown") {
         reply({{"ok", true}});
-    } else if (op == "run") {
-      RunJob job;
-      try {
-        job = run_job_from_json(req.at("job"));
-      } catch (const std::exception& e) {
-        refuse(internal_error(std::string("bad run job: ") + e.what()));
-        continue;
-      }
-      RunResult r;
-      // kopt's own jobs read files: drawn inputs are written here first (Python draws them).
-      DrawnFiles drawn;
-      if (!is_python(job.kind))
-        if (auto d = drawn.prepare(job); !d) {
-          refuse(d.error());
+        return 0;
+      } else if (op == "device_info") {
+        Executor* ex = ready_executor();
+        if (!ex) continue;
+        auto info = ex->device_info();
+        if (!info) {
+          refuse(info.error());
           continue;
         }
-      if (job.kind == ModuleKind::cpu_library) {
-        r = run_cpu_reference(job);
-      } else if (is_python(job.kind)) {
-        r = get_python().run(job);
-      } else if (Executor* ex = ready_executor()) {
-        r = ex->run(job);
-      } else {
-        continue;
-      }
-      drawn.restore(r);
-      reply({{"ok", true}, {"result", to_json(r)}});
-      if (r.fatal) return 3;
-    } else if (op == "bench") {
-      BenchJob job;
-      try {
-        for (const auto& v : req.at("job").at("variants"))
-          job.variants.push_back(run_job_from_json(v));
-        job.options = bench_options_from_json(req.at("job").at("options"));
-      } catch (const std::exception& e) {
-        refuse(internal_error(std::string("bad bench job: ") + e.what()));
-        continue;
-      }
-      if (!job.variants.empty() && is_python(job.variants[0].kind)) {
-        reply({{"ok", true}, {"result", to_json(get_python().bench(job))}});
-        continue;
-      }
-      std::optional<Error> unwritten;  // the first: no file is drawn after a write failed
-      for (auto& v : job.variants)
-        if (auto d = DrawnFiles().prepare(v); !d) {
-          unwritten = d.error();
-          break;
-        }
-      if (unwritten) {
-        refuse(*unwritten);
-        continue;
-      }
-      Executor* ex = ready_executor();
-      if (!ex) continue;
-      BenchResult r = ex->bench(job);
-      reply({{"ok", true}, {"result", to_json(r)}});
-      if (r.fatal) return 3;
-    } else if (op == "toolkit" || op == "compile") {
-      Executor* ex = ready_executor();
-      if (!ex) continue;
-      if (op == "toolkit") {
-        auto t = ex->toolkit();
-        if (!t)
-          refuse(t.error());
+        info->host_memory_available_bytes = host_memory_available_bytes();  // now, not at open
+        reply({{"ok", true}, {"device", to_json(*info)}});
+      } else if (op == "warm_python") {
+        if (std::string why = get_python().warm(req.value("compile", false)); !why.empty())
+          refuse(environment_error(why));
         else
-          reply({{"ok", true}, {"toolkit", *t}});
-        continue;
+          reply({{"ok", true}});
+      } else if (op == "run") {
+        RunJob job;
+        try {
+          job = run_job_from_json(req.at("job"));
+        } catch (const std::exception& e) {
+          refuse(internal_error(std::string("bad run job: ") + e.what()));
+          continue;
+        }
+        RunResult r;
+        // kopt's own jobs read files: drawn inputs are written here first (Python draws them).
+        DrawnFiles drawn;
+        if (!is_python(job.kind))
+          if (auto d = drawn.prepare(job); !d) {
+            refuse(d.error());
+            continue;
+          }
+        if (job.kind == ModuleKind::cpu_library) {
+          r = run_cpu_reference(job);
+        } else if (is_python(job.kind)) {
+          r = get_python().run(job);
+        } else if (Executor* ex = ready_executor()) {
+          r = ex->run(job);
+        } else {
+          continue;
+        }
+        drawn.restore(r);
+        reply({{"ok", true}, {"result", to_json(r)}});
+        if (r.fatal) return 3;
+      } else if (op == "bench") {
+        BenchJob job;
+        try {
+          for (const auto& v : req.at("job").at("variants"))
+            job.variants.push_back(run_job_from_json(v));
+          job.options = bench_options_from_json(req.at("job").at("options"));
+        } catch (const std::exception& e) {
+          refuse(internal_error(std::string("bad bench job: ") + e.what()));
+          continue;
+        }
+        if (!job.variants.empty() && is_python(job.variants[0].kind)) {
+          reply({{"ok", true}, {"result", to_json(get_python().bench(job))}});
+          continue;
+        }
+        std::optional<Error> unwritten;  // the first: no file is drawn after a write failed
+        for (auto& v : job.variants)
+          if (auto d = DrawnFiles().prepare(v); !d) {
+            unwritten = d.error();
+            break;
+          }
+        if (unwritten) {
+          refuse(*unwritten);
+          continue;
+        }
+        Executor* ex = ready_executor();
+        if (!ex) continue;
+        BenchResult r = ex->bench(job);
+        reply({{"ok", true}, {"result", to_json(r)}});
+        if (r.fatal) return 3;
+      } else if (op == "toolkit" || op == "compile") {
+        Executor* ex = ready_executor();
+        if (!ex) continue;
+        if (op == "toolkit") {
+          auto t = ex->toolkit();
+          if (!t)
+            refuse(t.error());
+          else
+            reply({{"ok", true}, {"toolkit", *t}});
+          continue;
+        }
+        CompileRequest creq;
+        try {
+          creq = compile_request_from_json(req.at("request"));
+        } catch (const std::exception& e) {
+          refuse(internal_error(std::string("bad compile request: ") + e.what()));
+          continue;
+        }
+        auto b = ex->compile(creq, req.at("path").get<std::string>());
+        if (!b)
+          refuse(b.error());
+        else
+          reply({{"ok", true}, {"build", to_json(*b)}});
+      } else if (op == "ceilings") {
+        Executor* ex = ready_executor();
+        if (!ex) continue;
+        reply({{"ok", true}, {"result", to_json(ex->ceilings())}});
+      } else {
+        refuse(internal_error("unknown op '" + op + "'"));
       }
-      CompileRequest creq;
-      try {
-        creq = compile_request_from_json(req.at("request"));
-      } catch (const std::exception& e) {
-        refuse(internal_error(std::string("bad compile request: ") + e.what()));
-        continue;
-      }
-      auto b = ex->compile(creq, req.at("path").get<std::string>());
-      if (!b)
-        refuse(b.error());
-      else
-        reply({{"ok", true}, {"build", to_json(*b)}});
-    } else if (op == "ceilings") {
-      Executor* ex = ready_executor();
-      if (!ex) continue;
-      reply({{"ok", true}, {"result", to_json(ex->ceilings())}});
-    } else {
-      refuse(internal_error("unknown op '" + op + "'"));
+    } catch (const std::bad_alloc&) {
+      refuse(environment_error("kopt's worker ran out of host memory (" + op +
+                               "): the machine's limit, not the job's doing"));
     }
   }
   return 0;

@@ -2,7 +2,10 @@
 // file-size limit (what a full disk looks like to kopt and to the driver's compiler, which
 // caches its binaries), `kopt optimize` stops with exit 3 and the limit named, and the same run
 // resumed once the limit is lifted measures the starting kernel again instead of repeating the
-// failure from its records.
+// failure from its records. kopt's own memory is a budget, not a crash: a problem whose tensors
+// the device cannot hold is refused with its numbers before anything is drawn, and kopt's own
+// allocation failing (here under an address-space limit) is the machine's failure (exit 3),
+// not the reference's.
 #include <gtest/gtest.h>
 
 #include "kopt/core/fs.hpp"
@@ -35,6 +38,36 @@ TEST_F(OpenclEnvironment, AFileSizeLimitIsTheMachinesFailureAndAResumeMeasuresAg
   said = resumed.out + resumed.err;
   EXPECT_EQ(resumed.exit_code, 0) << said;
   EXPECT_EQ(said.find("File too large"), std::string::npos) << said;
+}
+
+TEST_F(OpenclEnvironment, TensorsTheDeviceCannotHoldAreRefusedWithTheirNumbersBeforeAnyRun) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  // n = 2^40: three tensors of 4 TiB each, on no machine.
+  CommandResult r = SystemCommandRunner().run(
+      {test::kopt_binary().string(), "--backend", "opencl", "check",
+       (test::source_dir() / "examples/vector_add").string(), "--dim", "n=1099511627776"},
+      120s);
+  std::string said = r.out + r.err;
+  EXPECT_EQ(r.exit_code, 2) << said;
+  EXPECT_NE(said.find("kopt.toml:7: dims: at n=1099511627776 its tensors take"), std::string::npos)
+      << said;
+  EXPECT_NE(said.find("cannot be held even once"), std::string::npos) << said;
+  EXPECT_EQ(said.find("reference"), std::string::npos)
+      << "refused before the reference ran: " << said;
+}
+
+TEST_F(OpenclEnvironment, KoptsOwnOutOfMemoryIsTheMachinesFailureNotTheReferences) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  // 3 x 512 MiB of tensors, which the host has, under a 1 GB address-space limit: kopt's own
+  // allocation (drawing the inputs) fails.
+  std::string check = test::kopt_binary().string() + " --backend opencl check " +
+                      (test::source_dir() / "examples/vector_add").string() + " --dim n=134217728";
+  CommandResult r =
+      SystemCommandRunner().run({"sh", "-c", "ulimit -v 1000000 && exec " + check}, 600s);
+  std::string said = r.out + r.err;
+  EXPECT_EQ(r.exit_code, 3) << said;
+  EXPECT_NE(said.find("ran out of host memory"), std::string::npos) << said;
+  EXPECT_EQ(said.find("the reference failed"), std::string::npos) << said;
 }
 
 }  // namespace

@@ -127,12 +127,15 @@ std::vector<std::filesystem::path> kernelbench_files(const std::filesystem::path
 // Imports one file into its directory; the default is import_kernelbench. Tests pass fakes.
 using KernelbenchImporter = std::function<Expected<std::vector<std::string>>(
     const std::filesystem::path& file, const std::filesystem::path& dir)>;
-// Runs the reference and the baselines of one imported problem; the default uses a worker.
+// Runs the reference and the baselines of one imported problem; the default uses a worker. A
+// failure of the machine (kopt's own memory, a full disk, a lost worker) is its Error, never
+// the problem's verdict: the entry keeps what was not run, and a resume runs it again.
 using KernelbenchEvaluator =
-    std::function<void(KernelbenchEntry& entry, const std::filesystem::path& dir)>;
+    std::function<Expected<void>(KernelbenchEntry& entry, const std::filesystem::path& dir)>;
 
-// The whole batch. An environment error (no Python with torch) ends it as an Error; a
-// problem that is refused or fails is an entry with its reason, and the batch goes on.
+// The whole batch. An environment error (no Python with torch, kopt out of memory) ends it as
+// an Error, its state saved; a problem that is refused or fails is an entry with its reason,
+// and the batch goes on.
 Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& options,
                                                  const KernelbenchImporter& importer,
                                                  const KernelbenchEvaluator& evaluate);

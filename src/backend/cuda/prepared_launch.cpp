@@ -6,6 +6,7 @@
 #include "kopt/backend/cuda/nvrtc_compiler.hpp"
 #include "kopt/backend/scalar_arg.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/units.hpp"
 #include "tensor_map.hpp"
 
 namespace kopt::cuda {
@@ -129,8 +130,15 @@ std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob&
   std::map<std::string, CUdeviceptr> by_name;
   for (const auto& t : job.tensors) {
     CUdeviceptr ptr = 0;
-    KOPT_CU_PREPARE(RunStatus::launch_failed,
-                    api.mem_alloc(&ptr, std::max<std::size_t>(t.bytes, 1)));
+    if (CUresult r = api.mem_alloc(&ptr, std::max<std::size_t>(t.bytes, 1)); r != CUDA_SUCCESS) {
+      failure = driver_failure(api, RunStatus::launch_failed, "cuMemAlloc", r);
+      failure.error =
+          "kopt's tensor " + t.name + " (" + human_bytes(t.bytes) + "): " + failure.error;
+      // kopt's own tensors found no room (beside what other processes hold): the machine's
+      // failure, never the kernel's verdict (docs/architecture.md: environment failures).
+      failure.environment = r == CUDA_ERROR_OUT_OF_MEMORY;
+      return std::nullopt;
+    }
     p.buffers.emplace_back(&api, ptr);
     by_name[t.name] = ptr;
     if (t.role == Role::output) {

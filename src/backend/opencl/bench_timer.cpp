@@ -57,6 +57,7 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     result.status = f.status;
     result.error = f.error;
     result.fatal = f.fatal;
+    result.environment = f.environment;
     return result;
   };
   std::vector<Variant> variants;

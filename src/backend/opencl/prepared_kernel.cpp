@@ -2,6 +2,7 @@
 
 #include "kopt/backend/scalar_arg.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/units.hpp"
 #include "module_file.hpp"
 
 namespace kopt::opencl {
@@ -93,9 +94,14 @@ std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::P
   for (const auto& t : job.tensors) {
     cl_mem m = api.create_buffer(s.context.get(), CL_MEM_READ_WRITE,
                                  std::max<std::size_t>(t.bytes, 1), nullptr, &err);
-    if (err != CL_SUCCESS)
-      return fail(RunStatus::launch_failed,
-                  "clCreateBuffer(" + t.name + "): " + cl_error_name(err));
+    if (err != CL_SUCCESS) {
+      // kopt's own tensor found no room on the device: the machine's failure, not a verdict.
+      failure.environment = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+                            err == CL_OUT_OF_HOST_MEMORY;
+      return fail(RunStatus::launch_failed, "kopt's tensor " + t.name + " (" +
+                                                human_bytes(t.bytes) +
+                                                "): clCreateBuffer: " + cl_error_name(err));
+    }
     p.buffers.emplace_back(&api, m);
     by_name[t.name] = m;
     if (t.role == Role::output) {

@@ -59,8 +59,10 @@ class KernelbenchBatchTest : public ::testing::Test {
   }
 
   KernelbenchEvaluator evaluator() {
-    return [this](KernelbenchEntry& e, const fs::path& dir) {
+    return [this](KernelbenchEntry& e, const fs::path& dir) -> Expected<void> {
       m_evaluated.push_back(e.problem);
+      if (e.problem == m_machine_fails_on)
+        return Unexpected(environment_error("kopt's worker ran out of host memory (run)"));
       EXPECT_TRUE(fs::exists(dir / "kopt.toml"));
       e.reference = ReferenceStatus::ok;
       e.reference_s = 0.5;
@@ -69,6 +71,7 @@ class KernelbenchBatchTest : public ::testing::Test {
       e.compiled.median_s = 80e-6;
       e.compiled.rel_noise = 0.19;
       e.compiled.flags = {"noisy: 19.0 % spread between samples"};
+      return {};
     };
   }
 
@@ -77,6 +80,7 @@ class KernelbenchBatchTest : public ::testing::Test {
   std::mutex m_mutex;
   std::set<std::string> m_imported;
   std::vector<std::string> m_evaluated;
+  std::string m_machine_fails_on;  // the problem whose evaluation the machine fails
 };
 
 TEST(KernelbenchFiles, AreThePythonFilesInKernelbenchsNumericOrder) {
@@ -168,6 +172,25 @@ TEST_F(KernelbenchBatchTest, WithoutTorchTheBatchStopsWithTheEnvironmentError) {
   ASSERT_FALSE(batch);
   EXPECT_EQ(batch.error().kind, ErrorKind::environment);
   EXPECT_EQ(calls.load(), 1) << "one failure for the environment is enough";
+}
+
+// The machine failing a problem's evaluation (kopt's own memory, a full disk) is not the
+// problem's verdict: the batch stops with that error, the problem is recorded as not run, and a
+// resume evaluates it (and only what was left).
+TEST_F(KernelbenchBatchTest, TheMachineFailingAnEvaluationStopsTheBatchAndAResumeRunsItAgain) {
+  m_options.check = m_options.baselines = true;
+  m_machine_fails_on = "2_Small";
+  auto batch = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_FALSE(batch);
+  EXPECT_EQ(batch.error().kind, ErrorKind::environment);
+  EXPECT_EQ(m_evaluated, (std::vector<std::string>{"1_First", "2_Small"}));
+  m_machine_fails_on.clear();
+  m_evaluated.clear();
+  auto again = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ(m_evaluated, (std::vector<std::string>{"2_Small", "10_Big"}))
+      << "the first problem's outcome was saved; the one the machine failed is run again";
+  EXPECT_EQ(again->entries[1].reference, ReferenceStatus::ok);
 }
 
 // An import the GPU had no room for beside the others is kopt's own parallelism, not the
