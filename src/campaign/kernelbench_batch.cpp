@@ -112,6 +112,52 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
   if (auto p = load_problem(dir)) e.flops_known = p->cost_at_dims().flops.has_value();
 }
 
+// Each device takes the next problem to evaluate when its last is done. A failure of the
+// machine stops every device after its current problem and leaves the problem not run (its
+// entry as it was), for a resume.
+Expected<void> evaluate_all(KernelbenchBatch& batch, const KernelbenchBatchOptions& o,
+                            BatchState& state, const std::vector<KernelbenchEvaluator>& devices,
+                            Clock::time_point t0) {
+  std::atomic<std::size_t> next{0};
+  std::optional<Error> environment;
+  auto work = [&](std::size_t device) {
+    for (std::size_t i; (i = next++) < batch.entries.size();) {
+      KernelbenchEntry e;
+      {
+        std::lock_guard lock(state.mutex());
+        if (environment) return;
+        e = batch.entries[i];
+      }
+      if (!needs_evaluation(e, o) && !(o.force && kernelbench_imported(e))) continue;
+      auto done = devices[device](e, o.out / e.problem);
+      {
+        std::lock_guard lock(state.mutex());
+        if (!done) {
+          if (!environment) environment = done.error();
+          return;
+        }
+        batch.entries[i] = e;
+      }
+      o.log(fmt::format(
+          "[{:.0f} s] {}{}: reference {} ({:.1f} s), eager {}, torch.compile {} ({:.1f} s), GPU "
+          "memory {}",
+          seconds_since(t0), e.problem,
+          devices.size() > 1 ? fmt::format(" (device {})", device) : std::string(), e.reference,
+          e.reference_s, time_cell(e.eager), time_cell(e.compiled), e.baselines_s, memory_cell(e)));
+      state.save(batch);
+    }
+  };
+  if (devices.size() == 1) {
+    work(0);
+  } else {
+    std::vector<std::jthread> pool;
+    for (std::size_t d = 0; d < devices.size(); ++d) pool.emplace_back(work, d);
+  }
+  state.save(batch);
+  if (environment) return Unexpected(*environment);
+  return {};
+}
+
 }  // namespace
 
 int KernelbenchBatch::exit_code() const {
@@ -139,6 +185,12 @@ std::vector<fs::path> kernelbench_files(const fs::path& folder) {
 Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& o,
                                                  const KernelbenchImporter& importer,
                                                  const KernelbenchEvaluator& evaluate) {
+  return run_kernelbench_batch(o, importer, std::vector<KernelbenchEvaluator>{evaluate});
+}
+
+Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& o,
+                                                 const KernelbenchImporter& importer,
+                                                 const std::vector<KernelbenchEvaluator>& devices) {
   auto t0 = Clock::now();
   if (!fs::is_directory(o.source)) return Unexpected(bad_input("not a folder", o.source.string()));
   auto files = kernelbench_files(o.source);
@@ -207,21 +259,10 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
   o.after_imports();
   if (environment) return Unexpected(*environment);
 
-  // References and baselines, one problem at a time: timings share no GPU.
+  // References and baselines, one problem at a time on each device: timings share no GPU.
   if (o.check || o.baselines)
-    for (auto& e : batch.entries) {
-      if (!needs_evaluation(e, o) && !(o.force && kernelbench_imported(e))) continue;
-      if (auto done = evaluate(e, o.out / e.problem); !done) {
-        state.save(batch);
-        return Unexpected(done.error());
-      }
-      o.log(fmt::format(
-          "[{:.0f} s] {}: reference {} ({:.1f} s), eager {}, torch.compile {} ({:.1f} s), GPU "
-          "memory {}",
-          seconds_since(t0), e.problem, e.reference, e.reference_s, time_cell(e.eager),
-          time_cell(e.compiled), e.baselines_s, memory_cell(e)));
-      state.save(batch);
-    }
+    if (auto done = evaluate_all(batch, o, state, devices, t0); !done)
+      return Unexpected(done.error());
   batch.wall_s = seconds_since(t0);
   state.save(batch);
   return batch;

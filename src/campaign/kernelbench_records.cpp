@@ -113,6 +113,7 @@ json to_json(const KernelbenchEntry& e) {
           {"reference_s", e.reference_s},
           {"reference_outputs", outputs_json(e.reference_outputs)},
           {"gpu_memory", to_json(e.memory)},
+          {"device", e.device},
           {"baselines_s", e.baselines_s},
           {"eager", to_json(e.eager)},
           {"compile", to_json(e.compiled)}};
@@ -131,6 +132,7 @@ KernelbenchEntry kernelbench_entry_from_json(const json& j) {
   e.reference_error = j.value("reference_error", std::string{});
   e.reference_s = j.value("reference_s", 0.0);
   if (j.contains("gpu_memory")) e.memory = memory_from_json(j.at("gpu_memory"));
+  e.device = j.value("device", std::string{});
   if (j.contains("reference_outputs"))
     for (const auto& [name, o] : j.at("reference_outputs").items())
       e.reference_outputs[name] = output_summary_from_json(o);

@@ -13,6 +13,7 @@
 #include "kopt/campaign/kernelbench_batch.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/evaluate/devices.hpp"
+#include "kopt/evaluate/worker_pool.hpp"
 
 namespace kopt::cli {
 namespace fs = std::filesystem;
@@ -34,6 +35,7 @@ struct ImportCliOptions {
   double max_time_s = 1.0;
   std::string report;
   int device = 0;
+  std::string gpus;  // a folder: --gpus all|N,M,...: problems evaluated on each device at once
 };
 
 int import_one_file(const GlobalOptions& g, const ImportCliOptions& o) {
@@ -118,39 +120,59 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
     if (!p) return Unexpected(p.error());
     return p->notes;
   };
-  TempDir tmp("kopt-worker");
-  std::optional<WorkerClient> worker;
-  // The worker's Python starts while the files are imported (joined before it is used).
-  std::jthread warming;
+  // The workers' Pythons start while the files are imported (joined before they are used).
+  std::vector<std::jthread> warming;
   // The import processes' GPU memory and contexts are given back before anything is timed.
   bo.after_imports = [&] {
     {
       std::lock_guard lock(idle_mutex);
       idle.clear();
     }
-    if (warming.joinable()) warming.join();
+    warming.clear();  // joins
   };
-  std::unique_ptr<Compiler> compiler;
-  SystemCommandRunner runner;
-  KernelbenchEvaluator evaluate = [](KernelbenchEntry&, const fs::path&) -> Expected<void> {
-    return {};
-  };
+  std::unique_ptr<evaluate::WorkerPool> pool;
+  std::vector<KernelbenchEvaluator> evaluators{
+      [](KernelbenchEntry&, const fs::path&) -> Expected<void> { return {}; }};
   std::string device;
   if (o.check || o.vs_torch) {
-    worker.emplace(worker_options(o.device, tmp.path()));
-    compiler = evaluate::make_compiler(device_family(), *worker);
-    if (auto d = worker->device_info()) {
-      device = d->name;
-      watch_memory(bo, device_family(), d->pci_bus_id);
-      bo.before_imports = [&] {
-        warming = std::jthread([&worker, compile = o.vs_torch] {
-          (void)worker->warm_python(compile);  // where it fails, the first job says why
-        });
-      };
+    auto opened = evaluate::WorkerPool::open({device_family(), o.gpus, "", o.device, false});
+    if (!opened)
+      return report_error(g, "import kernelbench", exit_code(opened.error().kind),
+                          opened.error().to_string());
+    pool = std::move(*opened);
+    auto contexts = pool->contexts();
+    evaluators.clear();
+    std::vector<WorkerClient*> workers;
+    for (std::size_t i = 0; i < contexts.size(); ++i) {
+      const evaluate::CheckContext& ctx = contexts[i];
+      KernelbenchBatchOptions mine = bo;  // its own device's memory
+      std::string label;
+      if (auto d = ctx.worker.device_info()) {
+        if (!device.empty() && d->name != device)
+          return report_error(g, "import kernelbench", 2,
+                              "--gpus: '" + d->name + "' beside '" + device +
+                                  "': one batch's rows are timed on devices of one model; "
+                                  "name those of one model");
+        device = d->name;
+        label = fmt::format("{} (device {})", d->name, d->ordinal);
+        watch_memory(mine, device_family(), d->pci_bus_id);
+        workers.push_back(&ctx.worker);
+      }
+      auto inner = campaign::worker_evaluator(mine, ctx);
+      evaluators.push_back([inner, label](KernelbenchEntry& e, const fs::path& dir) mutable {
+        e.device = label;
+        return inner(e, dir);
+      });
     }
-    evaluate = campaign::worker_evaluator(bo, evaluate::CheckContext{*compiler, runner, *worker});
+    if (contexts.size() > 1) device = fmt::format("{} x {}", contexts.size(), device);
+    bo.before_imports = [&warming, workers, compile = o.vs_torch] {
+      for (WorkerClient* w : workers)
+        warming.emplace_back([w, compile] {
+          (void)w->warm_python(compile);  // where it fails, the first job says why
+        });
+    };
   }
-  auto batch = campaign::run_kernelbench_batch(bo, importer, evaluate);
+  auto batch = campaign::run_kernelbench_batch(bo, importer, evaluators);
   if (!batch)
     return report_error(g, "import kernelbench", exit_code(batch.error().kind),
                         batch.error().to_string());
@@ -218,9 +240,11 @@ std::vector<Command> import_commands(const GlobalRef& g) {
       {.names = "--report",
        .help = "a folder: also write the summary table to this markdown file",
        .target = &o->report},
-      {.names = "--device",
-       .help = "GPU ordinal for --check and --vs-torch",
-       .target = &o->device}};
+      {.names = "--device", .help = "GPU ordinal for --check and --vs-torch", .target = &o->device},
+      {.names = "--gpus",
+       .help = "a folder: all, or N,M,...: --check and --vs-torch on every device named, one "
+               "problem at a time on each (devices of one model)",
+       .target = &o->gpus}};
   return {c};
 }
 

@@ -391,6 +391,48 @@ TEST_F(PythonPaths, ABaselineTimedThroughTheReferenceSaysSo) {
   EXPECT_TRUE(names.count("torch eager (reference())")) << j.dump(2);
 }
 
+// --gpus over two devices (two PoCL devices here): each problem's reference and baselines run
+// on one of them, the two at once, and each row says where.
+TEST_F(PythonPaths, AFolderOverTwoDevicesEvaluatesEachProblemOnOne) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  std::optional<std::string> saved;
+  if (const char* d = std::getenv("POCL_DEVICES")) saved = d;
+  ::setenv("POCL_DEVICES", "pthread pthread", 1);
+  struct Restore {
+    std::optional<std::string>& saved;
+    ~Restore() { saved ? ::setenv("POCL_DEVICES", saved->c_str(), 1) : ::unsetenv("POCL_DEVICES"); }
+  } restore{saved};
+  int rc = -1;
+  if (test::kopt_json({"--backend", "opencl", "env"}, rc)["opencl"]["devices"].size() < 2)
+    GTEST_SKIP() << "the OpenCL platform here does not make two devices (POCL_DEVICES)";
+  fs::path src = m_dir.path() / "kb";
+  fs::create_directories(src);
+  // Two small elementwise problems, so that the CPU's torch.compile stays quick.
+  for (const char* name : {"19_ReLU", "23_Softmax"}) {
+    auto text = read_text_file(kernelbench(std::string("level1/") + name + ".py"));
+    ASSERT_TRUE(text);
+    std::string small = *text;
+    std::size_t at = small.find("batch_size = ");
+    ASSERT_NE(at, std::string::npos);
+    small.replace(at, small.find('\n', at) - at, "batch_size = 4");
+    ASSERT_TRUE(write_text_atomic(src / (std::string(name) + ".py"), small));
+  }
+  auto j = test::kopt_json({"--backend", "opencl", "import", "kernelbench", src.string(), "--out",
+                            (m_dir.path() / "out").string(), "--check", "--vs-torch", "--max-time",
+                            "0.2", "--gpus", "all"},
+                           rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  EXPECT_EQ(j["device"].get<std::string>().rfind("2 x ", 0), 0u) << j.dump(2);
+  std::set<std::string> devices;
+  for (const auto& p : j["problems"]) {
+    EXPECT_EQ(p["reference"], "ok") << p.dump(2);
+    EXPECT_EQ(p["eager"]["status"], "ok") << p.dump(2);
+    devices.insert(p["device"].get<std::string>());
+  }
+  EXPECT_EQ(devices.size(), 2u) << "the two problems at once, one on each device: " << j.dump(2);
+}
+
 // The loop with a PyTorch reference: benchmark.md carries the PyTorch rows.
 TEST_F(PythonPaths, OptimizeRecordsThePytorchBaselinesInTheBenchmark) {
   KOPT_SKIP_WITHOUT_TORCH();

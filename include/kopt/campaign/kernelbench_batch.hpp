@@ -91,6 +91,7 @@ struct KernelbenchEntry {
   // the wall time of timing both baselines, torch.compile's compile included
   double baselines_s = 0;
   BaselineOutcome eager, compiled;
+  std::string device;  // where its reference and baselines ran ("" until they did)
 };
 
 struct KernelbenchBatchOptions {
@@ -139,6 +140,11 @@ using KernelbenchEvaluator =
 Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& options,
                                                  const KernelbenchImporter& importer,
                                                  const KernelbenchEvaluator& evaluate);
+// The same over several devices, an evaluator each (--gpus): each device evaluates one
+// problem at a time, taking the next when it is done, so that no two timings share a device.
+Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& options,
+                                                 const KernelbenchImporter& importer,
+                                                 const std::vector<KernelbenchEvaluator>& devices);
 
 // The evaluator over a real worker: `kopt check` of the reference (one seed, its outputs in a
 // scratch cache, since KernelBench's outputs reach GBs) and `kopt bench --vs-torch`.

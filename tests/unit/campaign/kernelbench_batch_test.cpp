@@ -193,6 +193,47 @@ TEST_F(KernelbenchBatchTest, TheMachineFailingAnEvaluationStopsTheBatchAndAResum
   EXPECT_EQ(again->entries[1].reference, ReferenceStatus::ok);
 }
 
+// Several devices (--gpus): each evaluates one problem at a time and takes the next when it is
+// done; every problem is evaluated once, on one of them, and says which.
+TEST_F(KernelbenchBatchTest, SeveralDevicesShareTheProblemsOneAtATimeEach) {
+  m_options.check = m_options.baselines = true;
+  std::mutex m;
+  std::map<std::string, int> on;  // problem -> device
+  int busy = 0, most_busy = 0;
+  auto device = [&](int d) -> KernelbenchEvaluator {
+    return [&, d](KernelbenchEntry& e, const fs::path&) -> Expected<void> {
+      {
+        std::lock_guard lock(m);
+        EXPECT_EQ(on.count(e.problem), 0u) << e.problem << " evaluated twice";
+        on[e.problem] = d;
+        most_busy = std::max(most_busy, ++busy);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      e.reference = ReferenceStatus::ok;
+      e.eager.status = e.compiled.status = VariantStatus::ok;
+      e.device = "device " + std::to_string(d);
+      std::lock_guard lock(m);
+      --busy;
+      return {};
+    };
+  };
+  auto batch = run_kernelbench_batch(m_options, importer(), {device(0), device(1)});
+  ASSERT_TRUE(batch) << batch.error().to_string();
+  EXPECT_EQ(on.size(), 3u);
+  EXPECT_EQ(most_busy, 2) << "both devices at work at once";
+  for (const auto& e : batch->entries)
+    if (e.status == ImportStatus::imported) {
+      EXPECT_EQ(e.reference, ReferenceStatus::ok) << e.problem;
+      EXPECT_EQ(e.device, "device " + std::to_string(on.at(e.problem))) << e.problem;
+    }
+  // The state says where each ran, and a resume has nothing left to do.
+  on.clear();
+  auto again = run_kernelbench_batch(m_options, importer(), {device(0), device(1)});
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(on.empty());
+  EXPECT_EQ(again->entries[0].device.rfind("device ", 0), 0u);
+}
+
 // An import the GPU had no room for beside the others is kopt's own parallelism, not the
 // problem's fault: it is tried again with no other import running, and only a file that does
 // not fit alone fails, with torch's words; the batch goes on.
