@@ -153,7 +153,6 @@ Expected<void> evaluate_all(KernelbenchBatch& batch, const KernelbenchBatchOptio
     std::vector<std::jthread> pool;
     for (std::size_t d = 0; d < devices.size(); ++d) pool.emplace_back(work, d);
   }
-  state.save(batch);
   if (environment) return Unexpected(*environment);
   return {};
 }

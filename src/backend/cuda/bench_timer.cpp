@@ -208,11 +208,8 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     std::int64_t bytes = opt.flush_bytes > 0 ? opt.flush_bytes : 2 * dev.l2_bytes;
     flush_words = static_cast<std::size_t>(bytes / 16) * 4;
     CUdeviceptr p = 0, sink = 0;
-    if (CUresult r = api.mem_alloc(&p, flush_words * 4); r != CUDA_SUCCESS) {
-      RunResult f = driver_failure(api, RunStatus::launch_failed, "cuMemAlloc(the L2 flush)", r);
-      f.environment = r == CUDA_ERROR_OUT_OF_MEMORY;  // kopt's buffer: the machine's failure
-      return failed(f);
-    }
+    if (CUresult r = api.mem_alloc(&p, flush_words * 4); r != CUDA_SUCCESS)
+      return failed(own_allocation_failure(api, "kopt's L2 flush buffer", r));
     flush.emplace(&api, p);
     KOPT_CU_BENCH(RunStatus::launch_failed, api.memset_d32(p, 0x9e3779b9u, flush_words));
     KOPT_CU_BENCH(RunStatus::launch_failed, api.mem_alloc(&sink, 16));

@@ -36,6 +36,13 @@ RunResult driver_failure(const DriverApi& api, RunStatus status, const char* cal
   return result;
 }
 
+RunResult own_allocation_failure(const DriverApi& api, const std::string& what, CUresult r) {
+  RunResult result = driver_failure(api, RunStatus::launch_failed, "cuMemAlloc", r);
+  result.error = what + ": " + result.error;
+  result.environment = r == CUDA_ERROR_OUT_OF_MEMORY;
+  return result;
+}
+
 CUresult PreparedLaunch::launch(CUstream stream) const {
   if (shim) {
     // solve() launches on the legacy default stream: it waits for `stream`, and `stream`
@@ -131,12 +138,8 @@ std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob&
   for (const auto& t : job.tensors) {
     CUdeviceptr ptr = 0;
     if (CUresult r = api.mem_alloc(&ptr, std::max<std::size_t>(t.bytes, 1)); r != CUDA_SUCCESS) {
-      failure = driver_failure(api, RunStatus::launch_failed, "cuMemAlloc", r);
-      failure.error =
-          "kopt's tensor " + t.name + " (" + human_bytes(t.bytes) + "): " + failure.error;
-      // kopt's own tensors found no room (beside what other processes hold): the machine's
-      // failure, never the kernel's verdict (docs/architecture.md: environment failures).
-      failure.environment = r == CUDA_ERROR_OUT_OF_MEMORY;
+      failure = own_allocation_failure(
+          api, "kopt's tensor " + t.name + " (" + human_bytes(t.bytes) + ")", r);
       return std::nullopt;
     }
     p.buffers.emplace_back(&api, ptr);

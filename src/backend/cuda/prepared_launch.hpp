@@ -107,6 +107,9 @@ struct PreparedLaunch {
 
 // Describes a driver failure: "cuCall: CUDA_ERROR_X: text".
 RunResult driver_failure(const DriverApi& api, RunStatus status, const char* call, CUresult r);
+// cuMemAlloc refused one of kopt's own buffers (`what`: a tensor, the L2 flush): out of memory
+// is the machine's failure, never the kernel's verdict (docs/architecture.md).
+RunResult own_allocation_failure(const DriverApi& api, const std::string& what, CUresult r);
 
 // Builds kopt's own small kernels (timer helpers, ceilings) with NVRTC and loads them;
 // nullptr when either step fails (the caller degrades and says so).

@@ -60,6 +60,20 @@ Expected<std::vector<double>> time_runs(const OpenclApi& api, Enqueue enqueue, i
 // The ceiling is the best window: the rate the device reaches when it has its cores.
 constexpr std::size_t k_window = std::size_t{4} << 20;
 
+// One of k_stream_source's kernels with its buffers set: kopt_copy reads a into c, kopt_add
+// reads a and b into c.
+Kernel stream_kernel(const OpenclApi& api, cl_program program, const char* name, cl_mem a, cl_mem b,
+                     cl_mem c) {
+  cl_int err = CL_SUCCESS;
+  Kernel k(&api, api.create_kernel(program, name, &err));
+  if (err != CL_SUCCESS) return Kernel();
+  const bool add = std::string(name) == "kopt_add";
+  cl_mem args[] = {a, add ? b : c, c};
+  for (cl_uint i = 0; i < (add ? 3u : 2u); ++i)
+    api.set_kernel_arg(k.get(), i, sizeof(cl_mem), &args[i]);
+  return k;
+}
+
 Ceiling windowed_ceiling(const Session& s, cl_program program, const char* name, cl_mem a, cl_mem b,
                          cl_mem c, std::size_t bytes) {
   const OpenclApi& api = *s.api;
@@ -68,13 +82,9 @@ Ceiling windowed_ceiling(const Session& s, cl_program program, const char* name,
                              " over float4, " + std::to_string(k_window >> 20) +
                              " MiB windows of " + std::to_string(bytes >> 20) +
                              " MiB buffers (the best window), read + write bytes";
-  cl_int err = CL_SUCCESS;
-  Kernel k(&api, api.create_kernel(program, name, &err));
-  if (err != CL_SUCCESS || bytes < 4 * k_window)
+  Kernel k = stream_kernel(api, program, name, a, b, c);
+  if (!k || bytes < 4 * k_window)
     return Ceiling{"dram_copy", "B/s", 0, 0, method, "cannot time windows"};
-  cl_mem args[] = {a, add ? b : c, c};
-  for (cl_uint i = 0; i < (add ? 3u : 2u); ++i)
-    api.set_kernel_arg(k.get(), i, sizeof(cl_mem), &args[i]);
   const std::size_t windows = bytes / k_window, items = k_window / 16;
   std::size_t next = 0;
   auto t = time_runs(
@@ -124,13 +134,9 @@ Ceiling copy_ceiling(const Session& s) {
   if (p.status == CL_SUCCESS) {
     const std::size_t global = bytes / 16;
     for (const char* name : {"kopt_copy", "kopt_add"}) {
-      cl_int err = CL_SUCCESS;
-      Kernel k(&api, api.create_kernel(p.program.get(), name, &err));
-      if (err != CL_SUCCESS) continue;
+      Kernel k = stream_kernel(api, p.program.get(), name, a, b, c);
+      if (!k) continue;
       bool add = std::string(name) == "kopt_add";
-      cl_mem args[] = {a, add ? b : c, c};
-      for (cl_uint i = 0; i < (add ? 3u : 2u); ++i)
-        api.set_kernel_arg(k.get(), i, sizeof(cl_mem), &args[i]);
       auto t = time_runs(
           api,
           [&](cl_event* ev) {
