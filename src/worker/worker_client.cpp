@@ -139,6 +139,17 @@ Result WorkerClient::call(const nlohmann::json& req, std::chrono::milliseconds t
   }
 }
 
+namespace {
+// kopt's own work with a job's tensors (drawing the inputs, moving them to the device and the
+// outputs back, through files for a Python job), allowed for on top of a watchdog at 100 MB/s,
+// so that a problem of GBs on a busy host is not a hung kernel.
+std::chrono::milliseconds data_allowance(const RunJob& job) {
+  double bytes = 0;
+  for (const auto& t : job.tensors) bytes += static_cast<double>(t.bytes);
+  return std::chrono::milliseconds(static_cast<long>(bytes / 100e6 * 1000));
+}
+}  // namespace
+
 BenchResult WorkerClient::bench(const BenchJob& job) {
   // The time cap bounds the timed launches; each variant may add its warm-up and what its
   // minimum sample count takes past the cap (min_samples_budget_s, or a timeout), and the
@@ -149,8 +160,11 @@ BenchResult WorkerClient::bench(const BenchJob& job) {
                                     static_cast<double>(job.variants.size()))));
   // Python variants compile before their first sample (Triton's JIT, torch.compile's
   // inductor): minutes, not seconds, on a cold cache.
-  for (const auto& v : job.variants)
+  // Its tensors twice (seed 1's and the secret seed's, the outputs verified), as for a run.
+  for (const auto& v : job.variants) {
     if (is_python(v.kind)) cap += std::chrono::minutes(5);
+    cap += 2 * data_allowance(v);
+  }
   return call<BenchResult>({{"op", "bench"}, {"job", to_json(job)}}, cap + m_options.job_timeout,
                            bench_result_from_json);
 }
@@ -210,14 +224,9 @@ Expected<std::string> WorkerCompiler::toolkit() {
 }
 
 RunResult WorkerClient::run(const RunJob& job) {
-  // The watchdog is the job's: kopt's own work with its tensors (drawing the inputs, moving
-  // them to the device and the outputs back, through files for a Python job) is allowed for on
-  // top, at 100 MB/s, so that a problem of GBs on a busy host is not a hung kernel. A Python job
+  // The watchdog is the job's, with kopt's own data movement allowed for on top. A Python job
   // also starts the Python child once (importing torch takes seconds): a minute more.
-  auto timeout = m_options.job_timeout;
-  double bytes = 0;
-  for (const auto& t : job.tensors) bytes += static_cast<double>(t.bytes);
-  timeout += std::chrono::milliseconds(static_cast<long>(bytes / 100e6 * 1000));
+  auto timeout = m_options.job_timeout + data_allowance(job);
   if (is_python(job.kind)) timeout += std::chrono::seconds(60);
   return call<RunResult>({{"op", "run"}, {"job", to_json(job)}}, timeout, run_result_from_json);
 }

@@ -344,6 +344,21 @@ TEST_F(WorkerProcess, AHangingWorkerIsKilledAndReplaced) {
   EXPECT_EQ(client.starts(), 2);
 }
 
+// A bench's watchdog allows for kopt's own work with the tensors (100 MB/s of them, twice), as a
+// run's does: a worker slow to answer over 1 GB of tensors is not a hung kernel. Without the
+// allowance this cap is 8 s (5 s for the minimum samples, the 3 s job timeout).
+TEST_F(WorkerProcess, ABenchOfLargeTensorsIsGivenTimeToMoveThem) {
+  WorkerClient client(options(misbehaving_once("slow", "sleep 9")));
+  BenchJob job;
+  job.variants = {reference_job(1000)};
+  job.variants[0].tensors[0].bytes = 1'000'000'000;  // as the watchdog sees it
+  job.options.rule.max_time_s = 0.01;
+  job.options.warmup_s = 0;
+  BenchResult r = client.bench(job);
+  EXPECT_NE(r.status, RunStatus::timeout) << r.error;
+  EXPECT_EQ(r.error.find("watchdog"), std::string::npos) << r.error;
+}
+
 TEST_F(WorkerProcess, ACrashingWorkerIsAFailedResultWithItsLastWords) {
   WorkerClient client(options(
       misbehaving_once("crash", "read line; echo 'segfault in candidate' >&2; kill -SEGV $$")));
