@@ -36,14 +36,17 @@ long leading_number(const std::string& name) {
 }
 
 // Imported by an earlier batch, its problem directory still there, and not forced again.
+// A candidate to evaluate needs the import's ModelNew adapter, which older imports lack.
 bool import_kept(const KernelbenchEntry& e, const KernelbenchBatchOptions& o) {
-  return kernelbench_imported(e) && !o.force && fs::exists(o.out / e.problem / "kopt.toml");
+  fs::path dir = o.out / e.problem;
+  return kernelbench_imported(e) && !o.force && fs::exists(dir / "kopt.toml") &&
+         (!candidate_due(e, o) || fs::exists(dir / k_model_new_adapter_file));
 }
 
 bool needs_evaluation(const KernelbenchEntry& e, const KernelbenchBatchOptions& o) {
   if (!kernelbench_imported(e)) return false;
   return (o.check && e.reference == ReferenceStatus::not_run) ||
-         (o.baselines && e.eager.status == VariantStatus::not_run);
+         (o.baselines && e.eager.status == VariantStatus::not_run) || candidate_due(e, o);
 }
 
 // The state of a batch, shared by the import threads; saved after every step.
@@ -140,10 +143,15 @@ Expected<void> evaluate_all(KernelbenchBatch& batch, const KernelbenchBatchOptio
       }
       o.log(fmt::format(
           "[{:.0f} s] {}{}: reference {} ({:.1f} s), eager {}, torch.compile {} ({:.1f} s), GPU "
-          "memory {}",
+          "memory {}{}",
           seconds_since(t0), e.problem,
           devices.size() > 1 ? fmt::format(" (device {})", device) : std::string(), e.reference,
-          e.reference_s, time_cell(e.eager), time_cell(e.compiled), e.baselines_s, memory_cell(e)));
+          e.reference_s, time_cell(e.eager), time_cell(e.compiled), e.baselines_s, memory_cell(e),
+          e.candidate.verdict == CandidateVerdict::none
+              ? std::string()
+              : fmt::format(", candidate {} ({:.1f} + {:.1f} s){}", candidate_cell(e.candidate),
+                            e.candidate.check_s, e.candidate.bench_s,
+                            e.candidate.cause.empty() ? "" : ": " + e.candidate.cause)));
       state.save(batch);
     }
   };
@@ -164,6 +172,7 @@ int KernelbenchBatch::exit_code() const {
     if (!kernelbench_imported(e) || e.reference == ReferenceStatus::failed) return 1;
     for (const auto* b : {&e.eager, &e.compiled})
       if (b->status == VariantStatus::run_failed) return 1;
+    if (e.candidate.verdict == CandidateVerdict::failed) return 1;
   }
   return 0;
 }
@@ -207,6 +216,7 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
     auto before =
         std::find_if(earlier.begin(), earlier.end(), [&](auto& x) { return x.file == e.file; });
     batch.entries.push_back(before != earlier.end() ? *before : e);
+    mark_candidate(batch.entries.back(), o.candidates);
   }
 
   // Work for the device ahead (a file never imported, a problem not evaluated): its set-up
@@ -277,6 +287,13 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       return {};
     }
     problem->kernels.clear();  // the reference and the baselines, not kernels someone added
+    // What this call runs: what has not run (a resume, or a candidate added later).
+    bool check = o.check && e.reference == ReferenceStatus::not_run;
+    bool baselines = o.baselines && e.eager.status == VariantStatus::not_run;
+    if (!check && !baselines) {
+      if (candidate_due(e, o)) return evaluate_candidate(e, dir, o, ctx);
+      return {};
+    }
     e.memory = GpuMemoryUse{};
     e.memory.bound_bytes = static_cast<std::uint64_t>(
         1.1 * static_cast<double>(problem_tensor_bytes(*problem) +
@@ -290,7 +307,7 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
     auto read_peak = [&] {
       if (watch) e.memory.peak_bytes = watch->stop();
     };
-    if (o.check) {
+    if (check) {
       auto t0 = Clock::now();
       // KernelBench's reference outputs reach GBs: not kept, and in RAM where there is room.
       TempDir scratch("kopt-kernelbench", problem_tensor_bytes(*problem));
@@ -309,9 +326,9 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       e.reference_error = !report          ? report.error().message
                           : report->device ? ""
                                            : report->device_error;
-      if (!o.baselines) read_peak();
+      if (!baselines) read_peak();
     }
-    if (o.baselines) {
+    if (baselines) {
       auto t0 = Clock::now();
       evaluate::EvaluatorOptions eo;
       eo.cache_root = o.cache_root;
@@ -341,6 +358,8 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
           b.flags = torch_baseline_flags(v.series, v.summary, v.throttled_samples);
       }
     }
+    // The candidate after the problem's own numbers, so that its memory is not theirs.
+    if (candidate_due(e, o)) return evaluate_candidate(e, dir, o, ctx);
     return {};
   };
 }

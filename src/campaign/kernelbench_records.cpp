@@ -30,6 +30,38 @@ BaselineOutcome baseline_from_json(const json& j) {
   return b;
 }
 
+json to_json(const CandidateOutcome& c) {
+  return {{"file", c.file},
+          {"hash", c.hash},
+          {"verdict", c.verdict},
+          {"check", c.check},
+          {"timing", c.timing},
+          {"cause", c.cause},
+          {"check_s", c.check_s},
+          {"bench_s", c.bench_s},
+          {"median_s", c.median_s},
+          {"rel_noise", c.rel_noise},
+          {"n", c.n},
+          {"flags", c.flags}};
+}
+
+CandidateOutcome candidate_from_json(const json& j) {
+  CandidateOutcome c;
+  c.file = j.value("file", std::string{});
+  c.hash = j.value("hash", std::string{});
+  c.verdict = j.value("verdict", c.verdict);
+  c.check = j.value("check", c.check);
+  c.timing = j.value("timing", c.timing);
+  c.cause = j.value("cause", std::string{});
+  c.check_s = j.value("check_s", 0.0);
+  c.bench_s = j.value("bench_s", 0.0);
+  c.median_s = j.value("median_s", 0.0);
+  c.rel_noise = j.value("rel_noise", 0.0);
+  c.n = j.value("n", std::size_t{0});
+  c.flags = j.value("flags", std::vector<std::string>{});
+  return c;
+}
+
 std::string noise_cell(const BaselineOutcome& b) {
   if (b.status != VariantStatus::ok) return "-";
   return fmt::format("{:.1f} %{}", 100 * b.rel_noise, b.flags.empty() ? "" : " (flagged)");
@@ -84,12 +116,35 @@ bool kernelbench_imported(const KernelbenchEntry& e) {
   return e.status == ImportStatus::imported || e.status == ImportStatus::kept;
 }
 
+namespace {
+std::string seconds_cell(double s) {
+  double us = s * 1e6;
+  return us >= 1000 ? fmt::format("{:.2f} ms", us / 1000) : fmt::format("{:.1f} us", us);
+}
+}  // namespace
+
 std::string time_cell(const BaselineOutcome& b) {
   if (b.status == VariantStatus::not_run) return "-";
   if (b.status != VariantStatus::ok) return std::string(name_of(b.status));
-  double us = b.median_s * 1e6;
-  std::string t = us >= 1000 ? fmt::format("{:.2f} ms", us / 1000) : fmt::format("{:.1f} us", us);
-  return t;
+  return seconds_cell(b.median_s);
+}
+
+std::string candidate_cell(const CandidateOutcome& c) {
+  switch (c.verdict) {
+    case CandidateVerdict::none:
+      return "-";
+    case CandidateVerdict::passed:
+      return fmt::format("passed ({})", seconds_cell(c.median_s));
+    case CandidateVerdict::failed:
+      // The step that refused it; where neither ran (a file that is no ModelNew), the cause.
+      if (c.check != evaluate::KernelStatus::passed && c.check != evaluate::KernelStatus::not_run)
+        return fmt::format("failed ({})", name_of(c.check));
+      if (c.timing != VariantStatus::not_run) return fmt::format("failed ({})", name_of(c.timing));
+      return "failed";
+    case CandidateVerdict::not_run:
+      break;
+  }
+  return std::string(name_of(c.verdict));
 }
 
 // "17.9 GiB of 19.1", "-" where not read or not run.
@@ -116,7 +171,8 @@ json to_json(const KernelbenchEntry& e) {
           {"device", e.device},
           {"baselines_s", e.baselines_s},
           {"eager", to_json(e.eager)},
-          {"compile", to_json(e.compiled)}};
+          {"compile", to_json(e.compiled)},
+          {"candidate", to_json(e.candidate)}};
 }
 
 KernelbenchEntry kernelbench_entry_from_json(const json& j) {
@@ -139,12 +195,14 @@ KernelbenchEntry kernelbench_entry_from_json(const json& j) {
   e.baselines_s = j.value("baselines_s", 0.0);
   if (j.contains("eager")) e.eager = baseline_from_json(j.at("eager"));
   if (j.contains("compile")) e.compiled = baseline_from_json(j.at("compile"));
+  if (j.contains("candidate")) e.candidate = candidate_from_json(j.at("candidate"));
   return e;
 }
 
 json to_json(const KernelbenchBatch& b) {
   json problems = json::array();
   std::size_t n_imported = 0, refused = 0, failed = 0, reference_ok = 0, both_timed = 0;
+  std::map<CandidateVerdict, std::size_t> candidates;
   for (const auto& e : b.entries) {
     problems.push_back(to_json(e));
     n_imported += kernelbench_imported(e);
@@ -152,13 +210,27 @@ json to_json(const KernelbenchBatch& b) {
     failed += e.status == ImportStatus::failed;
     reference_ok += e.reference == ReferenceStatus::ok;
     both_timed += e.eager.status == VariantStatus::ok && e.compiled.status == VariantStatus::ok;
+    if (e.candidate.verdict != CandidateVerdict::none) ++candidates[e.candidate.verdict];
   }
-  return {{"schema_version", 1},          {"command", "import kernelbench"},
-          {"device", b.device},           {"wall_s", b.wall_s},
-          {"files", b.entries.size()},    {"imported", n_imported},
-          {"refused", refused},           {"failed", failed},
-          {"reference_ok", reference_ok}, {"baselines_timed", both_timed},
-          {"problems", problems},         {"exit_code", b.exit_code()}};
+  std::size_t n_candidates = 0;
+  for (const auto& [v, n] : candidates) n_candidates += n;
+  return {{"schema_version", 1},
+          {"command", "import kernelbench"},
+          {"device", b.device},
+          {"wall_s", b.wall_s},
+          {"files", b.entries.size()},
+          {"imported", n_imported},
+          {"refused", refused},
+          {"failed", failed},
+          {"reference_ok", reference_ok},
+          {"baselines_timed", both_timed},
+          {"candidates",
+           {{"files", n_candidates},
+            {"passed", candidates[CandidateVerdict::passed]},
+            {"failed", candidates[CandidateVerdict::failed]},
+            {"not_run", candidates[CandidateVerdict::not_run]}}},
+          {"problems", problems},
+          {"exit_code", b.exit_code()}};
 }
 
 std::string kernelbench_markdown(const KernelbenchBatch& b) {
@@ -170,10 +242,19 @@ std::string kernelbench_markdown(const KernelbenchBatch& b) {
       totals["refused"].get<std::size_t>(), totals["failed"].get<std::size_t>(),
       totals["reference_ok"].get<std::size_t>(), totals["baselines_timed"].get<std::size_t>(),
       b.device.empty() ? "" : " (" + b.device + ")");
+  const json& cand = totals["candidates"];
+  bool with_candidates = cand["files"].get<std::size_t>() > 0;
+  if (with_candidates)
+    md = md.substr(0, md.size() - 3) +
+         fmt::format("; candidates: {} passed, {} failed, {} not run of {}.\n\n",
+                     cand["passed"].get<std::size_t>(), cand["failed"].get<std::size_t>(),
+                     cand["not_run"].get<std::size_t>(), cand["files"].get<std::size_t>());
   md +=
       "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | "
-      "GPU memory: used of bound | why not, flags |\n";
-  md += "|---|---:|---|---|---:|---:|---|---:|---|\n";
+      "GPU memory: used of bound |" +
+      std::string(with_candidates ? " candidate |" : "") + " why not, flags |\n";
+  md += "|---|---:|---|---|---:|---:|---|---:|" + std::string(with_candidates ? "---|" : "") +
+        "---|\n";
   for (const auto& e : b.entries) {
     std::string why = e.error;
     for (const std::string* s : {&e.reference_error, &e.eager.error, &e.compiled.error})
@@ -184,14 +265,17 @@ std::string kernelbench_markdown(const KernelbenchBatch& b) {
     for (const auto* bl : {&e.eager, &e.compiled})
       for (const auto& f : bl->flags)
         why += (why.empty() ? "" : "; ") + std::string(bl == &e.eager ? "eager " : "compile ") + f;
+    if (!e.candidate.cause.empty())
+      why += (why.empty() ? "" : "; ") + ("candidate " + e.candidate.cause);
+    for (const auto& f : e.candidate.flags) why += (why.empty() ? "" : "; ") + ("candidate " + f);
     md += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |\n", cell(e.problem),
+        "| {} | {} | {} | {} | {} | {} | {} / {} | {} |{} {} |\n", cell(e.problem),
         e.status == ImportStatus::kept ? std::string("kept") : fmt::format("{:.1f}", e.import_s),
         kernelbench_imported(e) ? (e.flops_known ? "formula" : "unknown") : "-",
         e.reference == ReferenceStatus::ok ? fmt::format("ok ({:.1f} s)", e.reference_s)
                                            : std::string(name_of(e.reference)),
         time_cell(e.eager), time_cell(e.compiled), noise_cell(e.eager), noise_cell(e.compiled),
-        memory_cell(e),
+        memory_cell(e), with_candidates ? " " + candidate_cell(e.candidate) + " |" : std::string(),
         cell(kernelbench_imported(e) ? why : std::string(name_of(e.status)) + ": " + why));
   }
   return md;

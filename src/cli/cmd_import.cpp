@@ -36,6 +36,7 @@ struct ImportCliOptions {
   std::string report;
   int device = 0;
   std::string gpus;  // a folder: --gpus all|N,M,...: problems evaluated on each device at once
+  std::string candidates;  // a folder: ModelNew files named as the KernelBench files
 };
 
 int import_one_file(const GlobalOptions& g, const ImportCliOptions& o) {
@@ -48,7 +49,8 @@ int import_one_file(const GlobalOptions& g, const ImportCliOptions& o) {
                                 {"command", "import kernelbench"},
                                 {"problem", imported->name},
                                 {"dir", fs::absolute(o.out).string()},
-                                {"files", {"kopt.toml", "ref.py", "model.py"}},
+                                {"files",
+                                 {"kopt.toml", "ref.py", "model.py", k_model_new_adapter_file}},
                                 {"notes", imported->notes}}
                      .dump(2)
               << "\n";
@@ -87,8 +89,20 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   bo.cache_root = cache_dir();
   bo.jobs = o.jobs;
   bo.force = o.force;
-  bo.check = o.check;
+  bo.check = o.check || !o.candidates.empty();  // a candidate is checked against its reference
   bo.baselines = o.vs_torch;
+  if (!o.candidates.empty()) {
+    if (device_family() != DeviceFamily::cuda)
+      return report_error(g, "import kernelbench", 3,
+                          "--candidates: a ModelNew candidate runs in PyTorch on a CUDA GPU; "
+                          "this backend (" +
+                              std::string(device_family_name(device_family())) +
+                              ") runs no Python candidates");
+    if (!fs::is_directory(o.candidates))
+      return report_error(g, "import kernelbench", 2,
+                          "--candidates " + o.candidates + ": not a folder");
+    bo.candidates = fs::absolute(o.candidates);
+  }
   bo.rigour.timing.rule.max_time_s = o.max_time_s;
   bo.rigour.timing.rule.min_time_s = std::min(bo.rigour.timing.rule.min_time_s, o.max_time_s / 2);
   bo.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
@@ -134,7 +148,7 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   std::vector<KernelbenchEvaluator> evaluators{
       [](KernelbenchEntry&, const fs::path&) -> Expected<void> { return {}; }};
   std::string device;
-  if (o.check || o.vs_torch) {
+  if (bo.check || o.vs_torch) {
     auto opened = evaluate::WorkerPool::open({device_family(), o.gpus, "", o.device, false});
     if (!opened)
       return report_error(g, "import kernelbench", exit_code(opened.error().kind),
@@ -192,11 +206,12 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
 
 int run_import_kernelbench_command(const GlobalOptions& g, const ImportCliOptions& o) {
   if (fs::is_directory(o.file)) return import_folder(g, o);
-  if (o.check || o.vs_torch || !o.report.empty())
+  if (o.check || o.vs_torch || !o.report.empty() || !o.candidates.empty())
     return report_error(
         g, "import kernelbench", 2,
-        "--check, --vs-torch and --report apply to a folder; for one problem run `kopt check` and "
-        "`kopt bench --vs-torch` on what the import wrote");
+        "--check, --vs-torch, --candidates and --report apply to a folder; for one problem run "
+        "`kopt check` and `kopt bench --vs-torch` on what the import wrote (`kopt check NEW.py "
+        "--ref FILE.py` for a ModelNew)");
   return import_one_file(g, o);
 }
 
@@ -244,7 +259,12 @@ std::vector<Command> import_commands(const GlobalRef& g) {
       {.names = "--gpus",
        .help = "a folder: all, or N,M,...: --check and --vs-torch on every device named, one "
                "problem at a time on each (devices of one model)",
-       .target = &o->gpus}};
+       .target = &o->gpus},
+      {.names = "--candidates",
+       .help = "a folder: ModelNew files named as the KernelBench files (NAME.py), each checked "
+               "against its problem (every seed, a secret seed, other shapes) and timed on "
+               "verified samples; implies --check; one changed since its evaluation runs again",
+       .target = &o->candidates}};
   return {c};
 }
 

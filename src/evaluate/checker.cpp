@@ -24,21 +24,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string_view kernel_status_name(KernelStatus s) {
-  switch (s) {
-    case KernelStatus::passed:
-      return "passed";
-    case KernelStatus::mismatch:
-      return "mismatch";
-    case KernelStatus::compile_failed:
-      return "compile_failed";
-    case KernelStatus::run_failed:
-      return "run_failed";
-    case KernelStatus::not_run:
-      return "not_run";
-    case KernelStatus::lower_precision:
-      return "lower_precision";
-  }
-  return "?";
+  return name_of(s);
 }
 
 int CheckReport::exit_code() const {

@@ -23,6 +23,8 @@ namespace kopt::campaign {
 enum class ImportStatus { pending, imported, kept, refused, failed };
 // Whether the problem's reference ran.
 enum class ReferenceStatus { not_run, ok, failed };
+// What became of a problem's candidate (--candidates: a ModelNew file of the problem's name).
+enum class CandidateVerdict { none, not_run, passed, failed };
 
 }  // namespace kopt::campaign
 
@@ -43,6 +45,17 @@ struct EnumNames<campaign::ReferenceStatus> {
       {campaign::ReferenceStatus::not_run, "not_run"},
       {campaign::ReferenceStatus::ok, "ok"},
       {campaign::ReferenceStatus::failed, "failed"},
+  }};
+};
+template <>
+struct EnumNames<campaign::CandidateVerdict> {
+  static constexpr std::array<std::pair<campaign::CandidateVerdict, std::string_view>, 4> table{{
+      {campaign::CandidateVerdict::none, "none"},  // no candidate file for the problem
+      {campaign::CandidateVerdict::not_run, "not_run"},
+      // checked (every seed, the secret and the wide seed, the other shapes) and timed on
+      // verified samples
+      {campaign::CandidateVerdict::passed, "passed"},
+      {campaign::CandidateVerdict::failed, "failed"},  // the check or the timing refused it
   }};
 };
 }  // namespace kopt
@@ -74,6 +87,21 @@ struct GpuMemoryUse {
   }
 };
 
+// A problem's candidate: a KernelBench ModelNew, checked as `kopt check` checks a kernel and
+// timed as `kopt bench` times one, beside the problem's baselines.
+struct CandidateOutcome {
+  std::string file;  // its file under --candidates ("" none)
+  std::string hash;  // its content's SHA-256 when it was evaluated: another content is run again
+  CandidateVerdict verdict = CandidateVerdict::none;
+  evaluate::KernelStatus check = evaluate::KernelStatus::not_run;
+  VariantStatus timing = VariantStatus::not_run;
+  std::string cause;  // why it failed, in the check's or the timing's words
+  double check_s = 0, bench_s = 0;
+  double median_s = 0, rel_noise = 0;
+  std::size_t n = 0;
+  std::vector<std::string> flags;  // the timing's flags ("noisy: ..."), with their reasons
+};
+
 struct KernelbenchEntry {
   std::string file;     // the KernelBench file's name
   std::string problem;  // its stem: the problem's name and directory under OUT
@@ -91,6 +119,7 @@ struct KernelbenchEntry {
   // the wall time of timing both baselines, torch.compile's compile included
   double baselines_s = 0;
   BaselineOutcome eager, compiled;
+  CandidateOutcome candidate;
   std::string device;  // where its reference and baselines ran ("" until they did)
 };
 
@@ -102,6 +131,9 @@ struct KernelbenchBatchOptions {
   bool force = false;      // import again and evaluate again what an earlier batch did
   bool check = false;      // run each reference once
   bool baselines = false;  // time torch eager and torch.compile
+  // A folder of ModelNew files named as the KernelBench files (NAME.py): each is checked and
+  // timed against its problem (needs check). Empty: none.
+  std::filesystem::path candidates;
   evaluate::Rigour rigour = evaluate::Rigour::report();  // the baselines' timing
   std::function<void(const std::string&)> log = [](const std::string&) {};
   // Called before the imports start where the device has work ahead (--check or --vs-torch,
@@ -119,7 +151,8 @@ struct KernelbenchBatch {
   std::vector<KernelbenchEntry> entries;
   std::string device;  // where references and baselines ran
   double wall_s = 0;
-  int exit_code() const;  // 0 all imported (and evaluated), 1 any refused or failed
+  int exit_code() const;  // 0 all imported (and evaluated), 1 any refused or failed, or a
+                          // candidate failed
 };
 
 // The KernelBench files of a folder (*.py), in KernelBench's numeric order (2 before 10).

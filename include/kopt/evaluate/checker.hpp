@@ -13,6 +13,7 @@
 #include "kopt/backend/build.hpp"
 #include "kopt/backend/build_cache.hpp"
 #include "kopt/backend/device_info.hpp"
+#include "kopt/core/enum_names.hpp"
 #include "kopt/core/process.hpp"
 #include "kopt/measure/compare.hpp"
 #include "kopt/problem/launch.hpp"
@@ -96,6 +97,24 @@ struct SeedCheck {
 // (analysis/sass_precision.hpp); it is not run.
 enum class KernelStatus { passed, mismatch, compile_failed, run_failed, not_run, lower_precision };
 std::string_view kernel_status_name(KernelStatus s);
+
+}  // namespace kopt::evaluate
+
+namespace kopt {
+template <>
+struct EnumNames<evaluate::KernelStatus> {
+  static constexpr std::array<std::pair<evaluate::KernelStatus, std::string_view>, 6> table{{
+      {evaluate::KernelStatus::passed, "passed"},
+      {evaluate::KernelStatus::mismatch, "mismatch"},
+      {evaluate::KernelStatus::compile_failed, "compile_failed"},
+      {evaluate::KernelStatus::run_failed, "run_failed"},
+      {evaluate::KernelStatus::not_run, "not_run"},
+      {evaluate::KernelStatus::lower_precision, "lower_precision"},
+  }};
+};
+}  // namespace kopt
+
+namespace kopt::evaluate {
 
 struct KernelCheck {
   std::string kernel;

@@ -24,6 +24,10 @@ struct ImportedProblem {
   std::string model_new_adapter;
 };
 
+// The file of an imported problem's directory that holds its model_new_adapter, for a ModelNew
+// evaluated later against it (`kopt import kernelbench DIR --candidates`).
+inline constexpr const char* k_model_new_adapter_file = "modelnew_adapter.py";
+
 // `facts` is the import script's JSON; `file_name` the KernelBench file's name (its stem
 // names the problem). Bad facts (a bool tensor, an unknown dtype) are bad input.
 Expected<ImportedProblem> problem_from_kernelbench(const nlohmann::json& facts,

@@ -85,7 +85,7 @@ Expected<ImportedProblem> import_kernelbench(const fs::path& file, const fs::pat
   if (fs::exists(out_dir / "kopt.toml") && !force)
     return Unexpected(bad_input(
         "already holds a kopt.toml; --force replaces the imported files (kopt.toml, ref.py, "
-        "model.py) and leaves the rest",
+        "model.py, modelnew_adapter.py) and leaves the rest",
         out_dir.string()));
   auto source = read_text_file(file);
   if (!source) return Unexpected(bad_input(source.error().message, file.string()));
@@ -97,6 +97,7 @@ Expected<ImportedProblem> import_kernelbench(const fs::path& file, const fs::pat
   if (!problem) return Unexpected(problem.error());
   for (const auto& [name, text] :
        {std::pair{"model.py", &*source}, std::pair{"ref.py", &problem->ref_py},
+        std::pair{k_model_new_adapter_file, &problem->model_new_adapter},
         std::pair{"kopt.toml", &problem->kopt_toml}})
     if (auto w = write_text_atomic(out_dir / name, *text); !w) return Unexpected(w.error());
   // What was written must load: an import that kopt itself cannot read is kopt's bug.

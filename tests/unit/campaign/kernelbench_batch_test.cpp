@@ -71,6 +71,17 @@ class KernelbenchBatchTest : public ::testing::Test {
       e.compiled.median_s = 80e-6;
       e.compiled.rel_noise = 0.19;
       e.compiled.flags = {"noisy: 19.0 % spread between samples"};
+      if (e.candidate.verdict == CandidateVerdict::not_run) {
+        // A candidate whose file says "cheat" is refused by the check, as a wrong one is.
+        auto text = read_text_file(m_options.candidates / e.candidate.file);
+        bool cheat = text && text->find("cheat") != std::string::npos;
+        e.candidate.check =
+            cheat ? evaluate::KernelStatus::mismatch : evaluate::KernelStatus::passed;
+        e.candidate.verdict = cheat ? CandidateVerdict::failed : CandidateVerdict::passed;
+        e.candidate.cause = cheat ? "mismatch: 12 of 64 elements differ" : "";
+        e.candidate.timing = cheat ? VariantStatus::not_run : VariantStatus::ok;
+        e.candidate.median_s = 50e-6;
+      }
       return {};
     };
   }
@@ -284,6 +295,44 @@ TEST_F(KernelbenchBatchTest, AFolderWithoutKernelbenchFilesIsBadInput) {
   EXPECT_EQ(batch.error().kind, ErrorKind::bad_input);
 }
 
+// --candidates: each problem's ModelNew file of its name, evaluated once, and again when it
+// changes; a failed one fails the batch and its row says why.
+TEST_F(KernelbenchBatchTest, CandidatesAreEvaluatedOnceAndAgainWhenTheirFileChanges) {
+  fs::path candidates = m_dir.path() / "candidates";
+  ASSERT_TRUE(write_text_atomic(candidates / "1_First.py", "class ModelNew(Model): pass\n"));
+  ASSERT_TRUE(write_text_atomic(candidates / "10_Big.py", "class ModelNew: # cheat\n"));
+  m_options.check = true;
+  m_options.candidates = candidates;
+  auto batch = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(batch) << batch.error().to_string();
+  EXPECT_EQ(batch->entries[0].candidate.verdict, CandidateVerdict::passed);
+  EXPECT_EQ(batch->entries[1].candidate.verdict, CandidateVerdict::none) << "2_Small has none";
+  EXPECT_EQ(batch->entries[3].candidate.verdict, CandidateVerdict::failed);
+  EXPECT_EQ(batch->exit_code(), 1);
+  std::string md = kernelbench_markdown(*batch);
+  EXPECT_NE(md.find("candidates: 1 passed, 1 failed, 0 not run of 2"), std::string::npos) << md;
+  EXPECT_NE(md.find("| passed (50.0 us) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| failed (mismatch) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("candidate mismatch: 12 of 64 elements differ"), std::string::npos) << md;
+
+  // Again: nothing to do. Then one candidate changes: that one alone runs again.
+  m_evaluated.clear();
+  ASSERT_TRUE(run_kernelbench_batch(m_options, importer(), evaluator()));
+  EXPECT_TRUE(m_evaluated.empty());
+  ASSERT_TRUE(write_text_atomic(candidates / "10_Big.py", "class ModelNew(Model): pass\n"));
+  auto again = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(m_evaluated, (std::vector<std::string>{"10_Big"}));
+  EXPECT_EQ(again->entries[3].candidate.verdict, CandidateVerdict::passed);
+  EXPECT_EQ(again->entries[0].candidate.verdict, CandidateVerdict::passed) << "kept";
+  EXPECT_EQ(again->exit_code(), 1) << "3_Bool is still refused";
+  // Without --candidates, a later batch keeps what was recorded.
+  m_options.candidates.clear();
+  auto plain = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->entries[3].candidate.verdict, CandidateVerdict::passed);
+}
+
 TEST(KernelbenchEntryJson, RoundTrips) {
   KernelbenchEntry e;
   e.file = "23_Softmax.py";
@@ -304,6 +353,24 @@ TEST(KernelbenchEntryJson, RoundTrips) {
   EXPECT_EQ(back.compiled.median_s, 1e-4);
   EXPECT_EQ(back.compiled.flags, e.compiled.flags);
   EXPECT_EQ(back.eager.status, VariantStatus::not_run);
+  EXPECT_EQ(back.candidate.verdict, CandidateVerdict::none);
+  e.candidate = {.file = "23_Softmax.py",
+                 .hash = "ab12",
+                 .verdict = CandidateVerdict::failed,
+                 .check = evaluate::KernelStatus::passed,
+                 .timing = VariantStatus::inconsistent,
+                 .cause = "inconsistent: poisoned sample 3",
+                 .median_s = 2e-5,
+                 .n = 40,
+                 .flags = {"bimodal: two modes"}};
+  back = kernelbench_entry_from_json(to_json(e));
+  EXPECT_EQ(back.candidate.verdict, CandidateVerdict::failed);
+  EXPECT_EQ(back.candidate.timing, VariantStatus::inconsistent);
+  EXPECT_EQ(back.candidate.check, evaluate::KernelStatus::passed);
+  EXPECT_EQ(back.candidate.hash, "ab12");
+  EXPECT_EQ(back.candidate.cause, e.candidate.cause);
+  EXPECT_EQ(back.candidate.n, 40u);
+  EXPECT_EQ(back.candidate.flags, e.candidate.flags);
 }
 
 }  // namespace
