@@ -15,6 +15,7 @@ A job: kind (python_reference | triton | torch_eager | torch_compile), module (a
 the torch kinds time its setup_baseline() or baseline() where it has one, else reference()),
 entry, tensors [{name, dtype, shape, role, draw, input_path, output_path}], scalars {name: value}.
 """
+import errno
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -341,10 +342,19 @@ def poisoned(t, dev):
     return torch.full(shape, -0x5A5A5A5B if t["dtype"] in ("i32", "i64") else 0x5A, dtype=dt, device=dev)
 
 
+# Errors of a write the machine refused (no room, a file-size or quota limit, a read-only or
+# failing disk): kopt's environment, never the job's verdict.
+_MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
 def write_tensor(x, path):
     t0 = _perf_counter()
     try:
         _write_tensor(x, path)
+    except OSError as e:
+        if e.errno in _MACHINE_ERRNOS:
+            raise KoptEnvironment("kopt could not write %s: %s" % (path, e)) from e
+        raise
     finally:
         _spent.append(("writing %s" % os.path.basename(path), _perf_counter() - t0))
 

@@ -63,6 +63,17 @@ Expected<void> write_file_atomic(const fs::path& path, std::span<const std::byte
   return {};
 }
 
+namespace {
+// A file operation the machine refused for want of room or of a working disk: the
+// environment's failure, never the data's (nor a candidate's verdict).
+bool machine_refused(const std::error_code& ec) {
+  return ec == std::errc::no_space_on_device || ec == std::errc::file_too_large ||
+         ec == std::errc::read_only_file_system || ec == std::errc::io_error ||
+         ec == std::errc::too_many_files_open || ec == std::errc::too_many_files_open_in_system ||
+         ec.value() == EDQUOT;
+}
+}  // namespace
+
 Expected<void> copy_file_atomic(const fs::path& from, const fs::path& to) {
   static std::atomic<std::uint64_t> k_copies{0};
   std::error_code ec;
@@ -74,8 +85,8 @@ Expected<void> copy_file_atomic(const fs::path& from, const fs::path& to) {
   if (ec) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
-    return Unexpected(internal_error("cannot copy " + from.string() + " to " + to.string() + ": " +
-                                     ec.message()));
+    std::string what = "cannot copy " + from.string() + " to " + to.string() + ": " + ec.message();
+    return Unexpected(machine_refused(ec) ? environment_error(what) : internal_error(what));
   }
   return {};
 }

@@ -348,10 +348,18 @@ class CheckRun {
     fs::path ref_dir = secret ? dir / "reference-secret"
                               : m_o.cache_root / "references" / reference_key(seed, draw);
     bool cached = !secret;
+    Scope dims = m_p.dim_scope();
     for (const auto& t : m_p.tensors)
       if (t.role != Role::input) {
         in.reference[t.name] = ref_dir / (t.name + ".bin");
-        cached = cached && fs::is_regular_file(in.reference[t.name]);
+        // A cached output of another size (cut short, or a cache of another kopt's) is made
+        // again, never compared with.
+        auto shape = tensor_shape(t, dims);
+        std::error_code ec;
+        cached =
+            cached && shape &&
+            fs::file_size(in.reference[t.name], ec) == shape_numel(*shape) * dtype_size(t.dtype) &&
+            !ec;
       }
     // Only the reference's outputs asked for, and cached: no inputs to draw and write.
     if (!(cached && m_o.reference_only)) {
@@ -554,6 +562,28 @@ class CheckRun {
         if (t.role == Role::input) continue;
         const auto& shape = in.shapes.at(t.name);
         HostTensor got = load_tensor(out_dir / (t.name + ".bin"), t, shape);
+        const std::size_t bytes = shape_numel(shape) * dtype_size(t.dtype);
+        // What kopt kept of the reference's outputs, whole, or kopt could not keep it (a full
+        // disk): the machine's failure, no verdict on the kernel.
+        if (const HostTensor& expected = reference_tensor(in, t); expected.data.size() != bytes) {
+          m_environment = environment_error(fmt::format(
+              "the reference's output '{}' of seed {} is {} of {} bytes at {}: kopt could not "
+              "keep it (a full disk?)",
+              t.name, in.seed, expected.data.size(), bytes, in.reference.at(t.name).string()));
+          return;
+        }
+        // An output that did not come back whole after a run that succeeded is no comparison
+        // to make, and said as such (it was removed from the candidate's room, or cut short).
+        if (got.data.size() != bytes) {
+          kc.status = KernelStatus::run_failed;
+          kc.error = fmt::format(
+              "its output '{}' came back with {} of {} bytes after a run that "
+              "succeeded on seed {}",
+              t.name, got.data.size(), bytes, in.seed);
+          kc.seeds.push_back(sc);
+          m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": FAILED (" + kc.error + ")");
+          return;
+        }
         Tolerance tol = tolerance_for(t);
         if (auto f = in.atol_scale.find(t.name); f != in.atol_scale.end()) tol.atol *= f->second;
         CompareResult c = compare_tensors(got, reference_tensor(in, t), tol);

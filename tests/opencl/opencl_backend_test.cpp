@@ -91,6 +91,27 @@ TEST_F(OpenclBackend, TheLastSeedIsSecretAndNeverCached) {
   EXPECT_TRUE(plain["secret_seed"].is_null());
 }
 
+// A cached reference output cut short (a disk that filled while it was kept) is computed
+// again, never compared with: the kernels pass, and nothing reads as a mismatch.
+TEST_F(OpenclBackend, ACachedReferenceCutShortIsMadeAgain) {
+  KOPT_SKIP_WITHOUT_OPENCL();
+  int rc = -1;
+  auto first = kopt({"check", example("vector_add"), "--seeds", "1"}, rc);
+  ASSERT_EQ(rc, 0) << first.dump(2);
+  std::size_t cut = 0;
+  for (const auto& e :
+       std::filesystem::recursive_directory_iterator(m_dir.path() / "cache" / "references"))
+    if (e.is_regular_file() && e.path().extension() == ".bin") {
+      std::filesystem::resize_file(e.path(), e.file_size() / 2);
+      ++cut;
+    }
+  ASSERT_GT(cut, 0u);
+  auto second = kopt({"check", example("vector_add"), "--seeds", "1"}, rc);
+  ASSERT_EQ(rc, 0) << second.dump(2);
+  EXPECT_FALSE(second["reference"]["cached"].get<bool>()) << "made again";
+  for (const auto& k : second["kernels"]) EXPECT_EQ(k["status"], "passed") << k.dump(2);
+}
+
 TEST_F(OpenclBackend, BenchTimesWithTheSharedScheduleAndAFlush) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;

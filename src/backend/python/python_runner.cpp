@@ -74,15 +74,19 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
   }
   if (candidate) {
     json moved = request;
+    // Moving files into the room and back is kopt's work: where the machine refuses it (a
+    // full disk), that is the environment's failure, not the candidate's.
     auto handover = m_room->admit(moved);
     if (!handover) {
       r.error = handover.error().message;
+      r.environment = handover.error().kind == ErrorKind::environment;
       return r;
     }
     r = exchange(child, moved, timeout);
     if (auto back = m_room->hand_back(*handover); !back && r.ok) {
       r.ok = false;
       r.error = back.error().message;
+      r.environment = back.error().kind == ErrorKind::environment;
     }
     return r;
   }

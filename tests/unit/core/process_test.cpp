@@ -138,6 +138,29 @@ TEST(FileWrites, AWriteTheMachineRefusesIsTheEnvironmentAndLeavesNothing) {
   EXPECT_TRUE(fs::is_empty(dir.path())) << "no temporary left behind";
 }
 
+// The same for a copy of kopt's (a reference kept, a candidate's output handed back): a full
+// disk found on the device made those "cannot copy" failures the candidates' verdicts.
+TEST(FileWrites, ACopyTheMachineRefusesIsTheEnvironmentAndLeavesNothing) {
+  TempDir dir("kopt-fs-test");
+  ASSERT_TRUE(write_file_atomic(dir.path() / "src.bin", std::vector<std::byte>(1 << 20)));
+  struct rlimit before {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = before;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto c = copy_file_atomic(dir.path() / "src.bin", dir.path() / "out" / "copy.bin");
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, ErrorKind::environment) << c.error().message;
+  EXPECT_TRUE(fs::is_empty(dir.path() / "out")) << "no temporary left behind";
+  // A copy of a file that is not there is kopt's own bug, not the machine's.
+  auto missing = copy_file_atomic(dir.path() / "none.bin", dir.path() / "out" / "x.bin");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::internal);
+}
+
 TEST(FileWrites, AreAtomicAndLeaveNoTemporaries) {
   TempDir dir("kopt-fs-test");
   auto path = dir.path() / "sub" / "state.json";
