@@ -56,10 +56,26 @@ Expected<Problem> candidate_problem(const fs::path& dir, const fs::path& file,
   return load_problem(dir / "candidate.toml");
 }
 
-// Why the check refused it: its status, its error and the shapes it was wrong at.
+// Why the check refused it: its status, its error, the first seed it was wrong on (what
+// differed, by how much) and the shapes it was wrong at.
 std::string check_cause(const evaluate::CheckReport& r, const evaluate::KernelCheck& k) {
   std::string cause = std::string(name_of(k.status));
   if (!k.error.empty()) cause += ": " + k.error;
+  for (const auto& s : k.seeds) {
+    if (s.passed || s.status != RunStatus::ok) continue;
+    std::string seed = s.input_scale != 1
+                           ? fmt::format("seed {} (inputs {:g}x wider)", s.seed, s.input_scale)
+                           : fmt::format("seed {}", s.seed);
+    for (const auto& name : s.modified_inputs)
+      cause += fmt::format("; {}: it modified its input '{}'", seed, name);
+    for (const auto& o : s.outputs)
+      if (!o.passed)
+        cause += fmt::format(
+            "; {}: '{}' {} of {} elements differ (max abs error {:.3g}, atol {:g} rtol {:g}{})",
+            seed, o.tensor, o.mismatches, o.numel, o.max_abs_err, o.tolerance.atol,
+            o.tolerance.rtol, o.unwritten ? fmt::format(", {} never written", o.unwritten) : "");
+    break;
+  }
   for (const auto& s : r.shape_checks)
     for (const auto& f : s.failed)
       if (f.rfind(k_kernel, 0) == 0)
@@ -112,12 +128,16 @@ Expected<void> evaluate_candidate(KernelbenchEntry& e, const fs::path& dir,
   if (!problem) return refused(problem.error());
 
   auto t0 = Clock::now();
-  // The references of its seeds: in RAM where there is room, gone with the evaluation.
+  // The references of its seeds, for its check and its timing: in RAM where there is room,
+  // gone with the evaluation (a cache of every problem's would fill the disk: it did).
   TempDir scratch("kopt-candidate", 2 * problem_tensor_bytes(*problem));
   evaluate::CheckOptions co;
   co.kernels = {k_kernel};
   co.secret_seed = true;
   co.cache_root = scratch.path();
+  // Where its time goes, seed by seed (each line says its run and its comparison).
+  auto log = [&o, name = e.problem](const std::string& line) { o.log(name + ": " + line); };
+  co.log = log;
   auto report = evaluate::run_check(*problem, co, ctx);
   if (!report) return refused(report.error());
   if (report->device && !report->kernels.empty() &&
@@ -139,6 +159,8 @@ Expected<void> evaluate_candidate(KernelbenchEntry& e, const fs::path& dir,
   t0 = Clock::now();
   evaluate::EvaluatorOptions eo;
   eo.cache_root = o.cache_root;
+  eo.references_root = scratch.path();  // seed 1's is there already; none fills the cache
+  eo.log = log;
   evaluate::Evaluator ev(*problem, {ctx}, eo);
   evaluate::Rigour r = o.rigour;
   r.check = true;  // its timed samples poisoned and verified

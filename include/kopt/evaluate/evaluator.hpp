@@ -51,6 +51,9 @@ JobProblem job_problem(const Problem& p, const std::vector<Candidate>& cs);
 struct EvaluatorOptions {
   std::optional<std::string> arch;  // default: each worker's device's
   std::filesystem::path cache_root;
+  // Where the checks of its timings keep the reference's outputs (GBs for KernelBench's
+  // problems); empty: cache_root, for the next run to find.
+  std::filesystem::path references_root;
   unsigned jobs = 1;         // builds on up to this many threads
   bool allow_mixed = false;  // devices of different models in one run (--allow-mixed)
   std::function<void(const std::string&)> log = [](const std::string&) {};
