@@ -14,6 +14,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/evaluate/fits.hpp"
+#include "kopt/evaluate/reference_cache.hpp"
 #include "kopt/evaluate/sanitize.hpp"
 #include "kopt/evaluate/variant_jobs.hpp"
 #include "kopt/problem/tensor_data.hpp"
@@ -368,7 +369,9 @@ class CheckRun {
       static_cast<SeedInputs&>(in) = std::move(*written);
     }
     in.seed = seed;
+    if (!secret) m_reference_dirs.push_back(ref_dir);  // this check's: never trimmed by it
     if (cached) {
+      touch_reference(ref_dir);
       load_reference_tolerance(ref_dir);
       m_o.log("seed " + std::to_string(seed) + ": reference outputs from the cache");
       return in;
@@ -409,6 +412,11 @@ class CheckRun {
                          {"rtol", std::max(r.reference_rtol, 0.0)}};
       (void)write_text_atomic(ref_dir / "tolerance.json", tol.dump());
       load_reference_tolerance(ref_dir);
+    }
+    if (!secret) {  // the cache stays within its bound (reference_cache.hpp)
+      fs::path root = m_o.cache_root / "references";
+      for (const auto& gone : trim_references(root, reference_cache_bound(root), m_reference_dirs))
+        m_o.log("reference cache: removed " + gone.filename().string() + ", used longest ago");
     }
     m_o.log(
         fmt::format("seed {}{} (run {:.1f} s, kept {:.1f} s)", seed,
@@ -627,6 +635,7 @@ class CheckRun {
   std::string m_ref_entry;
   std::string m_ref_key;
   std::vector<SeedData> m_inputs;
+  std::vector<fs::path> m_reference_dirs;                   // the cached references this check uses
   std::vector<std::map<std::string, std::int64_t>> m_sets;  // each KernelCheck's --set values
   std::optional<Tolerance> m_ref_tolerance;
   // Each seed's inputs and every kernel's outputs: in RAM where there is room (scratch_root).
