@@ -145,8 +145,9 @@ Expected<void> evaluate_candidate(KernelbenchEntry& e, const fs::path& dir,
     if (auto shapes = evaluate::check_other_shape(*problem, co, ctx, *report); !shapes)
       return refused(shapes.error());
   c.check_s = seconds_since(t0);
-  if (!report->device) {
-    c.cause = "no device ran it: " + report->device_error;
+  if (!report->device || report->kernels.empty()) {
+    c.cause = report->device ? "the check ran no kernel of it"
+                             : "no device ran it: " + report->device_error;
     return {};
   }
   const evaluate::KernelCheck& k = report->kernels.front();
