@@ -110,7 +110,7 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
     e.status = ImportStatus::imported;
     e.notes = *notes;
     e.reference = ReferenceStatus::not_run;
-    e.eager = e.compiled = BaselineOutcome{};
+    e.eager = e.compiled = TimedOutcome{};
   }
   if (auto p = load_problem(dir)) e.flops_known = p->cost_at_dims().flops.has_value();
 }
@@ -346,8 +346,8 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
         return {};
       }
       for (const auto& v : report->variants) {
-        BaselineOutcome& b = v.kernel.rfind("torch.compile", 0) == 0 ? e.compiled : e.eager;
-        b = BaselineOutcome{};
+        TimedOutcome& b = v.kernel.rfind("torch.compile", 0) == 0 ? e.compiled : e.eager;
+        b = TimedOutcome{};
         b.label = v.kernel;
         b.status = v.status;
         b.error = v.error.substr(0, 2000);

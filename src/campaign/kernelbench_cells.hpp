@@ -8,7 +8,7 @@
 namespace kopt::campaign {
 
 bool kernelbench_imported(const KernelbenchEntry& e);   // imported now or kept
-std::string time_cell(const BaselineOutcome& b);        // "4.27 ms", a status, or "-"
+std::string time_cell(const TimedOutcome& b);           // "4.27 ms", a status, or "-"
 std::string memory_cell(const KernelbenchEntry& e);     // "17.9 GiB of 19.1 GiB", or "-"
 std::string candidate_cell(const CandidateOutcome& c);  // "passed (1.23 ms)", "failed", "-"
 

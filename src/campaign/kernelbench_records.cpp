@@ -12,14 +12,14 @@ using nlohmann::json;
 
 namespace {
 
-json to_json(const BaselineOutcome& b) {
+json to_json(const TimedOutcome& b) {
   return {{"status", b.status},       {"label", b.label}, {"median_s", b.median_s},
           {"rel_noise", b.rel_noise}, {"n", b.n},         {"flags", b.flags},
           {"error", b.error}};
 }
 
-BaselineOutcome baseline_from_json(const json& j) {
-  BaselineOutcome b;
+TimedOutcome timed_from_json(const json& j) {
+  TimedOutcome b;
   b.status = j.value("status", b.status);
   b.label = j.value("label", std::string{});
   b.median_s = j.value("median_s", 0.0);
@@ -35,14 +35,10 @@ json to_json(const CandidateOutcome& c) {
           {"hash", c.hash},
           {"verdict", c.verdict},
           {"check", c.check},
-          {"timing", c.timing},
+          {"timing", to_json(c.timing)},
           {"cause", c.cause},
           {"check_s", c.check_s},
-          {"bench_s", c.bench_s},
-          {"median_s", c.median_s},
-          {"rel_noise", c.rel_noise},
-          {"n", c.n},
-          {"flags", c.flags}};
+          {"bench_s", c.bench_s}};
 }
 
 CandidateOutcome candidate_from_json(const json& j) {
@@ -51,18 +47,15 @@ CandidateOutcome candidate_from_json(const json& j) {
   c.hash = j.value("hash", std::string{});
   c.verdict = j.value("verdict", c.verdict);
   c.check = j.value("check", c.check);
-  c.timing = j.value("timing", c.timing);
+  if (j.contains("timing") && j.at("timing").is_object())
+    c.timing = timed_from_json(j.at("timing"));
   c.cause = j.value("cause", std::string{});
   c.check_s = j.value("check_s", 0.0);
   c.bench_s = j.value("bench_s", 0.0);
-  c.median_s = j.value("median_s", 0.0);
-  c.rel_noise = j.value("rel_noise", 0.0);
-  c.n = j.value("n", std::size_t{0});
-  c.flags = j.value("flags", std::vector<std::string>{});
   return c;
 }
 
-std::string noise_cell(const BaselineOutcome& b) {
+std::string noise_cell(const TimedOutcome& b) {
   if (b.status != VariantStatus::ok) return "-";
   return fmt::format("{:.1f} %{}", 100 * b.rel_noise, b.flags.empty() ? "" : " (flagged)");
 }
@@ -116,17 +109,11 @@ bool kernelbench_imported(const KernelbenchEntry& e) {
   return e.status == ImportStatus::imported || e.status == ImportStatus::kept;
 }
 
-namespace {
-std::string seconds_cell(double s) {
-  double us = s * 1e6;
-  return us >= 1000 ? fmt::format("{:.2f} ms", us / 1000) : fmt::format("{:.1f} us", us);
-}
-}  // namespace
-
-std::string time_cell(const BaselineOutcome& b) {
+std::string time_cell(const TimedOutcome& b) {
   if (b.status == VariantStatus::not_run) return "-";
   if (b.status != VariantStatus::ok) return std::string(name_of(b.status));
-  return seconds_cell(b.median_s);
+  double us = b.median_s * 1e6;
+  return us >= 1000 ? fmt::format("{:.2f} ms", us / 1000) : fmt::format("{:.1f} us", us);
 }
 
 std::string candidate_cell(const CandidateOutcome& c) {
@@ -134,12 +121,13 @@ std::string candidate_cell(const CandidateOutcome& c) {
     case CandidateVerdict::none:
       return "-";
     case CandidateVerdict::passed:
-      return fmt::format("passed ({})", seconds_cell(c.median_s));
+      return fmt::format("passed ({})", time_cell(c.timing));
     case CandidateVerdict::failed:
       // The step that refused it; where neither ran (a file that is no ModelNew), the cause.
       if (c.check != evaluate::KernelStatus::passed && c.check != evaluate::KernelStatus::not_run)
         return fmt::format("failed ({})", name_of(c.check));
-      if (c.timing != VariantStatus::not_run) return fmt::format("failed ({})", name_of(c.timing));
+      if (c.timing.status != VariantStatus::not_run)
+        return fmt::format("failed ({})", name_of(c.timing.status));
       return "failed";
     case CandidateVerdict::not_run:
       break;
@@ -193,8 +181,8 @@ KernelbenchEntry kernelbench_entry_from_json(const json& j) {
     for (const auto& [name, o] : j.at("reference_outputs").items())
       e.reference_outputs[name] = output_summary_from_json(o);
   e.baselines_s = j.value("baselines_s", 0.0);
-  if (j.contains("eager")) e.eager = baseline_from_json(j.at("eager"));
-  if (j.contains("compile")) e.compiled = baseline_from_json(j.at("compile"));
+  if (j.contains("eager")) e.eager = timed_from_json(j.at("eager"));
+  if (j.contains("compile")) e.compiled = timed_from_json(j.at("compile"));
   if (j.contains("candidate")) e.candidate = candidate_from_json(j.at("candidate"));
   return e;
 }
@@ -235,20 +223,20 @@ json to_json(const KernelbenchBatch& b) {
 
 std::string kernelbench_markdown(const KernelbenchBatch& b) {
   json totals = to_json(b);
+  const json& cand = totals["candidates"];
+  const bool with_candidates = cand["files"].get<std::size_t>() > 0;
   std::string md = fmt::format(
       "{} files: {} imported, {} refused, {} failed; reference ran on {}; both baselines timed on "
-      "{}{}.\n\n",
+      "{}{}{}.\n\n",
       totals["files"].get<std::size_t>(), totals["imported"].get<std::size_t>(),
       totals["refused"].get<std::size_t>(), totals["failed"].get<std::size_t>(),
       totals["reference_ok"].get<std::size_t>(), totals["baselines_timed"].get<std::size_t>(),
-      b.device.empty() ? "" : " (" + b.device + ")");
-  const json& cand = totals["candidates"];
-  bool with_candidates = cand["files"].get<std::size_t>() > 0;
-  if (with_candidates)
-    md = md.substr(0, md.size() - 3) +
-         fmt::format("; candidates: {} passed, {} failed, {} not run of {}.\n\n",
-                     cand["passed"].get<std::size_t>(), cand["failed"].get<std::size_t>(),
-                     cand["not_run"].get<std::size_t>(), cand["files"].get<std::size_t>());
+      b.device.empty() ? "" : " (" + b.device + ")",
+      with_candidates
+          ? fmt::format("; candidates: {} passed, {} failed, {} not run of {}",
+                        cand["passed"].get<std::size_t>(), cand["failed"].get<std::size_t>(),
+                        cand["not_run"].get<std::size_t>(), cand["files"].get<std::size_t>())
+          : std::string());
   md +=
       "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | "
       "GPU memory: used of bound |" +
@@ -256,18 +244,19 @@ std::string kernelbench_markdown(const KernelbenchBatch& b) {
   md += "|---|---:|---|---|---:|---:|---|---:|" + std::string(with_candidates ? "---|" : "") +
         "---|\n";
   for (const auto& e : b.entries) {
-    std::string why = e.error;
-    for (const std::string* s : {&e.reference_error, &e.eager.error, &e.compiled.error})
-      if (!s->empty()) why += (why.empty() ? "" : "; ") + *s;
-    for (const auto& f : output_flags(e)) why += (why.empty() ? "" : "; ") + f;
+    std::string why;
+    auto say = [&why](const std::string& s) {
+      if (!s.empty()) why += (why.empty() ? "" : "; ") + s;
+    };
+    for (const std::string* s : {&e.error, &e.reference_error, &e.eager.error, &e.compiled.error})
+      say(*s);
+    for (const auto& f : output_flags(e)) say(f);
     if (e.reference != ReferenceStatus::not_run && !e.memory.used_bytes() && !e.memory.note.empty())
-      why += (why.empty() ? "" : "; ") + ("GPU memory not read: " + e.memory.note);
+      say("GPU memory not read: " + e.memory.note);
     for (const auto* bl : {&e.eager, &e.compiled})
-      for (const auto& f : bl->flags)
-        why += (why.empty() ? "" : "; ") + std::string(bl == &e.eager ? "eager " : "compile ") + f;
-    if (!e.candidate.cause.empty())
-      why += (why.empty() ? "" : "; ") + ("candidate " + e.candidate.cause);
-    for (const auto& f : e.candidate.flags) why += (why.empty() ? "" : "; ") + ("candidate " + f);
+      for (const auto& f : bl->flags) say(std::string(bl == &e.eager ? "eager " : "compile ") + f);
+    if (!e.candidate.cause.empty()) say("candidate " + e.candidate.cause);
+    for (const auto& f : e.candidate.timing.flags) say("candidate " + f);
     md += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} / {} | {} |{} {} |\n", cell(e.problem),
         e.status == ImportStatus::kept ? std::string("kept") : fmt::format("{:.1f}", e.import_s),

@@ -62,10 +62,10 @@ struct EnumNames<campaign::CandidateVerdict> {
 
 namespace kopt::campaign {
 
-// One timed PyTorch baseline of a problem.
-struct BaselineOutcome {
-  VariantStatus status = VariantStatus::not_run;  // ok, run_failed, unavailable or not_run
-  std::string label;                              // what the Python worker timed
+// One timed variant of a problem: a PyTorch baseline, or its candidate.
+struct TimedOutcome {
+  VariantStatus status = VariantStatus::not_run;  // ok, a failure, unavailable or not_run
+  std::string label;                              // what was timed
   double median_s = 0;
   double rel_noise = 0;
   std::size_t n = 0;
@@ -94,12 +94,9 @@ struct CandidateOutcome {
   std::string hash;  // its content's SHA-256 when it was evaluated: another content is run again
   CandidateVerdict verdict = CandidateVerdict::none;
   evaluate::KernelStatus check = evaluate::KernelStatus::not_run;
-  VariantStatus timing = VariantStatus::not_run;
-  std::string cause;  // why it failed, in the check's or the timing's words
+  TimedOutcome timing;  // its flags are the series' (bimodal, secret_slow, ...)
+  std::string cause;    // why it failed, in the check's or the timing's words
   double check_s = 0, bench_s = 0;
-  double median_s = 0, rel_noise = 0;
-  std::size_t n = 0;
-  std::vector<std::string> flags;  // the timing's flags ("noisy: ..."), with their reasons
 };
 
 struct KernelbenchEntry {
@@ -118,7 +115,7 @@ struct KernelbenchEntry {
   GpuMemoryUse memory;
   // the wall time of timing both baselines, torch.compile's compile included
   double baselines_s = 0;
-  BaselineOutcome eager, compiled;
+  TimedOutcome eager, compiled;
   CandidateOutcome candidate;
   std::string device;  // where its reference and baselines ran ("" until they did)
 };

@@ -79,8 +79,8 @@ class KernelbenchBatchTest : public ::testing::Test {
             cheat ? evaluate::KernelStatus::mismatch : evaluate::KernelStatus::passed;
         e.candidate.verdict = cheat ? CandidateVerdict::failed : CandidateVerdict::passed;
         e.candidate.cause = cheat ? "mismatch: 12 of 64 elements differ" : "";
-        e.candidate.timing = cheat ? VariantStatus::not_run : VariantStatus::ok;
-        e.candidate.median_s = 50e-6;
+        e.candidate.timing.status = cheat ? VariantStatus::not_run : VariantStatus::ok;
+        e.candidate.timing.median_s = 50e-6;
       }
       return {};
     };
@@ -358,19 +358,19 @@ TEST(KernelbenchEntryJson, RoundTrips) {
                  .hash = "ab12",
                  .verdict = CandidateVerdict::failed,
                  .check = evaluate::KernelStatus::passed,
-                 .timing = VariantStatus::inconsistent,
-                 .cause = "inconsistent: poisoned sample 3",
-                 .median_s = 2e-5,
-                 .n = 40,
-                 .flags = {"bimodal: two modes"}};
+                 .timing = {.status = VariantStatus::inconsistent,
+                            .median_s = 2e-5,
+                            .n = 40,
+                            .flags = {"bimodal: two modes"}},
+                 .cause = "inconsistent: poisoned sample 3"};
   back = kernelbench_entry_from_json(to_json(e));
   EXPECT_EQ(back.candidate.verdict, CandidateVerdict::failed);
-  EXPECT_EQ(back.candidate.timing, VariantStatus::inconsistent);
+  EXPECT_EQ(back.candidate.timing.status, VariantStatus::inconsistent);
   EXPECT_EQ(back.candidate.check, evaluate::KernelStatus::passed);
   EXPECT_EQ(back.candidate.hash, "ab12");
   EXPECT_EQ(back.candidate.cause, e.candidate.cause);
-  EXPECT_EQ(back.candidate.n, 40u);
-  EXPECT_EQ(back.candidate.flags, e.candidate.flags);
+  EXPECT_EQ(back.candidate.timing.n, 40u);
+  EXPECT_EQ(back.candidate.timing.flags, e.candidate.timing.flags);
 }
 
 }  // namespace
