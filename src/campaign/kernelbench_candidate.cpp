@@ -49,9 +49,8 @@ Expected<Problem> candidate_problem(const fs::path& dir, const fs::path& file,
   std::string source = stem + "_modelnew.py";
   if (auto w = write_text_atomic(dir / source, *text + *adapter); !w) return Unexpected(w.error());
   std::string spec = *toml + "\n# The candidate " + file.filename().string() +
-                     " as a kernel (written by the batch for each evaluation).\n[[kernels]]\n" +
-                     "name = \"" + k_kernel + "\"\nsource = \"" + source +
-                     "\"\nentry = \"run_kernel\"\n";
+                     " as a kernel (written by the batch for each evaluation).\n" +
+                     model_new_kernel_toml(k_kernel, source);
   if (auto w = write_text_atomic(dir / "candidate.toml", spec); !w) return Unexpected(w.error());
   return load_problem(dir / "candidate.toml");
 }
@@ -170,11 +169,13 @@ Expected<void> evaluate_candidate(KernelbenchEntry& e, const fs::path& dir,
   if (!bench) return refused(bench.error());
   for (const auto& v : bench->variants) {
     if (v.kernel != k_kernel) continue;
-    c.timing = v.status;
-    c.median_s = v.summary.median;
-    c.rel_noise = v.summary.rel_noise;
-    c.n = v.summary.n;
-    for (const auto& f : v.flags) c.flags.push_back(f.name + ": " + f.detail);
+    c.timing = TimedOutcome{.status = v.status,
+                            .label = v.kernel,
+                            .median_s = v.summary.median,
+                            .rel_noise = v.summary.rel_noise,
+                            .n = v.summary.n,
+                            .error = v.error.substr(0, 2000)};
+    for (const auto& f : v.flags) c.timing.flags.push_back(f.name + ": " + f.detail);
     if (v.status != VariantStatus::ok) {
       c.cause = (std::string(name_of(v.status)) + (v.error.empty() ? "" : ": " + v.error))
                     .substr(0, 2000);

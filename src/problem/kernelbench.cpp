@@ -82,6 +82,11 @@ std::string init_from_stats(const json& st, const std::string& dtype) {
   return fmt::format("{{ kind = \"normal\", mean = {}, std = {} }}", number(mean), number(sd));
 }
 
+std::string model_new_kernel_toml(const std::string& name, const std::string& source) {
+  return "[[kernels]]\nname = \"" + name + "\"\nsource = \"" + source +
+         "\"\nentry = \"run_kernel\"\n";
+}
+
 Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
                                                    const std::string& file_name) {
   if (facts.contains("error"))

@@ -27,6 +27,9 @@ struct ImportedProblem {
 // The file of an imported problem's directory that holds its model_new_adapter, for a ModelNew
 // evaluated later against it (`kopt import kernelbench DIR --candidates`).
 inline constexpr const char* k_model_new_adapter_file = "modelnew_adapter.py";
+// The kopt.toml [[kernels]] entry that makes `source` (a ModelNew file with model_new_adapter
+// appended) the kernel `name` of the imported problem: its entry is the adapter's run_kernel().
+std::string model_new_kernel_toml(const std::string& name, const std::string& source);
 
 // `facts` is the import script's JSON; `file_name` the KernelBench file's name (its stem
 // names the problem). Bad facts (a bool tensor, an unknown dtype) are bad input.

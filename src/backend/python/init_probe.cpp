@@ -131,8 +131,7 @@ Expected<InitOutcome> init_model_new(const BareRequest& req, const fs::path& cac
                        " and " + model.filename().string() + " (inputs " + hash + ").\n";
   std::string kernel =
       "\n# The ModelNew of " + file.filename().string() + ", as a kernel: " + kernel_file +
-      " is that file with run_kernel() added by kopt.\n" + "[[kernels]]\nname = \"" + stem +
-      "\"\nsource = \"" + kernel_file + "\"\nentry = \"run_kernel\"\n";
+      " is that file with run_kernel() added by kopt.\n" + model_new_kernel_toml(stem, kernel_file);
   if (auto w = write_text_atomic(out.spec, header + *toml + kernel); !w)
     return Unexpected(w.error());
   auto loaded = load_problem(out.spec);
