@@ -55,7 +55,7 @@ Expected<CheckReport> seed_reference(const Problem& p, const BenchRequest& r, Ch
   co.secret_seed = !secret_dir.empty();
   co.secret_dir = secret_dir;
   co.arch = r.arch;
-  co.cache_root = r.references_root.empty() ? r.cache_root : r.references_root;
+  co.cache_root = r.references_root;
   auto report = run_check(p, co, ctx);
   if (!report) return Unexpected(report.error());
   if (report->reference_files.empty())
@@ -101,7 +101,7 @@ Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckCont
   co.seeds = 1;
   co.jobs = r.jobs;
   co.arch = r.arch;
-  co.cache_root = r.references_root.empty() ? r.cache_root : r.references_root;
+  co.cache_root = r.references_root;
   auto report = run_check(p, co, ctx);
   if (!report) return Unexpected(report.error());
   for (std::size_t i = 0; i < checked.size() && i < report->kernels.size(); ++i) {

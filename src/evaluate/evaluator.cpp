@@ -136,7 +136,7 @@ BenchRequest Evaluator::request(const std::vector<Candidate>& cs, const Rigour& 
   req.jobs = std::max(1u, m_o.jobs);
   req.arch = m_o.arch;
   req.cache_root = m_o.cache_root;
-  req.references_root = m_o.references_root;
+  req.references_root = references();
   req.log = m_o.log;
   return req;
 }
@@ -301,7 +301,7 @@ Expected<CheckReport> Evaluator::check(const Candidate& c, CheckOptions options,
   options.kernels = {c.kernel};
   options.sets = c.sets;
   if (!options.arch) options.arch = m_o.arch;
-  options.cache_root = m_o.references_root.empty() ? m_o.cache_root : m_o.references_root;
+  options.cache_root = references();
   auto checked = run_check(p, options, home());
   if (!checked || !other_shape || checked->kernels.empty()) return checked;
   if (auto shaped = check_other_shape(p, options, home(), *checked); !shaped)

@@ -41,7 +41,7 @@ struct BenchRequest {
   bool vs_torch = false;
   std::optional<std::string> arch;
   std::filesystem::path cache_root;
-  std::filesystem::path references_root;  // the checks' references; empty: cache_root
+  std::filesystem::path references_root;  // where its checks keep the reference's outputs
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

@@ -143,6 +143,10 @@ class Evaluator {
   const EvaluatorOptions& options() const { return m_o; }
 
  private:
+  // Where checks keep the reference's outputs: references_root, else cache_root.
+  const std::filesystem::path& references() const {
+    return m_o.references_root.empty() ? m_o.cache_root : m_o.references_root;
+  }
   BenchRequest request(const std::vector<Candidate>& cs, const Rigour& rigour) const;
   Expected<BenchReport> run_on(std::size_t worker, const std::vector<Candidate>& cs,
                                const Rigour& rigour, bool compare = false, bool baselines = false);
