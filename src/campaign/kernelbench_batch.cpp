@@ -115,16 +115,35 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
   if (auto p = load_problem(dir)) e.flops_known = p->cost_at_dims().flops.has_value();
 }
 
+// The order the problems are evaluated in: the smallest first (by the bytes of their tensors,
+// as imported), so that a batch cut off by its time limit has done the most problems, and the
+// few of GBs, which take minutes, come last; problems of one size keep the files' order. A
+// problem whose import cannot be read counts as empty: its evaluation says why at once.
+std::vector<std::size_t> evaluation_order(const KernelbenchBatch& batch, const fs::path& out) {
+  std::vector<std::uintmax_t> bytes(batch.entries.size(), 0);
+  for (std::size_t i = 0; i < batch.entries.size(); ++i)
+    if (kernelbench_imported(batch.entries[i]))
+      if (auto p = load_problem(out / batch.entries[i].problem))
+        bytes[i] = problem_tensor_bytes(*p);
+  std::vector<std::size_t> order(batch.entries.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return bytes[a] < bytes[b]; });
+  return order;
+}
+
 // Each device takes the next problem to evaluate when its last is done. A failure of the
 // machine stops every device after its current problem and leaves the problem not run (its
 // entry as it was), for a resume.
 Expected<void> evaluate_all(KernelbenchBatch& batch, const KernelbenchBatchOptions& o,
                             BatchState& state, const std::vector<KernelbenchEvaluator>& devices,
                             Clock::time_point t0) {
+  const std::vector<std::size_t> order = evaluation_order(batch, o.out);
   std::atomic<std::size_t> next{0};
   std::optional<Error> environment;
   auto work = [&](std::size_t device) {
-    for (std::size_t i; (i = next++) < batch.entries.size();) {
+    for (std::size_t n; (n = next++) < order.size();) {
+      const std::size_t i = order[n];
       KernelbenchEntry e;
       {
         std::lock_guard lock(state.mutex());

@@ -20,9 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // A problem as an import writes it: a python reference, flops only when asked.
-std::string spec(const std::string& name, bool flops) {
-  return "name = \"" + name +
-         "\"\n[dims]\nn = 64\n[[tensors]]\nname = \"x\"\ndtype = \"f32\"\nshape = [\"n\"]\n" +
+std::string spec(const std::string& name, bool flops, int n = 64) {
+  return "name = \"" + name + "\"\n[dims]\nn = " + std::to_string(n) +
+         "\n[[tensors]]\nname = \"x\"\ndtype = \"f32\"\nshape = [\"n\"]\n" +
          "role = \"input\"\n[[tensors]]\nname = \"out\"\ndtype = \"f32\"\nshape = [\"n\"]\nrole = "
          "\"output\"\n" +
          "[cost]\n" + (flops ? "flops = \"n\"\n" : "") + "bytes = \"8 * n\"\n" +
@@ -50,7 +50,8 @@ class KernelbenchBatchTest : public ::testing::Test {
       if (stem == "3_Bool")
         return Unexpected(
             bad_input("the get_inputs() tensor 'mask' is a bool tensor", file.string()));
-      if (auto w = write_text_atomic(dir / "kopt.toml", spec(stem, stem != "2_Small")); !w)
+      int n = m_sizes.count(stem) ? m_sizes.at(stem) : 64;
+      if (auto w = write_text_atomic(dir / "kopt.toml", spec(stem, stem != "2_Small", n)); !w)
         return Unexpected(w.error());
       (void)write_text_atomic(dir / "ref.py", "def reference(**kw):\n    pass\n");
       return std::vector<std::string>{
@@ -91,7 +92,8 @@ class KernelbenchBatchTest : public ::testing::Test {
   std::mutex m_mutex;
   std::set<std::string> m_imported;
   std::vector<std::string> m_evaluated;
-  std::string m_machine_fails_on;  // the problem whose evaluation the machine fails
+  std::string m_machine_fails_on;      // the problem whose evaluation the machine fails
+  std::map<std::string, int> m_sizes;  // a problem's n where it is not 64
 };
 
 TEST(KernelbenchFiles, AreThePythonFilesInKernelbenchsNumericOrder) {
@@ -202,6 +204,19 @@ TEST_F(KernelbenchBatchTest, TheMachineFailingAnEvaluationStopsTheBatchAndAResum
   EXPECT_EQ(m_evaluated, (std::vector<std::string>{"2_Small", "10_Big"}))
       << "the first problem's outcome was saved; the one the machine failed is run again";
   EXPECT_EQ(again->entries[1].reference, ReferenceStatus::ok);
+}
+
+// The smallest problems first, so that a batch cut off by its time limit has done the most;
+// the table keeps the files' order.
+TEST_F(KernelbenchBatchTest, TheSmallestProblemsAreEvaluatedFirst) {
+  m_options.check = m_options.baselines = true;
+  m_sizes = {{"1_First", 1 << 20}, {"10_Big", 16}};
+  auto batch = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(batch) << batch.error().to_string();
+  EXPECT_EQ(m_evaluated, (std::vector<std::string>{"10_Big", "2_Small", "1_First"}));
+  ASSERT_EQ(batch->entries.size(), 4u);
+  EXPECT_EQ(batch->entries[0].problem, "1_First");
+  EXPECT_EQ(batch->entries[0].reference, ReferenceStatus::ok);
 }
 
 // Several devices (--gpus): each evaluates one problem at a time and takes the next when it is
