@@ -100,6 +100,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
         forward;  // ("tensor", name) or ("constant", repr)
     std::vector<TensorOut> tensors;
     std::vector<std::pair<std::string, std::string>> parameters;  // model name -> tensor name
+    std::vector<std::string> bools;  // u8 tensors that forward takes as bool
     for (const auto& in : facts.at("inputs"))
       if (in.at("tensor")) taken.insert(in.at("name").get<std::string>());
     ShapeNamer namer(facts.at("globals"), taken);
@@ -108,10 +109,15 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
     auto add = [&](const std::string& wanted, const json& t, const std::string& role,
                    const std::string& origin, bool weight = false) -> Expected<std::string> {
       std::string dtype = t.at("dtype");
-      if (dtype == "bool")
-        return Unexpected(bad_input(
-            "the " + origin + " '" + wanted + "' is a bool tensor, which kopt has no dtype for",
-            file_name, 0, wanted));
+      // A bool argument of forward (a mask) is a u8 tensor of 0s and 1s to kopt, handed to
+      // forward as bool (BOOL_INPUTS); a bool result or weight has no such reading.
+      bool as_bool = dtype == "bool" && role == "input" && !weight;
+      if (dtype == "bool" && !as_bool)
+        return Unexpected(bad_input("the " + origin + " '" + wanted +
+                                        "' is a bool tensor, which kopt has no dtype for (only "
+                                        "forward's arguments may be bool: kopt draws them as u8)",
+                                    file_name, 0, wanted));
+      if (as_bool) dtype = "u8";
       static const std::set<std::string> known = {"f64", "f32", "f16", "bf16", "i64",
                                                   "i32", "i16", "i8",  "u8"};
       if (!known.count(dtype))
@@ -136,6 +142,10 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
             fmt::format("{{ kind = \"normal\", mean = {}, std = 0.1 }}", number(stats.at("mean")));
         o.comment = origin + "; the model sets it to " + number(stats.at("mean")) +
                     ", kopt draws around that so that a kernel must use it";
+      } else if (as_bool) {
+        o.init = "{ kind = \"randint\", low = 0, high = 2 }";
+        o.comment = origin + "; a bool tensor, drawn as bytes 0 and 1 and given to forward as bool";
+        bools.push_back(o.name);
       } else if (role == "input") {
         o.init = init_from_stats(stats, dtype);
         std::string st = stats_comment(stats);
@@ -288,7 +298,9 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
       c += "}\n" + prefix + "OUTPUTS = [";
       for (std::size_t i = 0; i < outputs.size(); ++i)
         c += (i ? ", " : "") + python_string(outputs[i]);
-      return c + "]\n";
+      c += "]\n" + prefix + "BOOL_INPUTS = [";
+      for (std::size_t i = 0; i < bools.size(); ++i) c += (i ? ", " : "") + python_string(bools[i]);
+      return c + "]  # u8 tensors of 0 and 1 that forward takes as bool\n";
     };
     r += constants("") + "\n";
     r += fmt::format(
@@ -340,7 +352,9 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "                else:  # a buffer, which forward may update (BatchNorm's statistics)\n"
          "                    target.copy_(value)\n"
          "        entry[1] = source\n"
-         "    return entry[0], [kw[v] if k == \"tensor\" else v for k, v in FORWARD]\n\n\n";
+         "    return entry[0], [(kw[v].bool() if v in BOOL_INPUTS else kw[v]) if k == \"tensor\" "
+         "else v\n"
+         "                      for k, v in FORWARD]\n\n\n";
     r += "def setup_baseline(**kw):\n    return _bound(kw)\n\n\n";
     // A ModelNew file as a kernel of this problem: run_kernel() builds ModelNew as _bound()
     // builds Model (the same init inputs, weights copied from kopt's tensors by name) and
@@ -382,7 +396,9 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "                state[name].copy_(kw[tensor].reshape(state[name].shape))\n"
          "        entry[1] = source\n"
          "    with _kopt_torch.no_grad():\n"
-         "        result = entry[0](*[kw[v] if k == \"tensor\" else v for k, v in _KOPT_FORWARD])\n"
+         "        result = entry[0](*[(kw[v].bool() if v in _KOPT_BOOL_INPUTS else kw[v]) if k == "
+         "\"tensor\" else v\n"
+         "                             for k, v in _KOPT_FORWARD])\n"
          "    results = result if isinstance(result, (tuple, list)) else [result]\n"
          "    return {name: value.reshape(kw[name].shape) for name, value in zip(_KOPT_OUTPUTS, "
          "results)}\n";

@@ -64,13 +64,38 @@ TEST(KernelbenchImport, AnExtentThatIsNoConstantBecomesADimAndIsNoted) {
   EXPECT_NE(p->kopt_toml.find("out0_d2 = 16"), std::string::npos) << p->kopt_toml;
 }
 
-TEST(KernelbenchImport, ABoolTensorIsBadInputNamingIt) {
+// A bool argument of forward (KernelBench's 93_masked_cumsum's mask): a u8 tensor of 0s and 1s,
+// handed to the model (and to a ModelNew) as bool.
+TEST(KernelbenchImport, ABoolArgumentIsDrawnAsBytesAndGivenToForwardAsBool) {
   auto facts = recorded_facts();
   facts["inputs"][0]["dtype"] = "bool";
   auto p = problem_from_kernelbench(facts, "conv_then_sort.py");
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_NE(p->kopt_toml.find("name = \"x\"\ndtype = \"u8\""), std::string::npos) << p->kopt_toml;
+  EXPECT_NE(p->kopt_toml.find("init = { kind = \"randint\", low = 0, high = 2 }"),
+            std::string::npos)
+      << p->kopt_toml;
+  EXPECT_NE(p->ref_py.find("\nBOOL_INPUTS = [\"x\"]"), std::string::npos) << p->ref_py;
+  EXPECT_NE(p->ref_py.find("kw[v].bool() if v in BOOL_INPUTS"), std::string::npos) << p->ref_py;
+  EXPECT_NE(p->model_new_adapter.find("\n_KOPT_BOOL_INPUTS = [\"x\"]"), std::string::npos);
+  EXPECT_NE(p->model_new_adapter.find("kw[v].bool() if v in _KOPT_BOOL_INPUTS"), std::string::npos)
+      << p->model_new_adapter;
+  TempDir dir("kopt-kb-bool");
+  ASSERT_TRUE(write_text_atomic(dir.path() / "kopt.toml", p->kopt_toml));
+  ASSERT_TRUE(write_text_atomic(dir.path() / "ref.py", p->ref_py));
+  auto loaded = load_problem(dir.path());
+  ASSERT_TRUE(loaded) << loaded.error().to_string();
+  EXPECT_EQ(loaded->find_tensor("x")->dtype, DType::u8);
+}
+
+TEST(KernelbenchImport, ABoolResultIsBadInputNamingIt) {
+  auto facts = recorded_facts();
+  facts["outputs"][0]["dtype"] = "bool";
+  auto p = problem_from_kernelbench(facts, "conv_then_sort.py");
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().kind, ErrorKind::bad_input);
-  EXPECT_NE(p.error().message.find("'x'"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find("'out0'"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find("bool"), std::string::npos) << p.error().message;
 }
 
 TEST(KernelbenchImport, TheScriptsOwnErrorIsPassedOn) {
