@@ -4,6 +4,8 @@
 // here (CI), on the GPU on the device (scripts/device-check).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "kopt/backend/python/python_runner.hpp"
@@ -107,6 +109,31 @@ TEST_F(PythonCandidate, ACandidateThatRewritesKoptsWorkerIsRefused) {
                            "sys.modules['__main__'].timed = lambda *a, **k: (1e-9, 0.0)\n"));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error.find("kopt worker timed"), std::string::npos) << r.error;
+}
+
+// A candidate that fills the disk from its room (here: past a room allowance of 10 MiB) gets
+// that as its verdict, not the machine's failure that every write of kopt's would then read
+// as, which a resume would meet again; the next candidate gets a fresh room.
+TEST_F(PythonCandidate, ACandidateThatFillsItsRoomIsRefusedAsItsOwnDoing) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  std::optional<std::string> saved;
+  if (const char* v = std::getenv("KOPT_CANDIDATE_ROOM_GB")) saved = v;
+  ::setenv("KOPT_CANDIDATE_ROOM_GB", "0.01", 1);
+  PythonRunner runner;
+  RunResult r =
+      runner.run(candidate("fill_disk", "",
+                           "    import os, tempfile\n"
+                           "    f = open(os.path.join(tempfile.gettempdir(), 'junk'), 'wb')\n"
+                           "    f.write(b'x' * (32 << 20)); f.flush()\n"));
+  RunResult next = runner.run(candidate("honest", ""));
+  if (saved)
+    ::setenv("KOPT_CANDIDATE_ROOM_GB", saved->c_str(), 1);
+  else
+    ::unsetenv("KOPT_CANDIDATE_ROOM_GB");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.environment) << r.error;
+  EXPECT_NE(r.error.find("the candidate filled its room"), std::string::npos) << r.error;
+  EXPECT_TRUE(next.ok()) << next.error;
 }
 
 // The reference runs in a process the candidate never reached, and the next candidate in a

@@ -1,11 +1,16 @@
 #include "kopt/backend/python/candidate_room.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "kopt/core/hash.hpp"
+#include "kopt/core/units.hpp"
+#include "kopt/problem/dtype.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -22,7 +27,45 @@ SandboxPolicy room_policy(const fs::path& ro, const fs::path& rw, const PythonLa
   return p;
 }
 
+std::uintmax_t tensor_bytes(const json& t) {
+  auto dtype = parse_dtype(t.value("dtype", std::string()));
+  std::uintmax_t n = dtype ? dtype_size(*dtype) : 8;
+  for (const auto& extent : t.value("shape", json::array()))
+    n *= static_cast<std::uintmax_t>(std::max<std::int64_t>(extent.get<std::int64_t>(), 0));
+  return n;
+}
+
 }  // namespace
+
+std::uintmax_t room_allowance_bytes() {
+  if (const char* gb = std::getenv("KOPT_CANDIDATE_ROOM_GB"); gb && *gb) {
+    char* end = nullptr;
+    double v = std::strtod(gb, &end);
+    if (end != gb && v >= 0) return static_cast<std::uintmax_t>(v * double(1ull << 30));
+  }
+  return std::uintmax_t{4} << 30;
+}
+
+std::string CandidateRoom::overfull(const Handover& h) const {
+  std::uintmax_t held = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(
+           m_rw, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec) && !it->is_symlink(size_ec)) {
+      auto size = it->file_size(size_ec);
+      if (!size_ec) held += size;
+    }
+  }
+  const std::uintmax_t allowed = h.output_bytes + room_allowance_bytes();
+  if (held <= allowed) return {};
+  return fmt::format(
+      "the candidate filled its room: it holds {} after the call, more than its allowance of {} "
+      "(its outputs' {} and {} for caches and temporary files; KOPT_CANDIDATE_ROOM_GB)",
+      human_bytes(held), human_bytes(allowed), human_bytes(h.output_bytes),
+      human_bytes(room_allowance_bytes()));
+}
 
 CandidateRoom::CandidateRoom(const std::string& python, const char* worker_script)
     : m_dir("kopt-candidate", 0),
@@ -103,6 +146,7 @@ Expected<CandidateRoom::Handover> CandidateRoom::admit(json& request) {
     if (std::string out = t.value("output_path", ""); !out.empty()) {
       fs::path room = m_rw / "out" / (std::to_string(m_next++) + "_" + name + ".bin");
       h.outputs.emplace_back(room, out);
+      h.output_bytes += tensor_bytes(t);
       t["output_path"] = room.string();
     }
   }

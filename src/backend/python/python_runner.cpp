@@ -83,6 +83,16 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
       return r;
     }
     r = exchange(child, moved, timeout);
+    // A room the candidate filled past its allowance: its verdict, whatever the call said (a
+    // write of kopt's that the full disk refused reads as the environment otherwise). Its
+    // process and its room go, and their files with them.
+    if (std::string full = m_room->overfull(*handover); !full.empty()) {
+      child.kill_and_reap();
+      m_room.reset();
+      Reply refused;
+      refused.error = full;
+      return refused;
+    }
     if (auto back = m_room->hand_back(*handover); !back && r.ok) {
       r.ok = false;
       r.error = back.error().message;

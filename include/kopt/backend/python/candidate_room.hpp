@@ -18,6 +18,10 @@
 
 namespace kopt {
 
+// What a candidate may keep in its room beside its outputs: KOPT_CANDIDATE_ROOM_GB where set,
+// else 4 GiB (Triton's, inductor's and CUDA's caches of one candidate stay well under it).
+std::uintmax_t room_allowance_bytes();
+
 class CandidateRoom {
  public:
   // `python`: the interpreter the candidate runs in (its own directories are readable);
@@ -37,10 +41,19 @@ class CandidateRoom {
   struct Handover {
     std::vector<std::pair<std::filesystem::path, std::filesystem::path>> outputs;  // room, caller
     std::vector<std::filesystem::path> inputs;  // links to remove
+    std::uintmax_t output_bytes = 0;            // what the outputs should take, whole
   };
   Expected<Handover> admit(nlohmann::json& request);
   Expected<void> hand_back(const Handover& h);
 
+  // A room that holds more than its allowance after a request (the request's outputs plus
+  // room_allowance_bytes() for caches and temporary files) was filled by the candidate: the
+  // reason, said as its verdict; empty while within it. A candidate that fills the disk
+  // otherwise reads as the machine failing (every write of kopt's refused), and a resume would
+  // meet it again and again.
+  std::string overfull(const Handover& h) const;
+
+ private:
  private:
   Expected<std::filesystem::path> admit_module(const std::filesystem::path& module);
   Expected<std::filesystem::path> admit_input(const std::filesystem::path& input,
