@@ -60,6 +60,23 @@ std::string python_string(const std::string& s) {
   return json(s).dump();
 }
 
+// Python: whether a model's weights were loaded from these very tensors, unchanged since
+// (_loaded_from), and what to keep of them to tell (_held). Not their id and address: freed with
+// one job's tensors, both come back for the next job's, whose weights then went unloaded (an
+// honest ModelNew failed on a later seed). A tensor's version counts writes in place.
+std::string loaded_from_helpers(const std::string& prefix, const std::string& weakref) {
+  return fmt::format(
+      "def {0}_loaded_from(held, source):\n"
+      "    \"\"\"Whether the weights came from these tensors, unwritten since (see _held).\"\"\"\n"
+      "    return held is not None and len(held) == len(source) and all(\n"
+      "        r() is t and v == t._version for (r, v), t in zip(held, source))\n\n\n"
+      "def {0}_held(source):\n"
+      "    \"\"\"Weak references and versions: a freed tensor's id and address come back for "
+      "others.\"\"\"\n"
+      "    return [({1}.ref(t), t._version) for t in source]\n",
+      prefix, weakref);
+}
+
 }  // namespace
 
 // An init like get_inputs()' own draws: integers as a randint over the seen range, constant
@@ -279,7 +296,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
     r += "# checks kernels against what it writes; `kopt bench --vs-torch` times "
          "setup_baseline()'s\n";
     r += "# model on the same inputs, eager and through torch.compile, as KernelBench times it.\n";
-    r += "import importlib.util\nimport os\nimport sys\n\nimport torch\n\n";
+    r += "import importlib.util\nimport os\nimport sys\nimport weakref\n\nimport torch\n\n";
     r += "# KernelBench's own correctness check: torch.allclose(output, reference, atol=1e-02, "
          "rtol=1e-02).\n";
     r += "atol = 1e-02\nrtol = 1e-02\n\n";
@@ -327,6 +344,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "CPU)\n"
          "        torch.manual_seed(0)\n"
          "        return make().to(device)\n\n\n";
+    r += loaded_from_helpers("", "weakref") + "\n\n";
     r += "def _bound(kw):\n"
          "    \"\"\"The model on the outputs' device, its weights those of kw, and forward's "
          "arguments.\"\"\"\n"
@@ -338,8 +356,8 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "        model = _made_on(device, lambda: _kb.Model(*_kb.get_init_inputs()))\n"
          "        _models[key] = [model.double() if f64 else model, None]\n"
          "    entry = _models[key]\n"
-         "    source = tuple((id(kw[t]), kw[t].data_ptr()) for t in PARAMETERS.values())\n"
-         "    if PARAMETERS and entry[1] != source:\n"
+         "    source = [kw[t] for t in PARAMETERS.values()]\n"
+         "    if PARAMETERS and not _loaded_from(entry[1], source):\n"
          "        state = dict(entry[0].named_parameters())\n"
          "        state.update(dict(entry[0].named_buffers()))\n"
          "        with torch.no_grad():\n"
@@ -351,7 +369,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "                    target.data = value  # kopt's tensor itself: no second copy of GBs\n"
          "                else:  # a buffer, which forward may update (BatchNorm's statistics)\n"
          "                    target.copy_(value)\n"
-         "        entry[1] = source\n"
+         "        entry[1] = _held(source)\n"
          "    return entry[0], [(kw[v].bool() if v in BOOL_INPUTS else kw[v]) if k == \"tensor\" "
          "else v\n"
          "                      for k, v in FORWARD]\n\n\n";
@@ -362,12 +380,13 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
     // timed window. Written into the module itself, which runs alone in its candidate room.
     std::string a = "\n\n# ---- Added by kopt: this ModelNew as a kernel of " + file_name +
                     " (run_kernel, the Triton contract) ----\n";
-    a += "import torch as _kopt_torch\n\n";
+    a += "import weakref as _kopt_weakref\n\nimport torch as _kopt_torch\n\n";
     a += "_KOPT_INIT_INPUTS = [";
     const json init_inputs = facts.value("init_inputs", json::array());
     for (std::size_t i = 0; i < init_inputs.size(); ++i)
       a += (i ? ", " : "") + init_inputs[i].get<std::string>();
     a += "]\n" + constants("_KOPT_") + "_kopt_models = {}\n\n\n";
+    a += loaded_from_helpers("_kopt", "_kopt_weakref") + "\n\n";
     a += "def run_kernel(**kw):\n"
          "    device = kw[_KOPT_OUTPUTS[0]].device\n"
          "    if device not in _kopt_models:\n"
@@ -387,14 +406,14 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "Model's weights into ModelNew by name\" % \", \".join(missing))\n"
          "        _kopt_models[device] = [model, None]\n"
          "    entry = _kopt_models[device]\n"
-         "    source = tuple((id(kw[t]), kw[t].data_ptr()) for t in _KOPT_PARAMETERS.values())\n"
-         "    if _KOPT_PARAMETERS and entry[1] != source:\n"
+         "    source = [kw[t] for t in _KOPT_PARAMETERS.values()]\n"
+         "    if _KOPT_PARAMETERS and not _kopt_loaded_from(entry[1], source):\n"
          "        state = dict(entry[0].named_parameters())\n"
          "        state.update(dict(entry[0].named_buffers()))\n"
          "        with _kopt_torch.no_grad():\n"
          "            for name, tensor in _KOPT_PARAMETERS.items():\n"
          "                state[name].copy_(kw[tensor].reshape(state[name].shape))\n"
-         "        entry[1] = source\n"
+         "        entry[1] = _kopt_held(source)\n"
          "    with _kopt_torch.no_grad():\n"
          "        result = entry[0](*[(kw[v].bool() if v in _KOPT_BOOL_INPUTS else kw[v]) if k == "
          "\"tensor\" else v\n"

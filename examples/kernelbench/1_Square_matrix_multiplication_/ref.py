@@ -5,6 +5,7 @@
 import importlib.util
 import os
 import sys
+import weakref
 
 import torch
 
@@ -19,6 +20,7 @@ FORWARD = [  # Model.forward's arguments, in order: kopt tensors, or get_inputs(
 PARAMETERS = {  # the model's parameters and buffers, loaded from these kopt tensors
 }
 OUTPUTS = ["out"]
+BOOL_INPUTS = []  # u8 tensors of 0 and 1 that forward takes as bool
 
 _spec = importlib.util.spec_from_file_location(
     "kopt_kernelbench_7b30af68e7eb", os.path.join(os.path.dirname(os.path.abspath(__file__)), "model.py"))
@@ -39,6 +41,17 @@ def _made_on(device, make):
         return make().to(device)
 
 
+def _loaded_from(held, source):
+    """Whether the weights came from these tensors, unwritten since (see _held)."""
+    return held is not None and len(held) == len(source) and all(
+        r() is t and v == t._version for (r, v), t in zip(held, source))
+
+
+def _held(source):
+    """Weak references and versions: a freed tensor's id and address come back for others."""
+    return [(weakref.ref(t), t._version) for t in source]
+
+
 def _bound(kw):
     """The model on the outputs' device, its weights those of kw, and forward's arguments."""
     device = kw[OUTPUTS[0]].device
@@ -49,8 +62,8 @@ def _bound(kw):
         model = _made_on(device, lambda: _kb.Model(*_kb.get_init_inputs()))
         _models[key] = [model.double() if f64 else model, None]
     entry = _models[key]
-    source = tuple((id(kw[t]), kw[t].data_ptr()) for t in PARAMETERS.values())
-    if PARAMETERS and entry[1] != source:
+    source = [kw[t] for t in PARAMETERS.values()]
+    if PARAMETERS and not _loaded_from(entry[1], source):
         state = dict(entry[0].named_parameters())
         state.update(dict(entry[0].named_buffers()))
         with torch.no_grad():
@@ -60,8 +73,9 @@ def _bound(kw):
                     target.data = value  # kopt's tensor itself: no second copy of GBs
                 else:  # a buffer, which forward may update (BatchNorm's statistics)
                     target.copy_(value)
-        entry[1] = source
-    return entry[0], [kw[v] if k == "tensor" else v for k, v in FORWARD]
+        entry[1] = _held(source)
+    return entry[0], [(kw[v].bool() if v in BOOL_INPUTS else kw[v]) if k == "tensor" else v
+                      for k, v in FORWARD]
 
 
 def setup_baseline(**kw):
