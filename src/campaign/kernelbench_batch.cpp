@@ -18,6 +18,7 @@
 #include "kopt/core/peak_watch.hpp"
 #include "kopt/evaluate/bench.hpp"
 #include "kopt/evaluate/evaluator.hpp"
+#include "kopt/problem/kernelbench.hpp"
 #include "kopt/problem/loader.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
@@ -35,11 +36,18 @@ long leading_number(const std::string& name) {
   return digits == 0 || digits > 9 ? -1 : std::stol(name.substr(0, digits));
 }
 
+// The problem directory holds an import in this kopt's format (its ref.py and its ModelNew
+// adapter are what this kopt writes): an earlier kopt's is imported again.
+bool import_current(const fs::path& dir) {
+  auto toml = read_text_file(dir / "kopt.toml");
+  return toml && kernelbench_import_current(*toml);
+}
+
 // Imported by an earlier batch, its problem directory still there, and not forced again.
 // A candidate to evaluate needs the import's ModelNew adapter, which older imports lack.
 bool import_kept(const KernelbenchEntry& e, const KernelbenchBatchOptions& o) {
   fs::path dir = o.out / e.problem;
-  return kernelbench_imported(e) && !o.force && fs::exists(dir / "kopt.toml") &&
+  return kernelbench_imported(e) && !o.force && import_current(dir) &&
          (!candidate_due(e, o) || fs::exists(dir / k_model_new_adapter_file));
 }
 
@@ -86,7 +94,7 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
                 std::shared_mutex& alone, std::optional<Error>& environment) {
   auto t0 = Clock::now();
   e.error.clear();
-  if (!o.force && fs::exists(dir / "kopt.toml")) {
+  if (!o.force && import_current(dir)) {
     e.status = ImportStatus::kept;
   } else {
     auto notes = [&] {
@@ -111,6 +119,10 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
     e.notes = *notes;
     e.reference = ReferenceStatus::not_run;
     e.eager = e.compiled = TimedOutcome{};
+    // A candidate refused against an earlier import may have been refused by it (an adapter
+    // that kept stale weights did that): evaluated again. One that passed stays passed.
+    if (e.candidate.verdict == CandidateVerdict::failed)
+      e.candidate.verdict = CandidateVerdict::not_run;
   }
   if (auto p = load_problem(dir)) e.flops_known = p->cost_at_dims().flops.has_value();
 }

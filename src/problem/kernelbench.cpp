@@ -99,6 +99,15 @@ std::string init_from_stats(const json& st, const std::string& dtype) {
   return fmt::format("{{ kind = \"normal\", mean = {}, std = {} }}", number(mean), number(sd));
 }
 
+std::string kernelbench_import_stamp() {
+  return fmt::format("# kopt import format {} (a batch imports again what an earlier kopt wrote)",
+                     k_kernelbench_import_format);
+}
+
+bool kernelbench_import_current(const std::string& toml_text) {
+  return toml_text.find("\n" + kernelbench_import_stamp() + "\n") != std::string::npos;
+}
+
 std::string model_new_kernel_toml(const std::string& name, const std::string& source) {
   return "[[kernels]]\nname = \"" + name + "\"\nsource = \"" + source +
          "\"\nentry = \"run_kernel\"\n";
@@ -246,6 +255,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "named\n";
     t += "# after the file's size constants by value: check them before changing a dim with "
          "--dim.\n";
+    t += kernelbench_import_stamp() + "\n";
     for (const auto& n : out.notes) t += "# NOTE: " + n + "\n";
     t += fmt::format("name = {}\n", python_string(stem));
     t += fmt::format("family = {}\n", python_string(cost.family.empty() ? stem : cost.family));

@@ -31,6 +31,15 @@ inline constexpr const char* k_model_new_adapter_file = "modelnew_adapter.py";
 // appended) the kernel `name` of the imported problem: its entry is the adapter's run_kernel().
 std::string model_new_kernel_toml(const std::string& name, const std::string& source);
 
+// What kopt writes into an import's kopt.toml to say which version of ref.py and the ModelNew
+// adapter it generated: a batch keeps an earlier import only when it carries the current one.
+// Raise the number whenever what problem_from_kernelbench writes changes how a problem or a
+// candidate runs (3: weights reloaded by tensor identity and version, bool arguments).
+inline constexpr int k_kernelbench_import_format = 3;
+// The line itself, and whether the kopt.toml at `toml` has it.
+std::string kernelbench_import_stamp();
+bool kernelbench_import_current(const std::string& toml_text);
+
 // `facts` is the import script's JSON; `file_name` the KernelBench file's name (its stem
 // names the problem). Bad facts (a bool tensor, an unknown dtype) are bad input.
 Expected<ImportedProblem> problem_from_kernelbench(const nlohmann::json& facts,

@@ -14,6 +14,7 @@
 
 #include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/problem/kernelbench.hpp"
 
 namespace kopt::campaign {
 namespace {
@@ -21,7 +22,8 @@ namespace fs = std::filesystem;
 
 // A problem as an import writes it: a python reference, flops only when asked.
 std::string spec(const std::string& name, bool flops, int n = 64) {
-  return "name = \"" + name + "\"\n[dims]\nn = " + std::to_string(n) +
+  return "# an import\n" + kernelbench_import_stamp() + "\nname = \"" + name +
+         "\"\n[dims]\nn = " + std::to_string(n) +
          "\n[[tensors]]\nname = \"x\"\ndtype = \"f32\"\nshape = [\"n\"]\n" +
          "role = \"input\"\n[[tensors]]\nname = \"out\"\ndtype = \"f32\"\nshape = [\"n\"]\nrole = "
          "\"output\"\n" +
@@ -51,8 +53,9 @@ class KernelbenchBatchTest : public ::testing::Test {
         return Unexpected(
             bad_input("the get_inputs() tensor 'mask' is a bool tensor", file.string()));
       int n = m_sizes.count(stem) ? m_sizes.at(stem) : 64;
-      if (auto w = write_text_atomic(dir / "kopt.toml", spec(stem, stem != "2_Small", n)); !w)
-        return Unexpected(w.error());
+      std::string toml = spec(stem, stem != "2_Small", n);
+      if (m_earlier_format) toml.replace(toml.find("# kopt import format"), 2, "# (earlier) ");
+      if (auto w = write_text_atomic(dir / "kopt.toml", toml); !w) return Unexpected(w.error());
       (void)write_text_atomic(dir / "ref.py", "def reference(**kw):\n    pass\n");
       return std::vector<std::string>{
           stem == "2_Small" ? "flops not derived: kopt has no formula for foo" : "ok"};
@@ -73,6 +76,7 @@ class KernelbenchBatchTest : public ::testing::Test {
       e.compiled.rel_noise = 0.19;
       e.compiled.flags = {"noisy: 19.0 % spread between samples"};
       if (e.candidate.verdict == CandidateVerdict::not_run) {
+        m_candidates_run.push_back(e.problem);
         // A candidate whose file says "cheat" is refused by the check, as a wrong one is.
         auto text = read_text_file(m_options.candidates / e.candidate.file);
         bool cheat = text && text->find("cheat") != std::string::npos;
@@ -94,6 +98,8 @@ class KernelbenchBatchTest : public ::testing::Test {
   std::vector<std::string> m_evaluated;
   std::string m_machine_fails_on;      // the problem whose evaluation the machine fails
   std::map<std::string, int> m_sizes;  // a problem's n where it is not 64
+  bool m_earlier_format = false;       // imports as an earlier kopt wrote them
+  std::vector<std::string> m_candidates_run;
 };
 
 TEST(KernelbenchFiles, AreThePythonFilesInKernelbenchsNumericOrder) {
@@ -346,6 +352,39 @@ TEST_F(KernelbenchBatchTest, CandidatesAreEvaluatedOnceAndAgainWhenTheirFileChan
   auto plain = run_kernelbench_batch(m_options, importer(), evaluator());
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->entries[3].candidate.verdict, CandidateVerdict::passed);
+}
+
+// An import an earlier kopt wrote (its ref.py, its ModelNew adapter) is imported again; a
+// candidate refused against it is evaluated again, since the refusal may have been the old
+// import's (one kept stale weights); one that passed stays passed.
+TEST_F(KernelbenchBatchTest, AnEarlierKoptsImportIsRedoneAndItsFailedCandidatesRunAgain) {
+  fs::path candidates = m_dir.path() / "candidates";
+  ASSERT_TRUE(write_text_atomic(candidates / "1_First.py", "class ModelNew(Model): pass\n"));
+  ASSERT_TRUE(write_text_atomic(candidates / "10_Big.py", "class ModelNew: # cheat\n"));
+  m_options.check = true;
+  m_options.candidates = candidates;
+  m_earlier_format = true;
+  auto batch = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(batch) << batch.error().to_string();
+  EXPECT_EQ(batch->entries[0].candidate.verdict, CandidateVerdict::passed);
+  EXPECT_EQ(batch->entries[3].candidate.verdict, CandidateVerdict::failed);
+
+  m_earlier_format = false;
+  m_imported.clear();
+  m_candidates_run.clear();
+  auto again = run_kernelbench_batch(m_options, importer(), evaluator());
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ(m_imported.size(), 4u) << "every file imported again";
+  EXPECT_EQ(m_candidates_run, (std::vector<std::string>{"10_Big"}));
+  EXPECT_EQ(again->entries[0].candidate.verdict, CandidateVerdict::passed) << "kept";
+  EXPECT_EQ(again->entries[0].reference, ReferenceStatus::ok) << "its reference ran again";
+
+  // Now in this kopt's format: kept, nothing runs.
+  m_imported.clear();
+  m_candidates_run.clear();
+  ASSERT_TRUE(run_kernelbench_batch(m_options, importer(), evaluator()));
+  EXPECT_EQ(m_imported, (std::set<std::string>{"3_Bool.py"})) << "the refused file alone";
+  EXPECT_TRUE(m_candidates_run.empty());
 }
 
 TEST(KernelbenchEntryJson, RoundTrips) {
