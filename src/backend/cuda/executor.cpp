@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
+
 #include "driver_api.hpp"
 #include "executor_state.hpp"
 #include "kopt/core/fs.hpp"
@@ -67,6 +70,25 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::open(int ordinal) {
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(s)));
 }
 
+namespace {
+
+// NVML's handle of the device at `pci_bus_id`, looked up once per device: the batch's peak
+// watch reads a device's memory every 20 ms, and each device's thread (--gpus) its own.
+Expected<NvmlDevice> nvml_device(const NvmlApi* n, const std::string& pci_bus_id) {
+  static std::mutex mutex;
+  static std::map<std::string, NvmlDevice> handles;
+  std::lock_guard lock(mutex);
+  if (auto it = handles.find(pci_bus_id); it != handles.end()) return it->second;
+  NvmlDevice dev = nullptr;
+  if (NvmlReturn r = n->device_get_handle_by_pci_bus_id(pci_bus_id.c_str(), &dev); r != 0)
+    return Unexpected(
+        environment_error(std::string("nvmlDeviceGetHandleByPciBusId: ") + n->error_string(r)));
+  handles.emplace(pci_bus_id, dev);
+  return dev;
+}
+
+}  // namespace
+
 Clocks read_clocks(const std::string& pci_bus_id) {
   Clocks c;
   auto api = nvml_api();
@@ -75,11 +97,12 @@ Clocks read_clocks(const std::string& pci_bus_id) {
     return c;
   }
   const NvmlApi* n = *api;
-  NvmlDevice dev = nullptr;
-  if (NvmlReturn r = n->device_get_handle_by_pci_bus_id(pci_bus_id.c_str(), &dev); r != 0) {
-    c.nvml_error = std::string("nvmlDeviceGetHandleByPciBusId: ") + n->error_string(r);
+  auto found = nvml_device(n, pci_bus_id);
+  if (!found) {
+    c.nvml_error = found.error().message;
     return c;
   }
+  NvmlDevice dev = *found;
   unsigned v = 0;
   if (n->device_get_clock_info(dev, nvml_clock_sm, &v) == 0) c.sm_mhz = v;
   if (n->device_get_clock_info(dev, nvml_clock_mem, &v) == 0) c.mem_mhz = v;
@@ -101,28 +124,21 @@ Expected<std::uint64_t> read_memory_used(const std::string& pci_bus_id) {
   const NvmlApi* n = *api;
   if (!n->device_get_memory_info)
     return Unexpected(environment_error("this NVML has no nvmlDeviceGetMemoryInfo"));
-  NvmlDevice dev = nullptr;
-  if (NvmlReturn r = n->device_get_handle_by_pci_bus_id(pci_bus_id.c_str(), &dev); r != 0)
-    return Unexpected(
-        environment_error(std::string("nvmlDeviceGetHandleByPciBusId: ") + n->error_string(r)));
+  auto dev = nvml_device(n, pci_bus_id);
+  if (!dev) return Unexpected(dev.error());
   NvmlMemory m{};
-  if (NvmlReturn r = n->device_get_memory_info(dev, &m); r != 0)
+  if (NvmlReturn r = n->device_get_memory_info(*dev, &m); r != 0)
     return Unexpected(
         environment_error(std::string("nvmlDeviceGetMemoryInfo: ") + n->error_string(r)));
   return static_cast<std::uint64_t>(m.used);
 }
 
 unsigned long long read_throttle_mask(const std::string& pci_bus_id) {
-  static std::string cached_bus;
-  static NvmlDevice cached = nullptr;
   auto api = nvml_api();
   if (!api) return 0;
-  if (cached_bus != pci_bus_id) {
-    if ((*api)->device_get_handle_by_pci_bus_id(pci_bus_id.c_str(), &cached) != 0) return 0;
-    cached_bus = pci_bus_id;
-  }
+  auto dev = nvml_device(*api, pci_bus_id);
   unsigned long long mask = 0;
-  return (*api)->device_get_throttle_reasons(cached, &mask) == 0 ? mask : 0;
+  return dev && (*api)->device_get_throttle_reasons(*dev, &mask) == 0 ? mask : 0;
 }
 
 Expected<const DeviceInfo*> CudaExecutor::cached_device_info() {
