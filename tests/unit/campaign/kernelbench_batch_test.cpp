@@ -91,6 +91,16 @@ class KernelbenchBatchTest : public ::testing::Test {
     };
   }
 
+  // 1_First's candidate honest, 10_Big's a cheat (the evaluator refuses it), checked.
+  fs::path two_candidates() {
+    fs::path candidates = m_dir.path() / "candidates";
+    EXPECT_TRUE(write_text_atomic(candidates / "1_First.py", "class ModelNew(Model): pass\n"));
+    EXPECT_TRUE(write_text_atomic(candidates / "10_Big.py", "class ModelNew: # cheat\n"));
+    m_options.check = true;
+    m_options.candidates = candidates;
+    return candidates;
+  }
+
   TempDir m_dir{"kopt-kb-batch"};
   KernelbenchBatchOptions m_options;
   std::mutex m_mutex;
@@ -319,11 +329,7 @@ TEST_F(KernelbenchBatchTest, AFolderWithoutKernelbenchFilesIsBadInput) {
 // --candidates: each problem's ModelNew file of its name, evaluated once, and again when it
 // changes; a failed one fails the batch and its row says why.
 TEST_F(KernelbenchBatchTest, CandidatesAreEvaluatedOnceAndAgainWhenTheirFileChanges) {
-  fs::path candidates = m_dir.path() / "candidates";
-  ASSERT_TRUE(write_text_atomic(candidates / "1_First.py", "class ModelNew(Model): pass\n"));
-  ASSERT_TRUE(write_text_atomic(candidates / "10_Big.py", "class ModelNew: # cheat\n"));
-  m_options.check = true;
-  m_options.candidates = candidates;
+  fs::path candidates = two_candidates();
   auto batch = run_kernelbench_batch(m_options, importer(), evaluator());
   ASSERT_TRUE(batch) << batch.error().to_string();
   EXPECT_EQ(batch->entries[0].candidate.verdict, CandidateVerdict::passed);
@@ -358,11 +364,7 @@ TEST_F(KernelbenchBatchTest, CandidatesAreEvaluatedOnceAndAgainWhenTheirFileChan
 // candidate refused against it is evaluated again, since the refusal may have been the old
 // import's (one kept stale weights); one that passed stays passed.
 TEST_F(KernelbenchBatchTest, AnEarlierKoptsImportIsRedoneAndItsFailedCandidatesRunAgain) {
-  fs::path candidates = m_dir.path() / "candidates";
-  ASSERT_TRUE(write_text_atomic(candidates / "1_First.py", "class ModelNew(Model): pass\n"));
-  ASSERT_TRUE(write_text_atomic(candidates / "10_Big.py", "class ModelNew: # cheat\n"));
-  m_options.check = true;
-  m_options.candidates = candidates;
+  fs::path candidates = two_candidates();
   m_earlier_format = true;
   auto batch = run_kernelbench_batch(m_options, importer(), evaluator());
   ASSERT_TRUE(batch) << batch.error().to_string();
