@@ -1,18 +1,15 @@
 #include "kopt/evaluate/reference_cache.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
+
+#include "kopt/core/units.hpp"
 
 namespace kopt::evaluate {
 namespace fs = std::filesystem;
 
 std::uintmax_t reference_cache_bound(const fs::path& references) {
-  if (const char* gb = std::getenv("KOPT_REFERENCE_CACHE_GB"); gb && *gb) {
-    char* end = nullptr;
-    double v = std::strtod(gb, &end);
-    if (end != gb && v >= 0) return static_cast<std::uintmax_t>(v * (1ull << 30));
-  }
+  if (auto set = env_gib("KOPT_REFERENCE_CACHE_GB")) return *set;
   std::error_code ec;
   fs::path probe = references;
   while (!probe.empty() && !fs::exists(probe, ec)) probe = probe.parent_path();

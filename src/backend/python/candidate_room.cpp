@@ -3,14 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "kopt/core/hash.hpp"
 #include "kopt/core/units.hpp"
 #include "kopt/problem/dtype.hpp"
+#include "kopt/problem/tensor_data.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -27,23 +26,17 @@ SandboxPolicy room_policy(const fs::path& ro, const fs::path& rw, const PythonLa
   return p;
 }
 
+// A job tensor's bytes, from the dtype and shape kopt wrote into the request.
 std::uintmax_t tensor_bytes(const json& t) {
   auto dtype = parse_dtype(t.value("dtype", std::string()));
-  std::uintmax_t n = dtype ? dtype_size(*dtype) : 8;
-  for (const auto& extent : t.value("shape", json::array()))
-    n *= static_cast<std::uintmax_t>(std::max<std::int64_t>(extent.get<std::int64_t>(), 0));
-  return n;
+  return shape_numel(t.value("shape", std::vector<std::int64_t>{})) *
+         (dtype ? dtype_size(*dtype) : 8);
 }
 
 }  // namespace
 
 std::uintmax_t room_allowance_bytes() {
-  if (const char* gb = std::getenv("KOPT_CANDIDATE_ROOM_GB"); gb && *gb) {
-    char* end = nullptr;
-    double v = std::strtod(gb, &end);
-    if (end != gb && v >= 0) return static_cast<std::uintmax_t>(v * double(1ull << 30));
-  }
-  return std::uintmax_t{4} << 30;
+  return env_gib("KOPT_CANDIDATE_ROOM_GB").value_or(std::uintmax_t{4} << 30);
 }
 
 std::string CandidateRoom::overfull(const Handover& h) const {

@@ -54,7 +54,6 @@ class CandidateRoom {
   std::string overfull(const Handover& h) const;
 
  private:
- private:
   Expected<std::filesystem::path> admit_module(const std::filesystem::path& module);
   Expected<std::filesystem::path> admit_input(const std::filesystem::path& input,
                                               const std::string& name);
