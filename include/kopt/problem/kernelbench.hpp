@@ -34,8 +34,9 @@ std::string model_new_kernel_toml(const std::string& name, const std::string& so
 // What kopt writes into an import's kopt.toml to say which version of ref.py and the ModelNew
 // adapter it generated: a batch keeps an earlier import only when it carries the current one.
 // Raise the number whenever what problem_from_kernelbench writes changes how a problem or a
-// candidate runs (3: weights reloaded by tensor identity and version, bool arguments).
-inline constexpr int k_kernelbench_import_format = 3;
+// candidate runs (3: weights reloaded by tensor identity and version, bool arguments; 4: a
+// ModelNew's bool arguments made once per job, not in every timed call).
+inline constexpr int k_kernelbench_import_format = 4;
 // The line itself, and whether the kopt.toml at `toml` has it.
 std::string kernelbench_import_stamp();
 bool kernelbench_import_current(const std::string& toml_text);

@@ -78,7 +78,7 @@ TEST(KernelbenchImport, ABoolArgumentIsDrawnAsBytesAndGivenToForwardAsBool) {
   EXPECT_NE(p->ref_py.find("\nBOOL_INPUTS = [\"x\"]"), std::string::npos) << p->ref_py;
   EXPECT_NE(p->ref_py.find("kw[v].bool() if v in BOOL_INPUTS"), std::string::npos) << p->ref_py;
   EXPECT_NE(p->model_new_adapter.find("\n_KOPT_BOOL_INPUTS = [\"x\"]"), std::string::npos);
-  EXPECT_NE(p->model_new_adapter.find("kw[v].bool() if v in _KOPT_BOOL_INPUTS"), std::string::npos)
+  EXPECT_NE(p->model_new_adapter.find("kw[v].bool() for v in _KOPT_BOOL_INPUTS"), std::string::npos)
       << p->model_new_adapter;
   TempDir dir("kopt-kb-bool");
   ASSERT_TRUE(write_text_atomic(dir.path() / "kopt.toml", p->kopt_toml));
