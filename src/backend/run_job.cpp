@@ -1,5 +1,8 @@
 #include "kopt/backend/run_job.hpp"
 
+#include <cmath>
+#include <limits>
+
 namespace kopt {
 
 namespace {
@@ -63,8 +66,8 @@ std::optional<ModuleKind> parse_module_kind(std::string_view name) {
 }
 
 nlohmann::json to_json(const OutputSummary& s) {
-  return {{"elements", s.elements}, {"nan", s.nan}, {"inf", s.inf},
-          {"min", s.min},           {"max", s.max}, {"checksum", s.checksum}};
+  return {{"elements", s.elements}, {"nan", s.nan}, {"inf", s.inf},          {"min", s.min},
+          {"max", s.max},           {"rms", s.rms}, {"checksum", s.checksum}};
 }
 
 OutputSummary output_summary_from_json(const nlohmann::json& j) {
@@ -75,7 +78,68 @@ OutputSummary output_summary_from_json(const nlohmann::json& j) {
   s.min = j.value("min", 0.0);
   s.max = j.value("max", 0.0);
   s.checksum = j.value("checksum", std::string{});
+  s.rms = j.value("rms", 0.0);
   return s;
+}
+
+nlohmann::json json_number(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+}
+
+double json_double(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v == "Infinity") return std::numeric_limits<double>::infinity();
+  if (v == "-Infinity") return -std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+nlohmann::json to_json(const DeviceComparison& c) {
+  nlohmann::json first = nlohmann::json::array();
+  for (const auto& m : c.first)
+    first.push_back({m.flat, json_number(m.got), json_number(m.expected)});
+  return {{"numel", c.numel},
+          {"mismatches", c.mismatches},
+          {"nan", c.nan},
+          {"inf", c.inf},
+          {"unwritten", c.unwritten},
+          {"max_abs_err", json_number(c.max_abs_err)},
+          {"max_rel_err", json_number(c.max_rel_err)},
+          {"rel_l2_err", json_number(c.rel_l2_err)},
+          {"first", first},
+          {"exact_rel_l2", json_number(c.exact_rel_l2)}};
+}
+
+namespace {
+double number_or_infinity(const nlohmann::json& j, const char* key) {
+  return j.contains(key) ? json_double(j.at(key)) : 0.0;
+}
+}  // namespace
+
+DeviceComparison device_comparison_from_json(const nlohmann::json& j) {
+  DeviceComparison c;
+  c.numel = j.value("numel", std::uint64_t{0});
+  c.mismatches = j.value("mismatches", std::uint64_t{0});
+  c.nan = j.value("nan", std::uint64_t{0});
+  c.inf = j.value("inf", std::uint64_t{0});
+  c.unwritten = j.value("unwritten", std::uint64_t{0});
+  c.max_abs_err = number_or_infinity(j, "max_abs_err");
+  c.max_rel_err = number_or_infinity(j, "max_rel_err");
+  c.rel_l2_err = number_or_infinity(j, "rel_l2_err");
+  c.exact_rel_l2 = j.contains("exact_rel_l2") ? number_or_infinity(j, "exact_rel_l2") : -1.0;
+  if (j.contains("first"))
+    for (const auto& m : j.at("first"))
+      if (m.is_array() && m.size() == 3)
+        c.first.push_back({m[0].get<std::uint64_t>(), json_double(m[1]), json_double(m[2])});
+  return c;
+}
+
+nlohmann::json to_json(const OutputSource& s) {
+  return {{"key", s.key}, {"path", s.path.string()}};
+}
+
+OutputSource output_source_from_json(const nlohmann::json& j) {
+  return {j.value("key", std::string{}), j.value("path", std::string{})};
 }
 
 }  // namespace kopt

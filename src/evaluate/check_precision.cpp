@@ -64,9 +64,17 @@ std::optional<Fp64Error> fp64_error(const Problem& p, const std::string& kernel,
                                     double reference_error) {
   if (!precision_at_least(allowed_precision(p, p.find_kernel(kernel)).precision, Precision::f32))
     return std::nullopt;  // declared lower: the distance is what it declared
+  return fp64_error(p, kernel, got.name, relative_l2(got, exact), reference_error);
+}
+
+std::optional<Fp64Error> fp64_error(const Problem& p, const std::string& kernel,
+                                    const std::string& tensor, double rel_l2,
+                                    double reference_error) {
+  if (!precision_at_least(allowed_precision(p, p.find_kernel(kernel)).precision, Precision::f32))
+    return std::nullopt;
   Fp64Error e;
-  e.tensor = got.name;
-  e.rel_l2 = relative_l2(got, exact);
+  e.tensor = tensor;
+  e.rel_l2 = rel_l2;
   e.reference_rel_l2 = reference_error;
   e.bound = std::max(k_fp64_factor * std::max(e.reference_rel_l2, 0.0), k_fp64_floor);
   e.passed = e.rel_l2 >= 0 && e.rel_l2 <= e.bound;

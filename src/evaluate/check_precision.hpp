@@ -21,6 +21,11 @@ void read_machine_precision(const Problem& p, CommandRunner& runner, KernelCheck
 std::optional<Fp64Error> fp64_error(const Problem& p, const std::string& kernel,
                                     const HostTensor& got, const HostTensor& exact,
                                     double reference_error);
+// The same from the kernel's distance to the fp64 reference, measured where the tensors are
+// (the device comparison).
+std::optional<Fp64Error> fp64_error(const Problem& p, const std::string& kernel,
+                                    const std::string& tensor, double rel_l2,
+                                    double reference_error);
 std::string fp64_verdict(const Fp64Error& e);
 
 // The problem with every f32/f64 input's normal or uniform init `scale` times wider (mean and

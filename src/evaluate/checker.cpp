@@ -59,6 +59,15 @@ struct SeedData : SeedInputs {
   // the first seed's, at least 1).
   double input_scale = 1;
   std::map<std::string, double> atol_scale;
+  // The device comparison (CheckOptions::compare_on_device): the key the reference's outputs
+  // are kept under on the device (empty: in `reference`'s files), their summaries, and where
+  // the fp64 reference of each f32 output is (in place of `exact`).
+  std::string kept;
+  std::map<std::string, OutputSummary> summaries;
+  std::map<std::string, OutputSource> exact_at;
+  OutputSource expected(const std::string& name) const {
+    return kept.empty() ? OutputSource{{}, reference.at(name)} : OutputSource{kept, {}};
+  }
 };
 
 HostTensor load_tensor(const fs::path& file, const TensorSpec& spec,
@@ -75,6 +84,26 @@ const HostTensor& reference_tensor(const SeedData& in, const TensorSpec& t) {
     it = in.loaded.emplace(t.name, load_tensor(in.reference.at(t.name), t, in.shapes.at(t.name)))
              .first;
   return it->second;
+}
+
+// A comparison made on the device, as the checker's own compare_tensors reports one.
+CompareResult compare_result(const DeviceComparison& d, const std::string& name, Tolerance tol,
+                             const std::vector<std::int64_t>& shape) {
+  CompareResult c;
+  c.tensor = name;
+  c.numel = d.numel;
+  c.tolerance = tol;
+  c.max_abs_err = d.max_abs_err;
+  c.max_rel_err = d.max_rel_err;
+  c.rel_l2_err = d.rel_l2_err;
+  c.mismatches = d.mismatches;
+  c.nan_count = d.nan;
+  c.inf_count = d.inf;
+  c.unwritten = d.unwritten;
+  for (const auto& m : d.first)
+    c.first_mismatches.push_back({m.flat, unflatten(m.flat, shape), m.got, m.expected});
+  c.passed = d.mismatches == 0 && d.numel == shape_numel(shape);
+  return c;
 }
 
 class CheckRun {
@@ -348,7 +377,8 @@ class CheckRun {
     // cache with references nobody asks for again.
     fs::path ref_dir = secret ? dir / "reference-secret"
                               : m_o.cache_root / "references" / reference_key(seed, draw);
-    bool cached = !secret;
+    // Compared on the device: computed and kept there, no file of it cached nor read.
+    bool cached = !secret && !on_device();
     Scope dims = m_p.dim_scope();
     for (const auto& t : m_p.tensors)
       if (t.role != Role::input) {
@@ -381,6 +411,10 @@ class CheckRun {
     const auto started = std::chrono::steady_clock::now();
     RunJob job = run_job_for_reference(in, scratch);
     job.summarize_outputs = summarized_reference();
+    if (on_device()) {
+      job.keep_outputs = m_keep_prefix + std::to_string(seed);
+      job.keep_margin = keep_margin();
+    }
     RunResult r = m_ctx.worker.run(job);
     const double run_s = seconds_since(started);
     if (r.environment)
@@ -396,6 +430,18 @@ class CheckRun {
         return Unexpected(bad_input("the reference modified input tensor '" + name + "'",
                                     m_p.spec_path.string(), m_p.reference.kernel.where.line,
                                     "reference"));
+    if (r.kept) {
+      in.kept = job.keep_outputs;
+      in.summaries = r.outputs;
+      if (r.reference_atol >= 0 || r.reference_rtol >= 0)
+        m_ref_tolerance =
+            Tolerance{std::max(r.reference_atol, 0.0), std::max(r.reference_rtol, 0.0)};
+      m_o.log(
+          fmt::format("seed {}{}: reference computed, kept on the device for the comparisons "
+                      "(run {:.1f} s)",
+                      seed, secret ? " (secret)" : "", run_s));
+      return in;
+    }
     if (job.summarize_outputs) {
       m_report.reference_outputs[seed] = r.outputs;
       m_o.log(
@@ -423,6 +469,30 @@ class CheckRun {
                     secret ? " (secret): reference computed" : ": reference computed and cached",
                     run_s, seconds_since(started) - run_s));
     return in;
+  }
+
+  // CheckOptions::compare_on_device: a Python reference, and kernels that are all Python
+  // modules (their outputs on the device of kopt's Python processes).
+  bool on_device() const {
+    if (!m_o.compare_on_device || m_o.reference_only || !m_o.secret_dir.empty() ||
+        m_report.kernels.empty() || m_p.reference.kind != ReferenceKind::python)
+      return false;
+    return std::all_of(m_report.kernels.begin(), m_report.kernels.end(), [](const KernelCheck& k) {
+      return k.build.module_kind == ModuleKind::triton;
+    });
+  }
+
+  // What the device must keep free beside a kept reference: a seed's tensors twice (the next
+  // reference's run, or a kernel's, and their workspaces) and 2 GiB for the comparisons.
+  std::int64_t keep_margin() const {
+    return static_cast<std::int64_t>(2 * problem_tensor_bytes(m_p)) + (std::int64_t{2} << 30);
+  }
+
+  // An output's RMS for the wide seed's atol scale: from the summary of a kept reference.
+  double reference_rms(const SeedData& in, const TensorSpec& t) const {
+    if (auto s = in.summaries.find(t.name); !in.kept.empty() && s != in.summaries.end())
+      return s->second.rms;
+    return rms(reference_tensor(in, t));
   }
 
   // The reference's outputs stay on the device: nothing here reads them (keep_reference_outputs).
@@ -453,7 +523,7 @@ class CheckRun {
     const SeedData& first = m_inputs.front();
     for (const auto& t : m_p.tensors) {
       if (t.role == Role::input) continue;
-      double a = rms(reference_tensor(first, t)), b = rms(reference_tensor(*s, t));
+      double a = reference_rms(first, t), b = reference_rms(*s, t);
       s->atol_scale[t.name] = a > 0 && b > a && std::isfinite(b) ? b / a : 1.0;
     }
     m_report.wide_seed = seed;
@@ -474,6 +544,7 @@ class CheckRun {
     for (const auto& t : m_p.tensors)
       if (t.role != Role::input && t.dtype == DType::f32) outputs.push_back(&t);
     if (outputs.empty()) return;
+    if (on_device()) return make_fp64_reference_on_device(in, outputs);
     fs::path dir = m_o.cache_root / "references" / reference_key(in.seed) / "f64";
     std::map<std::string, fs::path> files;
     bool cached = true;
@@ -510,6 +581,34 @@ class CheckRun {
             (cached ? "from the cache" : "computed and cached"));
   }
 
+  // The fp64 reference of the device comparison: kept beside the f32 one where the device has
+  // room (else in files), its distance to the f32 reference measured where both are.
+  void make_fp64_reference_on_device(SeedData& in, const std::vector<const TensorSpec*>& outputs) {
+    fs::path scratch = m_tmp.path() / ("seed" + std::to_string(in.seed)) / "reference-f64";
+    RunJob job = run_job_for_reference(in, scratch);
+    job.in_f64 = true;
+    job.keep_outputs = m_keep_prefix + std::to_string(in.seed) + "/f64";
+    job.keep_margin = keep_margin();
+    for (const auto* t : outputs) job.exact_of[t->name] = in.expected(t->name);
+    RunResult r = m_ctx.worker.run(job);
+    if (!r.ok()) {
+      m_report.fp64_note = "no fp64 reference: the reference did not run in f64 (" +
+                           r.error.substr(0, r.error.find('\n')) + ")";
+      m_o.log(m_report.fp64_note);
+      return;
+    }
+    for (const auto* t : outputs) {
+      auto e = r.exact_error.find(t->name);
+      if (e == r.exact_error.end()) continue;
+      in.reference_error[t->name] = e->second;
+      in.exact_at[t->name] = r.kept ? OutputSource{job.keep_outputs, {}}
+                                    : OutputSource{{}, scratch / (t->name + ".bin")};
+    }
+    m_report.fp64_seed = in.seed;
+    m_o.log("seed " + std::to_string(in.seed) + ": fp64 reference computed" +
+            (r.kept ? ", kept on the device" : ""));
+  }
+
   // A ref.py's module-level atol / rtol, kept beside its cached outputs.
   void load_reference_tolerance(const fs::path& ref_dir) {
     auto text = read_text_file(ref_dir / "tolerance.json");
@@ -527,6 +626,13 @@ class CheckRun {
     return m_p.tolerance_for(t);
   }
 
+  // The tolerance an output is compared with on this seed (the wide seed's atol scaled).
+  Tolerance seed_tolerance(const SeedData& in, const TensorSpec& t) const {
+    Tolerance tol = tolerance_for(t);
+    if (auto f = in.atol_scale.find(t.name); f != in.atol_scale.end()) tol.atol *= f->second;
+    return tol;
+  }
+
   void check_kernel(KernelCheck& kc) {
     auto t0 = std::chrono::steady_clock::now();
     run_seeds(kc);
@@ -542,6 +648,14 @@ class CheckRun {
       fs::path out_dir = m_tmp.path() / ("seed" + std::to_string(in.seed)) / kc.kernel;
       RunJob job = kernel_job(m_p.name + "/" + kc.kernel + " " + point_to_string(kc.point),
                               kc.build, kc.launch, job_tensors(m_p, in, out_dir));
+      const bool device = on_device();
+      if (device)
+        for (const auto& t : m_p.tensors)
+          if (t.role != Role::input) {
+            OutputComparison c{t.name, seed_tolerance(in, t), in.expected(t.name), std::nullopt};
+            if (auto x = in.exact_at.find(t.name); x != in.exact_at.end()) c.exact = x->second;
+            job.compare.push_back(std::move(c));
+          }
       const auto started = std::chrono::steady_clock::now();
       RunResult r = m_ctx.worker.run(job);
       const double run_s = seconds_since(started);
@@ -566,6 +680,24 @@ class CheckRun {
           sc.modified_inputs.push_back(name);
           sc.passed = false;
         }
+      if (device) {
+        for (const auto& t : m_p.tensors) {
+          if (t.role == Role::input) continue;
+          CompareResult c = compare_result(r.compared.at(t.name), t.name, seed_tolerance(in, t),
+                                           in.shapes.at(t.name));
+          sc.passed = sc.passed && c.passed;
+          const double exact = r.compared.at(t.name).exact_rel_l2;
+          if (in.exact_at.count(t.name))
+            if (auto e = fp64_error(m_p, kc.kernel, t.name, exact, in.reference_error.at(t.name)))
+              kc.fp64.push_back(*e);
+          sc.outputs.push_back(std::move(c));
+        }
+        all_passed = all_passed && sc.passed;
+        m_o.log(fmt::format("{} seed {}: {} (run and {} {:.1f} s)", kc.kernel, in.seed,
+                            sc.passed ? "ok" : "MISMATCH", r.compared_how, run_s));
+        kc.seeds.push_back(std::move(sc));
+        continue;
+      }
       for (const auto& t : m_p.tensors) {
         if (t.role == Role::input) continue;
         const auto& shape = in.shapes.at(t.name);
@@ -593,9 +725,7 @@ class CheckRun {
           m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": FAILED (" + kc.error + ")");
           return;
         }
-        Tolerance tol = tolerance_for(t);
-        if (auto f = in.atol_scale.find(t.name); f != in.atol_scale.end()) tol.atol *= f->second;
-        CompareResult c = compare_tensors(got, expected, tol);
+        CompareResult c = compare_tensors(got, expected, seed_tolerance(in, t));
         sc.passed = sc.passed && c.passed;
         if (auto x = in.exact.find(t.name); x != in.exact.end())
           if (auto e = fp64_error(m_p, kc.kernel, got, x->second, in.reference_error.at(t.name)))
@@ -639,6 +769,9 @@ class CheckRun {
   std::vector<fs::path> m_reference_dirs;                   // the cached references this check uses
   std::vector<std::map<std::string, std::int64_t>> m_sets;  // each KernelCheck's --set values
   std::optional<Tolerance> m_ref_tolerance;
+  // What this check's kept references are named by on the device: new with each check, so that
+  // the Python process drops an earlier check's.
+  std::string m_keep_prefix = hex64(unpredictable_u64()) + "/";
   // Each seed's inputs and every kernel's outputs: in RAM where there is room (scratch_root).
   TempDir m_tmp{"kopt-check",
                 problem_tensor_bytes(m_p) * static_cast<std::uintmax_t>(m_o.seeds + 1)};

@@ -75,12 +75,31 @@ json to_json(const RunJob& job) {
                        {"draw", draw_json(t.draw)}});
   json args = json::array();
   for (const auto& a : job.args) args.push_back(to_json(a));
-  return json{{"label", job.label},     {"kind", module_kind_name(job.kind)},
-              {"scalars", job.scalars}, {"module_path", job.module_path.string()},
-              {"entry", job.entry},     {"grid", job.grid},
-              {"block", job.block},     {"shared_mem", job.shared_mem},
-              {"args", args},           {"tensors", tensors},
-              {"in_f64", job.in_f64},   {"summarize_outputs", job.summarize_outputs}};
+  json exact_of = json::object();
+  for (const auto& [name, source] : job.exact_of) exact_of[name] = to_json(source);
+  json compare = json::array();
+  for (const auto& c : job.compare)
+    compare.push_back({{"name", c.name},
+                       {"atol", c.tolerance.atol},
+                       {"rtol", c.tolerance.rtol},
+                       {"expected", to_json(c.expected)},
+                       {"exact", c.exact ? to_json(*c.exact) : json()}});
+  return json{{"label", job.label},
+              {"kind", module_kind_name(job.kind)},
+              {"scalars", job.scalars},
+              {"module_path", job.module_path.string()},
+              {"entry", job.entry},
+              {"grid", job.grid},
+              {"block", job.block},
+              {"shared_mem", job.shared_mem},
+              {"args", args},
+              {"tensors", tensors},
+              {"in_f64", job.in_f64},
+              {"summarize_outputs", job.summarize_outputs},
+              {"keep_outputs", job.keep_outputs},
+              {"keep_margin", job.keep_margin},
+              {"exact_of", exact_of},
+              {"compare", compare}};
 }
 
 RunJob run_job_from_json(const json& j) {
@@ -99,6 +118,20 @@ RunJob run_job_from_json(const json& j) {
   job.shared_mem = j.at("shared_mem").get<std::int64_t>();
   job.in_f64 = j.value("in_f64", false);
   job.summarize_outputs = j.value("summarize_outputs", false);
+  job.keep_outputs = j.value("keep_outputs", std::string{});
+  job.keep_margin = j.value("keep_margin", std::int64_t{0});
+  if (j.contains("exact_of"))
+    for (const auto& [name, source] : j.at("exact_of").items())
+      job.exact_of[name] = output_source_from_json(source);
+  if (j.contains("compare"))
+    for (const auto& c : j.at("compare")) {
+      OutputComparison oc{c.value("name", std::string{}),
+                          Tolerance{c.value("atol", 0.0), c.value("rtol", 0.0)},
+                          output_source_from_json(c.at("expected")), std::nullopt};
+      if (c.contains("exact") && c.at("exact").is_object())
+        oc.exact = output_source_from_json(c.at("exact"));
+      job.compare.push_back(std::move(oc));
+    }
   for (const auto& a : j.at("args")) job.args.push_back(resolved_arg_from_json(a));
   for (const auto& t : j.at("tensors"))
     job.tensors.push_back(JobTensor{
@@ -122,7 +155,15 @@ json to_json(const BenchJob& job) {
 json to_json(const RunResult& r) {
   json outputs = json::object();
   for (const auto& [name, s] : r.outputs) outputs[name] = to_json(s);
-  return json{{"status", run_status_name(r.status)},
+  json compared = json::object();
+  for (const auto& [name, c] : r.compared) compared[name] = to_json(c);
+  json exact_error = json::object();
+  for (const auto& [name, e] : r.exact_error) exact_error[name] = json_number(e);
+  return json{{"kept", r.kept},
+              {"exact_error", exact_error},
+              {"compared", compared},
+              {"compared_how", r.compared_how},
+              {"status", run_status_name(r.status)},
               {"error", r.error},
               {"fatal", r.fatal},
               {"environment", r.environment},
@@ -151,6 +192,13 @@ RunResult run_result_from_json(const json& j) {
   if (j.contains("outputs"))
     for (const auto& [name, s] : j.at("outputs").items())
       r.outputs[name] = output_summary_from_json(s);
+  r.kept = j.value("kept", false);
+  if (j.contains("exact_error"))
+    for (const auto& [name, e] : j.at("exact_error").items()) r.exact_error[name] = json_double(e);
+  if (j.contains("compared"))
+    for (const auto& [name, c] : j.at("compared").items())
+      r.compared[name] = device_comparison_from_json(c);
+  r.compared_how = j.value("compared_how", std::string{});
   return r;
 }
 

@@ -39,6 +39,22 @@ struct JobTensor {
   std::optional<DrawRecipe> draw;
 };
 
+// Where a tensor to compare is: kept on the trusted Python process's device under `key` (a
+// check's reference), or in the file `path`.
+struct OutputSource {
+  std::string key;
+  std::filesystem::path path;
+};
+
+// One output of a Python candidate, compared on the device by kopt's trusted Python process
+// (python_runner.hpp): with the reference's, and the fp64 reference's where there is one.
+struct OutputComparison {
+  std::string name;
+  Tolerance tolerance;
+  OutputSource expected;
+  std::optional<OutputSource> exact;
+};
+
 struct RunJob {
   std::string label;  // "softmax/tuned BLOCK=256"
   ModuleKind kind = ModuleKind::cubin;
@@ -57,6 +73,16 @@ struct RunJob {
   // KernelBench batch's): they stay on the device, and a summary of each comes back
   // (RunResult::outputs) instead of a file of GBs.
   bool summarize_outputs = false;
+  // The device comparison of a check (checker.cpp). A Python reference keeps its outputs on its
+  // device under `keep_outputs` where `keep_margin` bytes stay free beside them (RunResult::kept
+  // says whether; else they are written to their files as usual); an fp64 reference measures
+  // its distance to each f32 output's reference in `exact_of` (RunResult::exact_error). A
+  // Python candidate's outputs are compared as `compare` says, where they are: only the
+  // summaries cross (RunResult::compared).
+  std::string keep_outputs;
+  std::int64_t keep_margin = 0;
+  std::map<std::string, OutputSource> exact_of;
+  std::vector<OutputComparison> compare;
 };
 
 // What a run's output holds, counted where it was computed (the device), so that no file of it
@@ -67,9 +93,31 @@ struct OutputSummary {
   std::uint64_t inf = 0;
   double min = 0, max = 0;
   std::string checksum;  // of the bytes, position-weighted, as hex: the same bits, the same sum
+  double rms = 0;        // over the finite elements, as measure/compare.hpp's rms()
 };
 nlohmann::json to_json(const OutputSummary& s);
 OutputSummary output_summary_from_json(const nlohmann::json& j);
+
+// An output compared on the device (RunJob::compare): what measure/compare.hpp's
+// compare_tensors counts, and the relative L2 distance to the fp64 reference (-1: none).
+struct DeviceComparison {
+  struct Mismatch {
+    std::uint64_t flat = 0;
+    double got = 0, expected = 0;
+  };
+  std::uint64_t numel = 0, mismatches = 0, nan = 0, inf = 0, unwritten = 0;
+  double max_abs_err = 0, max_rel_err = 0, rel_l2_err = 0;
+  std::vector<Mismatch> first;
+  double exact_rel_l2 = -1;
+};
+nlohmann::json to_json(const DeviceComparison& c);
+// A double in JSON, which has no infinity nor NaN: those go by name ("Infinity", "-Infinity",
+// "NaN"), as the Python worker sends them.
+nlohmann::json json_number(double v);
+double json_double(const nlohmann::json& v);
+DeviceComparison device_comparison_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const OutputSource& s);
+OutputSource output_source_from_json(const nlohmann::json& j);
 
 // How a run ended. Anything but `ok` makes the candidate a failed one, never a failed tool.
 enum class RunStatus {
@@ -97,6 +145,10 @@ struct RunResult {
   // A ref.py's module-level atol / rtol (-1: not given).
   double reference_atol = -1, reference_rtol = -1;
   std::map<std::string, OutputSummary> outputs;  // RunJob::summarize_outputs: by output name
+  bool kept = false;                             // RunJob::keep_outputs: on the device, no files
+  std::map<std::string, double> exact_error;     // RunJob::exact_of: relative L2, by output
+  std::map<std::string, DeviceComparison> compared;  // RunJob::compare: by output name
+  std::string compared_how;  // how the candidate's outputs reached the comparison, for the log
   bool ok() const { return status == RunStatus::ok; }
 };
 

@@ -61,6 +61,12 @@ struct CheckOptions {
   // stay on the device and come back summarized (CheckReport::reference_outputs): they are
   // neither written nor cached. A KernelBench batch's check: GBs that nothing would read.
   bool keep_reference_outputs = true;
+  // With a Python reference and Python kernels only (Triton, an imported ModelNew): each seed's
+  // reference outputs are kept on the device by kopt's trusted Python process, as its memory
+  // allows, and every kernel's outputs are compared there (python_runner.hpp's device
+  // comparison): neither side's outputs are written, cached or read back. A seed whose
+  // reference the device had no room for keeps its files, compared on the device all the same.
+  bool compare_on_device = true;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

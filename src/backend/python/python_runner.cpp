@@ -198,13 +198,20 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
                        {"output_path", out.string()},
                        {"draw", draw_json(t.draw)}});
   }
+  json exact_of = json::object();
+  for (const auto& [name, source] : job.exact_of)
+    exact_of[name] = source.key.empty() ? json{{"path", source.path.string()}}
+                                        : json{{"key", source.key}, {"name", name}};
   return {{"kind", module_kind_name(job.kind)},
           {"module", job.module_path.string()},
           {"entry", job.entry},
           {"tensors", tensors},
           {"scalars", job.scalars},
           {"f64", job.in_f64},
-          {"summarize_outputs", job.summarize_outputs}};
+          {"summarize_outputs", job.summarize_outputs},
+          {"keep_outputs", job.keep_outputs},
+          {"keep_margin", job.keep_margin},
+          {"exact_of", exact_of}};
 }
 
 std::string PythonRunner::warm(bool compile) {
@@ -226,6 +233,8 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
   });
   json req{{"op", "run"}, {"job", job_json(job, after.path())}, {"compare_inputs", compare}};
   if (!nvtx_range.empty()) req["nvtx_range"] = nvtx_range;
+  const bool compared_here = !job.compare.empty() && is_candidate(job.kind);
+  if (compared_here) req["share_outputs"] = true;
   Reply r = call(req, 600s, is_candidate(job.kind));
   if (!r.ok) {
     result.status = job.kind == ModuleKind::python_reference ? RunStatus::reference_failed
@@ -263,6 +272,10 @@ RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
   const json outputs = r.result.value("outputs", json::object());  // named: items() refers to it
   for (const auto& [name, summary] : outputs.items())
     result.outputs[name] = output_summary_from_json(summary);
+  result.kept = r.result.value("kept", false);
+  if (const json exact = r.result.value("exact_error", json()); exact.is_object())
+    for (const auto& [name, e] : exact.items()) result.exact_error[name] = json_double(e);
+  if (compared_here) compare_outputs(job, r.result, after.path(), result);
   return result;
 }
 

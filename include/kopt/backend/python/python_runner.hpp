@@ -76,6 +76,12 @@ class PythonRunner {
   Reply exchange(Subprocess& child, const nlohmann::json& request,
                  std::chrono::milliseconds timeout);
   nlohmann::json job_json(const RunJob& job, const std::filesystem::path& after_dir) const;
+  // A candidate's outputs (RunJob::compare) compared by the trusted process, on its device,
+  // with the reference's kept there or in files (device_compare.cpp): `run` is the candidate's
+  // reply, with the handles of the outputs it shared or, where it could not, its files. Fills
+  // result.compared; a candidate that handed over something else fails.
+  void compare_outputs(const RunJob& job, const nlohmann::json& run,
+                       const std::filesystem::path& after_dir, RunResult& result);
   // kopt's own clock against the worker's events over back-to-back calls of prepared variant
   // `id` whose median sample is `median_s`: empty when they agree or cannot be compared.
   std::string cross_check_clock(int id, double median_s, double host_s);

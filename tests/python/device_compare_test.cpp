@@ -1,0 +1,206 @@
+// The device comparison (label python): a Python reference's outputs kept by kopt's trusted
+// Python process, a candidate's outputs compared there with them — shared through CUDA IPC on
+// a GPU, through files on the CPU (here, in CI) — and only the summaries come back: the same
+// counts as the checker's own compare_tensors, the first mismatches, the unwritten elements,
+// the distance to an fp64 reference. A candidate that hands over something that is not its
+// outputs fails as its own doing. On the GPU through scripts/device-check.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kopt/backend/python/python_runner.hpp"
+#include "kopt/core/fs.hpp"
+#include "private_cache.hpp"
+#include "torch_skip.hpp"
+
+namespace kopt {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int k_n = 3000;
+
+bool has_gpu() {
+  return fs::exists("/dev/nvidiactl") && std::getenv("KOPT_PYTHON_DEVICE") == nullptr;
+}
+
+class DeviceCompare : public test::PrivateCacheTest {
+ protected:
+  // y = relu(x) + 0.5 over k_n floats drawn by kopt (a recipe, no file), by `body`.
+  RunJob job(ModuleKind kind, const std::string& name, const std::string& body) {
+    fs::path module = m_dir.path() / (name + ".py");
+    std::string entry = kind == ModuleKind::triton ? "run_kernel" : "reference";
+    EXPECT_TRUE(write_text_atomic(
+        module, "import torch\n\ndef " + entry + "(x, y, n, **_):\n" + body + "\n"));
+    RunJob j;
+    j.label = name;
+    j.kind = kind;
+    j.module_path = module;
+    j.entry = entry;
+    j.scalars["n"] = k_n;
+    JobTensor x{"x", DType::f32, k_n * 4, Role::input};
+    x.shape = {k_n};
+    x.draw = DrawRecipe{InitKind::normal, 0.0, 1.0, 0x9e3779b97f4a7c15ull, DType::f32};
+    JobTensor y{"y", DType::f32, k_n * 4, Role::output, {}, m_dir.path() / (name + ".y.bin")};
+    y.shape = {k_n};
+    j.tensors = {x, y};
+    return j;
+  }
+
+  RunJob reference(const std::string& key, std::int64_t margin = 0) {
+    RunJob j = job(ModuleKind::python_reference, "ref", "    y.copy_(torch.relu(x) + 0.5)");
+    j.keep_outputs = key;
+    j.keep_margin = margin;
+    return j;
+  }
+
+  RunJob candidate(const std::string& name, const std::string& body, OutputSource expected,
+                   std::optional<OutputSource> exact = {}) {
+    RunJob j = job(ModuleKind::triton, name, body);
+    j.compare.push_back({"y", Tolerance{1e-5, 1e-5}, std::move(expected), std::move(exact)});
+    return j;
+  }
+
+  const std::string m_key = "check1/1";
+};
+
+TEST_F(DeviceCompare, AKeptReferenceIsComparedWithTheCandidatesOutputsWhereTheyAre) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult ref = runner.run(reference(m_key));
+  ASSERT_TRUE(ref.ok()) << ref.error;
+  EXPECT_TRUE(ref.kept);
+  EXPECT_FALSE(fs::exists(m_dir.path() / "ref.y.bin")) << "a kept reference writes no file";
+  ASSERT_TRUE(ref.outputs.count("y"));
+  EXPECT_GT(ref.outputs["y"].rms, 0.5);
+  RunResult r = runner.run(candidate("honest", "    y.copy_(torch.relu(x) + 0.5)", {m_key, {}}));
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.compared.count("y"));
+  const DeviceComparison& c = r.compared["y"];
+  EXPECT_EQ(c.numel, static_cast<std::uint64_t>(k_n));
+  EXPECT_EQ(c.mismatches, 0u);
+  EXPECT_EQ(c.unwritten, 0u);
+  EXPECT_EQ(c.max_abs_err, 0.0);
+  // On a GPU the outputs never leave it; on the CPU they come through the candidate's files.
+  EXPECT_EQ(fs::exists(m_dir.path() / "honest.y.bin"), !has_gpu()) << r.compared_how;
+  EXPECT_NE(r.compared_how.find(has_gpu() ? "shared (CUDA IPC)" : "through files"),
+            std::string::npos)
+      << r.compared_how;
+}
+
+TEST_F(DeviceCompare, MismatchesAndUnwrittenElementsAreCountedAsTheCheckerCountsThem) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  ASSERT_TRUE(runner.run(reference(m_key)).ok());
+  // Every 1000th element off by 1; elements from 2500 on left as kopt poisoned them.
+  RunResult r = runner.run(candidate("wrong",
+                                     "    z = torch.relu(x) + 0.5\n"
+                                     "    z[::1000] += 1.0\n"
+                                     "    y[:2500].copy_(z[:2500])",
+                                     {m_key, {}}));
+  ASSERT_TRUE(r.ok()) << r.error;
+  const DeviceComparison& c = r.compared.at("y");
+  EXPECT_EQ(c.unwritten, 500u);
+  EXPECT_EQ(c.nan, 500u);
+  EXPECT_EQ(c.mismatches, 503u);  // 0, 1000, 2000 and the 500 unwritten
+  EXPECT_TRUE(std::isinf(c.max_abs_err)) << "a NaN where the reference has a number";
+  ASSERT_EQ(c.first.size(), 5u);
+  EXPECT_EQ(c.first[0].flat, 0u);
+  EXPECT_EQ(c.first[1].flat, 1000u);
+  EXPECT_EQ(c.first[2].flat, 2000u);
+  EXPECT_EQ(c.first[3].flat, 2500u);
+  EXPECT_NEAR(c.first[0].got - c.first[0].expected, 1.0, 1e-6);
+  EXPECT_TRUE(std::isnan(c.first[3].got));
+}
+
+TEST_F(DeviceCompare, AReferenceTheDeviceHasNoRoomForIsWrittenAndComparedFromItsFile) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult ref = runner.run(reference(m_key, std::int64_t{1} << 60));
+  ASSERT_TRUE(ref.ok()) << ref.error;
+  EXPECT_FALSE(ref.kept);
+  ASSERT_TRUE(fs::exists(m_dir.path() / "ref.y.bin"));
+  RunResult r = runner.run(
+      candidate("honest", "    y.copy_(torch.relu(x) + 0.5)", {{}, m_dir.path() / "ref.y.bin"}));
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.compared.at("y").mismatches, 0u);
+  RunResult off = runner.run(
+      candidate("off", "    y.copy_(torch.relu(x) + 0.6)", {{}, m_dir.path() / "ref.y.bin"}));
+  ASSERT_TRUE(off.ok()) << off.error;
+  EXPECT_EQ(off.compared.at("y").mismatches, static_cast<std::uint64_t>(k_n));
+  EXPECT_NEAR(off.compared.at("y").max_abs_err, 0.1, 1e-6);
+}
+
+TEST_F(DeviceCompare, TheFp64ReferenceMeasuresBothDistancesWhereTheTensorsAre) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  ASSERT_TRUE(runner.run(reference(m_key)).ok());
+  RunJob f64 = reference(m_key + "/f64");
+  f64.in_f64 = true;
+  f64.exact_of["y"] = {m_key, {}};
+  RunResult exact = runner.run(f64);
+  ASSERT_TRUE(exact.ok()) << exact.error;
+  EXPECT_TRUE(exact.kept);
+  ASSERT_TRUE(exact.exact_error.count("y"));
+  EXPECT_GE(exact.exact_error["y"], 0.0);
+  EXPECT_LT(exact.exact_error["y"], 1e-7);  // relu and + 0.5 round once in f32
+  // A candidate in half precision: within a loose tolerance, far from the fp64 reference.
+  RunJob half = candidate("half", "    y.copy_((torch.relu(x) + 0.5).half().float())", {m_key, {}},
+                          OutputSource{m_key + "/f64", {}});
+  half.compare[0].tolerance = Tolerance{1e-2, 1e-2};
+  RunResult r = runner.run(half);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.compared.at("y").mismatches, 0u);
+  EXPECT_GT(r.compared.at("y").exact_rel_l2, 1e-4);
+}
+
+// What a candidate's process hands over for comparison is kopt's worker's to say: a candidate
+// that rewrites how it is said is refused (the worker's watch), and one that bends the driver
+// under it (not watched: a module global) hands over a handle the trusted process checks
+// against the allocation it opens: an output "elsewhere" fails the candidate, never kopt.
+TEST_F(DeviceCompare, ACandidateThatRewritesTheSharingIsRefused) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  ASSERT_TRUE(runner.run(reference(m_key)).ok());
+  RunResult r = runner.run(candidate(
+      "rewrites",
+      "    import sys\n"
+      "    w = sys.modules['__main__']\n"
+      "    w.Call.share_outputs = lambda self: {'y': {'handle': '00' * 64, 'offset': 0}}\n"
+      "    y.copy_(torch.relu(x) + 0.5)",
+      {m_key, {}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.environment) << r.error;
+  EXPECT_NE(r.error.find("Call.share_outputs"), std::string::npos) << r.error;
+}
+
+TEST_F(DeviceCompare, AHandleThatPointsOutsideTheOutputFailsTheCandidate) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  if (!has_gpu()) GTEST_SKIP() << "CUDA IPC needs a GPU";
+  PythonRunner runner;
+  ASSERT_TRUE(runner.run(reference(m_key)).ok());
+  RunResult r = runner.run(candidate(
+      "elsewhere",
+      "    import sys, ctypes\n"
+      "    w = sys.modules['__main__']\n"
+      "    real = w._cuda_driver()\n"
+      "    class Liar:\n"
+      "        def cuMemGetAddressRange_v2(self, base, size, ptr):\n"
+      "            rc = real.cuMemGetAddressRange_v2(base, size, ptr)\n"
+      "            base._obj.value -= 1 << 30\n"
+      "            return rc\n"
+      "        def cuIpcGetMemHandle(self, handle, base):\n"
+      "            return real.cuIpcGetMemHandle(handle, ctypes.c_uint64(base.value + (1 << 30)))\n"
+      "        def __getattr__(self, name):\n"
+      "            return getattr(real, name)\n"
+      "    w._driver = Liar()\n"
+      "    y.copy_(torch.relu(x) + 0.5)",
+      {m_key, {}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.environment) << r.error;
+  EXPECT_NE(r.error.find("its output is not there"), std::string::npos) << r.error;
+}
+
+}  // namespace
+}  // namespace kopt
