@@ -979,8 +979,17 @@ def release_cached_memory():
 
 def handle(req):
     global _held
-    if req.get("op") != "write_held":
-        _held = None  # the outputs a candidate shared: compared by now
+    op, job = req.get("op"), req.get("job") or {}
+    dropped = False
+    if op != "write_held" and _held is not None:
+        _held, dropped = None, True  # the outputs a candidate shared: compared by now
+    if op in ("run", "prepare") and job.get("kind") != "triton" and not job.get("keep_outputs") and _kept:
+        # A job of kopt's own that keeps nothing: the check that kept references is over (a
+        # bench's reference or baselines come next), and their GBs go back to the device.
+        _kept.clear()
+        dropped = True
+    if dropped:
+        release_cached_memory()
     reply = handle_op(req)
     if req["op"] in ("run", "compare"):
         release_cached_memory()

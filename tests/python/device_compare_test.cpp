@@ -155,6 +155,19 @@ TEST_F(DeviceCompare, TheFp64ReferenceMeasuresBothDistancesWhereTheTensorsAre) {
   EXPECT_GT(r.compared.at("y").exact_rel_l2, 1e-4);
 }
 
+// The kept references go back to the device when the check is over: a job of kopt's own that
+// keeps nothing (a bench's reference, its baselines) comes after the check's last comparison.
+TEST_F(DeviceCompare, AJobThatKeepsNothingLetsTheKeptReferencesGo) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  ASSERT_TRUE(runner.run(reference(m_key)).ok());
+  ASSERT_TRUE(runner.run(reference("")).ok());
+  RunResult r = runner.run(candidate("late", "    y.copy_(torch.relu(x) + 0.5)", {m_key, {}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.environment) << "kopt's own state, never the candidate's verdict: " << r.error;
+  EXPECT_NE(r.error.find("no longer on the device"), std::string::npos) << r.error;
+}
+
 // What a candidate's process hands over for comparison is kopt's worker's to say: a candidate
 // that rewrites how it is said is refused (the worker's watch), and one that bends the driver
 // under it (not watched: a module global) hands over a handle the trusted process checks
