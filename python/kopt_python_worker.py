@@ -832,9 +832,6 @@ class Call:
             free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         if free + others < margin:
             return False
-        check = key.split("/")[0]
-        for k in [k for k in _kept if k.split("/")[0] != check]:  # an earlier check's: not read again
-            del _kept[k]
         _kept[key] = {n: x.detach() for n, x in outs.items()}
         for n, x in outs.items():
             self.summaries[n] = summarize(x)
@@ -983,11 +980,14 @@ def handle(req):
     dropped = False
     if op != "write_held" and _held is not None:
         _held, dropped = None, True  # the outputs a candidate shared: compared by now
-    if op in ("run", "prepare") and job.get("kind") != "triton" and not job.get("keep_outputs") and _kept:
-        # A job of kopt's own that keeps nothing: the check that kept references is over (a
-        # bench's reference or baselines come next), and their GBs go back to the device.
-        _kept.clear()
-        dropped = True
+    if (op in ("run", "prepare") and job.get("kind") != "triton") or op == "forget_kept":
+        # A job of kopt's own that keeps nothing, or keeps for another check: the check that
+        # kept references is over (a bench's reference or baselines come next, or the check of
+        # another shape), and their GBs go back to the device before this job takes its own.
+        check = (job.get("keep_outputs") or "").split("/")[0]
+        for k in [k for k in _kept if not check or k.split("/")[0] != check]:
+            del _kept[k]
+            dropped = True
     if dropped:
         release_cached_memory()
     reply = handle_op(req)
@@ -1151,7 +1151,7 @@ def handle_op(req):
         if c.job["kind"] == "torch_compile":
             reply["dynamo"] = dynamo_counts()
         return reply
-    if op == "ping":  # kopt's own clock over a round trip with no work in it
+    if op in ("ping", "forget_kept"):  # a round trip with no work in it (handle() did the forgetting)
         return {}
     if op == "warm":
         # Ahead of the first job, while kopt does other work: the device's context, and with

@@ -166,6 +166,13 @@ TEST_F(DeviceCompare, AJobThatKeepsNothingLetsTheKeptReferencesGo) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.environment) << "kopt's own state, never the candidate's verdict: " << r.error;
   EXPECT_NE(r.error.find("no longer on the device"), std::string::npos) << r.error;
+  // The same when the next check (another shape's) keeps its own.
+  ASSERT_TRUE(runner.run(reference(m_key)).ok());
+  ASSERT_TRUE(runner.run(reference("check2/1")).ok());
+  r = runner.run(candidate("later", "    y.copy_(torch.relu(x) + 0.5)", {m_key, {}}));
+  EXPECT_TRUE(r.environment) << r.error;
+  EXPECT_TRUE(
+      runner.run(candidate("now", "    y.copy_(torch.relu(x) + 0.5)", {"check2/1", {}})).ok());
 }
 
 // What a candidate's process hands over for comparison is kopt's worker's to say: a candidate
