@@ -408,12 +408,12 @@ def summarize(x):
         part = flat[start:start + SUMMARY_CHUNK]
         if floating:
             finite = part.isfinite()
-            nan = int(part.isnan().sum())
+            nan, n_finite = int(part.isnan().sum()), int(finite.sum())
             out["nan"] += nan
-            out["inf"] += part.numel() - int(finite.sum()) - nan
+            out["inf"] += part.numel() - n_finite - nan
             wide = torch.where(finite, part, torch.zeros_like(part)).double()
             squares += float((wide * wide).sum())
-            finite_count += int(finite.sum())
+            finite_count += n_finite
             if bool(finite.any()):
                 lo = float(torch.where(finite, part, torch.full_like(part, float("inf"))).min())
                 hi = float(torch.where(finite, part, torch.full_like(part, float("-inf"))).max())
@@ -489,8 +489,7 @@ def share_device_memory(x):
         ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(x.data_ptr())))
     handle = _ipc_handle_type()()
     _driver_call("cuIpcGetMemHandle", drv.cuIpcGetMemHandle(ctypes.byref(handle), base))
-    return {"handle": bytes(handle.reserved).hex(), "offset": x.data_ptr() - base.value,
-            "bytes": x.numel() * x.element_size()}
+    return {"handle": bytes(handle.reserved).hex(), "offset": x.data_ptr() - base.value}
 
 
 class CandidateRefused(ValueError):
@@ -545,8 +544,8 @@ class _Opened:
 
 
 def _source(where, dtype, shape, dev, opened):
-    """A tensor to compare: kept here ({key, name}), shared by a candidate ({handle, offset,
-    bytes}) or in a file ({path}, read onto the device)."""
+    """A tensor to compare: kept here ({key, name}), shared by a candidate ({handle, offset}) or
+    in a file ({path}, read onto the device)."""
     if where.get("key"):
         if where["key"] not in _kept:
             raise KoptEnvironment("the reference's outputs kept as %s are no longer on the device (its "
@@ -577,7 +576,7 @@ def compare_tensors(got, expected, atol, rtol, poison, max_reported=5):
     r = {"numel": n, "max_abs_err": 0.0, "max_rel_err": 0.0, "mismatches": 0, "nan": 0, "inf": 0,
          "unwritten": 0, "first": []}
     diff_sq = ref_sq = 0.0
-    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[g.element_size()]
+    bits = _bits_dtype(g)
     for start in range(0, n, COMPARE_CHUNK):
         gp, ep = g[start:start + COMPARE_CHUNK], e[start:start + COMPARE_CHUNK]
         r["unwritten"] += int((gp.view(bits) == poison).sum())
@@ -630,11 +629,15 @@ def relative_l2(got, exact):
     return math.sqrt(diff_sq / ref_sq) if ref_sq > 0 else math.sqrt(diff_sq)
 
 
+def _bits_dtype(x):
+    """The integer dtype of x's element width, to compare its elements bit for bit."""
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
+
+
 def poison_bits(dtype, dev):
     """The bits poisoned() fills an output of `dtype` with, as the integer type of its width."""
     x = poisoned({"shape": [1], "dtype": dtype}, dev)
-    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
-    return int(x.view(bits)[0])
+    return int(x.view(_bits_dtype(x))[0])
 
 
 def compare(req):

@@ -111,7 +111,7 @@ nlohmann::json to_json(const DeviceComparison& c) {
 }
 
 namespace {
-double number_or_infinity(const nlohmann::json& j, const char* key) {
+double double_at(const nlohmann::json& j, const char* key) {
   return j.contains(key) ? json_double(j.at(key)) : 0.0;
 }
 }  // namespace
@@ -123,10 +123,10 @@ DeviceComparison device_comparison_from_json(const nlohmann::json& j) {
   c.nan = j.value("nan", std::uint64_t{0});
   c.inf = j.value("inf", std::uint64_t{0});
   c.unwritten = j.value("unwritten", std::uint64_t{0});
-  c.max_abs_err = number_or_infinity(j, "max_abs_err");
-  c.max_rel_err = number_or_infinity(j, "max_rel_err");
-  c.rel_l2_err = number_or_infinity(j, "rel_l2_err");
-  c.exact_rel_l2 = j.contains("exact_rel_l2") ? number_or_infinity(j, "exact_rel_l2") : -1.0;
+  c.max_abs_err = double_at(j, "max_abs_err");
+  c.max_rel_err = double_at(j, "max_rel_err");
+  c.rel_l2_err = double_at(j, "rel_l2_err");
+  c.exact_rel_l2 = j.contains("exact_rel_l2") ? double_at(j, "exact_rel_l2") : -1.0;
   if (j.contains("first"))
     for (const auto& m : j.at("first"))
       if (m.is_array() && m.size() == 3)

@@ -682,62 +682,21 @@ class CheckRun {
           sc.modified_inputs.push_back(name);
           sc.passed = false;
         }
-      if (device) {
-        for (const auto& t : m_p.tensors) {
-          if (t.role == Role::input) continue;
-          CompareResult c = compare_result(r.compared.at(t.name), t.name, seed_tolerance(in, t),
-                                           in.shapes.at(t.name));
-          sc.passed = sc.passed && c.passed;
-          const double exact = r.compared.at(t.name).exact_rel_l2;
-          if (in.exact_at.count(t.name))
-            if (auto e = fp64_error(m_p, kc.kernel, t.name, exact, in.reference_error.at(t.name)))
-              kc.fp64.push_back(*e);
-          sc.outputs.push_back(std::move(c));
-        }
-        all_passed = all_passed && sc.passed;
-        m_o.log(fmt::format("{} seed {}: {} (run and {} {:.1f} s)", kc.kernel, in.seed,
-                            sc.passed ? "ok" : "MISMATCH", r.compared_how, run_s));
-        kc.seeds.push_back(std::move(sc));
-        continue;
-      }
       for (const auto& t : m_p.tensors) {
         if (t.role == Role::input) continue;
-        const auto& shape = in.shapes.at(t.name);
-        HostTensor got = load_tensor(out_dir / (t.name + ".bin"), t, shape);
-        const HostTensor& expected = reference_tensor(in, t);
-        const std::size_t bytes = shape_numel(shape) * dtype_size(t.dtype);
-        // What kopt kept of the reference's outputs, whole, or kopt could not keep it (a full
-        // disk): the machine's failure, no verdict on the kernel.
-        if (expected.data.size() != bytes) {
-          m_environment = environment_error(fmt::format(
-              "the reference's output '{}' of seed {} is {} of {} bytes at {}: kopt could not "
-              "keep it (a full disk?)",
-              t.name, in.seed, expected.data.size(), bytes, in.reference.at(t.name).string()));
-          return;
-        }
-        // An output that did not come back whole after a run that succeeded is no comparison
-        // to make, and said as such (it was removed from the candidate's room, or cut short).
-        if (got.data.size() != bytes) {
-          kc.status = KernelStatus::run_failed;
-          kc.error = fmt::format(
-              "its output '{}' came back with {} of {} bytes after a run that "
-              "succeeded on seed {}",
-              t.name, got.data.size(), bytes, in.seed);
-          kc.seeds.push_back(sc);
-          m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": FAILED (" + kc.error + ")");
-          return;
-        }
-        CompareResult c = compare_tensors(got, expected, seed_tolerance(in, t));
-        sc.passed = sc.passed && c.passed;
-        if (auto x = in.exact.find(t.name); x != in.exact.end())
-          if (auto e = fp64_error(m_p, kc.kernel, got, x->second, in.reference_error.at(t.name)))
-            kc.fp64.push_back(*e);
-        sc.outputs.push_back(std::move(c));
+        std::optional<CompareResult> c = device
+                                             ? compared_on_device(kc, in, t, r.compared.at(t.name))
+                                             : compared_from_files(kc, sc, in, t, out_dir);
+        if (!c) return;  // no comparison to make: said, and the check stops for this kernel
+        sc.passed = sc.passed && c->passed;
+        sc.outputs.push_back(std::move(*c));
       }
       all_passed = all_passed && sc.passed;
-      m_o.log(fmt::format("{} seed {}: {} (run {:.1f} s, read and compared {:.1f} s)", kc.kernel,
-                          in.seed, sc.passed ? "ok" : "MISMATCH", run_s,
-                          seconds_since(started) - run_s));
+      std::string took = device ? fmt::format("run and {} {:.1f} s", r.compared_how, run_s)
+                                : fmt::format("run {:.1f} s, read and compared {:.1f} s", run_s,
+                                              seconds_since(started) - run_s);
+      m_o.log(fmt::format("{} seed {}: {} ({})", kc.kernel, in.seed, sc.passed ? "ok" : "MISMATCH",
+                          took));
       kc.seeds.push_back(std::move(sc));
     }
     kc.status = all_passed ? KernelStatus::passed : KernelStatus::mismatch;
@@ -747,6 +706,53 @@ class CheckRun {
         kc.error = fp64_verdict(e);
         m_o.log(kc.kernel + ": LOWER PRECISION (" + kc.error + ")");
       }
+  }
+
+  // Output `t` as the device comparison judged it; its distance to the fp64 reference, where
+  // there is one, joins kc.fp64.
+  CompareResult compared_on_device(KernelCheck& kc, const SeedData& in, const TensorSpec& t,
+                                   const DeviceComparison& d) {
+    if (in.exact_at.count(t.name))
+      if (auto e =
+              fp64_error(m_p, kc.kernel, t.name, d.exact_rel_l2, in.reference_error.at(t.name)))
+        kc.fp64.push_back(*e);
+    return compare_result(d, t.name, seed_tolerance(in, t), in.shapes.at(t.name));
+  }
+
+  // Output `t` read from the kernel's file and compared with the reference's here; nullopt where
+  // either file is not whole (m_environment or kc's failure says why).
+  std::optional<CompareResult> compared_from_files(KernelCheck& kc, const SeedCheck& sc,
+                                                   const SeedData& in, const TensorSpec& t,
+                                                   const fs::path& out_dir) {
+    const auto& shape = in.shapes.at(t.name);
+    HostTensor got = load_tensor(out_dir / (t.name + ".bin"), t, shape);
+    const HostTensor& expected = reference_tensor(in, t);
+    const std::size_t bytes = shape_numel(shape) * dtype_size(t.dtype);
+    // What kopt kept of the reference's outputs, whole, or kopt could not keep it (a full
+    // disk): the machine's failure, no verdict on the kernel.
+    if (expected.data.size() != bytes) {
+      m_environment = environment_error(fmt::format(
+          "the reference's output '{}' of seed {} is {} of {} bytes at {}: kopt could not "
+          "keep it (a full disk?)",
+          t.name, in.seed, expected.data.size(), bytes, in.reference.at(t.name).string()));
+      return std::nullopt;
+    }
+    // An output that did not come back whole after a run that succeeded is no comparison
+    // to make, and said as such (it was removed from the candidate's room, or cut short).
+    if (got.data.size() != bytes) {
+      kc.status = KernelStatus::run_failed;
+      kc.error = fmt::format(
+          "its output '{}' came back with {} of {} bytes after a run that "
+          "succeeded on seed {}",
+          t.name, got.data.size(), bytes, in.seed);
+      kc.seeds.push_back(sc);
+      m_o.log(kc.kernel + " seed " + std::to_string(in.seed) + ": FAILED (" + kc.error + ")");
+      return std::nullopt;
+    }
+    if (auto x = in.exact.find(t.name); x != in.exact.end())
+      if (auto e = fp64_error(m_p, kc.kernel, got, x->second, in.reference_error.at(t.name)))
+        kc.fp64.push_back(*e);
+    return compare_tensors(got, expected, seed_tolerance(in, t));
   }
 
   static void merge_resources(ResourceUsage& into, const ResourceUsage& driver) {

@@ -14,12 +14,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-namespace {
-
-json source_json(const OutputSource& s, const std::string& name) {
+json python_source_json(const OutputSource& s, const std::string& name) {
   if (!s.key.empty()) return {{"key", s.key}, {"name", name}};
   return {{"path", s.path.string()}};
 }
+
+namespace {
 
 const JobTensor* tensor_named(const RunJob& job, const std::string& name) {
   for (const auto& t : job.tensors)
@@ -53,8 +53,8 @@ void PythonRunner::compare_outputs(const RunJob& job, const json& run, const fs:
                          {"atol", c.tolerance.atol},
                          {"rtol", c.tolerance.rtol},
                          {"got", got},
-                         {"expected", source_json(c.expected, c.name)},
-                         {"exact", c.exact ? source_json(*c.exact, c.name) : json()}});
+                         {"expected", python_source_json(c.expected, c.name)},
+                         {"exact", c.exact ? python_source_json(*c.exact, c.name) : json()}});
     }
     return json{{"op", "compare"}, {"outputs", outputs}};
   };

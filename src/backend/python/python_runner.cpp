@@ -199,9 +199,7 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
                        {"draw", draw_json(t.draw)}});
   }
   json exact_of = json::object();
-  for (const auto& [name, source] : job.exact_of)
-    exact_of[name] = source.key.empty() ? json{{"path", source.path.string()}}
-                                        : json{{"key", source.key}, {"name", name}};
+  for (const auto& [name, source] : job.exact_of) exact_of[name] = python_source_json(source, name);
   return {{"kind", module_kind_name(job.kind)},
           {"module", job.module_path.string()},
           {"entry", job.entry},

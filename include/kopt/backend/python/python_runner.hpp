@@ -29,6 +29,10 @@ std::string python_executable();
 // Empty when a Python job that reports GPU `reported` ran on `expected` (UUIDs with or
 // without "GPU-", any case; either empty: nothing to compare), else why its numbers are another
 // device's.
+// Where the Python worker finds a tensor to compare (OutputSource): {key, name} of one it kept,
+// or {path}.
+nlohmann::json python_source_json(const OutputSource& s, const std::string& name);
+
 std::string python_device_mismatch(const std::string& expected, const std::string& reported);
 
 class PythonRunner {
