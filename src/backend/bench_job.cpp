@@ -88,7 +88,9 @@ json to_json(const SampleVerification& v) {
           {"note", v.note},
           {"reference_checked", v.reference_checked},
           {"check_failure", v.check_failure},
-          {"secret_samples", v.secret_samples}};
+          {"secret_samples", v.secret_samples},
+          {"device_compared", v.device_compared},
+          {"verify_s", v.verify_s}};
 }
 
 SampleVerification sample_verification_from_json(const json& j) {
@@ -103,6 +105,8 @@ SampleVerification sample_verification_from_json(const json& j) {
   v.reference_checked = j.value("reference_checked", false);
   v.check_failure = j.value("check_failure", std::string{});
   v.secret_samples = j.value("secret_samples", std::vector<std::int64_t>{});
+  v.device_compared = j.value("device_compared", std::size_t{0});
+  v.verify_s = j.value("verify_s", 0.0);
   return v;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -100,8 +101,9 @@ std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale, boo
 
 }  // namespace
 
-OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed)
-    : m_job(job), m_rng(seed) {
+OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed,
+                               bool device_hash)
+    : m_job(job), m_rng(seed), m_device_hash(device_hash) {
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < job.tensors.size(); ++i)
     if (job.tensors[i].role == Role::output && job.tensors[i].bytes > 0) {
@@ -118,7 +120,11 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
     }
   m_record.enabled = options.verify_samples && !m_compared.empty();
   if (!m_record.enabled) return;
-  m_max_poisoned = k_verify_readback_budget / bytes;
+  m_bytes = bytes;
+  // Compared by their hash on the device, the samples read back only where it differs: the
+  // budget bounds those (poison_before), not the poisoned samples.
+  m_max_poisoned =
+      m_device_hash ? std::numeric_limits<std::size_t>::max() : k_verify_readback_budget / bytes;
   if (m_max_poisoned == 0)
     m_record.note = "outputs of " + human_bytes(bytes) + " exceed the readback budget of " +
                     human_bytes(k_verify_readback_budget) +
@@ -265,6 +271,7 @@ bool OutputVerifier::poison_before(std::size_t index, double wall_elapsed_s) {
     reserved += static_cast<std::size_t>(
         std::count_if(set->begin(), set->end(), [&](std::size_t i) { return i > index; }));
   if (!early && m_chosen + reserved >= m_max_poisoned) return false;
+  if (!early && m_device_hash && m_read_back + m_bytes > k_verify_readback_budget) return false;
   if (!early && m_spent_s > k_verify_time_share * wall_elapsed_s) {
     ++m_held_back;
     return false;
@@ -291,13 +298,23 @@ Poison OutputVerifier::fill_for(std::size_t tensor) const {
   return m_stale ? stale_fill_for(t, m_stale_bits) : poison_for(t);
 }
 
-std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read) {
+std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read,
+                                                     const HashTensor& hash) {
   if (!m_record.enabled) return std::nullopt;
   m_golden.clear();
+  m_golden_hash.clear();
   for (std::size_t i : m_compared) {
     std::vector<std::byte> host(m_job.tensors[i].bytes);
     if (auto failure = read(i, host)) return failure;
     m_golden.push_back(host_tensor(m_job.tensors[i], std::move(host)));
+  }
+  if (m_device_hash && hash) {
+    m_hash_key = m_rng();
+    for (std::size_t i : m_compared) {
+      std::uint64_t h = 0;
+      if (auto failure = hash(i, m_hash_key, h)) return failure;
+      m_golden_hash.push_back(h);
+    }
   }
   auto failure = check_reference(read);
   m_golden_taken = true;
@@ -342,7 +359,8 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read)
   return std::nullopt;
 }
 
-std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, std::size_t index) {
+std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, std::size_t index,
+                                                      const HashTensor& hash) {
   auto t0 = std::chrono::steady_clock::now();
   struct Spent {  // counted however the comparison ends
     double& total;
@@ -368,7 +386,7 @@ std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, st
       m_batch > 1 ? fmt::format("graph batch samples_s[{}] ({} launches, outputs {} before it)",
                                 index, m_batch, fill)
                   : fmt::format("timed sample samples_s[{}] (outputs {} before it)", index, fill);
-  return compare(read, index, when, true);
+  return compare(read, hash, index, when, true);
 }
 
 // A secret sample's outputs against the reference's for the secret inputs, at the checker's
@@ -412,7 +430,8 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, st
   return std::nullopt;
 }
 
-std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std::size_t samples) {
+std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std::size_t samples,
+                                                    const HashTensor& hash) {
   if (!m_record.enabled || m_record.failed() || samples == 0) return std::nullopt;
   if (has_inouts())
     m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
@@ -429,15 +448,25 @@ std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std:
             "wall time",
             m_held_back, 100 * k_verify_time_share);
   if (m_last_poisoned == samples - 1) return std::nullopt;  // that very launch was compared
-  return compare(read, samples - 1,
+  return compare(read, hash, samples - 1,
                  fmt::format("after the last timed launch (samples_s[{}])", samples - 1), false);
 }
 
-std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, std::size_t index,
-                                                 const std::string& when, bool poisoned) {
+std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, const HashTensor& hash,
+                                                 std::size_t index, const std::string& when,
+                                                 bool poisoned) {
+  bool all_hashed = true;
   for (std::size_t k = 0; k < m_compared.size(); ++k) {
     if (!compared(k, poisoned)) continue;
     const JobTensor& t = m_job.tensors[m_compared[k]];
+    // The golden's bytes by their keyed hash, where they are: nothing to read back.
+    if (hash && k < m_golden_hash.size()) {
+      std::uint64_t h = 0;
+      if (auto failure = hash(m_compared[k], m_hash_key, h)) return failure;
+      if (h == m_golden_hash[k]) continue;
+    }
+    all_hashed = false;
+    m_read_back += t.bytes;
     std::vector<std::byte>& host = readback_scratch();
     host.resize(t.bytes);
     if (auto failure = read(m_compared[k], host)) return failure;
@@ -454,6 +483,7 @@ std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, std::si
       return std::nullopt;
     }
   }
+  if (all_hashed && !m_golden_hash.empty()) ++m_record.device_compared;
   return std::nullopt;
 }
 

@@ -85,11 +85,15 @@ void print_bench(const BenchReport& r) {
         !check.enabled
             ? ""
             : fmt::format(
-                  "; outputs verified after {} poisoned sample(s){}{}", check.poisoned_samples,
+                  "; outputs verified after {} poisoned sample(s){}{}{}", check.poisoned_samples,
                   check.reset_samples > 0
                       ? fmt::format(" (inouts set back and compared on {})", check.reset_samples)
                       : "",
-                  check.last_checked ? " and the last launch" : "");
+                  check.last_checked ? " and the last launch" : "",
+                  check.device_compared > 0
+                      ? fmt::format(", {} of them by a keyed hash on the device ({:.1f} ms)",
+                                    check.device_compared, 1e3 * check.verify_s)
+                      : "");
     std::cout << fmt::format(
         "    host launch {:.1f} us ({} the timed window); throttled samples {}; "
         "blocking-kernel timeouts {}{}\n",

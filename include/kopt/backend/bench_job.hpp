@@ -65,6 +65,10 @@ struct SampleVerification {
   // Secret-seed samples (JobTensor::secret_input_path): the timed samples that ran on a
   // secret seed's inputs and were compared with the reference's outputs for them.
   std::vector<std::int64_t> secret_samples;
+  // Of the compared samples (the poisoned ones and the last launch), those whose outputs held
+  // the golden launch's bytes by their keyed hash on the device: nothing was read back.
+  std::size_t device_compared = 0;
+  double verify_s = 0;  // spent comparing the poisoned samples' outputs (read back or hashed)
   bool failed() const { return !failure.empty(); }
 };
 

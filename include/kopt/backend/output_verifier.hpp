@@ -32,8 +32,16 @@
 // carried for seed 1) fails as "inconsistent"; one that caches by its inputs' content misses
 // on both, which the orchestrator flags (distribution_flags.hpp: secret_slow).
 //
-// The backend's timer owns the device calls (poison, read, write); this decides when, and
-// judges what it read with the checker's own comparison (measure/compare.hpp).
+// Where the backend can hash a tensor where it is (HashTensor: the CUDA timer's kernel), a
+// sample's outputs are not read back when they hold the golden launch's very bytes: the
+// golden's keyed hash (measure/keyed_hash.hpp, its key drawn at run time) is taken on the
+// device after the golden launch, each compared sample's after it, and only 8 bytes a tensor
+// cross. A different hash (an atomic reduction's order, or work skipped) reads the outputs
+// back and compares them as before. Then the readback budget bounds only those read backs, not
+// the poisoned samples.
+//
+// The backend's timer owns the device calls (poison, read, write, hash); this decides when,
+// and judges what it read with the checker's own comparison (measure/compare.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -57,6 +65,10 @@ using ReadTensor =
 // Writes `host` into job tensor `index` (synchronously); nullopt on success.
 using WriteTensor =
     std::function<std::optional<RunResult>(std::size_t index, const std::vector<std::byte>& host)>;
+// The keyed hash (measure/keyed_hash.hpp) of job tensor `index` under `key`, computed where the
+// tensor is, into `hash`; nullopt on success. Empty where the backend has none.
+using HashTensor = std::function<std::optional<RunResult>(std::size_t index, std::uint64_t key,
+                                                          std::uint64_t& hash)>;
 
 // Bytes of outputs read back per variant for poisoned samples (the golden and the last
 // comparison come on top).
@@ -68,8 +80,10 @@ inline constexpr std::size_t k_secret_input_budget = std::size_t{1}
 
 class OutputVerifier {
  public:
-  // `seed`: from std::random_device in the timers, fixed in tests.
-  OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed);
+  // `seed`: from std::random_device in the timers, fixed in tests. `device_hash`: the timer
+  // passes a HashTensor to take_golden, check_sample and check_last.
+  OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed,
+                 bool device_hash = false);
 
   bool active() const { return m_record.enabled; }
   const std::vector<std::size_t>& outputs() const { return m_outputs; }  // indices into job.tensors
@@ -106,20 +120,26 @@ class OutputVerifier {
   // The golden output; where the job's outputs name the reference's (expected_path), it is
   // checked against them and the inputs against their checksums: a failure is the record's
   // check_failure (the variant is not timed), not the timer's.
-  std::optional<RunResult> take_golden(const ReadTensor& read);
+  std::optional<RunResult> take_golden(const ReadTensor& read, const HashTensor& hash = {});
   // After sample `index`, which poison_before chose.
-  std::optional<RunResult> check_sample(const ReadTensor& read, std::size_t index);
+  std::optional<RunResult> check_sample(const ReadTensor& read, std::size_t index,
+                                        const HashTensor& hash = {});
   // The check inside the timing job failed (take_golden): the variant is not to be timed.
   bool wrong() const { return !m_record.check_failure.empty(); }
   // After the last timed launch (`samples` samples taken): compared unless the last sample was
   // (nothing when none was taken, as for a wrong variant).
-  std::optional<RunResult> check_last(const ReadTensor& read, std::size_t samples);
+  std::optional<RunResult> check_last(const ReadTensor& read, std::size_t samples,
+                                      const HashTensor& hash = {});
 
-  const SampleVerification& record() const { return m_record; }
+  SampleVerification record() const {
+    SampleVerification r = m_record;
+    r.verify_s = m_spent_s;
+    return r;
+  }
 
  private:
-  std::optional<RunResult> compare(const ReadTensor& read, std::size_t index,
-                                   const std::string& when, bool poisoned);
+  std::optional<RunResult> compare(const ReadTensor& read, const HashTensor& hash,
+                                   std::size_t index, const std::string& when, bool poisoned);
   std::optional<RunResult> check_reference(const ReadTensor& read);
   std::optional<RunResult> check_secret(const ReadTensor& read, std::size_t index,
                                         const std::string& when);
@@ -144,6 +164,11 @@ class OutputVerifier {
   std::mt19937_64 m_rng;
   std::set<std::size_t> m_early;  // two sample indices verified for sure
   std::size_t m_max_poisoned = 0;
+  std::size_t m_bytes = 0;  // of the compared tensors
+  bool m_device_hash = false;
+  std::uint64_t m_hash_key = 0;              // drawn at take_golden
+  std::vector<std::uint64_t> m_golden_hash;  // one per tensor of m_compared; empty: none
+  std::size_t m_read_back = 0;               // bytes read back after poisoned samples
   std::size_t m_chosen = 0;
   std::size_t m_held_back = 0;  // drawn, but not poisoned: verifying had used its share of the time
   double m_spent_s = 0;         // reading back and comparing after poisoned samples

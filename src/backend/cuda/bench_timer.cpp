@@ -14,34 +14,11 @@
 #include "kopt/core/clock.hpp"
 #include "kopt/core/entropy.hpp"
 #include "kopt/core/fs.hpp"
+#include "timer_helpers.hpp"
 
 namespace kopt::cuda {
 namespace {
 using Clock = std::chrono::steady_clock;
-
-// The timer's helper kernels.
-// kopt_blocking_kernel spins until the host sets flag[0], or gives up after timeout_ns and
-// marks flag[1]. kopt_l2_flush streams a buffer through the L2 with L2-only loads (.cg),
-// evicting what was there and leaving clean lines; `sink` keeps the loads alive.
-constexpr const char* k_helper_source = R"(
-extern "C" __global__ void kopt_blocking_kernel(volatile int* flag, unsigned long long timeout_ns) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  while (flag[0] == 0) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start > timeout_ns) { flag[1] = 1; return; }
-  }
-}
-extern "C" __global__ void kopt_l2_flush(const int4* buf, unsigned long long n, int* sink) {
-  int acc = 0;
-  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-       i += (unsigned long long)gridDim.x * blockDim.x) {
-    int4 v = __ldcg(buf + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x7f4a7c15) *sink = acc;
-}
-)";
 
 class PinnedFlag {
  public:
@@ -106,8 +83,9 @@ struct Variant : SampledVariant {
   PreparedLaunch launch;
   std::unique_ptr<Graph> graph;
   OutputVerifier verifier;
-  Variant(PreparedLaunch l, const RunJob& job, const BenchOptions& opt, std::uint64_t seed)
-      : SampledVariant(opt.rule), launch(std::move(l)), verifier(job, opt, seed) {}
+  Variant(PreparedLaunch l, const RunJob& job, const BenchOptions& opt, std::uint64_t seed,
+          bool device_hash)
+      : SampledVariant(opt.rule), launch(std::move(l)), verifier(job, opt, seed, device_hash) {}
   // Queued on `stream`, so it is done before the sample's start event.
   CUresult poison_outputs(CUstream stream) const {
     for (std::size_t i : verifier.outputs())
@@ -134,26 +112,16 @@ struct Variant : SampledVariant {
       return std::nullopt;
     };
   }
+  // Hashes a job tensor where it is (after what `stream` holds); empty without a hasher.
+  HashTensor hasher(const DeviceHasher& h, CUstream stream) const {
+    if (!h.ok()) return {};
+    return [this, &h, stream](std::size_t i, std::uint64_t key,
+                              std::uint64_t& out) -> std::optional<RunResult> {
+      return h.hash(launch.buffers[i].get(), launch.job->tensors[i].bytes, key, stream,
+                    launch.job->tensors[i].name, out);
+    };
+  }
 };
-
-// The helper kernels, built with NVRTC for the device in the worker.
-struct Helpers {
-  std::unique_ptr<Module> module;
-  CUfunction blocking = nullptr;
-  CUfunction flush = nullptr;
-};
-
-Helpers build_helpers(const DriverApi& api, const std::string& arch) {
-  Helpers h;
-  h.module =
-      load_builtin_module(api, arch, "kopt_timer_helpers", k_helper_source, "kopt_blocking_kernel");
-  if (!h.module) return h;
-  if (api.module_get_function(&h.blocking, h.module->get(), "kopt_blocking_kernel") != CUDA_SUCCESS)
-    h.blocking = nullptr;
-  if (api.module_get_function(&h.flush, h.module->get(), "kopt_l2_flush") != CUDA_SUCCESS)
-    h.flush = nullptr;
-  return h;
-}
 
 }  // namespace
 
@@ -186,6 +154,10 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
   const DeviceInfo& dev = **info;
   result.clocks_before = read_clocks(dev.pci_bus_id);
 
+  Stream stream(&api);
+  Event start(&api), stop(&api);
+  TimerHelpers helpers = build_timer_helpers(api, dev.arch());
+  DeviceHasher hasher(api, helpers, dev.sm_count);
   std::vector<Variant> variants;
   variants.reserve(job.variants.size());
   for (const RunJob& rj : job.variants) {
@@ -193,12 +165,9 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     auto p = prepare_launch(api, rj, failure);
     if (!p) return failed(failure);
     // Which samples are verified: nothing the kernel can predict.
-    variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64()).series.label = rj.label;
+    variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64(), hasher.ok()).series.label =
+        rj.label;
   }
-
-  Stream stream(&api);
-  Event start(&api), stop(&api);
-  Helpers helpers = build_helpers(api, dev.arch());
   // The L2 flush: a buffer of twice the L2's size, read (or rewritten) before each cold sample.
   std::optional<DeviceBuffer> flush;
   std::optional<DeviceBuffer> flush_sink;
@@ -254,7 +223,8 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       if (auto f = v.verifier.reset_inouts(v.writer())) return failed(*f);
       KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.stream_synchronize(stream.get()));
-      if (auto f = v.verifier.take_golden(v.reader())) return failed(*f);
+      if (auto f = v.verifier.take_golden(v.reader(), v.hasher(hasher, stream.get())))
+        return failed(*f);
       v.done = v.verifier.wrong();  // never timed (the check inside this job)
     }
   }
@@ -348,7 +318,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     if (hold && flag.timed_out()) ++v.series.blocking_timeouts;
     verify_start = Clock::now();
     if (verify)
-      if (auto f = v.verifier.check_sample(v.reader(), index)) {
+      if (auto f = v.verifier.check_sample(v.reader(), index, v.hasher(hasher, stream.get()))) {
         failure = failed(*f);
         return std::nullopt;
       }
@@ -368,7 +338,9 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
                            [&] { return seconds_since(sampling_start) - verify_s; }))
     return *failure;
   for (auto& v : variants) {
-    if (auto f = v.verifier.check_last(v.reader(), v.series.samples_s.size())) return failed(*f);
+    if (auto f = v.verifier.check_last(v.reader(), v.series.samples_s.size(),
+                                       v.hasher(hasher, stream.get())))
+      return failed(*f);
     v.series.verification = v.verifier.record();
     v.series.wall_s = seconds_since(wall_start);
     result.series.push_back(std::move(v.series));

@@ -13,70 +13,12 @@
 
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
+#include "verifier_fakes.hpp"
+
+using namespace kopt::fakes;
 
 namespace kopt {
 namespace {
-
-RunJob job_with(std::vector<JobTensor> tensors) {
-  RunJob job;
-  job.label = "k";
-  job.tensors = std::move(tensors);
-  return job;
-}
-
-JobTensor tensor(const char* name, Role role, std::size_t numel, DType dtype = DType::f32) {
-  JobTensor t;
-  t.name = name;
-  t.role = role;
-  t.dtype = dtype;
-  t.bytes = numel * dtype_size(dtype);
-  t.shape = {static_cast<std::int64_t>(numel)};
-  return t;
-}
-
-// Eight f32 elements of value v, as a tensor file holds them.
-std::vector<std::byte> floats(float v) {
-  std::vector<std::byte> b(8 * 4);
-  for (std::size_t e = 0; e < 8; ++e) std::memcpy(b.data() + 4 * e, &v, 4);
-  return b;
-}
-
-// A file of eight f32 elements of value v in `dir`, for a job tensor to name.
-std::filesystem::path float_file(const TempDir& dir, const char* name, float v) {
-  std::filesystem::path f = dir.path() / name;
-  if (!write_file_atomic(f, floats(v))) ADD_FAILURE() << "cannot write " << f;
-  return f;
-}
-
-// Device memory of a fake device: one byte vector per job tensor.
-struct FakeDevice {
-  std::vector<std::vector<std::byte>> buffers;
-  int reads = 0;
-  explicit FakeDevice(const RunJob& job) {
-    for (const auto& t : job.tensors) buffers.emplace_back(t.bytes);
-  }
-  void fill(std::size_t i, float v) {
-    for (std::size_t e = 0; e < buffers[i].size() / 4; ++e)
-      std::memcpy(buffers[i].data() + 4 * e, &v, 4);
-  }
-  void poison(std::size_t i) {
-    for (std::size_t e = 0; e < buffers[i].size() / 4; ++e)
-      std::memcpy(buffers[i].data() + 4 * e, "\x00\x00\xc0\x7f", 4);
-  }
-  WriteTensor writer() {
-    return [this](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
-      buffers[i] = host;
-      return std::nullopt;
-    };
-  }
-  ReadTensor reader() {
-    return [this](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
-      ++reads;
-      host = buffers[i];
-      return std::nullopt;
-    };
-  }
-};
 
 TEST(OutputVerifier, PoisonsAboutATenthOfTheSamplesAtLeastTwoEarlyAndSpreadOut) {
   RunJob job = job_with({tensor("x", Role::input, 16), tensor("y", Role::output, 16)});
