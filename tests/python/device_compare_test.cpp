@@ -222,5 +222,62 @@ TEST_F(DeviceCompare, AHandleThatPointsOutsideTheOutputFailsTheCandidate) {
   EXPECT_NE(r.error.find("its output is not there"), std::string::npos) << r.error;
 }
 
+// A reference that runs out of memory beside what kopt itself holds is not the problem's
+// failure (issue 33, item 4). The worker's test hook raises torch's out-of-memory error in a
+// reference's call: "while_kept" while references are kept, "always" every time;
+// KOPT_TEST_OTHERS_ON_DEVICE stands for other processes' memory on the device.
+class ReferenceRoom : public DeviceCompare {
+ protected:
+  void SetUp() override {
+    DeviceCompare::SetUp();
+    ::setenv("KOPT_TEST_REFERENCE_OOM", "while_kept", 1);
+  }
+  void TearDown() override {
+    ::unsetenv("KOPT_TEST_REFERENCE_OOM");
+    ::unsetenv("KOPT_TEST_OTHERS_ON_DEVICE");
+    DeviceCompare::TearDown();
+  }
+};
+
+TEST_F(ReferenceRoom, BesideKeptReferencesItRunsAgainWithoutThem) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult first = runner.run(reference(m_key));
+  ASSERT_TRUE(first.ok()) << first.error;
+  ASSERT_TRUE(first.kept);
+  // The next seed's reference: out of memory while seed 1's are kept, then run without them.
+  RunResult second = runner.run(reference("check1/2"));
+  ASSERT_TRUE(second.ok()) << second.error;
+  // Seed 1's comparison can no longer be made: kopt's environment, never the candidate's verdict.
+  RunResult r = runner.run(candidate("honest", "    y.copy_(torch.relu(x) + 0.5)", {m_key, {}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.environment) << r.error;
+  EXPECT_NE(r.error.find("ran out of memory beside them had them let go"), std::string::npos)
+      << r.error;
+}
+
+TEST_F(ReferenceRoom, BesideOtherProcessesMemoryItIsTheEnvironment) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  ::setenv("KOPT_TEST_REFERENCE_OOM", "always", 1);
+  ::setenv("KOPT_TEST_OTHERS_ON_DEVICE", "4294967296", 1);
+  PythonRunner runner;
+  RunResult r = runner.run(reference(m_key));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.environment) << r.error;
+  EXPECT_NE(r.error.find("other processes held 4.00 GiB"), std::string::npos) << r.error;
+}
+
+TEST_F(ReferenceRoom, AloneItIsTheProblemsOwnFailure) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  ::setenv("KOPT_TEST_REFERENCE_OOM", "always", 1);
+  ::setenv("KOPT_TEST_OTHERS_ON_DEVICE", "0", 1);
+  PythonRunner runner;
+  RunResult r = runner.run(reference(m_key));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status, RunStatus::reference_failed);
+  EXPECT_FALSE(r.environment) << r.error;
+  EXPECT_NE(r.error.find("out of memory"), std::string::npos) << r.error;
+}
+
 }  // namespace
 }  // namespace kopt
