@@ -100,6 +100,25 @@ TEST(OutputVerifierHash, TheReadbackBudgetBoundsOnlyTheSamplesReadBack) {
   EXPECT_NE(plain.record().note.find("only the last launch is compared"), std::string::npos);
 }
 
+// The secret-seed samples are read back and compared on the host whatever the hash: outputs
+// past a quarter of the readback budget get none, as without the hash.
+TEST(OutputVerifierHash, OutputsPastAQuarterOfTheBudgetGetNoSecretSampleReadBack) {
+  auto job = [](std::size_t numel) {
+    RunJob j = job_with({tensor("x", Role::input, 4), tensor("y", Role::output, numel)});
+    j.tensors[0].secret_input_path = "/nonexistent/x.secret.bin";
+    j.tensors[1].secret_expected_path = "/nonexistent/y.secret.bin";
+    return j;
+  };
+  auto secret_samples = [](const RunJob& j) {
+    OutputVerifier v(j, BenchOptions{}, 11, true);
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < 20; ++i) n += v.poison_before(i, 1e9) && v.secret_before(i);
+    return n;
+  };
+  EXPECT_EQ(secret_samples(job(1024)), 2u);  // the secret seed's and the mix
+  EXPECT_EQ(secret_samples(job(k_verify_readback_budget / 16 + 1)), 0u);
+}
+
 // A HashTensor that fails (the device lost) fails the bench as a read would, not the variant.
 TEST(OutputVerifierHash, AHashThatFailsIsTheTimersFailure) {
   RunJob job = job_with({tensor("y", Role::output, 8)});
