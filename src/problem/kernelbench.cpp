@@ -77,6 +77,45 @@ std::string loaded_from_helpers(const std::string& prefix, const std::string& we
       prefix, weakref);
 }
 
+// ref.py's model made on the meta device where torch can (2.0 on): no memory and no random
+// draws for weights kopt's tensors replace at once, so a 32768 x 32768 Linear's 4 GiB are held
+// once (kopt's tensor), not again for the model's own and again in torch's cache.
+constexpr const char* k_made_empty = R"(def _made_empty(make, kw, f64):
+    """make() (a model) on the meta device, its parameters kopt's tensors themselves and its
+    buffers copies of them (forward may update a buffer); None where torch cannot make it there
+    or some of its state would not be kopt's (a tensor attribute, a tied weight): the model is
+    then made on the device (_made_on)."""
+    try:
+        with torch.device("meta"):
+            model = make()
+    except Exception:  # noqa: BLE001 (torch < 2.0, or an __init__ that needs real tensors)
+        return None
+    if f64:
+        model = model.double()
+    state = dict(model.named_parameters())
+    state.update(dict(model.named_buffers()))
+    if set(state) != set(PARAMETERS):
+        return None
+    with torch.no_grad():
+        for name, tensor in PARAMETERS.items():
+            owner, _, leaf = name.rpartition(".")
+            module, target = model.get_submodule(owner), state[name]
+            value = kw[tensor].reshape(target.shape)
+            if leaf in module._parameters:
+                module._parameters[leaf] = torch.nn.Parameter(
+                    value if value.dtype == target.dtype else value.to(target.dtype),
+                    requires_grad=target.requires_grad)
+            else:
+                module._buffers[leaf] = value.to(target.dtype, copy=True)
+    for module in model.modules():
+        held = list(vars(module).values()) + list(module._parameters.values()) + list(module._buffers.values())
+        if any(isinstance(v, torch.Tensor) and v.is_meta for v in held):
+            return None
+    return model
+
+
+)";
+
 }  // namespace
 
 // An init like get_inputs()' own draws: integers as a randint over the seen range, constant
@@ -354,6 +393,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "CPU)\n"
          "        torch.manual_seed(0)\n"
          "        return make().to(device)\n\n\n";
+    r += k_made_empty;
     r += loaded_from_helpers("", "weakref") + "\n\n";
     r += "def _bound(kw):\n"
          "    \"\"\"The model on the outputs' device, its weights those of kw, and forward's "
@@ -363,8 +403,13 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "    f64 = kw[OUTPUTS[0]].dtype == torch.float64\n"
          "    key = (device, f64)\n"
          "    if key not in _models:\n"
-         "        model = _made_on(device, lambda: _kb.Model(*_kb.get_init_inputs()))\n"
-         "        _models[key] = [model.double() if f64 else model, None]\n"
+         "        make = lambda: _kb.Model(*_kb.get_init_inputs())  # noqa: E731\n"
+         "        model = _made_empty(make, kw, f64)\n"
+         "        if model is not None:  # its weights kopt's tensors already\n"
+         "            _models[key] = [model, _held([kw[t] for t in PARAMETERS.values()])]\n"
+         "        else:\n"
+         "            model = _made_on(device, make)\n"
+         "            _models[key] = [model.double() if f64 else model, None]\n"
          "    entry = _models[key]\n"
          "    source = [kw[t] for t in PARAMETERS.values()]\n"
          "    if PARAMETERS and not _loaded_from(entry[1], source):\n"
