@@ -41,6 +41,40 @@ def _made_on(device, make):
         return make().to(device)
 
 
+def _made_empty(make, kw, f64):
+    """make() (a model) on the meta device, its parameters kopt's tensors themselves and its
+    buffers copies of them (forward may update a buffer); None where torch cannot make it there
+    or some of its state would not be kopt's (a tensor attribute, a tied weight): the model is
+    then made on the device (_made_on)."""
+    try:
+        with torch.device("meta"):
+            model = make()
+    except Exception:  # noqa: BLE001 (torch < 2.0, or an __init__ that needs real tensors)
+        return None
+    if f64:
+        model = model.double()
+    state = dict(model.named_parameters())
+    state.update(dict(model.named_buffers()))
+    if set(state) != set(PARAMETERS):
+        return None
+    with torch.no_grad():
+        for name, tensor in PARAMETERS.items():
+            owner, _, leaf = name.rpartition(".")
+            module, target = model.get_submodule(owner), state[name]
+            value = kw[tensor].reshape(target.shape)
+            if leaf in module._parameters:
+                module._parameters[leaf] = torch.nn.Parameter(
+                    value if value.dtype == target.dtype else value.to(target.dtype),
+                    requires_grad=target.requires_grad)
+            else:
+                module._buffers[leaf] = value.to(target.dtype, copy=True)
+    for module in model.modules():
+        held = list(vars(module).values()) + list(module._parameters.values()) + list(module._buffers.values())
+        if any(isinstance(v, torch.Tensor) and v.is_meta for v in held):
+            return None
+    return model
+
+
 def _loaded_from(held, source):
     """Whether the weights came from these tensors, unwritten since (see _held)."""
     return held is not None and len(held) == len(source) and all(
@@ -59,8 +93,13 @@ def _bound(kw):
     f64 = kw[OUTPUTS[0]].dtype == torch.float64
     key = (device, f64)
     if key not in _models:
-        model = _made_on(device, lambda: _kb.Model(*_kb.get_init_inputs()))
-        _models[key] = [model.double() if f64 else model, None]
+        make = lambda: _kb.Model(*_kb.get_init_inputs())  # noqa: E731
+        model = _made_empty(make, kw, f64)
+        if model is not None:  # its weights kopt's tensors already
+            _models[key] = [model, _held([kw[t] for t in PARAMETERS.values()])]
+        else:
+            model = _made_on(device, make)
+            _models[key] = [model.double() if f64 else model, None]
     entry = _models[key]
     source = [kw[t] for t in PARAMETERS.values()]
     if PARAMETERS and not _loaded_from(entry[1], source):
