@@ -45,6 +45,23 @@ except Exception as e:  # noqa: BLE001
     torch = None
     _torch_error = str(e)
 
+
+def use_expandable_segments():
+    """kopt's trusted process maps its device memory as its tensors grow (torch's expandable
+    segments) instead of caching whole blocks: GBs cached in blocks a slightly different request
+    could not reuse made a KernelBench problem of 8 GiB hold 12 (9_Tall_skinny, H100). Not in a
+    candidate's process (CUDA IPC cannot share such memory), not where the user set
+    PYTORCH_CUDA_ALLOC_CONF, and not in a torch without the setting (before 2.1)."""
+    if torch is None or os.environ.get("KOPT_PYTHON_ROLE") != "trusted" or os.environ.get("PYTORCH_CUDA_ALLOC_CONF"):
+        return
+    try:
+        torch.cuda.memory._set_allocator_settings("expandable_segments:True")
+    except Exception:  # noqa: BLE001 (an older or a CPU-only torch)
+        pass
+
+
+use_expandable_segments()
+
 class Tampered(Exception):
     """A candidate changed something kopt measures with: its numbers are not a result, and this
     process is not trusted with another candidate (the worker exits after saying so)."""
@@ -144,6 +161,7 @@ _spent = []  # (what, seconds) of the request being handled: the log says where 
 _kept = {}  # key -> {output name: tensor}: a reference's outputs kept on its device (Call.keep)
 _held = None  # the Call whose outputs a candidate shared (Call.share_outputs): alive until the next request
 _dropped_for_room = False  # a reference's run let the kept references go (call_with_room)
+_memory = {}  # what this process's device memory reached since kopt last asked (note_memory, op "memory")
 
 
 def _torch_dtype(name):
@@ -221,8 +239,15 @@ for _k in range(1, 16):
     _COS_C.append(-_COS_C[-1] / float((2 * _k - 1) * (2 * _k)))
 _INT_RANGE = {"i64": (-(1 << 63), (1 << 63) - 1), "i32": (-(1 << 31), (1 << 31) - 1),
               "i16": (-(1 << 15), (1 << 15) - 1), "i8": (-128, 127), "u8": (0, 255)}
-# Elements per step: a few temporaries of 128 MiB on the device (kopt's tests make it small).
+# Elements per step, at most: a few temporaries of 128 MiB on the device (kopt's tests make it
+# small). A tensor is drawn in at least 256 steps (draw_chunk), so that the temporaries stay
+# near a tenth of its own size: 0.5 GiB of them beside a 0.3 GiB weight put a problem over its
+# memory bound.
 DRAW_CHUNK = int(os.environ.get("KOPT_TEST_DRAW_CHUNK") or (1 << 24))
+
+
+def draw_chunk(n, most):
+    return max(1, min(most, max(1 << 16, n >> 8)))
 
 
 def _lsr(x, k):
@@ -309,8 +334,9 @@ def _draw_tensor(recipe, dtype, shape, dev):
     for e in shape:
         n *= int(e)
     out = torch.empty(n, dtype=_torch_dtype(dtype), device=dev)
-    for start in range(0, n, DRAW_CHUNK):
-        end = min(n, start + DRAW_CHUNK)
+    step = draw_chunk(n, DRAW_CHUNK)
+    for start in range(0, n, step):
+        end = min(n, start + step)
         out[start:end] = _stored(_draw_values(recipe, torch.arange(start, end, dtype=torch.int64, device=dev)), dtype)
     return out.view(tuple(shape))
 
@@ -318,8 +344,9 @@ def _draw_tensor(recipe, dtype, shape, dev):
 def drawn_unchanged(x, recipe, dtype):
     """Whether tensor x still holds what its recipe draws (compared chunk by chunk: no copy)."""
     flat = x.reshape(-1)
-    for start in range(0, flat.numel(), DRAW_CHUNK):
-        end = min(flat.numel(), start + DRAW_CHUNK)
+    step = draw_chunk(flat.numel(), DRAW_CHUNK)
+    for start in range(0, flat.numel(), step):
+        end = min(flat.numel(), start + step)
         want = _stored(_draw_values(recipe, torch.arange(start, end, dtype=torch.int64, device=x.device)), dtype)
         if not torch.equal(flat[start:end], want.to(flat.dtype)):
             return False
@@ -405,8 +432,9 @@ def summarize(x):
     floating = flat.is_floating_point()
     out = {"elements": flat.numel(), "nan": 0, "inf": 0, "min": None, "max": None}
     squares, finite_count = 0.0, 0
-    for start in range(0, flat.numel(), SUMMARY_CHUNK):
-        part = flat[start:start + SUMMARY_CHUNK]
+    step = draw_chunk(flat.numel(), SUMMARY_CHUNK)  # temporaries near a tenth of the output
+    for start in range(0, flat.numel(), step):
+        part = flat[start:start + step]
         if floating:
             finite = part.isfinite()
             nan, n_finite = int(part.isnan().sum()), int(finite.sum())
@@ -430,8 +458,9 @@ def summarize(x):
     raw = flat.contiguous().view(torch.uint8)
     words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw
     total = torch.zeros((), dtype=torch.int64, device=flat.device)
-    for start in range(0, words.numel(), SUMMARY_CHUNK):
-        w = words[start:start + SUMMARY_CHUNK].to(torch.int64)
+    step = draw_chunk(words.numel(), SUMMARY_CHUNK)
+    for start in range(0, words.numel(), step):
+        w = words[start:start + step].to(torch.int64)
         weight = torch.arange(start, start + w.numel(), dtype=torch.int64, device=flat.device) * 2 + 1
         total += (w * weight).sum()
     out["checksum"] = "%016x" % (int(total) & 0xFFFFFFFFFFFFFFFF)
@@ -912,6 +941,7 @@ def timed(c, flush_bytes, hold=False):
     """One sample on kopt's clocks: (device seconds of the call, host seconds of the call, host
     seconds the device stayed busy after the window)."""
     flush_l2(flush_bytes, c.dev)
+    before = work_starts("flush")  # host calls only, outside the timed window
     if c.dev.startswith("cuda"):
         clock = torch_clock()
         start, end = clock.event(), clock.event()
@@ -929,6 +959,7 @@ def timed(c, flush_bytes, hold=False):
         clock.device_sync()
         late = _perf_counter() - t1
         c.land(result)
+        work_ends(c, before)
         return clock.elapsed(start, end) / 1000.0, host, late
     t0 = _perf_counter()
     result = c.call()
@@ -1032,9 +1063,67 @@ def release_cached_memory(always=False):
         torch.cuda.empty_cache()
 
 
+def _on_cuda():
+    return torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+
+
+def note_memory(phase):
+    """Folds the peak of torch's allocator since the last note into `phase` and starts the next
+    one: what each kind of request (a reference's run, a baseline's samples) took at most, so that
+    a problem's memory is told by what held it. Reserved counts the allocator's cached blocks too:
+    what the device gave this process."""
+    if not _on_cuda():
+        return
+    peak = {"reserved": torch.cuda.max_memory_reserved(), "allocated": torch.cuda.max_memory_allocated()}
+    for key, value in peak.items():
+        phases = _memory.setdefault(key, {})
+        phases[phase] = max(phases.get(phase, 0), value)
+    torch.cuda.reset_peak_memory_stats()
+
+
+def work_starts(phase):
+    """Before a call whose working memory is measured: the peak so far goes to `phase` and the
+    call's starts from what is allocated now (returned; None where torch cannot count)."""
+    if not _on_cuda():
+        return None
+    note_memory(phase)
+    return torch.cuda.memory_allocated()
+
+
+def work_ends(c, before):
+    """After the call: what it allocated at most beside what there was before it (its
+    intermediates and results: the problem's own working memory, computed by its reference, its
+    eager baseline or torch.compile's), the largest of each kind of job."""
+    if before is None:
+        return
+    work = _memory.setdefault("work", {})
+    kind = c.job["kind"]
+    work[kind] = max(work.get(kind, 0), torch.cuda.max_memory_allocated() - before)
+
+
+def memory_report(reset):
+    """Op "memory": the peaks by phase since the last report, what is held now, and the largest
+    working memory each kind of call took beside the tensors kopt gave it ("work": work_ends).
+    `reset`: the cached blocks go back first and the next report counts from here."""
+    global _memory
+    if not _on_cuda():
+        return {"device": device()}
+    note_memory("held between requests")
+    out = dict(_memory, device=device(), now_reserved=torch.cuda.memory_reserved(),
+               now_allocated=torch.cuda.memory_allocated())
+    if reset:
+        release_cached_memory(always=True)
+        torch.cuda.reset_peak_memory_stats()
+        _memory = {}
+    return out
+
+
 def handle(req):
     global _held
     op, job = req.get("op"), req.get("job") or {}
+    if op == "memory":
+        return memory_report(bool(req.get("reset")))
+    note_memory("held between requests")
     dropped = False
     if op != "write_held" and _held is not None:
         _held, dropped = None, True  # the outputs a candidate shared: compared by now
@@ -1049,6 +1138,8 @@ def handle(req):
     if dropped:
         release_cached_memory()
     reply = handle_op(req)
+    note_memory(op if op not in ("run", "prepare", "sample", "wall") else "%s %s%s" % (
+        op, (job or _prepared[req["id"]].job).get("kind", ""), " f64" if (job or {}).get("f64") else ""))
     if req["op"] in ("run", "compare"):
         release_cached_memory()
     job = req.get("job") or (_prepared[req["id"]].job if req["op"] in ("sample", "wall") else None)
@@ -1136,8 +1227,11 @@ def handle_op(req):
         rng = req.get("nvtx_range")  # ncu --nvtx profiles the launches inside it (kopt profile)
         if rng:
             torch.cuda.nvtx.range_push(rng)
+        before = work_starts("inputs " + req["job"]["kind"])
         try:
             call_with_room(c)
+            if not req["job"].get("f64"):  # the problem's own computation, not kopt's fp64 one
+                work_ends(c, before)
         finally:  # a call that raises must not leave the next job's launches inside this range
             if rng:
                 torch.cuda.nvtx.range_pop()

@@ -326,9 +326,11 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       return {};
     }
     e.memory = GpuMemoryUse{};
-    e.memory.bound_bytes = static_cast<std::uint64_t>(
-        1.1 * static_cast<double>(problem_tensor_bytes(*problem) +
-                                  problem_tensor_bytes(*problem, Role::output)));
+    e.memory.tensor_bytes = problem_tensor_bytes(*problem);
+    const std::uint64_t output_bytes = problem_tensor_bytes(*problem, Role::output);
+    e.memory.set_bound(output_bytes);
+    // kopt's Python process counts this problem's peaks from here, its cached blocks given back.
+    (void)ctx.worker.python_memory(true);
     std::optional<PeakWatch> watch;
     if (o.memory_used) e.memory.idle_bytes = o.memory_used();
     if (e.memory.idle_bytes)
@@ -337,6 +339,8 @@ KernelbenchEvaluator worker_evaluator(const KernelbenchBatchOptions& o,
       e.memory.note = o.memory_note;
     auto read_peak = [&] {
       if (watch) e.memory.peak_bytes = watch->stop();
+      if (auto held = ctx.worker.python_memory(false)) read_process_memory(e.memory, *held);
+      e.memory.set_bound(output_bytes);
     };
     if (check) {
       auto t0 = Clock::now();

@@ -12,6 +12,12 @@ std::string time_cell(const TimedOutcome& b);           // "4.27 ms", a status, 
 std::string memory_cell(const KernelbenchEntry& e);     // "17.9 GiB of 19.1 GiB", or "-"
 std::string candidate_cell(const CandidateOutcome& c);  // "passed (1.23 ms)", "failed", "-"
 
+// A problem's memory (kernelbench_memory.cpp): its JSON, and what kopt's Python processes
+// reported (WorkerClient::python_memory) folded into it.
+nlohmann::json to_json(const GpuMemoryUse& m);
+GpuMemoryUse memory_from_json(const nlohmann::json& j);
+void read_process_memory(GpuMemoryUse& m, const nlohmann::json& reply);
+
 // The candidates (kernelbench_candidate.cpp). mark_candidate: the entry's candidate is the file
 // of its name under `candidates`, to evaluate (not_run) unless that content was evaluated;
 // none where there is no such file; left alone when `candidates` is empty.

@@ -64,28 +64,6 @@ std::string cell(std::string s) {
   return table_cell(std::move(s), 300);
 }
 
-json to_json(const GpuMemoryUse& m) {
-  auto bytes = [](const std::optional<std::uint64_t>& b) { return b ? json(*b) : json(nullptr); };
-  return {{"idle_bytes", bytes(m.idle_bytes)},
-          {"peak_bytes", bytes(m.peak_bytes)},
-          {"used_bytes", bytes(m.used_bytes())},
-          {"bound_bytes", m.bound_bytes},
-          {"note", m.note}};
-}
-
-GpuMemoryUse memory_from_json(const json& j) {
-  GpuMemoryUse m;
-  auto bytes = [&](const char* k) {
-    return j.contains(k) && j.at(k).is_number() ? std::optional(j.at(k).get<std::uint64_t>())
-                                                : std::nullopt;
-  };
-  m.idle_bytes = bytes("idle_bytes");
-  m.peak_bytes = bytes("peak_bytes");
-  m.bound_bytes = j.value("bound_bytes", std::uint64_t{0});
-  m.note = j.value("note", std::string{});
-  return m;
-}
-
 json outputs_json(const std::map<std::string, OutputSummary>& outputs) {
   json j = json::object();
   for (const auto& [name, o] : outputs) j[name] = to_json(o);
@@ -133,14 +111,6 @@ std::string candidate_cell(const CandidateOutcome& c) {
       break;
   }
   return std::string(name_of(c.verdict));
-}
-
-// "17.9 GiB of 19.1", "-" where not read or not run.
-std::string memory_cell(const KernelbenchEntry& e) {
-  auto used = e.memory.used_bytes();
-  if (!used) return "-";
-  return fmt::format("{} of {}{}", human_bytes(*used), human_bytes(e.memory.bound_bytes),
-                     *used > e.memory.bound_bytes ? " (over)" : "");
 }
 
 json to_json(const KernelbenchEntry& e) {
@@ -237,6 +207,19 @@ std::string kernelbench_markdown(const KernelbenchBatch& b) {
                         cand["passed"].get<std::size_t>(), cand["failed"].get<std::size_t>(),
                         cand["not_run"].get<std::size_t>(), cand["files"].get<std::size_t>())
           : std::string());
+  std::size_t read = 0, within = 0;
+  for (const auto& e : b.entries)
+    if (auto used = e.memory.used_bytes()) {
+      ++read;
+      within += *used <= e.memory.bound_bytes ? 1 : 0;
+    }
+  if (read > 0)
+    md += fmt::format(
+        "GPU memory within its bound on {} of {} problems read: the device's memory in use at "
+        "the problem's peak less at its start (NVML), of its tensors, its reference call's own "
+        "working memory (torch's allocator) and 10 %; over it, the kind of request of kopt's "
+        "Python process that reserved the most.\n\n",
+        within, read);
   md +=
       "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | "
       "GPU memory: used of bound |" +

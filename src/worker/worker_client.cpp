@@ -186,6 +186,13 @@ Expected<void> WorkerClient::warm_python(bool compile) {
   return {};
 }
 
+Expected<nlohmann::json> WorkerClient::python_memory(bool reset) {
+  auto m = ask({{"op", "python_memory"}, {"reset", reset}}, std::chrono::minutes(2),
+               "asking the Python processes' memory");
+  if (!m) return Unexpected(m.error());
+  return m->value("memory", nlohmann::json::object());
+}
+
 Expected<std::string> WorkerClient::toolkit() {
   auto m = ask({{"op", "toolkit"}}, m_options.start_timeout, "asking the worker's toolkit");
   if (!m) return Unexpected(m.error());

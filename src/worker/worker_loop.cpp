@@ -90,6 +90,8 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
           refuse(environment_error(why));
         else
           reply({{"ok", true}});
+      } else if (op == "python_memory") {
+        reply({{"ok", true}, {"memory", get_python().memory(req.value("reset", false))}});
       } else if (op == "run") {
         RunJob job;
         try {

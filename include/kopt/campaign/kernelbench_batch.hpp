@@ -76,15 +76,32 @@ struct TimedOutcome {
 // A problem's GPU memory while its reference ran and its baselines were timed: the device's
 // memory in use (every process, as nvidia-smi shows it) at its peak, less what was in use
 // when the problem started, against the bound of what it must hold: its tensors (inputs,
-// parameters, outputs) once, its reference's outputs once more, and 10 %.
+// parameters, outputs) once, what its computation needs beside them (its intermediates and
+// results, as torch's allocator counted them in the largest of its reference's call and its
+// baselines' calls; where not measured, its outputs once more), and 10 %. kopt's Python
+// process says what held the memory: torch's allocator's peak by kind of request.
 struct GpuMemoryUse {
   std::optional<std::uint64_t> idle_bytes, peak_bytes;  // nullopt: not read (note says why)
   std::uint64_t bound_bytes = 0;
+  std::uint64_t tensor_bytes = 0;  // kopt's tensors of the problem
+  // What each kind of call of the problem's computation ("python_reference", "torch_eager",
+  // "torch_compile") allocated at most beside kopt's tensors; empty: not read.
+  std::map<std::string, std::uint64_t> work_bytes;
+  // The most kopt's Python process reserved (torch's allocator, its cached blocks included)
+  // by kind of request: "run python_reference", "sample torch_compile", ...
+  std::map<std::string, std::uint64_t> process_phases;
+  // The most its live tensors took at once, by the same kinds: less than reserved by what the
+  // allocator kept cached.
+  std::map<std::string, std::uint64_t> process_allocated;
   std::string note;
   std::optional<std::uint64_t> used_bytes() const {
     if (!idle_bytes || !peak_bytes) return std::nullopt;
     return *peak_bytes > *idle_bytes ? *peak_bytes - *idle_bytes : 0;
   }
+  // The bound from tensor_bytes, work_bytes and the outputs' bytes.
+  void set_bound(std::uint64_t output_bytes);
+  // The kind of request whose reserved peak was largest, and that peak ("", 0: none read).
+  std::pair<std::string, std::uint64_t> largest_phase() const;
 };
 
 // A problem's candidate: a KernelBench ModelNew, checked as `kopt check` checks a kernel and

@@ -53,6 +53,9 @@ class WorkerClient {
   // caller with other work to do first (imports) does not wait for it later. An Error where it
   // cannot start: the first job then says why.
   Expected<void> warm_python(bool compile);
+  // The device memory of the worker's Python processes (PythonRunner::memory): peaks since the
+  // last call by kind of request; `reset` starts the count again.
+  Expected<nlohmann::json> python_memory(bool reset);
   // How many workers were started (1 + restarts).
   int starts() const { return m_starts; }
 

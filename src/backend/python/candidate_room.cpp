@@ -73,7 +73,8 @@ CandidateRoom::CandidateRoom(const std::string& python, const char* worker_scrip
   m_options.cwd = m_rw;
   // Every cache a candidate's libraries keep (Triton's, CUDA's JIT, torch's) in its own room:
   // one candidate cannot leave a compiled kernel for another, nor write kopt's.
-  m_options.env = {{"TMPDIR", (m_rw / "tmp").string()},
+  m_options.env = {{"KOPT_PYTHON_ROLE", "candidate"},  // not the trusted process's memory policy
+                   {"TMPDIR", (m_rw / "tmp").string()},
                    {"TRITON_HOME", (m_rw / "home").string()},
                    {"TRITON_CACHE_DIR", (m_rw / "cache" / "triton").string()},
                    {"CUDA_CACHE_PATH", (m_rw / "cache" / "nv").string()},

@@ -63,8 +63,13 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
     }
   }
   if (!child.running()) {
-    auto started = Subprocess::spawn(
-        {python_executable(), python_worker_script(cache_dir()).string()}, m_log, on_device({}));
+    // The trusted process: kopt's own and the problem's code (its memory policy: the worker's
+    // use_expandable_segments); a candidate's process is started confined, without it.
+    SpawnOptions trusted;
+    trusted.env.emplace_back("KOPT_PYTHON_ROLE", "trusted");
+    auto started =
+        Subprocess::spawn({python_executable(), python_worker_script(cache_dir()).string()}, m_log,
+                          on_device(trusted));
     if (!started) {
       r.error = "cannot start " + python_executable() + ": " + started.error().message +
                 " (set KOPT_PYTHON to a Python with torch, numpy and, for Triton kernels, triton)";
@@ -215,6 +220,16 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
 std::string PythonRunner::warm(bool compile) {
   Reply r = call({{"op", "warm"}, {"compile", compile}}, 300s, false);
   return r.ok ? std::string() : r.error;
+}
+
+json PythonRunner::memory(bool reset) {
+  json out = json::object();
+  for (bool candidate : {false, true}) {
+    if (!(candidate ? m_candidate : m_trusted).running()) continue;
+    Reply r = call({{"op", "memory"}, {"reset", reset}}, 60s, candidate);
+    out[candidate ? "candidate" : "trusted"] = r.ok ? r.result : json{{"error", r.error}};
+  }
+  return out;
 }
 
 RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {

@@ -57,6 +57,12 @@ class PythonRunner {
   // `compile`, torch.compile tried once); why it could not, or "".
   std::string warm(bool compile);
   BenchResult bench(const BenchJob& job);
+  // The device memory of each running Python process ("trusted", "candidate") as torch's
+  // allocator counts it: peaks by kind of request since the last call, what it holds now and a
+  // reference's largest working memory beside kopt's tensors (the worker's op "memory"). With
+  // `reset` each gives its cached blocks back and counts from here. A process not running is
+  // left out; one that cannot answer says why ("error").
+  nlohmann::json memory(bool reset);
 
  private:
   struct Reply {
