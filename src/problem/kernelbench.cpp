@@ -406,10 +406,17 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "        make = lambda: _kb.Model(*_kb.get_init_inputs())  # noqa: E731\n"
          "        model = _made_empty(make, kw, f64)\n"
          "        if model is not None:  # its weights kopt's tensors already\n"
-         "            _models[key] = [model, _held([kw[t] for t in PARAMETERS.values()])]\n"
+         "            held = _held([kw[t] for t in PARAMETERS.values()])\n"
          "        else:\n"
          "            model = _made_on(device, make)\n"
-         "            _models[key] = [model.double() if f64 else model, None]\n"
+         "            model, held = model.double() if f64 else model, None\n"
+         "        state = dict(model.named_parameters())\n"
+         "        state.update(dict(model.named_buffers()))\n"
+         "        # its weights' shapes, and those that are kopt's tensors themselves (_let_go)\n"
+         "        same = [n for n, t in PARAMETERS.items() if isinstance(state[n], "
+         "torch.nn.Parameter)\n"
+         "                and kw[t].dtype == state[n].dtype]\n"
+         "        _models[key] = [model, held, {n: t.shape for n, t in state.items()}, same]\n"
          "    entry = _models[key]\n"
          "    source = [kw[t] for t in PARAMETERS.values()]\n"
          "    if PARAMETERS and not _loaded_from(entry[1], source):\n"
@@ -418,7 +425,7 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "        with torch.no_grad():\n"
          "            for name, tensor in PARAMETERS.items():  # a 0-dim buffer is a kopt tensor "
          "of shape [1]\n"
-         "                target, value = state[name], kw[tensor].reshape(state[name].shape)\n"
+         "                target, value = state[name], kw[tensor].reshape(entry[2][name])\n"
          "                if isinstance(target, torch.nn.Parameter) and value.dtype == "
          "target.dtype:\n"
          "                    target.data = value  # kopt's tensor itself: no second copy of GBs\n"
@@ -428,6 +435,17 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "    return entry[0], [(kw[v].bool() if v in BOOL_INPUTS else kw[v]) if k == \"tensor\" "
          "else v\n"
          "                      for k, v in FORWARD]\n\n\n";
+    // A model kept for the next job must not keep this job's tensors alive: a reference's
+    // 4 GiB weight stayed on the device beside the baselines' own until they were bound.
+    r += "def _let_go(model):\n"
+         "    \"\"\"kopt's tensors leave the model when its call is over (bound again at the next "
+         "call).\"\"\"\n"
+         "    entry = next(e for e in _models.values() if e[0] is model)\n"
+         "    with torch.no_grad():\n"
+         "        for name, target in entry[0].named_parameters():\n"
+         "            if name in entry[3]:\n"
+         "                target.data = target.data.new_empty(0)\n"
+         "    entry[1] = None\n\n\n";
     r += "def setup_baseline(**kw):\n    return _bound(kw)\n\n\n";
     // A ModelNew file as a kernel of this problem: run_kernel() builds ModelNew as _bound()
     // builds Model (the same init inputs, weights copied from kopt's tensors by name) and
@@ -484,8 +502,11 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
     out.model_new_adapter = std::move(a);
     r += "def reference(**kw):\n"
          "    model, args = _bound(kw)\n"
-         "    with torch.no_grad():\n"
-         "        result = model(*args)\n"
+         "    try:\n"
+         "        with torch.no_grad():\n"
+         "            result = model(*args)\n"
+         "    finally:\n"
+         "        _let_go(model)\n"
          "    results = result if isinstance(result, (tuple, list)) else [result]\n"
          "    for name, value in zip(OUTPUTS, results):\n"
          "        kw[name].copy_(value.reshape(kw[name].shape))\n";

@@ -57,7 +57,7 @@ out = ref.OUTPUTS[0]
 kept = {x_name: torch.empty(4, 16), w_name: torch.empty(shapes["linear.weight"]),
         b_name: torch.empty(shapes["linear.bias"]), out: torch.empty(4, 8)}
 buffer = {n: torch.empty(t.numel()) for n, t in kept.items()}
-stale = []
+stale, held = [], []
 for job in range(6):
     torch.manual_seed(job)
     if job < 3:  # new values in the same tensors
@@ -72,9 +72,19 @@ for job in range(6):
         stale.append("reference, job %d" % job)
     if not torch.allclose(cand.run_kernel(**kw)[out], expected):
         stale.append("ModelNew, job %d" % job)
+    model, args = ref.setup_baseline(**kw)  # the baselines' model, after the reference's call
+    with torch.no_grad():
+        if not torch.allclose(model(*args), expected):
+            stale.append("setup_baseline, job %d" % job)
+    del model, args
+    ref.reference(**kw)  # the last call is the reference's: the model keeps nothing of the job's
+    ptrs = {kw[n].data_ptr() for n in (w_name, b_name)}
+    if any(p.numel() and p.data_ptr() in ptrs for e in ref._models.values() for p in e[0].parameters()):
+        held.append("job %d" % job)
     del kw
 print("stale weights: " + (", ".join(stale) if stale else "none"))
-sys.exit(1 if stale else 0)
+print("weights held after the reference's call: " + (", ".join(held) if held else "none"))
+sys.exit(1 if stale or held else 0)
 )";
 
 TEST_F(KernelbenchWeights, EveryJobsWeightsAreLoadedIntoTheReferenceAndTheModelNew) {
@@ -92,6 +102,10 @@ TEST_F(KernelbenchWeights, EveryJobsWeightsAreLoadedIntoTheReferenceAndTheModelN
       std::chrono::seconds(120));
   EXPECT_TRUE(r.ok()) << r.out << r.err;
   EXPECT_NE(r.out.find("stale weights: none"), std::string::npos) << r.out << r.err;
+  // A model kept for the next job held the last job's weights: 4 GiB of a Linear stayed on the
+  // device beside the baselines' own (H100, 2026-11-28).
+  EXPECT_NE(r.out.find("weights held after the reference's call: none"), std::string::npos)
+      << r.out << r.err;
 }
 
 }  // namespace

@@ -95,10 +95,16 @@ def _bound(kw):
         make = lambda: _kb.Model(*_kb.get_init_inputs())  # noqa: E731
         model = _made_empty(make, kw, f64)
         if model is not None:  # its weights kopt's tensors already
-            _models[key] = [model, _held([kw[t] for t in PARAMETERS.values()])]
+            held = _held([kw[t] for t in PARAMETERS.values()])
         else:
             model = _made_on(device, make)
-            _models[key] = [model.double() if f64 else model, None]
+            model, held = model.double() if f64 else model, None
+        state = dict(model.named_parameters())
+        state.update(dict(model.named_buffers()))
+        # its weights' shapes, and those that are kopt's tensors themselves (_let_go)
+        same = [n for n, t in PARAMETERS.items() if isinstance(state[n], torch.nn.Parameter)
+                and kw[t].dtype == state[n].dtype]
+        _models[key] = [model, held, {n: t.shape for n, t in state.items()}, same]
     entry = _models[key]
     source = [kw[t] for t in PARAMETERS.values()]
     if PARAMETERS and not _loaded_from(entry[1], source):
@@ -106,7 +112,7 @@ def _bound(kw):
         state.update(dict(entry[0].named_buffers()))
         with torch.no_grad():
             for name, tensor in PARAMETERS.items():  # a 0-dim buffer is a kopt tensor of shape [1]
-                target, value = state[name], kw[tensor].reshape(state[name].shape)
+                target, value = state[name], kw[tensor].reshape(entry[2][name])
                 if isinstance(target, torch.nn.Parameter) and value.dtype == target.dtype:
                     target.data = value  # kopt's tensor itself: no second copy of GBs
                 else:  # a buffer, which forward may update (BatchNorm's statistics)
@@ -116,14 +122,27 @@ def _bound(kw):
                       for k, v in FORWARD]
 
 
+def _let_go(model):
+    """kopt's tensors leave the model when its call is over (bound again at the next call)."""
+    entry = next(e for e in _models.values() if e[0] is model)
+    with torch.no_grad():
+        for name, target in entry[0].named_parameters():
+            if name in entry[3]:
+                target.data = target.data.new_empty(0)
+    entry[1] = None
+
+
 def setup_baseline(**kw):
     return _bound(kw)
 
 
 def reference(**kw):
     model, args = _bound(kw)
-    with torch.no_grad():
-        result = model(*args)
+    try:
+        with torch.no_grad():
+            result = model(*args)
+    finally:
+        _let_go(model)
     results = result if isinstance(result, (tuple, list)) else [result]
     for name, value in zip(OUTPUTS, results):
         kw[name].copy_(value.reshape(kw[name].shape))
