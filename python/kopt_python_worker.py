@@ -753,7 +753,7 @@ class Call:
         self.tolerance = {k: getattr(mod, k) for k in ("atol", "rtol") if hasattr(mod, k)}
         if kind == "python_reference":
             self.fn = getattr(mod, job.get("entry") or "reference")
-            self.call = lambda: self.fn(**self.kwargs)
+            self.call = self.bound_call()
         elif kind == "triton":
             setup = getattr(mod, "setup", None)
             if callable(setup) and not getattr(mod, "_kopt_setup_makes_inputs", False):
@@ -764,7 +764,7 @@ class Call:
                 elif isinstance(extra, dict):
                     self.kwargs.update(extra)
             self.fn = getattr(mod, job.get("entry") or "run_kernel")
-            self.call = lambda: self.fn(**self.kwargs)
+            self.call = self.bound_call()
         elif kind in ("torch_eager", "torch_compile"):
             # What is timed: setup_baseline(**kwargs) -> (callable, args), called once untimed
             # (an imported KernelBench model, its weights loaded), then callable(*args); else
@@ -790,6 +790,12 @@ class Call:
             self.call = call
         else:
             raise ValueError("unknown job kind " + kind)
+
+    def bound_call(self):
+        """fn(**kwargs) without a reference back to this Call: a cycle kept a reference's
+        tensors (a 0.3 GiB weight) alive after its job until Python's collector came by."""
+        fn, kwargs = self.fn, self.kwargs
+        return lambda: fn(**kwargs)
 
     def made(self, t):
         """A job tensor on the device: drawn, read or poisoned. The PyTorch baselines of one bench
@@ -981,8 +987,10 @@ def dynamo_counts():
 def forget_modules():
     """Drops the loaded ref.py modules (and the models they keep on the device) between jobs,
     so that a batch of problems does not pile their weights up on the GPU."""
-    for key, mod in list(_modules.items()):
-        sys.modules.pop(getattr(mod, "__name__", ""), None)
+    # No loop variable may hold a module through the collection: one did, and a KernelBench
+    # model's 4 GiB weight outlived its bench into the next one (H100, 2026-11-28).
+    for name in [getattr(mod, "__name__", "") for mod in _modules.values()]:
+        sys.modules.pop(name, None)
     _modules.clear()
     import gc
     gc.collect()
