@@ -947,7 +947,7 @@ def timed(c, flush_bytes, hold=False):
     """One sample on kopt's clocks: (device seconds of the call, host seconds of the call, host
     seconds the device stayed busy after the window)."""
     flush_l2(flush_bytes, c.dev)
-    before = work_starts("flush")  # host calls only, outside the timed window
+    before = work_starts("sample " + c.job["kind"])  # host calls only, outside the timed window
     if c.dev.startswith("cuda"):
         clock = torch_clock()
         start, end = clock.event(), clock.event()
