@@ -216,9 +216,10 @@ std::string kernelbench_markdown(const KernelbenchBatch& b) {
   if (read > 0)
     md += fmt::format(
         "GPU memory within its bound on {} of {} problems read: the device's memory in use at "
-        "the problem's peak less at its start (NVML), of its tensors, its reference call's own "
-        "working memory (torch's allocator) and 10 %; over it, the kind of request of kopt's "
-        "Python process that reserved the most.\n\n",
+        "the problem's peak less at its start (NVML), of its tensors, the most one call of its "
+        "computation (reference, eager, torch.compile) allocated beside them (torch's "
+        "allocator) and 10 %; over it, the kind of request of kopt's Python process that "
+        "reserved the most.\n\n",
         within, read);
   md +=
       "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | "

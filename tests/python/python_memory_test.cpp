@@ -1,5 +1,5 @@
 // kopt's Python process says what held its device memory (PythonRunner::memory): torch's
-// allocator's peaks by kind of request, and a reference call's own working memory beside the
+// allocator's peaks by kind of request, and each call's own working memory beside the
 // tensors kopt gave it, which is what the KernelBench batch's memory bound counts. Torch's
 // allocator counts CUDA memory only: on the CPU (CI) the report names the device and makes up
 // no number; the counts are tested on the GPU through scripts/device-check.
