@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <mutex>
 
+#include "campaign/campaign_files.hpp"
 #include "kopt/campaign/leaderboard.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/problem/kernelbench.hpp"
 
 namespace kopt::campaign {
 namespace {
@@ -78,7 +80,8 @@ class CampaignTest : public ::testing::Test {
       if (command == "import") {
         name = fs::path(target).stem().string();
         fs::path out = argv.at(at + 4);
-        (void)write_text_atomic(out / "kopt.toml", spec(name, true));
+        (void)write_text_atomic(out / "kopt.toml",
+                                spec(name, true) + "\n" + kernelbench_import_stamp() + "\n");
         (void)write_text_atomic(out / "ref.py", "def reference(**kw):\n    pass\n");
       }
       CommandResult r;
@@ -265,6 +268,23 @@ TEST_F(CampaignTest, EachProblemGetsItsStepsAndTheLeaderboardComesFromTheirRecor
   ASSERT_TRUE(run_campaign(m_options, runner()));
   EXPECT_EQ(commands_of("b_vec"), (std::vector<std::string>{"check", "bench", "tune k"}));
   EXPECT_EQ(m_calls.size(), 3u);
+}
+
+// A problem imported by an earlier kopt (its kopt.toml without this kopt's format stamp) is
+// imported again and its steps run again; the others keep their records.
+TEST_F(CampaignTest, AnImportAnEarlierKoptWroteIsImportedAgain) {
+  ASSERT_TRUE(run_campaign(m_options, runner()));
+  m_calls.clear();
+  ASSERT_TRUE(run_campaign(m_options, runner()));
+  EXPECT_TRUE(m_calls.empty()) << "nothing left to do";
+  fs::path relu = problem_room(m_options.out, "2_Relu") / "problem" / "kopt.toml";
+  ASSERT_TRUE(fs::exists(relu)) << relu;
+  ASSERT_TRUE(write_text_atomic(relu, spec("2_Relu", true)));  // an earlier kopt's import
+  auto again = run_campaign(m_options, runner());
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ(commands_of("2_Relu"), (std::vector<std::string>{"import", "check", "bench"}));
+  EXPECT_TRUE(commands_of("10_Later").empty()) << "its import is current";
+  EXPECT_EQ(again->exit_code(), 0);
 }
 
 TEST_F(CampaignTest, WhatTheMachineFailsIsTriedAgainAloneAndNeverAVerdict) {
