@@ -81,14 +81,22 @@ GpuMemoryUse memory_from_json(const json& j) {
 }
 
 // "17.9 GiB of 19.1 GiB", "-" where not read or not run; over the bound, what held the most
-// in kopt's Python process: "11.7 GiB of 8.8 GiB (over; sample torch_compile 12.0 GiB)".
+// in kopt's Python process: "11.7 GiB of 8.8 GiB (over; sample torch_compile 12.0 GiB)", and
+// where the device's reading is well beyond it, how much is outside torch's allocator (what
+// CUDA libraries load into a context, other processes).
 std::string memory_cell(const KernelbenchEntry& e) {
   auto used = e.memory.used_bytes();
   if (!used) return "-";
   std::string over;
   if (*used > e.memory.bound_bytes) {
     auto [phase, bytes] = e.memory.largest_phase();
-    over = phase.empty() ? " (over)" : fmt::format(" (over; {} {})", phase, human_bytes(bytes));
+    if (phase.empty())
+      over = " (over)";
+    else if (*used > bytes + bytes / 5)
+      over = fmt::format(" (over; {} {}, {} more outside torch's allocator)", phase,
+                         human_bytes(bytes), human_bytes(*used - bytes));
+    else
+      over = fmt::format(" (over; {} {})", phase, human_bytes(bytes));
   }
   return fmt::format("{} of {}{}", human_bytes(*used), human_bytes(e.memory.bound_bytes), over);
 }

@@ -219,7 +219,8 @@ std::string kernelbench_markdown(const KernelbenchBatch& b) {
         "the problem's peak less at its start (NVML), of its tensors, the most one call of its "
         "computation (reference, eager, torch.compile) allocated beside them (torch's "
         "allocator) and 10 %; over it, the kind of request of kopt's Python process that "
-        "reserved the most.\n\n",
+        "reserved the most, and what the device held beyond it outside torch's allocator (what "
+        "CUDA libraries load into a context, other processes).\n\n",
         within, read);
   md +=
       "| problem | import s | flops | reference | eager | torch.compile | noise eager / compile | "

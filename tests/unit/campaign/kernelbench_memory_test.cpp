@@ -57,6 +57,14 @@ TEST(KernelbenchMemory, AProblemOverItsBoundNamesWhatHeldTheMost) {
   e.memory.set_bound(2 * k_gib);
   std::string cell = memory_cell(e);
   EXPECT_NE(cell.find("(over; sample torch_compile 9"), std::string::npos) << cell;
+  EXPECT_EQ(cell.find("outside torch's allocator"), std::string::npos) << cell;
+  // The device read far more than the process reserved: the rest is said, not left to guess.
+  e.memory.process_phases = {{"sample torch_eager", k_gib / 2}};
+  e.memory.peak_bytes = 7 * k_gib;  // 6 GiB used of 5.5
+  cell = memory_cell(e);
+  EXPECT_NE(cell.find("sample torch_eager 512.0 MiB, 5.5 GiB more outside torch's allocator"),
+            std::string::npos)
+      << cell;
   e.memory.peak_bytes = 5 * k_gib;  // 4 GiB used of 5.5
   cell = memory_cell(e);
   EXPECT_EQ(cell.find("over"), std::string::npos) << cell;
