@@ -10,21 +10,23 @@
 namespace kopt::campaign {
 using nlohmann::json;
 
+namespace {
+// The entry of the most bytes ("", 0 where there is none).
+std::pair<std::string, std::uint64_t> largest(const std::map<std::string, std::uint64_t>& bytes) {
+  auto most = std::max_element(bytes.begin(), bytes.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most == bytes.end()) return {"", 0};
+  return *most;
+}
+}  // namespace
+
 void GpuMemoryUse::set_bound(std::uint64_t output_bytes) {
-  std::uint64_t beside = output_bytes;
-  if (!work_bytes.empty())
-    beside =
-        std::max_element(work_bytes.begin(), work_bytes.end(), [](const auto& a, const auto& b) {
-          return a.second < b.second;
-        })->second;
+  std::uint64_t beside = work_bytes.empty() ? output_bytes : largest(work_bytes).second;
   bound_bytes = static_cast<std::uint64_t>(1.1 * static_cast<double>(tensor_bytes + beside));
 }
 
 std::pair<std::string, std::uint64_t> GpuMemoryUse::largest_phase() const {
-  auto most = std::max_element(process_phases.begin(), process_phases.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (most == process_phases.end()) return {"", 0};
-  return *most;
+  return largest(process_reserved);
 }
 
 // The worker's reply: {"trusted": {"reserved": {phase: bytes}, "allocated": {...}, "work":
@@ -36,7 +38,7 @@ void read_process_memory(GpuMemoryUse& m, const json& reply) {
     if (!r.is_object()) continue;
     const std::string prefix = process == "trusted" ? "" : process + ": ";
     for (auto [key, into] :
-         {std::pair{"reserved", &m.process_phases}, std::pair{"allocated", &m.process_allocated}})
+         {std::pair{"reserved", &m.process_reserved}, std::pair{"allocated", &m.process_allocated}})
       if (const json peaks = r.value(key, json()); peaks.is_object())
         for (const auto& [phase, bytes] : peaks.items()) {
           if (!bytes.is_number_unsigned()) continue;
@@ -58,7 +60,7 @@ json to_json(const GpuMemoryUse& m) {
           {"bound_bytes", m.bound_bytes},
           {"tensor_bytes", m.tensor_bytes},
           {"work_bytes", m.work_bytes},
-          {"process_reserved_bytes", m.process_phases},
+          {"process_reserved_bytes", m.process_reserved},
           {"process_allocated_bytes", m.process_allocated},
           {"note", m.note}};
 }
@@ -74,7 +76,7 @@ GpuMemoryUse memory_from_json(const json& j) {
   m.bound_bytes = j.value("bound_bytes", std::uint64_t{0});
   m.tensor_bytes = j.value("tensor_bytes", std::uint64_t{0});
   m.work_bytes = j.value("work_bytes", std::map<std::string, std::uint64_t>{});
-  m.process_phases = j.value("process_reserved_bytes", std::map<std::string, std::uint64_t>{});
+  m.process_reserved = j.value("process_reserved_bytes", std::map<std::string, std::uint64_t>{});
   m.process_allocated = j.value("process_allocated_bytes", std::map<std::string, std::uint64_t>{});
   m.note = j.value("note", std::string{});
   return m;

@@ -89,7 +89,7 @@ struct GpuMemoryUse {
   std::map<std::string, std::uint64_t> work_bytes;
   // The most kopt's Python process reserved (torch's allocator, its cached blocks included)
   // by kind of request: "run python_reference", "sample torch_compile", ...
-  std::map<std::string, std::uint64_t> process_phases;
+  std::map<std::string, std::uint64_t> process_reserved;
   // The most its live tensors took at once, by the same kinds: less than reserved by what the
   // allocator kept cached.
   std::map<std::string, std::uint64_t> process_allocated;

@@ -44,8 +44,8 @@ TEST(KernelbenchMemory, TheBoundCountsTheReferencesOwnWorkingMemoryWhereItWasMea
                                                                 {"torch_compile", k_gib / 2}}))
       << "a candidate's working memory is not the problem's";
   EXPECT_EQ(m.bound_bytes, static_cast<std::uint64_t>(1.1 * 5 * k_gib));
-  EXPECT_EQ(m.process_phases.at("sample torch_compile"), 9 * k_gib);
-  EXPECT_EQ(m.process_phases.at("candidate: run triton"), 2 * k_gib)
+  EXPECT_EQ(m.process_reserved.at("sample torch_compile"), 9 * k_gib);
+  EXPECT_EQ(m.process_reserved.at("candidate: run triton"), 2 * k_gib)
       << "a candidate's process is named";
   EXPECT_EQ(m.largest_phase().first, "sample torch_compile");
 }
@@ -59,7 +59,7 @@ TEST(KernelbenchMemory, AProblemOverItsBoundNamesWhatHeldTheMost) {
   EXPECT_NE(cell.find("(over; sample torch_compile 9"), std::string::npos) << cell;
   EXPECT_EQ(cell.find("outside torch's allocator"), std::string::npos) << cell;
   // The device read far more than the process reserved: the rest is said, not left to guess.
-  e.memory.process_phases = {{"sample torch_eager", k_gib / 2}};
+  e.memory.process_reserved = {{"sample torch_eager", k_gib / 2}};
   e.memory.peak_bytes = 7 * k_gib;  // 6 GiB used of 5.5
   cell = memory_cell(e);
   EXPECT_NE(cell.find("sample torch_eager 512.0 MiB, 5.5 GiB more outside torch's allocator"),
@@ -80,7 +80,7 @@ TEST(KernelbenchMemory, ItsRecordComesBackWhole) {
   EXPECT_EQ(back.bound_bytes, m.bound_bytes);
   EXPECT_EQ(back.tensor_bytes, m.tensor_bytes);
   EXPECT_EQ(back.work_bytes, m.work_bytes);
-  EXPECT_EQ(back.process_phases, m.process_phases);
+  EXPECT_EQ(back.process_reserved, m.process_reserved);
   EXPECT_EQ(back.process_allocated, m.process_allocated);
   EXPECT_EQ(back.process_allocated.at("run python_reference"), 5 * k_gib);
   EXPECT_EQ(back.used_bytes(), m.used_bytes());
@@ -88,14 +88,14 @@ TEST(KernelbenchMemory, ItsRecordComesBackWhole) {
   GpuMemoryUse old =
       memory_from_json(json{{"idle_bytes", 1}, {"peak_bytes", 2}, {"bound_bytes", 3}});
   EXPECT_TRUE(old.work_bytes.empty());
-  EXPECT_TRUE(old.process_phases.empty());
+  EXPECT_TRUE(old.process_reserved.empty());
 }
 
 TEST(KernelbenchMemory, AProcessThatCouldNotAnswerAddsNothing) {
   GpuMemoryUse m = problem(0, 0);
   read_process_memory(m, json{{"trusted", {{"error", "the worker died"}}}, {"candidate", 3}});
   read_process_memory(m, json::array());
-  EXPECT_TRUE(m.process_phases.empty());
+  EXPECT_TRUE(m.process_reserved.empty());
   EXPECT_TRUE(m.work_bytes.empty());
 }
 
