@@ -1145,13 +1145,14 @@ def handle(req):
             dropped = True
     if dropped:
         release_cached_memory()
+    # The job the request runs: its own, or the prepared variant a sample or a wall call times.
+    ran = req.get("job") or (_prepared[req["id"]].job if op in ("sample", "wall") else None)
     reply = handle_op(req)
     note_memory(op if op not in ("run", "prepare", "sample", "wall") else "%s %s%s" % (
-        op, (job or _prepared[req["id"]].job).get("kind", ""), " f64" if (job or {}).get("f64") else ""))
-    if req["op"] in ("run", "compare"):
+        op, (ran or {}).get("kind", ""), " f64" if (ran or {}).get("f64") else ""))
+    if op in ("run", "compare"):
         release_cached_memory()
-    job = req.get("job") or (_prepared[req["id"]].job if req["op"] in ("sample", "wall") else None)
-    if job is not None and is_candidate(job):
+    if ran is not None and is_candidate(ran):
         check_untouched("while kopt ran it")
     return reply
 
