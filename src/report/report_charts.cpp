@@ -20,8 +20,10 @@ struct LogAxis {
   }
 };
 
-// Ticks at 1, 2 and 5 times the powers of ten when the axis spans less than three decades.
+// Ticks at 1, 2 and 5 times the powers of ten when the axis spans less than three decades;
+// none for a range a log axis cannot have (a bound at or below zero, or not a number).
 std::vector<double> tick_values(double lo, double hi) {
+  if (!(lo > 0 && hi >= lo && std::isfinite(hi))) return {};
   bool fine = std::log10(hi / lo) < 3;
   std::vector<double> out;
   for (int e = static_cast<int>(std::floor(std::log10(lo)));
@@ -179,7 +181,9 @@ std::string timeline_svg(const RunReport& r) {
   for (const auto& view : r.versions)
     if (view.record.median_s > 0) {
       vs.push_back(&view.record);
-      lo = std::min(lo, view.record.median_s * (1 - view.record.noise));
+      // Noise of 100 % or more (a loaded machine) reaches below zero: the log axis stops at a
+      // tenth of the median, where the error bar is cut.
+      lo = std::min(lo, view.record.median_s * std::max(0.1, 1 - view.record.noise));
       hi = std::max(hi, view.record.median_s * (1 + view.record.noise));
     }
   std::string out = fmt::format(

@@ -20,7 +20,13 @@ inline nlohmann::json kopt_json(std::vector<std::string> args, int& rc) {
   try {
     return nlohmann::json::parse(r.out);
   } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out << "\n" << r.err;
+    // How kopt ended, where it printed nothing: a signal (killed for memory, a crash) or the limit.
+    ADD_FAILURE() << "not JSON: " << e.what() << "\n"
+                  << (r.timed_out     ? "kopt ran past the test's limit of 600 s\n"
+                      : r.signal != 0 ? "kopt ended by signal " + std::to_string(r.signal) + "\n"
+                                      : std::string())
+                  << r.out << "\n"
+                  << r.err;
     return {};
   }
 }

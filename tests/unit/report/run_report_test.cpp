@@ -152,6 +152,27 @@ TEST_F(RunReports, ChartLabelsLieInsideTheirCharts) {
   EXPECT_GT(labels, 10);
 }
 
+// A version timed on a loaded machine can be noisier than its median (noise 150 %): its
+// error bar would reach below zero, where a log axis has no ticks. The timeline keeps its axis
+// above zero and labels it (CI found `kopt optimize` filling its memory with ticks here).
+TEST_F(RunReports, ANoiseAboveTheMedianKeepsTheTimelineAxisAboveZero) {
+  auto s = load_run_state(run());
+  ASSERT_TRUE(s);
+  for (auto& v : s->versions) v.noise = 1.5;
+  ASSERT_TRUE(save_run_state(run(), *s));
+  std::string html = report_html(load_run_report(run()));
+  std::size_t at = html.find("id=\"timeline\"");
+  ASSERT_NE(at, std::string::npos);
+  std::string svg = html.substr(at, html.find("</svg>", at) - at);
+  EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
+  std::size_t ticks = 0;
+  for (std::size_t t = svg.find("stroke=\"#eef1f5\""); t != std::string::npos;
+       t = svg.find("stroke=\"#eef1f5\"", t + 1))
+    ++ticks;
+  EXPECT_GE(ticks, 2u) << svg;
+  EXPECT_LE(ticks, 20u) << svg;
+}
+
 // A method whose leave-one-out factor is more than the iteration gained is not credited with
 // "387 % of the gain": its factor and its share of the log speedup are shown, and the report
 // says where the rest went (the issue).
