@@ -203,7 +203,7 @@ TEST_F(DeviceCompare, AHandleThatPointsOutsideTheOutputFailsTheCandidate) {
   RunResult r = runner.run(candidate(
       "elsewhere",
       "    import sys, ctypes\n"
-      "    w = sys.modules['__main__']\n"
+      "    w = sys.modules['kopt_worker_compare']\n"
       "    real = w._cuda_driver()\n"
       "    class Liar:\n"
       "        def cuMemGetAddressRange_v2(self, base, size, ptr):\n"

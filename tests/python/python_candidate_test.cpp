@@ -111,6 +111,20 @@ TEST_F(PythonCandidate, ACandidateThatRewritesKoptsWorkerIsRefused) {
   EXPECT_NE(r.error.find("kopt worker timed"), std::string::npos) << r.error;
 }
 
+// The worker is a script and its parts (python/kopt_worker_*.py): a part's code is watched as
+// the script's is. This candidate makes every drawn input read as unchanged, to hide that it
+// writes into one.
+TEST_F(PythonCandidate, ACandidateThatRewritesAPartOfKoptsWorkerIsRefused) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult r = runner.run(
+      candidate("part_patch",
+                "import sys\n"
+                "sys.modules['kopt_worker_draw'].drawn_unchanged = lambda *a, **k: True\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("kopt worker draw.drawn_unchanged"), std::string::npos) << r.error;
+}
+
 // A candidate that fills the disk from its room (here: past a room allowance of 10 MiB) gets
 // that as its verdict, not the machine's failure that every write of kopt's would then read
 // as, which a resume would meet again; the next candidate gets a fresh room.

@@ -60,7 +60,7 @@ std::string CandidateRoom::overfull(const Handover& h) const {
       human_bytes(room_allowance_bytes()));
 }
 
-CandidateRoom::CandidateRoom(const std::string& python, const char* worker_script)
+CandidateRoom::CandidateRoom(const std::string& python, const EmbeddedFile* worker_files)
     : m_dir("kopt-candidate", 0),
       m_ro(m_dir.path() / "ro"),
       m_rw(m_dir.path() / "rw"),
@@ -68,7 +68,8 @@ CandidateRoom::CandidateRoom(const std::string& python, const char* worker_scrip
       m_sandbox(room_policy(m_ro, m_rw, m_python)) {
   for (const char* sub : {"in", "modules"}) fs::create_directories(m_ro / sub);
   for (const char* sub : {"out", "tmp", "home", "cache"}) fs::create_directories(m_rw / sub);
-  (void)write_text_atomic(m_ro / "kopt_python_worker.py", worker_script);
+  for (const EmbeddedFile* f = worker_files; f->name; ++f)
+    (void)write_text_atomic(m_ro / f->name, f->text);
   m_options.sandbox = &m_sandbox;
   m_options.cwd = m_rw;
   // Every cache a candidate's libraries keep (Triton's, CUDA's JIT, torch's) in its own room:

@@ -1,6 +1,9 @@
 #include "kopt/backend/python/python_runner.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +15,7 @@
 #include "kopt/core/python.hpp"
 
 namespace kopt {
-extern const char* const k_python_worker_script;
+extern const EmbeddedFile k_python_worker_files[];
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
@@ -26,8 +29,33 @@ fs::path embedded_python_script(const fs::path& cache_root, const std::string& n
   return p;
 }
 
+fs::path embedded_python_files(const fs::path& cache_root, const std::string& name,
+                               const EmbeddedFile* files) {
+  Sha256 h;
+  for (const EmbeddedFile* f = files; f->name; ++f) {
+    h.field(f->name);
+    h.field(f->text);
+  }
+  fs::path dir = cache_root / "python" / (name + "-" + h.hex().substr(0, 16));
+  fs::path entry = dir / (name + ".py");
+  std::error_code ec;
+  if (fs::exists(entry, ec)) return entry;
+  // Written beside it and renamed into place whole: a worker never starts from half the files,
+  // and kopt processes that write it at once leave one copy.
+  static std::atomic<unsigned> k_parts{0};  // threads of one process too
+  fs::path part = dir;
+  part += ".part-" + std::to_string(::getpid()) + "-" + std::to_string(k_parts++);
+  fs::remove_all(part, ec);
+  bool whole = true;
+  for (const EmbeddedFile* f = files; f->name && whole; ++f)
+    whole = write_text_atomic(part / f->name, f->text).has_value();
+  if (whole) fs::rename(part, dir, ec);
+  fs::remove_all(part, ec);  // a write the disk refused, or another process's copy came first
+  return entry;
+}
+
 fs::path python_worker_script(const fs::path& cache_root) {
-  return embedded_python_script(cache_root, "kopt_python_worker", k_python_worker_script);
+  return embedded_python_files(cache_root, "kopt_python_worker", k_python_worker_files);
 }
 
 std::string python_executable() {
@@ -132,7 +160,7 @@ std::string PythonRunner::wrong_device(const Reply& r) const {
 std::string PythonRunner::start_candidate() {
   using namespace std::chrono_literals;
   const json selftest{{"op", "selftest"}};
-  m_room = std::make_unique<CandidateRoom>(python_executable(), k_python_worker_script);
+  m_room = std::make_unique<CandidateRoom>(python_executable(), k_python_worker_files);
   auto confined = Subprocess::spawn(m_room->argv(), m_log, on_device(m_room->spawn_options()));
   if (!confined)
     return "cannot start " + python_executable() + " for a candidate: " + confined.error().message;

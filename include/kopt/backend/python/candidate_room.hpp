@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "kopt/core/embedded_file.hpp"
 #include "kopt/core/error.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/process.hpp"
@@ -25,8 +26,8 @@ std::uintmax_t room_allowance_bytes();
 class CandidateRoom {
  public:
   // `python`: the interpreter the candidate runs in (its own directories are readable);
-  // `worker_script`: the text of the script it runs, copied in.
-  CandidateRoom(const std::string& python, const char* worker_script);
+  // `worker_files`: the worker's script and its parts, copied in (kopt_python_worker.py runs).
+  CandidateRoom(const std::string& python, const EmbeddedFile* worker_files);
 
   // The command line and options that start the candidate's process in the room.
   std::vector<std::string> argv() const;

@@ -14,6 +14,7 @@
 
 #include "kopt/backend/bench_job.hpp"
 #include "kopt/backend/python/candidate_room.hpp"
+#include "kopt/core/embedded_file.hpp"
 #include "kopt/core/process.hpp"
 
 namespace kopt {
@@ -21,7 +22,11 @@ namespace kopt {
 // A script compiled into kopt, written (once per content) into the cache as NAME-HASH.py.
 std::filesystem::path embedded_python_script(const std::filesystem::path& cache_root,
                                              const std::string& name, const char* text);
-// The worker script, compiled into kopt, written (once per content) into the cache.
+// Files compiled into kopt, side by side (a script and its modules), written once per content
+// into the cache as the folder NAME-HASH; returns its script NAME.py.
+std::filesystem::path embedded_python_files(const std::filesystem::path& cache_root,
+                                            const std::string& name, const EmbeddedFile* files);
+// The worker script and its parts, compiled into kopt, written (once per content) into the cache.
 std::filesystem::path python_worker_script(const std::filesystem::path& cache_root);
 // $KOPT_PYTHON, else the first of python3, /usr/bin/python3 and python that has torch.
 std::string python_executable();

@@ -1,0 +1,92 @@
+"""kopt's Python worker and the device's memory: the trusted process's allocator settings, the
+cached blocks given back, and the peaks of torch's allocator by kind of request and the working
+memory of each call of a problem's computation (op "memory"), so that a problem's memory is
+told by what held it."""
+import os
+
+from kopt_worker_state import device, torch
+
+
+def use_expandable_segments():
+    """kopt's trusted process maps its device memory as its tensors grow (torch's expandable
+    segments) instead of caching whole blocks: GBs cached in blocks a slightly different request
+    could not reuse made a KernelBench problem of 8 GiB hold 12 (9_Tall_skinny, H100). Not in a
+    candidate's process (CUDA IPC cannot share such memory), not where the user set
+    PYTORCH_CUDA_ALLOC_CONF, and not in a torch without the setting (before 2.1)."""
+    if torch is None or os.environ.get("KOPT_PYTHON_ROLE") != "trusted" or os.environ.get("PYTORCH_CUDA_ALLOC_CONF"):
+        return
+    try:
+        torch.cuda.memory._set_allocator_settings("expandable_segments:True")
+    except Exception:  # noqa: BLE001 (an older or a CPU-only torch)
+        pass
+
+
+use_expandable_segments()
+
+
+_memory = {}  # what this process's device memory reached since kopt last asked (note_memory, op "memory")
+
+
+def release_cached_memory(always=False):
+    """Gives the device memory torch's allocator keeps cached back to the device once it is
+    large: the reference's process and the candidates' share the GPU, and GBs cached by one
+    (a KernelBench problem's reference, its fp64 run) leave the other out of memory."""
+    if torch is not None and torch.cuda.is_available() and (always or torch.cuda.memory_reserved() > (1 << 30)):
+        import gc
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+def _on_cuda():
+    return torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+
+
+def note_memory(phase):
+    """Folds the peak of torch's allocator since the last note into `phase` and starts the next
+    one: what each kind of request (a reference's run, a baseline's samples) took at most, so that
+    a problem's memory is told by what held it. Reserved counts the allocator's cached blocks too:
+    what the device gave this process."""
+    if not _on_cuda():
+        return
+    peak = {"reserved": torch.cuda.max_memory_reserved(), "allocated": torch.cuda.max_memory_allocated()}
+    for key, value in peak.items():
+        phases = _memory.setdefault(key, {})
+        phases[phase] = max(phases.get(phase, 0), value)
+    torch.cuda.reset_peak_memory_stats()
+
+
+def work_starts(phase):
+    """Before a call whose working memory is measured: the peak so far goes to `phase` and the
+    call's starts from what is allocated now (returned; None where torch cannot count)."""
+    if not _on_cuda():
+        return None
+    note_memory(phase)
+    return torch.cuda.memory_allocated()
+
+
+def work_ends(c, before):
+    """After the call: what it allocated at most beside what there was before it (its
+    intermediates and results: the problem's own working memory, computed by its reference, its
+    eager baseline or torch.compile's), the largest of each kind of job."""
+    if before is None:
+        return
+    work = _memory.setdefault("work", {})
+    kind = c.job["kind"]
+    work[kind] = max(work.get(kind, 0), torch.cuda.max_memory_allocated() - before)
+
+
+def memory_report(reset):
+    """Op "memory": the peaks by phase since the last report, what is held now, and the largest
+    working memory each kind of call took beside the tensors kopt gave it ("work": work_ends).
+    `reset`: the cached blocks go back first and the next report counts from here."""
+    global _memory
+    if not _on_cuda():
+        return {"device": device()}
+    note_memory("held between requests")
+    out = dict(_memory, device=device(), now_reserved=torch.cuda.memory_reserved(),
+               now_allocated=torch.cuda.memory_allocated())
+    if reset:
+        release_cached_memory(always=True)
+        torch.cuda.reset_peak_memory_stats()
+        _memory = {}
+    return out

@@ -1,0 +1,128 @@
+"""A job's tensors on their way in and out of kopt's Python worker: drawn or read onto the
+device, outputs poisoned before the call, written back as raw files through pinned memory, or
+summarized where they are (counts, range and a checksum: no file)."""
+import errno
+import math
+import os
+
+from kopt_worker_draw import draw_chunk, draw_tensor
+from kopt_worker_state import NUMPY_DTYPES, KoptEnvironment, _perf_counter, _spent, json_number, np, torch
+
+
+def to_torch(t, dev):
+    shape = tuple(t["shape"])
+    if t.get("draw"):
+        return draw_tensor(t["draw"], t["dtype"], shape, dev)
+    if t["dtype"] == "bf16":
+        raw = np.fromfile(t["input_path"], dtype=np.int16).reshape(shape)
+        return torch.from_numpy(raw).view(torch.bfloat16).to(dev)
+    return torch.from_numpy(np.fromfile(t["input_path"], dtype=NUMPY_DTYPES[t["dtype"]]).reshape(shape)).to(dev)
+
+
+def poisoned(t, dev):
+    shape = tuple(t["shape"])
+    if t["dtype"] in ("f32", "f64", "f16", "bf16"):
+        dt = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}[t["dtype"]]
+        return torch.full(shape, float("nan"), dtype=dt, device=dev)
+    dt = getattr(torch, NUMPY_DTYPES[t["dtype"]])
+    return torch.full(shape, -0x5A5A5A5B if t["dtype"] in ("i32", "i64") else 0x5A, dtype=dt, device=dev)
+
+
+# Errors of a write the machine refused (no room, a file-size or quota limit, a read-only or
+# failing disk): kopt's environment, never the job's verdict.
+_MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
+def write_tensor(x, path):
+    t0 = _perf_counter()
+    try:
+        _write_tensor(x, path)
+    except OSError as e:
+        if e.errno in _MACHINE_ERRNOS:
+            raise KoptEnvironment("kopt could not write %s: %s" % (path, e)) from e
+        raise
+    finally:
+        _spent.append(("writing %s" % os.path.basename(path), _perf_counter() - t0))
+
+
+_staging = None  # pinned host memory a tensor on the GPU is copied through, chunk by chunk
+STAGING_BYTES = 1 << 28
+
+
+def _write_tensor(x, path):
+    global _staging
+    x = x.detach().contiguous()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp.%d" % os.getpid()
+    if x.is_cuda:
+        # Through pinned memory, a chunk at a time: a pageable copy of GBs runs at a fraction of
+        # the bus's speed, and a host copy of the whole tensor doubles what the output costs.
+        flat = x.reshape(-1).view(torch.uint8)
+        if _staging is None:
+            _staging = torch.empty(STAGING_BYTES, dtype=torch.uint8, pin_memory=True)
+        with open(tmp, "wb") as f:
+            for start in range(0, flat.numel(), STAGING_BYTES):
+                end = min(flat.numel(), start + STAGING_BYTES)
+                chunk = _staging[:end - start]
+                chunk.copy_(flat[start:end])
+                f.write(memoryview(chunk.numpy()))
+    else:
+        x = x.cpu()
+        if x.dtype == torch.bfloat16:
+            x = x.view(torch.int16)
+        x.numpy().tofile(tmp)
+    os.replace(tmp, path)
+
+
+# Elements a summary reads at a time: its temporaries stay small (kopt's tests: a few).
+SUMMARY_CHUNK = int(os.environ.get("KOPT_TEST_SUMMARY_CHUNK", 1 << 26))
+
+
+def summarize(x):
+    """What an output holds, counted on its device a chunk at a time: elements, NaN and inf
+    counts, the finite minimum and maximum, and a checksum of its bytes (each 32-bit word, or
+    byte, times an odd weight of its position, summed modulo 2**64: integer arithmetic, so the
+    same bits give the same sum in any order of the reduction)."""
+    t0 = _perf_counter()
+    flat = x.detach().reshape(-1)
+    floating = flat.is_floating_point()
+    out = {"elements": flat.numel(), "nan": 0, "inf": 0, "min": None, "max": None}
+    squares, finite_count = 0.0, 0
+    step = draw_chunk(flat.numel(), SUMMARY_CHUNK)  # temporaries near a tenth of the output
+    for start in range(0, flat.numel(), step):
+        part = flat[start:start + step]
+        if floating:
+            finite = part.isfinite()
+            nan, n_finite = int(part.isnan().sum()), int(finite.sum())
+            out["nan"] += nan
+            out["inf"] += part.numel() - n_finite - nan
+            wide = torch.where(finite, part, torch.zeros_like(part)).double()
+            squares += float((wide * wide).sum())
+            finite_count += n_finite
+            if bool(finite.any()):
+                lo = float(torch.where(finite, part, torch.full_like(part, float("inf"))).min())
+                hi = float(torch.where(finite, part, torch.full_like(part, float("-inf"))).max())
+            else:
+                continue
+        else:
+            lo, hi = float(part.min()), float(part.max())
+            wide = part.double()
+            squares += float((wide * wide).sum())
+            finite_count += part.numel()
+        out["min"] = lo if out["min"] is None else min(out["min"], lo)
+        out["max"] = hi if out["max"] is None else max(out["max"], hi)
+    raw = flat.contiguous().view(torch.uint8)
+    words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw
+    total = torch.zeros((), dtype=torch.int64, device=flat.device)
+    step = draw_chunk(words.numel(), SUMMARY_CHUNK)
+    for start in range(0, words.numel(), step):
+        w = words[start:start + step].to(torch.int64)
+        weight = torch.arange(start, start + w.numel(), dtype=torch.int64, device=flat.device) * 2 + 1
+        total += (w * weight).sum()
+    out["checksum"] = "%016x" % (int(total) & 0xFFFFFFFFFFFFFFFF)
+    # kopt's rms(): over the finite elements (the wide seed's atol scale is a ratio of two)
+    out["rms"] = json_number(math.sqrt(squares / finite_count)) if finite_count else 0.0
+    out["min"] = 0.0 if out["min"] is None else out["min"]
+    out["max"] = 0.0 if out["max"] is None else out["max"]
+    _spent.append(("summarizing", _perf_counter() - t0))
+    return out
