@@ -1,5 +1,5 @@
 #pragma once
-// kopt check's precision defences (checker.cpp runs them): the machine code's matrix
+// kopt check's precision defences (check_run.hpp runs them): the machine code's matrix
 // instructions against the problem's precision, an f32 output against the fp64 reference, and
 // the widened inputs of the wide seed.
 #include <optional>

@@ -73,12 +73,12 @@ struct RunJob {
   // KernelBench batch's): they stay on the device, and a summary of each comes back
   // (RunResult::outputs) instead of a file of GBs.
   bool summarize_outputs = false;
-  // The device comparison of a check (checker.cpp). A Python reference keeps its outputs on its
-  // device under `keep_outputs` where `keep_margin` bytes stay free beside them (RunResult::kept
-  // says whether; else they are written to their files as usual); an fp64 reference measures
-  // its distance to each f32 output's reference in `exact_of` (RunResult::exact_error). A
-  // Python candidate's outputs are compared as `compare` says, where they are: only the
-  // summaries cross (RunResult::compared).
+  // The device comparison of a check (evaluate/check_kernels.cpp). A Python reference keeps its
+  // outputs on its device under `keep_outputs` where `keep_margin` bytes stay free beside them
+  // (RunResult::kept says whether; else they are written to their files as usual); an fp64
+  // reference measures its distance to each f32 output's reference in `exact_of`
+  // (RunResult::exact_error). A Python candidate's outputs are compared as `compare` says, where
+  // they are: only the summaries cross (RunResult::compared).
   std::string keep_outputs;
   std::int64_t keep_margin = 0;
   std::map<std::string, OutputSource> exact_of;
