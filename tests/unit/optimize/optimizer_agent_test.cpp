@@ -363,6 +363,7 @@ TEST_F(AgentMode, AnAblationIsAttributedWhenTheIterationIsRejected) {
   EXPECT_EQ(v1.outcome, VersionOutcome::rejected);
   EXPECT_NEAR(v1.attribution_ms.at("warp_shuffle_reduction"), 0.010, 1e-9);
   EXPECT_EQ(v1.method_outcomes.at("warp_shuffle_reduction"), MethodOutcome::effective);
+}
 
 }  // namespace
 }  // namespace kopt::optimize
