@@ -18,7 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using fixtures::Optimize;
 using test::FakeLab;
-using test::k_problem;
 
 class Proposer : public Optimize {
  protected:

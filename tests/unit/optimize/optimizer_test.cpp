@@ -20,7 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using fixtures::Optimize;
 using test::FakeLab;
-using test::k_problem;
 
 TEST_F(Optimize, FromTheNaiveKernelToTheMethodsThatTheProfileCallsFor) {
   FakeLab lab;

@@ -15,10 +15,8 @@
 
 namespace kopt::optimize {
 namespace {
-namespace fs = std::filesystem;
 using fixtures::Optimize;
 using test::FakeLab;
-using test::k_problem;
 
 TEST_F(Optimize, WithoutMethodTogglesTheBranchesTuneTheKernelsThatHaveParams) {
   auto p = without_methods();
