@@ -43,17 +43,20 @@ def torch_clock():
     return _torch_clock
 
 
+_modules_seen = {}  # prefix -> module: held here, so that one taken out of sys.modules is still read
+
+
 def _kopt_modules():
-    """This worker's modules: its script (run as __main__, where it is the worker) and its parts."""
-    out = []
+    """This worker's modules: its script (run as __main__, where it is the worker) and its parts,
+    each as first seen."""
     for name, mod in list(sys.modules.items()):
         if mod is None:
             continue
         if name == "__main__" and hasattr(mod, "_protocol_out"):
-            out.append(("", mod))
+            _modules_seen.setdefault("", mod)
         elif name.startswith("kopt_worker_"):
-            out.append((name[len("kopt_worker_"):] + ".", mod))
-    return out
+            _modules_seen.setdefault(name[len("kopt_worker_"):] + ".", mod)
+    return list(_modules_seen.items())
 
 
 def _watched():
@@ -105,6 +108,7 @@ def check_untouched(when):
     now = _watched()
     changed = sorted(k for k, v in _seen.items() if k in now and now[k] is not v)
     changed += sorted(k for k in now if k not in _seen and k.startswith(("torch.cuda.Event.", "kopt worker")))
+    changed += sorted(k for k in _seen if k not in now and k.startswith("kopt worker"))  # deleted
     if changed:
         raise Tampered("the candidate replaced %s %s: kopt times with its own copies, and a candidate that "
                        "rewrites a timer is refused (its numbers are not a result)" % (", ".join(changed[:8]), when))

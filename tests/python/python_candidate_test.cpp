@@ -125,6 +125,21 @@ TEST_F(PythonCandidate, ACandidateThatRewritesAPartOfKoptsWorkerIsRefused) {
   EXPECT_NE(r.error.find("kopt worker draw.drawn_unchanged"), std::string::npos) << r.error;
 }
 
+// The same rewrite out of sight: the part taken out of sys.modules first, where a lookup by name
+// no longer finds it (its functions still run), and another of its functions deleted.
+TEST_F(PythonCandidate, ACandidateThatHidesAPartBeforeRewritingItIsRefused) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunResult r = runner.run(candidate("hidden_patch",
+                                     "import sys\n"
+                                     "_m = sys.modules.pop('kopt_worker_draw')\n"
+                                     "_m._draw_values = lambda recipe, i: i.double() * 0\n"
+                                     "del _m._stored\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("kopt worker draw._draw_values"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("kopt worker draw._stored"), std::string::npos) << r.error;
+}
+
 // A candidate that fills the disk from its room (here: past a room allowance of 10 MiB) gets
 // that as its verdict, not the machine's failure that every write of kopt's would then read
 // as, which a resume would meet again; the next candidate gets a fresh room.
