@@ -37,21 +37,29 @@ fs::path embedded_python_files(const fs::path& cache_root, const std::string& na
     h.field(f->text);
   }
   fs::path dir = cache_root / "python" / (name + "-" + h.hex().substr(0, 16));
-  fs::path entry = dir / (name + ".py");
   std::error_code ec;
-  if (fs::exists(entry, ec)) return entry;
-  // Written beside it and renamed into place whole: a worker never starts from half the files,
-  // and kopt processes that write it at once leave one copy.
-  static std::atomic<unsigned> k_parts{0};  // threads of one process too
-  fs::path part = dir;
-  part += ".part-" + std::to_string(::getpid()) + "-" + std::to_string(k_parts++);
-  fs::remove_all(part, ec);
   bool whole = true;
+  for (const EmbeddedFile* f = files; f->name && whole; ++f) whole = fs::exists(dir / f->name, ec);
+  if (whole) return dir / (name + ".py");
+  // Written beside it and renamed into place whole: a worker never starts from half the files,
+  // and kopt processes that write it at once leave one copy. A folder that lost a file (a
+  // cache cleaned by hand) is moved aside first, as the single script is written again.
+  static std::atomic<unsigned> k_parts{0};  // threads of one process too
+  const std::string mine = std::to_string(::getpid()) + "-" + std::to_string(k_parts++);
+  fs::path part = dir, damaged = dir;
+  part += ".part-" + mine;
+  damaged += ".damaged-" + mine;
+  fs::remove_all(part, ec);
+  whole = true;
   for (const EmbeddedFile* f = files; f->name && whole; ++f)
     whole = write_text_atomic(part / f->name, f->text).has_value();
+  if (whole && fs::exists(dir, ec)) {
+    fs::rename(dir, damaged, ec);
+    fs::remove_all(damaged, ec);
+  }
   if (whole) fs::rename(part, dir, ec);
   fs::remove_all(part, ec);  // a write the disk refused, or another process's copy came first
-  return entry;
+  return dir / (name + ".py");
 }
 
 fs::path python_worker_script(const fs::path& cache_root) {
