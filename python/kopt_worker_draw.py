@@ -3,6 +3,7 @@ twin of src/problem/tensor_draw.cpp), a step at a time, and the check that a dra
 holds them."""
 import math
 import os
+import struct
 
 from kopt_worker_state import _perf_counter, _spent, _torch_dtype, torch
 
@@ -40,6 +41,113 @@ DRAW_CHUNK = int(os.environ.get("KOPT_TEST_DRAW_CHUNK") or (1 << 24))
 
 def draw_chunk(n, most):
     return max(1, min(most, max(1 << 16, n >> 8)))
+
+
+# On a CUDA device the values come from one kernel a step (_fused_values), whose temporaries are
+# the step's indices and values (16-24 bytes an element, not the ~100 of the torch operations'):
+# steps of a 400th of the tensor's bytes in elements keep them near 5 % of it, and at least 1 M
+# elements (a floor of 256 K changed no problem's memory by more than 0.03 GiB: perf.md §23).
+def fused_chunk(n, element_bytes, most):
+    return max(1, min(most, max(1 << 20, n * element_bytes // 400)))
+
+
+def _hex(v):
+    return "__longlong_as_double(%dLL)" % _s64(struct.unpack("<q", struct.pack("<d", v))[0])
+
+
+# The twin in CUDA: every multiply, add and division an intrinsic that rounds once (never a
+# fused multiply-add, whatever the compiler's flags), the constants the bits of the Python
+# ones. It returns the f64 value's bits as an int64 (jiterator computes in the indices' type).
+def _fused_code():
+    def horner(c, x):
+        p = _hex(c[-1])
+        for v in reversed(c[:-1]):
+            p = "__dadd_rn(__dmul_rn(%s, %s), %s)" % (p, x, _hex(v))
+        return p
+
+    return """template <typename T> T kopt_draw(T index, long long key, long long kind, double a, double b) {
+  unsigned long long i = (unsigned long long)index;
+  unsigned long long k = (unsigned long long)key + 2ull * i;
+  double v;
+  if (kind == 3) return __double_as_longlong(__dadd_rn(__dmul_rn((double)index, b), a));
+  if (kind == 4) return __double_as_longlong(a);
+  unsigned long long x = k + 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x = x ^ (x >> 31);
+  double u = __dmul_rn((double)(x >> 11), %(unit)s);
+  if (kind == 1) {
+    v = __dadd_rn(__dmul_rn(u, b), a);
+  } else if (kind == 2) {
+    v = __dadd_rn(floor(__dmul_rn(u, b)), a);
+  } else {
+    double u1 = __dsub_rn(1.0, u);
+    unsigned long long y = k + 1ull + 0x9e3779b97f4a7c15ull;
+    y = (y ^ (y >> 30)) * 0xbf58476d1ce4e5b9ull;
+    y = (y ^ (y >> 27)) * 0x94d049bb133111ebull;
+    y = y ^ (y >> 31);
+    double u2 = __dmul_rn((double)(y >> 11), %(unit)s);
+    int e = 0;
+    double m = frexp(u1, &e);
+    double small = m < %(sqrt_half)s ? 1.0 : 0.0;
+    if (small != 0.0) m = __dmul_rn(m, 2.0);
+    double ef = __dsub_rn((double)e, small);
+    double s = __ddiv_rn(__dsub_rn(m, 1.0), __dadd_rn(m, 1.0));
+    double z = __dmul_rn(s, s);
+    double lg = __dadd_rn(__dmul_rn(ef, %(ln2)s), __dmul_rn(__dmul_rn(s, 2.0), %(log)s));
+    double t = __dmul_rn(__dsub_rn(u2, 0.5), %(two_pi)s);
+    double y2 = __dmul_rn(t, t);
+    double c = -(%(cos)s);
+    v = __dadd_rn(__dmul_rn(__dmul_rn(__dsqrt_rn(__dmul_rn(lg, -2.0)), b), c), a);
+  }
+  return __double_as_longlong(v);
+}""" % {"unit": _hex(2.0 ** -53), "sqrt_half": _hex(_SQRT_HALF), "ln2": _hex(_LN2),
+        "two_pi": _hex(_TWO_PI), "log": horner(_LOG_C, "z"), "cos": horner(_COS_C, "y2")}
+
+
+_KINDS = {"normal": 0, "uniform": 1, "randint": 2, "arange": 3, "constant": 4}
+_fused = {}  # "fn": the jitted function, or "failed": why it cannot be had here
+
+
+def _fused_fn():
+    """The jitted draw, made once a process; None where it cannot be (no CUDA, no NVRTC, an
+    old torch), and then the torch operations draw."""
+    if "fn" in _fused or "failed" in _fused:
+        return _fused.get("fn")
+    # Not through torch's kernel cache on disk: a file there that a candidate could write would
+    # be the code that draws every later process's inputs. A compile a process (under a second).
+    os.environ["USE_PYTORCH_KERNEL_CACHE"] = "0"
+    t0 = _perf_counter()
+    try:
+        fn = torch.cuda.jiterator._create_jit_fn(_fused_code(), key=0, kind=0, a=0.0, b=0.0)
+        probe = torch.arange(0, 3, dtype=torch.int64, device="cuda")
+        fn(probe, key=1, kind=0, a=0.0, b=1.0)  # compiled now: a failure falls back here
+        _fused["fn"] = fn
+        _spent.append(("compiling the draw", _perf_counter() - t0))
+    except Exception as e:  # noqa: BLE001 (any failure: the torch operations draw instead)
+        _fused["failed"] = "%s: %s" % (type(e).__name__, e)
+    return _fused.get("fn")
+
+
+def _fused_values(recipe, i):
+    """_draw_values(recipe, i) in one kernel on i's CUDA device, or None where it cannot."""
+    if i.device.type != "cuda" or recipe["kind"] not in _KINDS:
+        return None
+    fn = _fused_fn()
+    if fn is None:
+        return None
+    return fn(i, **_fused_args(recipe)).view(torch.float64)
+
+
+def _fused_args(recipe):
+    """The kernel's arguments: _draw_values' constants, made as it makes them."""
+    kind, a, b = recipe["kind"], float(recipe["a"]), float(recipe["b"])
+    if kind == "uniform":
+        b = b - a
+    elif kind == "randint":
+        a = float(math.ceil(a))
+        b = float(math.ceil(b)) - a
+    return {"key": _s64(int(recipe["key"])), "kind": _KINDS[kind], "a": a, "b": b}
 
 
 def _lsr(x, k):
@@ -126,20 +234,27 @@ def _draw_tensor(recipe, dtype, shape, dev):
     for e in shape:
         n *= int(e)
     out = torch.empty(n, dtype=_torch_dtype(dtype), device=dev)
-    step = draw_chunk(n, DRAW_CHUNK)
+    for start, end, values in _steps(recipe, n, out.element_size(), out.device):
+        out[start:end] = _stored(values, dtype)
+    return out.view(tuple(shape))
+
+
+def _steps(recipe, n, element_bytes, dev):
+    """(start, end, f64 values) over the n elements, in steps whose temporaries stay near 5 %
+    (one kernel a step) or a tenth (the torch operations) of the tensor's bytes."""
+    fused = dev.type == "cuda" and _fused_fn() is not None
+    step = fused_chunk(n, element_bytes, DRAW_CHUNK) if fused else draw_chunk(n, DRAW_CHUNK)
     for start in range(0, n, step):
         end = min(n, start + step)
-        out[start:end] = _stored(_draw_values(recipe, torch.arange(start, end, dtype=torch.int64, device=dev)), dtype)
-    return out.view(tuple(shape))
+        i = torch.arange(start, end, dtype=torch.int64, device=dev)
+        values = _fused_values(recipe, i) if fused else None
+        yield start, end, _draw_values(recipe, i) if values is None else values
 
 
 def drawn_unchanged(x, recipe, dtype):
     """Whether tensor x still holds what its recipe draws (compared chunk by chunk: no copy)."""
     flat = x.reshape(-1)
-    step = draw_chunk(flat.numel(), DRAW_CHUNK)
-    for start in range(0, flat.numel(), step):
-        end = min(flat.numel(), start + step)
-        want = _stored(_draw_values(recipe, torch.arange(start, end, dtype=torch.int64, device=x.device)), dtype)
-        if not torch.equal(flat[start:end], want.to(flat.dtype)):
+    for start, end, values in _steps(recipe, flat.numel(), flat.element_size(), flat.device):
+        if not torch.equal(flat[start:end], _stored(values, dtype).to(flat.dtype)):
             return False
     return True

@@ -5,7 +5,7 @@ import errno
 import math
 import os
 
-from kopt_worker_draw import draw_chunk, draw_tensor
+from kopt_worker_draw import draw_tensor
 from kopt_worker_state import NUMPY_DTYPES, KoptEnvironment, _perf_counter, _spent, json_number, np, torch
 
 
@@ -74,55 +74,63 @@ def _write_tensor(x, path):
     os.replace(tmp, path)
 
 
-# Elements a summary reads at a time: its temporaries stay small (kopt's tests: a few).
-SUMMARY_CHUNK = int(os.environ.get("KOPT_TEST_SUMMARY_CHUNK", 1 << 26))
+# Elements a summary reads at a time, at most (kopt's tests: a few). Its temporaries are about
+# 40 bytes an element: steps of an 800th of the tensor's bytes, at least 1 M elements, keep them
+# near 5 % of it.
+SUMMARY_CHUNK = int(os.environ.get("KOPT_TEST_SUMMARY_CHUNK", 1 << 24))
+
+
+def summary_chunk(n, element_bytes):
+    return max(1, min(SUMMARY_CHUNK, max(1 << 20, n * element_bytes // 800)))
 
 
 def summarize(x):
     """What an output holds, counted on its device a chunk at a time: elements, NaN and inf
     counts, the finite minimum and maximum, and a checksum of its bytes (each 32-bit word, or
     byte, times an odd weight of its position, summed modulo 2**64: integer arithmetic, so the
-    same bits give the same sum in any order of the reduction)."""
+    same bits give the same sum in any order of the reduction). The counts add up on the device
+    and are read once at the end: one read a chunk made a summary of 256 chunks wait on the
+    GPU a thousand times."""
     t0 = _perf_counter()
     flat = x.detach().reshape(-1)
     floating = flat.is_floating_point()
     out = {"elements": flat.numel(), "nan": 0, "inf": 0, "min": None, "max": None}
-    squares, finite_count = 0.0, 0
-    step = draw_chunk(flat.numel(), SUMMARY_CHUNK)  # temporaries near a tenth of the output
+    zero = torch.zeros((), dtype=torch.int64, device=flat.device)
+    nan, finite_count, squares = zero.clone(), zero.clone(), zero.double()
+    lo = hi = None
+    step = summary_chunk(flat.numel(), flat.element_size())
     for start in range(0, flat.numel(), step):
         part = flat[start:start + step]
         if floating:
             finite = part.isfinite()
-            nan, n_finite = int(part.isnan().sum()), int(finite.sum())
-            out["nan"] += nan
-            out["inf"] += part.numel() - n_finite - nan
+            nan += part.isnan().sum()
+            finite_count += finite.sum()
             wide = torch.where(finite, part, torch.zeros_like(part)).double()
-            squares += float((wide * wide).sum())
-            finite_count += n_finite
-            if bool(finite.any()):
-                lo = float(torch.where(finite, part, torch.full_like(part, float("inf"))).min())
-                hi = float(torch.where(finite, part, torch.full_like(part, float("-inf"))).max())
-            else:
-                continue
+            part_lo = torch.where(finite, part, torch.full_like(part, float("inf"))).min()
+            part_hi = torch.where(finite, part, torch.full_like(part, float("-inf"))).max()
         else:
-            lo, hi = float(part.min()), float(part.max())
-            wide = part.double()
-            squares += float((wide * wide).sum())
             finite_count += part.numel()
-        out["min"] = lo if out["min"] is None else min(out["min"], lo)
-        out["max"] = hi if out["max"] is None else max(out["max"], hi)
+            wide = part.double()
+            part_lo, part_hi = part.min(), part.max()
+        squares += (wide * wide).sum()
+        lo = part_lo if lo is None else torch.minimum(lo, part_lo)
+        hi = part_hi if hi is None else torch.maximum(hi, part_hi)
     raw = flat.contiguous().view(torch.uint8)
     words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw
-    total = torch.zeros((), dtype=torch.int64, device=flat.device)
-    step = draw_chunk(words.numel(), SUMMARY_CHUNK)
+    total = zero.clone()
+    step = summary_chunk(words.numel(), words.element_size())
     for start in range(0, words.numel(), step):
         w = words[start:start + step].to(torch.int64)
         weight = torch.arange(start, start + w.numel(), dtype=torch.int64, device=flat.device) * 2 + 1
         total += (w * weight).sum()
     out["checksum"] = "%016x" % (int(total) & 0xFFFFFFFFFFFFFFFF)
+    finite_count = int(finite_count)
+    if floating:
+        out["nan"] = int(nan)
+        out["inf"] = flat.numel() - finite_count - out["nan"]
     # kopt's rms(): over the finite elements (the wide seed's atol scale is a ratio of two)
-    out["rms"] = json_number(math.sqrt(squares / finite_count)) if finite_count else 0.0
-    out["min"] = 0.0 if out["min"] is None else out["min"]
-    out["max"] = 0.0 if out["max"] is None else out["max"]
+    out["rms"] = json_number(math.sqrt(float(squares) / finite_count)) if finite_count else 0.0
+    out["min"] = float(lo) if finite_count else 0.0
+    out["max"] = float(hi) if finite_count else 0.0
     _spent.append(("summarizing", _perf_counter() - t0))
     return out
