@@ -26,6 +26,13 @@ namespace kopt {
 namespace {
 namespace fs = std::filesystem;
 
+// Every init kind, randint's bounds off the integers (the draw takes their ceilings).
+const std::vector<InitSpec> k_inits = {{InitKind::normal, 0.5, 2.0},
+                                       {InitKind::uniform, -3, 7},
+                                       {InitKind::randint, -300.5, 300.25},
+                                       {InitKind::arange, 1, 0.5},
+                                       {InitKind::constant, 3.25, 0}};
+
 class PythonDraw : public test::PrivateCacheTest {
  protected:
   void SetUp() override {
@@ -72,10 +79,7 @@ TEST_F(PythonDraw, EveryDtypeAndInitDrawsKoptsBytes) {
   for (auto [seed, n] : draws)
     for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32,
                     DType::i16, DType::i8, DType::u8})
-      for (InitSpec init :
-           {InitSpec{InitKind::normal, 0.5, 2.0}, InitSpec{InitKind::uniform, -3, 7},
-            InitSpec{InitKind::randint, -300, 300}, InitSpec{InitKind::arange, 1, 0.5},
-            InitSpec{InitKind::constant, 3.25, 0}}) {
+      for (const InitSpec& init : k_inits) {
         TensorSpec spec;
         spec.name = "x";
         spec.dtype = t;
@@ -111,10 +115,7 @@ TEST_F(PythonDraw, TheGpuDrawsSourceBuiltForTheHostGivesKoptsValues) {
   std::vector<DrawRecipe> recipes;
   nlohmann::json asked = nlohmann::json::array();
   for (std::uint64_t seed : {0xfedcba9876543210ull, 0ull, 0x8000000000000001ull})
-    for (InitSpec init :
-         {InitSpec{InitKind::normal, 0.5, 2.0}, InitSpec{InitKind::uniform, -3, 7},
-          InitSpec{InitKind::randint, -300.5, 300.25}, InitSpec{InitKind::arange, 1, 0.5},
-          InitSpec{InitKind::constant, 3.25, 0}}) {
+    for (const InitSpec& init : k_inits) {
       TensorSpec spec;
       spec.name = "x";
       spec.init = init;
