@@ -105,6 +105,13 @@ def _fused_code():
         "two_pi": _hex(_TWO_PI), "log": horner(_LOG_C, "z"), "cos": horner(_COS_C, "y2")}
 
 
+# Elements from which a tensor's draw compiles the kernel (about 0.8 s, once a process): from
+# there the torch operations' steps cost as much a draw (0.1 s at 4 M elements on an H200).
+# Once compiled (a batch's worker compiles it while kopt imports: the "warm" request), it draws
+# every tensor.
+FUSED_FROM = 1 << 22
+
+
 _KINDS = {"normal": 0, "uniform": 1, "randint": 2, "arange": 3, "constant": 4}
 _fused = {}  # "fn": the jitted function, or "failed": why it cannot be had here
 
@@ -242,7 +249,7 @@ def _draw_tensor(recipe, dtype, shape, dev):
 def _steps(recipe, n, element_bytes, dev):
     """(start, end, f64 values) over the n elements, in steps whose temporaries stay near 5 %
     (one kernel a step) or a tenth (the torch operations) of the tensor's bytes."""
-    fused = dev.type == "cuda" and _fused_fn() is not None
+    fused = dev.type == "cuda" and (n >= FUSED_FROM or "fn" in _fused) and _fused_fn() is not None
     step = fused_chunk(n, element_bytes, DRAW_CHUNK) if fused else draw_chunk(n, DRAW_CHUNK)
     for start in range(0, n, step):
         end = min(n, start + step)
