@@ -122,46 +122,70 @@ def _source(where, dtype, shape, dev, opened):
     return to_torch({"shape": shape, "dtype": dtype, "input_path": where["path"]}, dev)
 
 
+# Elements compared at a time, at most (kopt's tests: a few). A step's temporaries are about
+# 80 bytes an element (both sides in f64, the masks, the differences): steps of a 1600th of the
+# output's bytes in elements, at least 1 M, keep them near 5 % of it.
 COMPARE_CHUNK = int(os.environ.get("KOPT_TEST_SUMMARY_CHUNK", 1 << 24))
 
 
+def compare_chunk(n, element_bytes):
+    return max(1, min(COMPARE_CHUNK, max(1 << 20, n * element_bytes // 1600)))
+
+
+def _judged(gp, ep, atol, rtol):
+    """One step of compare_tensors: both sides in f64, which elements are special (NaN or
+    infinite on either side) and which of those match, the absolute differences (0 where
+    special) and the mismatches."""
+    gd, ed = gp.double(), ep.double()
+    gnan, enan, ginf, einf = gd.isnan(), ed.isnan(), gd.isinf(), ed.isinf()
+    special = gnan | enan | ginf | einf
+    special_ok = (enan & gnan) | (einf & (gd == ed))
+    diff = torch.where(special, torch.zeros_like(gd), (gd - ed).abs())
+    bad = ~torch.where(special, special_ok, diff <= atol + rtol * ed.abs())
+    return gd, ed, gnan, ginf, special, special_ok, diff, bad
+
+
 def compare_tensors(got, expected, atol, rtol, poison, max_reported=5):
-    """kopt's compare_tensors (measure/compare.cpp) on the device, a chunk at a time, in f64: an
+    """kopt's compare_tensors (measure/compare.cpp) on the device, a step at a time, in f64: an
     element matches when |got - ref| <= atol + rtol * |ref| (NaN matches NaN, an infinity the
     same infinity); the counts, the largest errors, the relative L2 error and the first
-    mismatches come back, never the tensors. `poison`: the bits an unwritten element holds."""
+    mismatches come back, never the tensors. `poison`: the bits an unwritten element holds.
+    The counts and sums add up on the device and are read once (and the steps with mismatches
+    judged again for the first of them): a read a step made the CPU wait on the GPU nine times
+    a step."""
     g, e = got.reshape(-1), expected.reshape(-1)
     n = e.numel()
-    r = {"numel": n, "max_abs_err": 0.0, "max_rel_err": 0.0, "mismatches": 0, "nan": 0, "inf": 0,
-         "unwritten": 0, "first": []}
-    diff_sq = ref_sq = 0.0
+    counts = torch.zeros(5, dtype=torch.int64, device=g.device)  # unwritten, nan, inf, bad, special bad
+    sums = torch.zeros(4, dtype=torch.float64, device=g.device)  # max abs, max rel, diff^2, ref^2
     bits = _bits_dtype(g)
-    for start in range(0, n, COMPARE_CHUNK):
-        gp, ep = g[start:start + COMPARE_CHUNK], e[start:start + COMPARE_CHUNK]
-        r["unwritten"] += int((gp.view(bits) == poison).sum())
-        gd, ed = gp.double(), ep.double()
-        gnan, enan, ginf, einf = gd.isnan(), ed.isnan(), gd.isinf(), ed.isinf()
-        r["nan"] += int(gnan.sum())
-        r["inf"] += int(ginf.sum())
-        special = gnan | enan | ginf | einf
-        special_ok = (enan & gnan) | (einf & (gd == ed))
-        diff = torch.where(special, torch.zeros_like(gd), (gd - ed).abs())
-        ok = torch.where(special, special_ok, diff <= atol + rtol * ed.abs())
-        bad = ~ok
-        count = int(bad.sum())
-        if count:
-            r["mismatches"] += count
-            if bool((special & ~special_ok).any()):
-                r["max_abs_err"] = math.inf
-            if len(r["first"]) < max_reported:
-                for i in bad.nonzero().reshape(-1)[:max_reported - len(r["first"])].tolist():
-                    r["first"].append([start + i, json_number(float(gd[i])), json_number(float(ed[i]))])
-        r["max_abs_err"] = max(r["max_abs_err"], float(diff.max()))
+    step = compare_chunk(n, g.element_size())
+    per_step = []
+    for start in range(0, n, step):
+        gp, ep = g[start:start + step], e[start:start + step]
+        gd, ed, gnan, ginf, special, special_ok, diff, bad = _judged(gp, ep, atol, rtol)
+        bad_here = bad.sum()
+        per_step.append(bad_here)
+        counts += torch.stack([(gp.view(bits) == poison).sum(), gnan.sum(), ginf.sum(), bad_here,
+                               (special & ~special_ok).sum()])
         nonzero = ~special & (ed != 0)
-        if bool(nonzero.any()):
-            r["max_rel_err"] = max(r["max_rel_err"], float((diff / torch.where(nonzero, ed.abs(), torch.ones_like(ed))).max()))
-        diff_sq += float((diff * diff).sum())
-        ref_sq += float(torch.where(special, torch.zeros_like(ed), ed * ed).sum())
+        rel = (diff / torch.where(nonzero, ed.abs(), torch.ones_like(ed))).max()
+        rel = torch.where(nonzero.any(), rel, torch.zeros_like(rel))
+        sums[0] = torch.maximum(sums[0], diff.max())
+        sums[1] = torch.maximum(sums[1], rel)
+        sums[2] += (diff * diff).sum()
+        sums[3] += torch.where(special, torch.zeros_like(ed), ed * ed).sum()
+    unwritten, nan, inf, mismatches, special_bad = counts.tolist()
+    max_abs, max_rel, diff_sq, ref_sq = sums.tolist()
+    r = {"numel": n, "max_abs_err": math.inf if special_bad else max_abs, "max_rel_err": max_rel,
+         "mismatches": mismatches, "nan": nan, "inf": inf, "unwritten": unwritten, "first": []}
+    if mismatches:
+        for k, bad_here in enumerate(torch.stack(per_step).tolist()):
+            if not bad_here or len(r["first"]) >= max_reported:
+                continue
+            start = k * step
+            gd, ed, *_, bad = _judged(g[start:start + step], e[start:start + step], atol, rtol)
+            for i in bad.nonzero().reshape(-1)[:max_reported - len(r["first"])].tolist():
+                r["first"].append([start + i, json_number(float(gd[i])), json_number(float(ed[i]))])
     r["rel_l2_err"] = math.sqrt(diff_sq / ref_sq) if ref_sq > 0 else math.sqrt(diff_sq)
     for k in ("max_abs_err", "max_rel_err", "rel_l2_err"):
         r[k] = json_number(r[k])
@@ -170,19 +194,19 @@ def compare_tensors(got, expected, atol, rtol, poison, max_reported=5):
 
 def relative_l2(got, exact):
     """kopt's relative_l2 (measure/compare.cpp) on the device: ||got - exact|| / ||exact|| over
-    the elements finite in both; -1 when nothing is."""
+    the elements finite in both; -1 when nothing is. Summed on the device, read once."""
     g, e = got.reshape(-1), exact.reshape(-1)
     if g.numel() != e.numel():
         return -1.0
-    diff_sq = ref_sq = 0.0
-    finite = 0
-    for start in range(0, e.numel(), COMPARE_CHUNK):
-        gd, ed = g[start:start + COMPARE_CHUNK].double(), e[start:start + COMPARE_CHUNK].double()
+    sums = torch.zeros(3, dtype=torch.float64, device=g.device)  # finite, diff^2, ref^2
+    step = compare_chunk(e.numel(), e.element_size())
+    for start in range(0, e.numel(), step):
+        gd, ed = g[start:start + step].double(), e[start:start + step].double()
         both = gd.isfinite() & ed.isfinite()
-        finite += int(both.sum())
         d = torch.where(both, gd - ed, torch.zeros_like(gd))
-        diff_sq += float((d * d).sum())
-        ref_sq += float(torch.where(both, ed * ed, torch.zeros_like(ed)).sum())
+        sums += torch.stack([both.sum().double(), (d * d).sum(),
+                             torch.where(both, ed * ed, torch.zeros_like(ed)).sum()])
+    finite, diff_sq, ref_sq = sums.tolist()
     if finite == 0:
         return -1.0
     return math.sqrt(diff_sq / ref_sq) if ref_sq > 0 else math.sqrt(diff_sq)
