@@ -5,7 +5,7 @@ the time of each and the memory its temporaries take beside the tensor.
 
 Each rule is a function of the tensor's elements n giving the elements of a step, and a way of
 drawing a step: torch's operations (about 100 launches a step, the CPU's way and the fallback)
-or, on CUDA, one jitted kernel (the worker's own way there, with its own rule, fused_chunk).
+or, on CUDA, one jitted kernel (the worker's own way there, with its own rule, five_percent_step).
 Prints one line per (size, rule): milliseconds to draw and to summarize, and on a GPU the peak
 bytes torch allocated beyond the tensor itself, as a share of the tensor's bytes. Then, on a
 GPU, whether the kernel's bytes are the torch operations' for every kind and some dtypes.
@@ -27,7 +27,7 @@ RULES = {
     "ops, 16M a step (before 0e31402)": (lambda n, most: max(1, min(most, n)), False),
     "ops, 256 steps (0e31402)": (worker.draw_chunk, False),
     "ops, max(4M, n/32)": (lambda n, most: max(1, min(most, max(1 << 22, n >> 5))), False),
-    "one kernel a step (fused_chunk)": (worker.draw_chunk, True),
+    "one kernel a step (5 % rule)": (worker.draw_chunk, True),
 }
 
 
@@ -85,7 +85,8 @@ def main():
                 best_draw, best_sum = min(best_draw, t_draw), min(best_sum, t_sum)
                 del x
             on = dev.type == "cuda" and worker._fused_fn() is not None
-            step = worker.fused_chunk(n, tensor_bytes // n, worker.DRAW_CHUNK) if on else rule[0](n, worker.DRAW_CHUNK)
+            step = (worker.five_percent_step(n, tensor_bytes // n, worker.FUSED_TEMP_BYTES, worker.DRAW_CHUNK) if on
+                    else rule[0](n, worker.DRAW_CHUNK))
             steps = -(-n // step)
             held = "not counted" if peak is None else "%.0f MiB %4.0f %%" % (peak / 2**20, 100.0 * peak / tensor_bytes)
             print("%-6s %-34s %10.1f %10.1f %8d %14s" % (text, name, best_draw * 1e3, best_sum * 1e3, steps, held))

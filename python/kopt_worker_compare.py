@@ -3,11 +3,11 @@ candidate's shared from its own process through CUDA IPC (the driver API, throug
 torch's own sharing needs files of its own in /dev/shm, which a candidate's room has not), and
 compared there by kopt's rule, in f64, a chunk at a time; only the summaries go back."""
 import math
-import os
 
 import kopt_worker_state as state
 from kopt_worker_state import KoptEnvironment, _kept, _perf_counter, _spent, _torch_dtype, device, json_number, torch
-from kopt_worker_tensors import poisoned, to_torch
+from kopt_worker_draw import five_percent_step
+from kopt_worker_tensors import SUMMARY_CHUNK, poisoned, to_torch
 
 
 _driver = None
@@ -122,14 +122,13 @@ def _source(where, dtype, shape, dev, opened):
     return to_torch({"shape": shape, "dtype": dtype, "input_path": where["path"]}, dev)
 
 
-# Elements compared at a time, at most (kopt's tests: a few). A step's temporaries are about
-# 80 bytes an element (both sides in f64, the masks, the differences): steps of a 1600th of the
-# output's bytes in elements, at least 1 M, keep them near 5 % of it.
-COMPARE_CHUNK = int(os.environ.get("KOPT_TEST_SUMMARY_CHUNK", 1 << 24))
+# A comparison's temporaries an element (both sides in f64, the masks, the differences), for
+# five_percent_step; at most SUMMARY_CHUNK elements a step.
+COMPARE_TEMP_BYTES = 80
 
 
 def compare_chunk(n, element_bytes):
-    return max(1, min(COMPARE_CHUNK, max(1 << 20, n * element_bytes // 1600)))
+    return five_percent_step(n, element_bytes, COMPARE_TEMP_BYTES, SUMMARY_CHUNK)
 
 
 def _judged(gp, ep, atol, rtol):

@@ -43,12 +43,17 @@ def draw_chunk(n, most):
     return max(1, min(most, max(1 << 16, n >> 8)))
 
 
-# On a CUDA device the values come from one kernel a step (_fused_values), whose temporaries are
-# the step's indices and values (16-24 bytes an element, not the ~100 of the torch operations'):
-# steps of a 400th of the tensor's bytes in elements keep them near 5 % of it, and at least 1 M
-# elements (a floor of 256 K changed no problem's memory by more than 0.03 GiB: perf.md §23).
-def fused_chunk(n, element_bytes, most):
-    return max(1, min(most, max(1 << 20, n * element_bytes // 400)))
+def five_percent_step(n, element_bytes, temp_bytes, most):
+    """Elements of a step over a tensor of n elements whose temporaries (`temp_bytes` an element)
+    stay near 5 % of the tensor's bytes: at least 1 M (a floor of 256 K changed no problem's
+    memory by more than 0.03 GiB: perf.md §23), at most `most`. The draw's kernel, the summary
+    and the device comparison each step so."""
+    return max(1, min(most, max(1 << 20, n * element_bytes // (20 * temp_bytes))))
+
+
+# On a CUDA device the values come from one kernel a step, whose temporaries are the step's
+# indices and values (16-24 bytes an element, not the ~100 of the torch operations').
+FUSED_TEMP_BYTES = 20
 
 
 def _hex(v):
@@ -134,16 +139,6 @@ def _fused_fn():
     except Exception as e:  # noqa: BLE001 (any failure: the torch operations draw instead)
         _fused["failed"] = "%s: %s" % (type(e).__name__, e)
     return _fused.get("fn")
-
-
-def _fused_values(recipe, i):
-    """_draw_values(recipe, i) in one kernel on i's CUDA device, or None where it cannot."""
-    if i.device.type != "cuda" or recipe["kind"] not in _KINDS:
-        return None
-    fn = _fused_fn()
-    if fn is None:
-        return None
-    return fn(i, **_fused_args(recipe)).view(torch.float64)
 
 
 def _fused_args(recipe):
@@ -249,13 +244,13 @@ def _draw_tensor(recipe, dtype, shape, dev):
 def _steps(recipe, n, element_bytes, dev):
     """(start, end, f64 values) over the n elements, in steps whose temporaries stay near 5 %
     (one kernel a step) or a tenth (the torch operations) of the tensor's bytes."""
-    fused = dev.type == "cuda" and (n >= FUSED_FROM or "fn" in _fused) and _fused_fn() is not None
-    step = fused_chunk(n, element_bytes, DRAW_CHUNK) if fused else draw_chunk(n, DRAW_CHUNK)
+    fn = _fused_fn() if dev.type == "cuda" and (n >= FUSED_FROM or "fn" in _fused) else None
+    args = _fused_args(recipe) if fn is not None and recipe["kind"] in _KINDS else None
+    step = five_percent_step(n, element_bytes, FUSED_TEMP_BYTES, DRAW_CHUNK) if args else draw_chunk(n, DRAW_CHUNK)
     for start in range(0, n, step):
         end = min(n, start + step)
         i = torch.arange(start, end, dtype=torch.int64, device=dev)
-        values = _fused_values(recipe, i) if fused else None
-        yield start, end, _draw_values(recipe, i) if values is None else values
+        yield start, end, fn(i, **args).view(torch.float64) if args else _draw_values(recipe, i)
 
 
 def drawn_unchanged(x, recipe, dtype):

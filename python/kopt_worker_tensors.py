@@ -5,7 +5,7 @@ import errno
 import math
 import os
 
-from kopt_worker_draw import draw_tensor
+from kopt_worker_draw import draw_tensor, five_percent_step
 from kopt_worker_state import NUMPY_DTYPES, KoptEnvironment, _perf_counter, _spent, json_number, np, torch
 
 
@@ -74,14 +74,9 @@ def _write_tensor(x, path):
     os.replace(tmp, path)
 
 
-# Elements a summary reads at a time, at most (kopt's tests: a few). Its temporaries are about
-# 40 bytes an element: steps of an 800th of the tensor's bytes, at least 1 M elements, keep them
-# near 5 % of it.
+# Elements a summary or a device comparison reads at a time, at most (kopt's tests: a few).
 SUMMARY_CHUNK = int(os.environ.get("KOPT_TEST_SUMMARY_CHUNK", 1 << 24))
-
-
-def summary_chunk(n, element_bytes):
-    return max(1, min(SUMMARY_CHUNK, max(1 << 20, n * element_bytes // 800)))
+SUMMARY_TEMP_BYTES = 40  # a summary's temporaries an element (five_percent_step)
 
 
 def summarize(x):
@@ -98,7 +93,7 @@ def summarize(x):
     zero = torch.zeros((), dtype=torch.int64, device=flat.device)
     nan, finite_count, squares = zero.clone(), zero.clone(), zero.double()
     lo = hi = None
-    step = summary_chunk(flat.numel(), flat.element_size())
+    step = five_percent_step(flat.numel(), flat.element_size(), SUMMARY_TEMP_BYTES, SUMMARY_CHUNK)
     for start in range(0, flat.numel(), step):
         part = flat[start:start + step]
         if floating:
@@ -118,7 +113,7 @@ def summarize(x):
     raw = flat.contiguous().view(torch.uint8)
     words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw
     total = zero.clone()
-    step = summary_chunk(words.numel(), words.element_size())
+    step = five_percent_step(words.numel(), words.element_size(), SUMMARY_TEMP_BYTES, SUMMARY_CHUNK)
     for start in range(0, words.numel(), step):
         w = words[start:start + step].to(torch.int64)
         weight = torch.arange(start, start + w.numel(), dtype=torch.int64, device=flat.device) * 2 + 1
