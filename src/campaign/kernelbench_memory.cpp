@@ -29,6 +29,23 @@ std::pair<std::string, std::uint64_t> GpuMemoryUse::largest_phase() const {
   return largest(process_reserved);
 }
 
+namespace {
+std::optional<std::uint64_t> growth(const std::map<std::string, std::uint64_t>& peaks,
+                                    std::optional<std::uint64_t> start) {
+  if (!start || peaks.empty()) return std::nullopt;
+  std::uint64_t peak = largest(peaks).second;
+  return peak > *start ? peak - *start : 0;
+}
+}  // namespace
+
+std::optional<std::uint64_t> GpuMemoryUse::reserved_growth() const {
+  return growth(process_reserved, process_start_reserved);
+}
+
+std::optional<std::uint64_t> GpuMemoryUse::allocated_growth() const {
+  return growth(process_allocated, process_start_allocated);
+}
+
 // The worker's reply: {"trusted": {"reserved": {phase: bytes}, "allocated": {...}, "work":
 // {kind: bytes}, ...}, "candidate": {...}}; a candidate's phases are named so, and its calls'
 // working memory is not the problem's.
@@ -45,6 +62,11 @@ void read_process_memory(GpuMemoryUse& m, const json& reply) {
           auto& slot = (*into)[prefix + phase];
           slot = std::max(slot, bytes.get<std::uint64_t>());
         }
+    for (auto [key, into] : {std::pair{"start_reserved", &m.process_start_reserved},
+                             std::pair{"start_allocated", &m.process_start_allocated}})
+      if (const json start = r.value(key, json());
+          process == "trusted" && start.is_number_unsigned())
+        *into = start.get<std::uint64_t>();
     if (const json work = r.value("work", json()); process == "trusted" && work.is_object())
       for (const auto& [kind, bytes] : work.items())
         if (bytes.is_number_unsigned())
@@ -62,6 +84,8 @@ json to_json(const GpuMemoryUse& m) {
           {"work_bytes", m.work_bytes},
           {"process_reserved_bytes", m.process_reserved},
           {"process_allocated_bytes", m.process_allocated},
+          {"process_start_reserved_bytes", bytes(m.process_start_reserved)},
+          {"process_start_allocated_bytes", bytes(m.process_start_allocated)},
           {"note", m.note}};
 }
 
@@ -78,22 +102,34 @@ GpuMemoryUse memory_from_json(const json& j) {
   m.work_bytes = j.value("work_bytes", std::map<std::string, std::uint64_t>{});
   m.process_reserved = j.value("process_reserved_bytes", std::map<std::string, std::uint64_t>{});
   m.process_allocated = j.value("process_allocated_bytes", std::map<std::string, std::uint64_t>{});
+  m.process_start_reserved = bytes("process_start_reserved_bytes");
+  m.process_start_allocated = bytes("process_start_allocated_bytes");
   m.note = j.value("note", std::string{});
   return m;
 }
 
 // "17.9 GiB of 19.1 GiB", "-" where not read or not run; over the bound, what held the most
-// in kopt's Python process: "11.7 GiB of 8.8 GiB (over; sample torch_compile 12.0 GiB)", and
-// where the device's reading is well beyond it, how much is outside torch's allocator (what
-// CUDA libraries load into a context, other processes).
+// in kopt's Python process. Where its start was read, how far torch's allocator grew in the
+// problem, how much of that its live tensors took, and the rest of the device's reading, which
+// is outside the allocator (what CUDA libraries and modules load into a context, other
+// processes): "12.0 GiB of 8.8 GiB (over; torch's allocator +12.0 GiB, 8.0 GiB of it live, most
+// at prepare torch_compile; 20.0 MiB outside it)". Else the phase's peak as read:
+// "11.7 GiB of 8.8 GiB (over; sample torch_compile 12.0 GiB)", and how much more the device
+// read where that is well beyond it.
 std::string memory_cell(const KernelbenchEntry& e) {
   auto used = e.memory.used_bytes();
   if (!used) return "-";
   std::string over;
   if (*used > e.memory.bound_bytes) {
     auto [phase, bytes] = e.memory.largest_phase();
+    auto grew = e.memory.reserved_growth();
+    auto live = e.memory.allocated_growth();
     if (phase.empty())
       over = " (over)";
+    else if (grew && live)
+      over = fmt::format(" (over; torch's allocator +{}, {} of it live, most at {}; {} outside it)",
+                         human_bytes(*grew), human_bytes(std::min(*live, *grew)), phase,
+                         human_bytes(*used > *grew ? *used - *grew : 0));
     else if (*used > bytes + bytes / 5)
       over = fmt::format(" (over; {} {}, {} more outside torch's allocator)", phase,
                          human_bytes(bytes), human_bytes(*used - bytes));

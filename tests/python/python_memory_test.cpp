@@ -75,6 +75,32 @@ TEST_F(PythonMemory, AReferencesWorkingMemoryIsCountedBesideKoptsTensors) {
       << "the reset gave the cached blocks back: " << after.dump();
 }
 
+// The timing's L2 flush buffer lives as long as the process: it is made at the warm-up, before
+// any problem's tensors (not at a first sample, between them), and a problem's report starts
+// from what the process holds at its start, so that the buffer is not counted as the problem's.
+TEST_F(PythonMemory, TheFlushBufferIsMadeAtTheWarmUpAndAReportStartsFromWhatIsHeld) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  runner.set_default_flush_bytes(96 * k_mib);
+  ASSERT_EQ(runner.warm(false), "");
+  (void)runner.memory(true);
+  nlohmann::json m = runner.memory(false);
+  ASSERT_TRUE(m.contains("trusted")) << m.dump();
+  const nlohmann::json& t = m["trusted"];
+  if (t.value("device", "").rfind("cuda", 0) != 0) {
+    EXPECT_FALSE(t.contains("start_reserved")) << "no number made up on the CPU: " << m.dump();
+    GTEST_SKIP() << "torch's allocator counts CUDA memory only; the worker runs on "
+                 << t.value("device", "?");
+  }
+  EXPECT_GE(t.value("start_allocated", std::int64_t{0}), 96 * k_mib) << m.dump();
+  EXPECT_GE(t.value("start_reserved", std::int64_t{0}), 96 * k_mib) << m.dump();
+  RunResult r = runner.run(reference());
+  ASSERT_TRUE(r.ok()) << r.error;
+  nlohmann::json after = runner.memory(false)["trusted"];
+  EXPECT_EQ(after.value("start_allocated", std::int64_t{-1}), t.value("start_allocated", 0))
+      << "a report's start is its reset's, not moved by the run: " << after.dump();
+}
+
 // A job's tensors go with its job: a cycle through the job's call kept a reference's inputs (a
 // 0.3 GiB weight on the H100) alive until Python's collector came by, beside the next job's.
 TEST_F(PythonMemory, AJobsTensorsAreGoneWhenItEnds) {

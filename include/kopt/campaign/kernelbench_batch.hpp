@@ -93,6 +93,11 @@ struct GpuMemoryUse {
   // The most its live tensors took at once, by the same kinds: less than reserved by what the
   // allocator kept cached.
   std::map<std::string, std::uint64_t> process_allocated;
+  // What kopt's trusted Python process had reserved and allocated when the problem started
+  // (its flush buffer, the CUDA libraries' workspaces: memory held for the process's life), so
+  // that the growth of torch's allocator in the problem is told from memory outside it, and
+  // its live tensors from its cached blocks; nullopt: not read.
+  std::optional<std::uint64_t> process_start_reserved, process_start_allocated;
   std::string note;
   std::optional<std::uint64_t> used_bytes() const {
     if (!idle_bytes || !peak_bytes) return std::nullopt;
@@ -102,6 +107,10 @@ struct GpuMemoryUse {
   void set_bound(std::uint64_t output_bytes);
   // The kind of request whose reserved peak was largest, and that peak ("", 0: none read).
   std::pair<std::string, std::uint64_t> largest_phase() const;
+  // How far torch's allocator grew in the problem: the largest reserved (or allocated) peak
+  // less what was reserved (allocated) at its start; nullopt where the start was not read.
+  std::optional<std::uint64_t> reserved_growth() const;
+  std::optional<std::uint64_t> allocated_growth() const;
 };
 
 // A problem's candidate: a KernelBench ModelNew, checked as `kopt check` checks a kernel and

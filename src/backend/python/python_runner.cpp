@@ -254,7 +254,10 @@ json PythonRunner::job_json(const RunJob& job, const fs::path& after_dir) const 
 }
 
 std::string PythonRunner::warm(bool compile) {
-  Reply r = call({{"op", "warm"}, {"compile", compile}}, 300s, false);
+  // The L2 flush buffer is made here, before any problem's tensors, so that a buffer kept for
+  // the process's life never sits between a problem's blocks in the allocator's segment.
+  Reply r =
+      call({{"op", "warm"}, {"compile", compile}, {"flush_bytes", m_default_flush}}, 300s, false);
   return r.ok ? std::string() : r.error;
 }
 

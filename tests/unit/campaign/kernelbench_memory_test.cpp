@@ -72,6 +72,36 @@ TEST(KernelbenchMemory, AProblemOverItsBoundNamesWhatHeldTheMost) {
   EXPECT_EQ(memory_cell(e), "-") << "not read is not 0";
 }
 
+// Where the process said what it held when the problem started (its flush buffer, a library's
+// workspace, kept for its life), the cell tells the allocator's growth in the problem, its live
+// part, and what the device read beyond it: the reserved peak alone counts the kept memory as
+// the problem's and hides what is outside the allocator.
+TEST(KernelbenchMemory, AProblemOverItsBoundTellsTheAllocatorsGrowthFromItsStart) {
+  KernelbenchEntry e;
+  e.memory = problem(k_gib, 10 * k_gib);  // 9 GiB used
+  json r = reply();
+  r["trusted"]["allocated"]["sample torch_compile"] = 7 * k_gib;
+  r["trusted"]["start_reserved"] = 2 * k_gib;
+  r["trusted"]["start_allocated"] = k_gib;
+  read_process_memory(e.memory, r);
+  e.memory.set_bound(2 * k_gib);
+  EXPECT_EQ(e.memory.reserved_growth(), 7 * k_gib);
+  EXPECT_EQ(e.memory.allocated_growth(), 6 * k_gib);
+  std::string cell = memory_cell(e);
+  EXPECT_NE(cell.find("(over; torch's allocator +7.0 GiB, 6.0 GiB of it live, most at sample "
+                      "torch_compile; 2.0 GiB outside it)"),
+            std::string::npos)
+      << cell;
+  GpuMemoryUse back = memory_from_json(to_json(e.memory));
+  EXPECT_EQ(back.process_start_reserved, 2 * k_gib);
+  EXPECT_EQ(back.process_start_allocated, k_gib);
+  // A candidate's process's start is not the problem's.
+  GpuMemoryUse m = problem(k_gib, 2 * k_gib);
+  read_process_memory(m, json{{"candidate", {{"start_reserved", 5}, {"start_allocated", 5}}}});
+  EXPECT_FALSE(m.process_start_reserved);
+  EXPECT_FALSE(m.reserved_growth()) << "no start read: no growth made up";
+}
+
 TEST(KernelbenchMemory, ItsRecordComesBackWhole) {
   GpuMemoryUse m = problem(k_gib, 3 * k_gib);
   read_process_memory(m, reply());
@@ -89,6 +119,7 @@ TEST(KernelbenchMemory, ItsRecordComesBackWhole) {
       memory_from_json(json{{"idle_bytes", 1}, {"peak_bytes", 2}, {"bound_bytes", 3}});
   EXPECT_TRUE(old.work_bytes.empty());
   EXPECT_TRUE(old.process_reserved.empty());
+  EXPECT_FALSE(old.process_start_reserved);
 }
 
 TEST(KernelbenchMemory, AProcessThatCouldNotAnswerAddsNothing) {
