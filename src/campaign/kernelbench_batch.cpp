@@ -94,6 +94,7 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
                 std::shared_mutex& alone, std::optional<Error>& environment) {
   auto t0 = Clock::now();
   e.error.clear();
+  e.import_start_s = 0;
   if (!o.force && import_current(dir)) {
     e.status = ImportStatus::kept;
   } else {
@@ -116,7 +117,8 @@ void import_one(KernelbenchEntry& e, const fs::path& file, const fs::path& dir,
       return;
     }
     e.status = ImportStatus::imported;
-    e.notes = *notes;
+    e.notes = notes->notes;
+    e.import_start_s = notes->process_start_s;
     e.reference = ReferenceStatus::not_run;
     e.eager = e.compiled = TimedOutcome{};
     // A candidate refused against an earlier import may have been refused by it (an adapter
@@ -280,8 +282,8 @@ Expected<KernelbenchBatch> run_kernelbench_batch(const KernelbenchBatchOptions& 
       if (import_kept(e, o)) continue;
       std::optional<Error> env;
       import_one(e, files[i], o.out / e.problem, o, importer, alone, env);
-      o.log(fmt::format("[{:.0f} s] import {}: {} ({:.1f} s){}", seconds_since(t0), e.file,
-                        name_of(e.status), e.import_s, e.error.empty() ? "" : ": " + e.error));
+      o.log(fmt::format("[{:.0f} s] import {}: {} ({} s){}", seconds_since(t0), e.file,
+                        name_of(e.status), import_cell(e), e.error.empty() ? "" : ": " + e.error));
       if (env) {
         std::lock_guard lock(env_mutex);
         environment = env;

@@ -11,6 +11,7 @@ bool kernelbench_imported(const KernelbenchEntry& e);   // imported now or kept
 std::string time_cell(const TimedOutcome& b);           // "4.27 ms", a status, or "-"
 std::string memory_cell(const KernelbenchEntry& e);     // "17.9 GiB of 19.1 GiB", or "-"
 std::string candidate_cell(const CandidateOutcome& c);  // "passed (1.23 ms)", "failed", "-"
+std::string import_cell(const KernelbenchEntry& e);     // "0.3", or "5.8 (5.1 start)"
 
 // A problem's memory (kernelbench_memory.cpp): its JSON, and what kopt's Python processes
 // reported (WorkerClient::python_memory) folded into it.

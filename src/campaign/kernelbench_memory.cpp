@@ -25,8 +25,16 @@ void GpuMemoryUse::set_bound(std::uint64_t output_bytes) {
   bound_bytes = static_cast<std::uint64_t>(1.1 * static_cast<double>(tensor_bytes + beside));
 }
 
+// A request's peak before the time between requests: what is reserved between two requests is
+// what the one before left cached, so where the two are equal the request is what reserved it.
 std::pair<std::string, std::uint64_t> GpuMemoryUse::largest_phase() const {
-  return largest(process_reserved);
+  constexpr std::string_view k_between = "held between requests";
+  auto requests = process_reserved;
+  requests.erase(std::string(k_between));
+  auto most = largest(requests);
+  auto between = process_reserved.find(std::string(k_between));
+  if (between != process_reserved.end() && between->second > most.second) return *between;
+  return most;
 }
 
 namespace {
@@ -113,7 +121,7 @@ GpuMemoryUse memory_from_json(const json& j) {
 // problem, how much of that its live tensors took, and the rest of the device's reading, which
 // is outside the allocator (what CUDA libraries and modules load into a context, other
 // processes): "12.0 GiB of 8.8 GiB (over; torch's allocator +12.0 GiB, 8.0 GiB of it live, most
-// at prepare torch_compile; 20.0 MiB outside it)". Else the phase's peak as read:
+// in sample torch_compile; 20.0 MiB outside it)". Else the phase's peak as read:
 // "11.7 GiB of 8.8 GiB (over; sample torch_compile 12.0 GiB)", and how much more the device
 // read where that is well beyond it.
 std::string memory_cell(const KernelbenchEntry& e) {
@@ -127,7 +135,7 @@ std::string memory_cell(const KernelbenchEntry& e) {
     if (phase.empty())
       over = " (over)";
     else if (grew && live)
-      over = fmt::format(" (over; torch's allocator +{}, {} of it live, most at {}; {} outside it)",
+      over = fmt::format(" (over; torch's allocator +{}, {} of it live, most in {}; {} outside it)",
                          human_bytes(*grew), human_bytes(std::min(*live, *grew)), phase,
                          human_bytes(*used > *grew ? *used - *grew : 0));
     else if (*used > bytes + bytes / 5)

@@ -115,7 +115,7 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   std::mutex idle_mutex;
   std::vector<std::unique_ptr<KernelbenchImportProcess>> idle;
   auto importer = [&](const fs::path& file,
-                      const fs::path& dir) -> Expected<std::vector<std::string>> {
+                      const fs::path& dir) -> Expected<campaign::KernelbenchImported> {
     std::unique_ptr<KernelbenchImportProcess> process;
     {
       std::lock_guard lock(idle_mutex);
@@ -132,7 +132,7 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
       idle.push_back(std::move(process));
     }
     if (!p) return Unexpected(p.error());
-    return p->notes;
+    return campaign::KernelbenchImported{p->notes, p->process_start_s};
   };
   // The workers' Pythons start while the files are imported (joined before they are used).
   std::vector<std::jthread> warming;

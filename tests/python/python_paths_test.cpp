@@ -130,6 +130,8 @@ TEST_F(PythonPaths, OneImportProcessServesFileAfterFile) {
   auto first = process.facts(loud);
   ASSERT_TRUE(first) << first.error().to_string();
   EXPECT_EQ((*first)["outputs"][0]["shape"], nlohmann::json::array({8}));
+  // The process's start (torch's import) is told from the first file's own import, once.
+  EXPECT_GT(first->value("process_start_s", 0.0), 0.0) << first->dump();
   auto failed = process.facts(broken);
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().kind, ErrorKind::internal);
@@ -141,6 +143,7 @@ TEST_F(PythonPaths, OneImportProcessServesFileAfterFile) {
   auto again = process.facts(loud);
   ASSERT_TRUE(again) << "the same process goes on: " << again.error().to_string();
   EXPECT_EQ((*again)["forward"], (*first)["forward"]);
+  EXPECT_FALSE(again->contains("process_start_s")) << "a later file waited for no start";
 }
 
 TEST_F(PythonPaths, WithoutPythonTheImportSaysWhatToInstall) {

@@ -131,6 +131,9 @@ struct KernelbenchEntry {
   ImportStatus status = ImportStatus::pending;
   std::string error;
   double import_s = 0;
+  // Of import_s, the import process's start where this file was its first (Python, torch's
+  // import, the GPU's context): what a harness of one process pays once, before any problem.
+  double import_start_s = 0;
   bool flops_known = false;
   std::vector<std::string> notes;
   ReferenceStatus reference = ReferenceStatus::not_run;
@@ -181,8 +184,18 @@ struct KernelbenchBatch {
 // The KernelBench files of a folder (*.py), in KernelBench's numeric order (2 before 10).
 std::vector<std::filesystem::path> kernelbench_files(const std::filesystem::path& folder);
 
+// What an import gives the batch: the problem's notes, and of its wall time the import
+// process's own start (Python, torch, the GPU's context), which its first file waits for.
+struct KernelbenchImported {
+  KernelbenchImported(std::vector<std::string> n = {},
+                      double start_s = 0)  // NOLINT: a list converts
+      : notes(std::move(n)), process_start_s(start_s) {}
+  std::vector<std::string> notes;
+  double process_start_s = 0;
+};
+
 // Imports one file into its directory; the default is import_kernelbench. Tests pass fakes.
-using KernelbenchImporter = std::function<Expected<std::vector<std::string>>(
+using KernelbenchImporter = std::function<Expected<KernelbenchImported>(
     const std::filesystem::path& file, const std::filesystem::path& dir)>;
 // Runs the reference and the baselines of one imported problem; the default uses a worker. A
 // failure of the machine (kopt's own memory, a full disk, a lost worker) is its Error, never

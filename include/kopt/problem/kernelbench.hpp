@@ -22,6 +22,9 @@ struct ImportedProblem {
   // run_kernel(**tensors, **dims) builds ModelNew with Model's init inputs and weights and
   // returns forward's results by output name.
   std::string model_new_adapter;
+  // Of the import's wall time, the import process's own start where this file was its first
+  // (Python, torch's import, the GPU's context): 0 for a process's later files.
+  double process_start_s = 0;
 };
 
 // The file of an imported problem's directory that holds its model_new_adapter, for a ModelNew

@@ -95,6 +95,7 @@ Expected<ImportedProblem> import_kernelbench(const fs::path& file, const fs::pat
   if (!facts) return Unexpected(facts.error());
   auto problem = problem_from_kernelbench(*facts, file.filename().string());
   if (!problem) return Unexpected(problem.error());
+  problem->process_start_s = facts->value("process_start_s", 0.0);
   for (const auto& [name, text] :
        {std::pair{"model.py", &*source}, std::pair{"ref.py", &problem->ref_py},
         std::pair{k_model_new_adapter_file, &problem->model_new_adapter},

@@ -43,7 +43,7 @@ class KernelbenchBatchTest : public ::testing::Test {
   }
 
   KernelbenchImporter importer() {
-    return [this](const fs::path& file, const fs::path& dir) -> Expected<std::vector<std::string>> {
+    return [this](const fs::path& file, const fs::path& dir) -> Expected<KernelbenchImported> {
       {
         std::lock_guard lock(m_mutex);
         m_imported.insert(file.filename().string());
@@ -57,8 +57,10 @@ class KernelbenchBatchTest : public ::testing::Test {
       if (m_earlier_format) toml.replace(toml.find("# kopt import format"), 2, "# (earlier) ");
       if (auto w = write_text_atomic(dir / "kopt.toml", toml); !w) return Unexpected(w.error());
       (void)write_text_atomic(dir / "ref.py", "def reference(**kw):\n    pass\n");
-      return std::vector<std::string>{
-          stem == "2_Small" ? "flops not derived: kopt has no formula for foo" : "ok"};
+      // The first file waited for its import process's start (torch's import).
+      return KernelbenchImported{
+          {stem == "2_Small" ? "flops not derived: kopt has no formula for foo" : "ok"},
+          stem == "1_First" ? 4.25 : 0.0};
     };
   }
 
@@ -144,6 +146,12 @@ TEST_F(KernelbenchBatchTest, ImportsEveryFileAndSaysWhyOneWasRefused) {
   EXPECT_NE(md.find("refused: "), std::string::npos);
   EXPECT_NE(md.find("compile noisy: 19.0 %"), std::string::npos) << md;
   EXPECT_TRUE(fs::exists(m_options.out / "kernelbench.json"));
+  // The import process's start is told apart from the file's own import, and kept.
+  EXPECT_EQ(batch->entries[0].import_start_s, 4.25);
+  EXPECT_EQ(batch->entries[1].import_start_s, 0.0);
+  EXPECT_NE(md.find(" (4.2 start) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("which a harness of one process pays once"), std::string::npos) << md;
+  EXPECT_EQ(kernelbench_entry_from_json(to_json(batch->entries[0])).import_start_s, 4.25);
 }
 
 TEST_F(KernelbenchBatchTest, ASecondRunResumesAndRedoesNothingDone) {
@@ -192,7 +200,7 @@ TEST_F(KernelbenchBatchTest, ForceImportsAndEvaluatesEverythingAgain) {
 
 TEST_F(KernelbenchBatchTest, WithoutTorchTheBatchStopsWithTheEnvironmentError) {
   std::atomic<int> calls{0};
-  auto no_torch = [&](const fs::path&, const fs::path&) -> Expected<std::vector<std::string>> {
+  auto no_torch = [&](const fs::path&, const fs::path&) -> Expected<KernelbenchImported> {
     ++calls;
     return Unexpected(environment_error("this Python cannot import torch"));
   };
@@ -285,7 +293,7 @@ TEST_F(KernelbenchBatchTest, AnImportOutOfMemoryBesideOthersIsTriedAgainAlone) {
   std::mutex calls_mutex;
   auto base = importer();
   auto crowded = [&](const fs::path& file,
-                     const fs::path& dir) -> Expected<std::vector<std::string>> {
+                     const fs::path& dir) -> Expected<KernelbenchImported> {
     int now = ++running;
     int n;
     {
@@ -293,7 +301,7 @@ TEST_F(KernelbenchBatchTest, AnImportOutOfMemoryBesideOthersIsTriedAgainAlone) {
       n = ++calls[file.stem().string()];
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the others overlap it
-    Expected<std::vector<std::string>> out = base(file, dir);
+    Expected<KernelbenchImported> out = base(file, dir);
     if (file.stem() == "10_Big" && n == 1)
       out = Unexpected(import_out_of_memory_error(file, "CUDA out of memory. Tried 8 GiB"));
     if (file.stem() == "2_Small")  // too large for the GPU even alone

@@ -48,6 +48,12 @@ TEST(KernelbenchMemory, TheBoundCountsTheReferencesOwnWorkingMemoryWhereItWasMea
   EXPECT_EQ(m.process_reserved.at("candidate: run triton"), 2 * k_gib)
       << "a candidate's process is named";
   EXPECT_EQ(m.largest_phase().first, "sample torch_compile");
+  // What a request left cached is still reserved between requests: the request is named.
+  m.process_reserved["held between requests"] = 9 * k_gib;
+  EXPECT_EQ(m.largest_phase().first, "sample torch_compile");
+  m.process_reserved["held between requests"] = 10 * k_gib;
+  EXPECT_EQ(m.largest_phase(), std::pair(std::string("held between requests"), 10 * k_gib))
+      << "more held between requests than any request took: that is named";
 }
 
 TEST(KernelbenchMemory, AProblemOverItsBoundNamesWhatHeldTheMost) {
@@ -88,7 +94,7 @@ TEST(KernelbenchMemory, AProblemOverItsBoundTellsTheAllocatorsGrowthFromItsStart
   EXPECT_EQ(e.memory.reserved_growth(), 7 * k_gib);
   EXPECT_EQ(e.memory.allocated_growth(), 6 * k_gib);
   std::string cell = memory_cell(e);
-  EXPECT_NE(cell.find("(over; torch's allocator +7.0 GiB, 6.0 GiB of it live, most at sample "
+  EXPECT_NE(cell.find("(over; torch's allocator +7.0 GiB, 6.0 GiB of it live, most in sample "
                       "torch_compile; 2.0 GiB outside it)"),
             std::string::npos)
       << cell;
