@@ -292,8 +292,7 @@ TEST_F(KernelbenchBatchTest, AnImportOutOfMemoryBesideOthersIsTriedAgainAlone) {
   std::map<std::string, int> calls;
   std::mutex calls_mutex;
   auto base = importer();
-  auto crowded = [&](const fs::path& file,
-                     const fs::path& dir) -> Expected<KernelbenchImported> {
+  auto crowded = [&](const fs::path& file, const fs::path& dir) -> Expected<KernelbenchImported> {
     int now = ++running;
     int n;
     {
