@@ -33,8 +33,7 @@ from kopt_worker_call import Call, call_with_room, dynamo_counts, forget_compile
 from kopt_worker_compare import CandidateRefused, CudaIpcError, _source, compare, relative_l2  # noqa: E402
 from kopt_worker_guard import check_untouched, watch  # noqa: E402
 from kopt_worker_draw import _fused_fn  # noqa: E402
-from kopt_worker_memory import (memory_report, note_memory, release_cached_memory, release_unused_blocks,  # noqa: E402
-                                work_ends, work_starts)
+from kopt_worker_memory import memory_report, note_memory, release_cached_memory, work_ends, work_starts  # noqa: E402
 from kopt_worker_state import (KoptEnvironment, Tampered, _json_dumps, _kept, _perf_counter, _prepared,  # noqa: E402
                                _shared, _spent, device, device_uuid, is_candidate, json_number, np, torch)
 from kopt_worker_tensors import write_tensor  # noqa: E402
@@ -201,10 +200,6 @@ def handle_op(req):
                 write_tensor(state.held.tensors[t["name"]], t["output_path"])
         return {}
     if op == "prepare":
-        # A new kind of call (the eager baseline after the reference, torch.compile after eager)
-        # asks for blocks of other sizes: what the last kind cached goes back first, else a
-        # request a little larger than a cached block maps as much again beside it.
-        release_unused_blocks()
         c = Call(req["job"], share=True)
         for _ in range(2):  # the first calls compile (Triton JIT, torch.compile)
             c.call()
