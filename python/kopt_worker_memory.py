@@ -15,8 +15,11 @@ def use_expandable_segments():
     PYTORCH_CUDA_ALLOC_CONF, and not in a torch without the setting (before 2.1)."""
     if torch is None or os.environ.get("KOPT_PYTHON_ROLE") != "trusted" or os.environ.get("PYTORCH_CUDA_ALLOC_CONF"):
         return
+    import warnings
     try:
-        torch.cuda.memory._set_allocator_settings("expandable_segments:True")
+        with warnings.catch_warnings():  # a newer torch warns that the name is CUDA's alone
+            warnings.simplefilter("ignore", FutureWarning)
+            torch.cuda.memory._set_allocator_settings("expandable_segments:True")
     except Exception:  # noqa: BLE001 (an older or a CPU-only torch)
         pass
 
@@ -34,14 +37,6 @@ def release_cached_memory(always=False):
     if torch is not None and torch.cuda.is_available() and (always or torch.cuda.memory_reserved() > (1 << 30)):
         import gc
         gc.collect()
-        torch.cuda.empty_cache()
-
-
-def release_unused_blocks():
-    """Unmaps the blocks torch's allocator keeps cached but unused, where they are many (64 MiB
-    or more), before a new kind of call: no collection of Python's cycles (a release_cached_memory
-    at each problem's start does that), so that it costs a few ms, not a collection's time."""
-    if _on_cuda() and torch.cuda.memory_reserved() - torch.cuda.memory_allocated() >= (64 << 20):
         torch.cuda.empty_cache()
 
 
