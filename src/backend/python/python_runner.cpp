@@ -22,11 +22,9 @@ using namespace std::chrono_literals;
 
 fs::path embedded_python_script(const fs::path& cache_root, const std::string& name,
                                 const char* text) {
-  Sha256 h;
-  h.field(text);
-  fs::path p = cache_root / "python" / (name + "-" + h.hex().substr(0, 16) + ".py");
-  if (!fs::exists(p)) (void)write_text_atomic(p, text);
-  return p;
+  const std::string file = name + ".py";
+  const EmbeddedFile files[] = {{file.c_str(), text}, {nullptr, nullptr}};
+  return embedded_python_files(cache_root, name, files);
 }
 
 fs::path embedded_python_files(const fs::path& cache_root, const std::string& name,

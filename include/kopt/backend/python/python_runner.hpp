@@ -19,7 +19,8 @@
 
 namespace kopt {
 
-// A script compiled into kopt, written (once per content) into the cache as NAME-HASH.py.
+// A script compiled into kopt, written (once per content) into the cache as NAME-HASH/NAME.py
+// (embedded_python_files of the one file).
 std::filesystem::path embedded_python_script(const std::filesystem::path& cache_root,
                                              const std::string& name, const char* text);
 // Files compiled into kopt, side by side (a script and its modules), written once per content
