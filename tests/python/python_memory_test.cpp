@@ -22,6 +22,15 @@ constexpr std::int64_t k_mib = 1 << 20;
 
 class PythonMemory : public test::PrivateCacheTest {
  protected:
+  // The device of the trusted process's report where it is not CUDA ("" where it is), after
+  // checking that it makes up no number of `field` there.
+  static std::string not_cuda(const nlohmann::json& m, const char* field) {
+    const nlohmann::json& t = m["trusted"];
+    std::string device = t.value("device", "");
+    if (device.rfind("cuda", 0) == 0) return "";
+    EXPECT_FALSE(t.contains(field)) << "no number made up on the CPU: " << m.dump();
+    return device.empty() ? "?" : device;
+  }
   RunJob reference() {
     fs::path module = m_dir.path() / "ref.py";
     EXPECT_TRUE(write_text_atomic(module,
@@ -54,11 +63,8 @@ TEST_F(PythonMemory, AReferencesWorkingMemoryIsCountedBesideKoptsTensors) {
   nlohmann::json m = runner.memory(false);
   ASSERT_TRUE(m.contains("trusted")) << m.dump();
   const nlohmann::json& t = m["trusted"];
-  if (t.value("device", "").rfind("cuda", 0) != 0) {
-    EXPECT_FALSE(t.contains("work")) << "no number made up on the CPU: " << m.dump();
-    GTEST_SKIP() << "torch's allocator counts CUDA memory only; the worker runs on "
-                 << t.value("device", "?");
-  }
+  if (std::string cpu = not_cuda(m, "work"); !cpu.empty())
+    GTEST_SKIP() << "torch's allocator counts CUDA memory only; the worker runs on " << cpu;
   // Its scratch and the relu's result: beside the 8 MiB kopt drew and poisoned, not counting them.
   std::int64_t work = t["work"].value("python_reference", std::int64_t{-1});
   EXPECT_GE(work, k_scratch) << m.dump();
@@ -87,11 +93,8 @@ TEST_F(PythonMemory, TheFlushBufferIsMadeAtTheWarmUpAndAReportStartsFromWhatIsHe
   nlohmann::json m = runner.memory(false);
   ASSERT_TRUE(m.contains("trusted")) << m.dump();
   const nlohmann::json& t = m["trusted"];
-  if (t.value("device", "").rfind("cuda", 0) != 0) {
-    EXPECT_FALSE(t.contains("start_reserved")) << "no number made up on the CPU: " << m.dump();
-    GTEST_SKIP() << "torch's allocator counts CUDA memory only; the worker runs on "
-                 << t.value("device", "?");
-  }
+  if (std::string cpu = not_cuda(m, "start_reserved"); !cpu.empty())
+    GTEST_SKIP() << "torch's allocator counts CUDA memory only; the worker runs on " << cpu;
   EXPECT_GE(t.value("start_allocated", std::int64_t{0}), 96 * k_mib) << m.dump();
   EXPECT_GE(t.value("start_reserved", std::int64_t{0}), 96 * k_mib) << m.dump();
   RunResult r = runner.run(reference());
