@@ -13,6 +13,7 @@
 #include "kopt/campaign/kernelbench_batch.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/evaluate/devices.hpp"
+#include "kopt/evaluate/roofs.hpp"
 #include "kopt/evaluate/worker_pool.hpp"
 
 namespace kopt::cli {
@@ -136,6 +137,9 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   };
   // The workers' Pythons start while the files are imported (joined before they are used).
   std::vector<std::jthread> warming;
+  // The devices the batch evaluates on, where it has work for them (before_imports says so).
+  std::vector<std::pair<WorkerClient*, DeviceInfo>> devices;
+  bool work_ahead = false;
   // The import processes' GPU memory and contexts are given back before anything is timed.
   bo.after_imports = [&] {
     {
@@ -143,6 +147,15 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
       idle.clear();
     }
     warming.clear();  // joins
+    // With the GPU idle again, each device's ceilings (the roofs of every bench's floor,
+    // measured on first use in 1-2 s where the cache has none): a cost of the batch, said so,
+    // not charged to the baselines of whichever problem comes first.
+    if (!work_ahead || (!bo.baselines && bo.candidates.empty())) return;  // nothing timed
+    for (auto& [worker, info] : devices) {
+      // "measured now (first use, 1.4 s)", "measured <date>" (stored), or why there are none.
+      auto roofs = evaluate::resolve_roofs(bo.cache_root, info, evaluate::worker_ceilings(*worker));
+      bo.log(fmt::format("{}'s ceilings before the first problem: {}", info.name, roofs.source));
+    }
   };
   std::unique_ptr<evaluate::WorkerPool> pool;
   std::vector<KernelbenchEvaluator> evaluators{
@@ -171,6 +184,7 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
         label = fmt::format("{} (device {})", d->name, d->ordinal);
         watch_memory(mine, device_family(), d->pci_bus_id);
         workers.push_back(&ctx.worker);
+        devices.emplace_back(&ctx.worker, *d);
       }
       auto inner = campaign::worker_evaluator(mine, ctx);
       evaluators.push_back([inner, label](KernelbenchEntry& e, const fs::path& dir) mutable {
@@ -179,7 +193,8 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
       });
     }
     if (contexts.size() > 1) device = fmt::format("{} x {}", contexts.size(), device);
-    bo.before_imports = [&warming, workers, compile = o.vs_torch] {
+    bo.before_imports = [&warming, &work_ahead, workers, compile = o.vs_torch] {
+      work_ahead = true;
       for (WorkerClient* w : workers)
         warming.emplace_back([w, compile] {
           (void)w->warm_python(compile);  // where it fails, the first job says why

@@ -11,12 +11,15 @@
 
 namespace kopt::test {
 
-inline nlohmann::json kopt_json(std::vector<std::string> args, int& rc) {
+// `err`, where given, gets what kopt wrote to stderr (its log).
+inline nlohmann::json kopt_json(std::vector<std::string> args, int& rc,
+                                std::string* err = nullptr) {
   using namespace std::chrono_literals;
   args.insert(args.begin(), kopt_binary().string());
   args.push_back("--json");
   CommandResult r = SystemCommandRunner().run(args, 600s);
   rc = r.exit_code;
+  if (err) *err = r.err;
   try {
     return nlohmann::json::parse(r.out);
   } catch (const std::exception& e) {
