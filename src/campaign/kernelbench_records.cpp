@@ -113,9 +113,16 @@ std::string candidate_cell(const CandidateOutcome& c) {
   return std::string(name_of(c.verdict));
 }
 
+namespace {
+// Whether the file waited for its import process's start (a tenth of a second rounds to it).
+bool waited_for_start(const KernelbenchEntry& e) {
+  return e.import_start_s >= 0.05;
+}
+}  // namespace
+
 // "0.3", or "5.8 (5.1 start)" where the file waited for its import process's start.
 std::string import_cell(const KernelbenchEntry& e) {
-  if (e.import_start_s < 0.05) return fmt::format("{:.1f}", e.import_s);
+  if (!waited_for_start(e)) return fmt::format("{:.1f}", e.import_s);
   return fmt::format("{:.1f} ({:.1f} start)", e.import_s, e.import_start_s);
 }
 
@@ -231,8 +238,7 @@ std::string kernelbench_markdown(const KernelbenchBatch& b) {
         "most, and what the device held beyond it outside torch's allocator (what CUDA "
         "libraries load into a context, other processes).\n\n",
         within, read);
-  if (std::any_of(b.entries.begin(), b.entries.end(),
-                  [](const KernelbenchEntry& e) { return e.import_start_s >= 0.05; }))
+  if (std::any_of(b.entries.begin(), b.entries.end(), waited_for_start))
     md +=
         "An import's seconds count its process's start where the file was that process's "
         "first (Python, torch's import, the GPU's context: \"(N start)\"), which a harness of "

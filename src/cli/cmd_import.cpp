@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <ranges>
 #include <thread>
 
 #include "commands.hpp"
@@ -169,7 +170,6 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
     pool = std::move(*opened);
     auto contexts = pool->contexts();
     evaluators.clear();
-    std::vector<WorkerClient*> workers;
     for (std::size_t i = 0; i < contexts.size(); ++i) {
       const evaluate::CheckContext& ctx = contexts[i];
       KernelbenchBatchOptions mine = bo;  // its own device's memory
@@ -183,7 +183,6 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
         device = d->name;
         label = fmt::format("{} (device {})", d->name, d->ordinal);
         watch_memory(mine, device_family(), d->pci_bus_id);
-        workers.push_back(&ctx.worker);
         devices.emplace_back(&ctx.worker, *d);
       }
       auto inner = campaign::worker_evaluator(mine, ctx);
@@ -193,9 +192,9 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
       });
     }
     if (contexts.size() > 1) device = fmt::format("{} x {}", contexts.size(), device);
-    bo.before_imports = [&warming, &work_ahead, workers, compile = o.vs_torch] {
+    bo.before_imports = [&warming, &work_ahead, &devices, compile = o.vs_torch] {
       work_ahead = true;
-      for (WorkerClient* w : workers)
+      for (WorkerClient* w : devices | std::views::keys)
         warming.emplace_back([w, compile] {
           (void)w->warm_python(compile);  // where it fails, the first job says why
         });
