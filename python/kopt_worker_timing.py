@@ -8,12 +8,25 @@ from kopt_worker_state import _perf_counter, torch
 _flush = None
 
 
+def same_device(held, wanted):
+    """Whether a tensor on `held` is on `wanted`: "cuda" names the current device, which torch
+    gives a tensor's device as "cuda:0". Compared as strings, the flush buffer was made again at
+    every sample, a second one beside the first for a moment: 120 MiB more at a problem's peak
+    on the H200."""
+    if held.type != wanted.type:
+        return False
+    if wanted.index is None and wanted.type == "cuda":
+        return held.index == torch.cuda.current_device()
+    return wanted.index is None or held.index == wanted.index
+
+
 def flush_l2(nbytes, dev):
     """Rewrites a buffer of nbytes on the device (the GPU's L2, or the CPU's caches)."""
     global _flush
     if nbytes <= 0:
         return
-    if _flush is None or _flush.numel() * 4 < nbytes or str(_flush.device) != str(torch.device(dev)):
+    if _flush is None or _flush.numel() * 4 < nbytes or not same_device(_flush.device, torch.device(dev)):
+        _flush = None  # the one it replaces goes first: never two of them at once
         _flush = torch.empty(nbytes // 4, dtype=torch.int32, device=dev)
     _flush.zero_()  # rewrites the buffer: dirty lines, as kopt's "write" flush
 
