@@ -44,6 +44,39 @@ def _on_cuda():
     return torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
 
 
+_history = {"dir": os.environ.get("KOPT_MEMORY_HISTORY"), "on": False, "reports": 0}
+
+
+def record_history():
+    """KOPT_MEMORY_HISTORY=DIR: torch's allocator records every allocation and free of kopt's
+    trusted process with its Python stack, and each memory report (op "memory": kopt asks at a
+    problem's start and end) writes the record since the last as DIR/NNN.pickle and starts the
+    next: pytorch.org/memory_viz draws one, scripts/memory-peak names what was live at its peaks.
+    A stack walk an allocation: for finding where a problem's memory goes, not for timing it."""
+    if not _history["dir"] or _history["on"] or os.environ.get("KOPT_PYTHON_ROLE") != "trusted":
+        return
+    torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python", max_entries=1000000)
+    _history["on"] = True
+
+
+def dump_history():
+    """The record since the last memory report, where it has events, as the next NNN.pickle."""
+    if not _history["on"]:
+        return
+    snapshot = torch.cuda.memory._snapshot()
+    if any(snapshot.get("device_traces", [])):
+        import pickle
+        os.makedirs(_history["dir"], exist_ok=True)
+        _history["reports"] += 1
+        path = os.path.join(_history["dir"], "%03d.pickle" % _history["reports"])
+        with open(path + ".tmp", "wb") as f:
+            pickle.dump(snapshot, f)
+        os.replace(path + ".tmp", path)
+    torch.cuda.memory._record_memory_history(enabled=None)  # the next record starts empty
+    _history["on"] = False
+    record_history()
+
+
 def note_memory(phase):
     """Folds the peak of torch's allocator since the last note into `phase` and starts the next
     one: what each kind of request (a reference's run, a baseline's samples) took at most, so that
@@ -51,6 +84,7 @@ def note_memory(phase):
     what the device gave this process."""
     if not _on_cuda():
         return
+    record_history()
     peak = {"reserved": torch.cuda.max_memory_reserved(), "allocated": torch.cuda.max_memory_allocated()}
     for key, value in peak.items():
         phases = _memory.setdefault(key, {})
@@ -96,4 +130,5 @@ def memory_report(reset):
         # allocator in a problem from memory outside it.
         _memory = {"start_reserved": torch.cuda.memory_reserved(),
                    "start_allocated": torch.cuda.memory_allocated()}
+    dump_history()
     return out

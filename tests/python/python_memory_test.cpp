@@ -152,5 +152,108 @@ TEST_F(PythonMemory, ABenchsModulesAndWhatTheyKeptAreGoneWhenItEnds) {
   EXPECT_TRUE(fs::exists(mark)) << "the module's objects outlived the bench";
 }
 
+// The L2 is flushed through the one buffer the warm-up made. Compared by name ("cuda" against
+// its buffer's "cuda:0"), the buffer was made again at every sample, a second one beside the
+// first for a moment: 120 MiB at a problem's peak on the H200, past the bound of a small GEMM.
+TEST_F(PythonMemory, SamplesFlushThroughTheBufferTheWarmUpMade) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  fs::path module = m_dir.path() / "base.py";
+  ASSERT_TRUE(write_text_atomic(module,
+                                "import torch\n\ndef baseline(x, **_):\n"
+                                "    return torch.relu(x)\n"));
+  RunJob eager = reference();
+  eager.label = "eager";
+  eager.kind = ModuleKind::torch_eager;
+  eager.module_path = module;
+  eager.entry = "baseline";
+  BenchJob job;
+  job.variants = {eager};
+  job.options.rule.max_time_s = 0.05;
+  job.options.rule.min_time_s = 0.01;
+  job.options.mode = CacheMode::cold;
+  PythonRunner runner;
+  runner.set_default_flush_bytes(96 * k_mib);
+  ASSERT_EQ(runner.warm(false), "");
+  (void)runner.memory(true);
+  BenchResult r = runner.bench(job);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.flush_bytes, 96 * k_mib);
+  nlohmann::json m = runner.memory(false);
+  if (std::string cpu = not_cuda(m, "start_allocated"); !cpu.empty())
+    GTEST_SKIP() << "torch's allocator counts CUDA memory only; the worker runs on " << cpu;
+  const nlohmann::json& t = m["trusted"];
+  std::int64_t start = t.value("start_allocated", std::int64_t{0});
+  std::int64_t sample = t["allocated"].value("sample torch_eager", std::int64_t{0});
+  ASSERT_GT(sample, 0) << m.dump();
+  // x, the poisoned y and relu's result: 12 MiB beside what the process held at its reset.
+  EXPECT_LT(sample - start, 32 * k_mib) << "a second flush buffer: " << m.dump();
+}
+
+// What a baseline's first calls allocate beside kopt's tensors (torch.compile's compiler
+// benchmarks on tensors of its own) is its working memory, counted as a sample's is.
+TEST_F(PythonMemory, ABaselinesFirstCallsCountInItsWorkingMemory) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  fs::path module = m_dir.path() / "first.py";
+  ASSERT_TRUE(write_text_atomic(module,
+                                "import torch\n\n_calls = []\n\ndef baseline(x, **_):\n"
+                                "    _calls.append(1)\n"
+                                "    if len(_calls) == 1:  # as a compiler's first call\n"
+                                "        scratch = torch.ones(" +
+                                    std::to_string(k_scratch / 4) +
+                                    ", device=x.device)\n"
+                                    "        del scratch\n"
+                                    "    return torch.relu(x)\n"));
+  RunJob eager = reference();
+  eager.label = "eager";
+  eager.kind = ModuleKind::torch_eager;
+  eager.module_path = module;
+  eager.entry = "baseline";
+  BenchJob job;
+  job.variants = {eager};
+  job.options.rule.max_time_s = 0.05;
+  job.options.rule.min_time_s = 0.01;
+  PythonRunner runner;
+  BenchResult r = runner.bench(job);
+  ASSERT_TRUE(r.ok()) << r.error;
+  nlohmann::json m = runner.memory(false);
+  if (std::string cpu = not_cuda(m, "work"); !cpu.empty())
+    GTEST_SKIP() << "torch's allocator counts CUDA memory only; the worker runs on " << cpu;
+  EXPECT_GE(m["trusted"]["work"].value("torch_eager", std::int64_t{0}), k_scratch) << m.dump();
+}
+
+// A baseline that returns its outputs (BASELINE_RETURNS_OUTPUTS, as the ref.py of a KernelBench
+// import says) is given empty ones of their dtype and device, not GBs no one writes; one
+// that does not say so gets the full, poisoned outputs as before.
+TEST_F(PythonMemory, ABaselineThatReturnsItsOutputsIsGivenEmptyOnes) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  for (bool returns : {true, false}) {
+    SCOPED_TRACE(returns ? "returns its outputs" : "says nothing");
+    fs::path module = m_dir.path() / (returns ? "lean.py" : "full.py");
+    std::string expect = returns ? "y.numel() == 0" : "y.numel() == " + std::to_string(k_n);
+    ASSERT_TRUE(write_text_atomic(
+        module, std::string("import torch\n\n") +
+                    (returns ? "BASELINE_RETURNS_OUTPUTS = True\n\n" : "") +
+                    "def setup_baseline(x, y, **_):\n"
+                    "    assert " +
+                    expect +
+                    ", 'y has %d elements' % y.numel()\n"
+                    "    assert y.dtype == torch.float32 and y.device == x.device\n"
+                    "    return torch.relu, [x]\n"));
+    RunJob eager = reference();
+    eager.label = "eager";
+    eager.kind = ModuleKind::torch_eager;
+    eager.module_path = module;
+    BenchJob job;
+    job.variants = {eager};
+    job.options.rule.max_time_s = 0.05;
+    job.options.rule.min_time_s = 0.01;
+    PythonRunner runner;
+    BenchResult r = runner.bench(job);
+    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_EQ(r.series.size(), 1u);
+    EXPECT_EQ(r.series[0].label, "eager");
+  }
+}
+
 }  // namespace
 }  // namespace kopt
