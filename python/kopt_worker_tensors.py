@@ -19,13 +19,24 @@ def to_torch(t, dev):
     return torch.from_numpy(np.fromfile(t["input_path"], dtype=NUMPY_DTYPES[t["dtype"]]).reshape(shape)).to(dev)
 
 
+def torch_dtype(name):
+    """kopt's dtype name ("f32", "bf16", "i64", ...) as torch's."""
+    if name == "bf16":
+        return torch.bfloat16
+    return getattr(torch, NUMPY_DTYPES[name])
+
+
 def poisoned(t, dev):
-    shape = tuple(t["shape"])
+    shape, dt = tuple(t["shape"]), torch_dtype(t["dtype"])
     if t["dtype"] in ("f32", "f64", "f16", "bf16"):
-        dt = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}[t["dtype"]]
         return torch.full(shape, float("nan"), dtype=dt, device=dev)
-    dt = getattr(torch, NUMPY_DTYPES[t["dtype"]])
     return torch.full(shape, -0x5A5A5A5B if t["dtype"] in ("i32", "i64") else 0x5A, dtype=dt, device=dev)
+
+
+def placeholder(t, dev):
+    """An output no one writes, as an empty tensor of its dtype on its device: what a baseline
+    that returns its outputs reads of the ones kopt gives it (BASELINE_RETURNS_OUTPUTS)."""
+    return torch.empty((0,), dtype=torch_dtype(t["dtype"]), device=dev)
 
 
 # Errors of a write the machine refused (no room, a file-size or quota limit, a read-only or

@@ -446,6 +446,10 @@ Expected<ImportedProblem> problem_from_kernelbench(const json& facts,
          "            if name in entry[3]:\n"
          "                target.data = target.data.new_empty(0)\n"
          "    entry[1] = None\n\n\n";
+    // Model.forward returns its outputs: the baselines are given empty ones (device and dtype).
+    r += "# setup_baseline()'s model returns its outputs; of kopt's output tensors it reads the "
+         "device and\n# dtype only, so kopt gives the baselines empty ones.\n"
+         "BASELINE_RETURNS_OUTPUTS = True\n\n\n";
     r += "def setup_baseline(**kw):\n    return _bound(kw)\n\n\n";
     // A ModelNew file as a kernel of this problem: run_kernel() builds ModelNew as _bound()
     // builds Model (the same init inputs, weights copied from kopt's tensors by name) and
