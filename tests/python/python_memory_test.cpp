@@ -52,6 +52,20 @@ class PythonMemory : public test::PrivateCacheTest {
     j.tensors = {x, y};
     return j;
   }
+  // A short bench of `module`'s eager baseline (setup_baseline() or baseline()) on
+  // reference()'s tensors.
+  BenchJob eager_bench(const fs::path& module) {
+    RunJob eager = reference();
+    eager.label = "eager";
+    eager.kind = ModuleKind::torch_eager;
+    eager.module_path = module;
+    eager.entry = "baseline";
+    BenchJob job;
+    job.variants = {eager};
+    job.options.rule.max_time_s = 0.05;
+    job.options.rule.min_time_s = 0.01;
+    return job;
+  }
 };
 
 TEST_F(PythonMemory, AReferencesWorkingMemoryIsCountedBesideKoptsTensors) {
@@ -137,15 +151,7 @@ TEST_F(PythonMemory, ABenchsModulesAndWhatTheyKeptAreGoneWhenItEnds) {
           nlohmann::json(mark.string()).dump() +
           ", 'w').write('gone')\n\n"
           "_kept = _Kept()\n\ndef baseline(x, **_):\n    return torch.relu(x)\n"));
-  RunJob eager = reference();
-  eager.label = "eager";
-  eager.kind = ModuleKind::torch_eager;
-  eager.module_path = module;
-  eager.entry = "baseline";
-  BenchJob job;
-  job.variants = {eager};
-  job.options.rule.max_time_s = 0.05;
-  job.options.rule.min_time_s = 0.01;
+  BenchJob job = eager_bench(module);
   PythonRunner runner;
   BenchResult r = runner.bench(job);
   ASSERT_TRUE(r.ok()) << r.error;
@@ -161,15 +167,7 @@ TEST_F(PythonMemory, SamplesFlushThroughTheBufferTheWarmUpMade) {
   ASSERT_TRUE(write_text_atomic(module,
                                 "import torch\n\ndef baseline(x, **_):\n"
                                 "    return torch.relu(x)\n"));
-  RunJob eager = reference();
-  eager.label = "eager";
-  eager.kind = ModuleKind::torch_eager;
-  eager.module_path = module;
-  eager.entry = "baseline";
-  BenchJob job;
-  job.variants = {eager};
-  job.options.rule.max_time_s = 0.05;
-  job.options.rule.min_time_s = 0.01;
+  BenchJob job = eager_bench(module);
   job.options.mode = CacheMode::cold;
   PythonRunner runner;
   runner.set_default_flush_bytes(96 * k_mib);
@@ -203,15 +201,7 @@ TEST_F(PythonMemory, ABaselinesFirstCallsCountInItsWorkingMemory) {
                                     ", device=x.device)\n"
                                     "        del scratch\n"
                                     "    return torch.relu(x)\n"));
-  RunJob eager = reference();
-  eager.label = "eager";
-  eager.kind = ModuleKind::torch_eager;
-  eager.module_path = module;
-  eager.entry = "baseline";
-  BenchJob job;
-  job.variants = {eager};
-  job.options.rule.max_time_s = 0.05;
-  job.options.rule.min_time_s = 0.01;
+  BenchJob job = eager_bench(module);
   PythonRunner runner;
   BenchResult r = runner.bench(job);
   ASSERT_TRUE(r.ok()) << r.error;
@@ -239,14 +229,7 @@ TEST_F(PythonMemory, ABaselineThatReturnsItsOutputsIsGivenEmptyOnes) {
                     ", 'y has %d elements' % y.numel()\n"
                     "    assert y.dtype == torch.float32 and y.device == x.device\n"
                     "    return torch.relu, [x]\n"));
-    RunJob eager = reference();
-    eager.label = "eager";
-    eager.kind = ModuleKind::torch_eager;
-    eager.module_path = module;
-    BenchJob job;
-    job.variants = {eager};
-    job.options.rule.max_time_s = 0.05;
-    job.options.rule.min_time_s = 0.01;
+    BenchJob job = eager_bench(module);
     PythonRunner runner;
     BenchResult r = runner.bench(job);
     ASSERT_TRUE(r.ok()) << r.error;
