@@ -39,8 +39,9 @@ std::string model_new_kernel_toml(const std::string& name, const std::string& so
 // Raise the number whenever what problem_from_kernelbench writes changes how a problem or a
 // candidate runs (3: weights reloaded by tensor identity and version, bool arguments; 4: a
 // ModelNew's bool arguments made once per job, not in every timed call; 5: the reference's
-// model lets kopt's tensors go after each call).
-inline constexpr int k_kernelbench_import_format = 5;
+// model lets kopt's tensors go after each call; 6: the baselines are given empty outputs,
+// BASELINE_RETURNS_OUTPUTS).
+inline constexpr int k_kernelbench_import_format = 6;
 // The line itself, and whether the kopt.toml at `toml` has it.
 std::string kernelbench_import_stamp();
 bool kernelbench_import_current(const std::string& toml_text);
