@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -12,18 +11,12 @@
 #include <mutex>
 
 #include "kopt/core/fs.hpp"
-#include "kopt/core/hash.hpp"
 #include "kopt/core/units.hpp"
-#include "kopt/measure/compare.hpp"
+#include "verifier_files.hpp"
 
 namespace kopt {
-namespace {
 
-std::string index_text(const std::vector<std::int64_t>& index) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < index.size(); ++i) s += (i ? "," : "") + std::to_string(index[i]);
-  return s + "]";
-}
+namespace verifier_files {
 
 HostTensor host_tensor(const JobTensor& t, std::vector<std::byte> data) {
   std::vector<std::int64_t> shape = t.shape;
@@ -31,10 +24,6 @@ HostTensor host_tensor(const JobTensor& t, std::vector<std::byte> data) {
   return HostTensor{t.name, t.dtype, std::move(shape), std::move(data)};
 }
 
-// The bytes of `file` as tensor t (the reference's output, or an input), of t's size; null when
-// it is missing or of another size. Every candidate of a batch reads the same files: each is
-// read once per worker (keyed by path, size and modification time; up to 1 GiB kept, the
-// oldest dropped).
 std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t,
                                               const std::filesystem::path& file) {
   namespace fs = std::filesystem;
@@ -63,43 +52,10 @@ std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t,
   return tensor;
 }
 
-// Where outputs are read back: one buffer per thread, shared by every variant of a job (a
-// batch of candidates would otherwise hold one output-sized buffer each beside its golden).
-std::vector<std::byte>& readback_scratch() {
-  thread_local std::vector<std::byte> scratch;
-  return scratch;
-}
+}  // namespace verifier_files
 
-// What a difference means: elements still holding the poison are work a timed launch skipped.
-std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale, bool inout) {
-  std::string s = fmt::format(
-      "output '{}': {} of {} elements differ from the variant's own output of an untimed "
-      "launch after warm-up",
-      c.tensor, c.mismatches, c.numel);
-  if (!c.first_mismatches.empty()) {
-    const Mismatch& m = c.first_mismatches.front();
-    s += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index), m.got,
-                     m.expected);
-  }
-  if (inout)
-    s += "; it was set back to its first values before the launch: a timed launch skipped or "
-         "changed its update";
-  else if (poisoned && stale)
-    s += "; the outputs had been filled with finite values that look written: the kernel skipped "
-         "or cut short its "
-         "work on a timed launch whose output looked done";
-  else if (poisoned && c.unwritten > 0)
-    s += fmt::format("; {} {} left poisoned: the kernel skipped its work on a timed launch",
-                     (c.unwritten == c.numel ? "all " : "") + std::to_string(c.unwritten),
-                     c.unwritten == 1 ? "is" : "are");
-  else if (poisoned)
-    s += "; none is left poisoned: a timed launch computed something else than the untimed one";
-  else
-    s += ": a timed launch computed something else than the untimed one";
-  return s;
-}
-
-}  // namespace
+using verifier_files::host_tensor;
+using verifier_files::tensor_file;
 
 OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed,
                                bool device_hash)
@@ -298,195 +254,6 @@ bool OutputVerifier::poison_before(std::size_t index, double wall_elapsed_s) {
 Poison OutputVerifier::fill_for(std::size_t tensor) const {
   DType t = m_job.tensors[tensor].dtype;
   return m_stale ? stale_fill_for(t, m_stale_bits) : poison_for(t);
-}
-
-std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read,
-                                                     const HashTensor& hash) {
-  if (!m_record.enabled) return std::nullopt;
-  m_golden.clear();
-  m_golden_hash.clear();
-  for (std::size_t i : m_compared) {
-    std::vector<std::byte> host(m_job.tensors[i].bytes);
-    if (auto failure = read(i, host)) return failure;
-    m_golden.push_back(host_tensor(m_job.tensors[i], std::move(host)));
-  }
-  if (m_device_hash && hash) {
-    m_hash_key = m_rng();
-    for (std::size_t i : m_compared) {
-      std::uint64_t h = 0;
-      if (auto failure = hash(i, m_hash_key, h)) return failure;
-      m_golden_hash.push_back(h);
-    }
-  }
-  auto failure = check_reference(read);
-  m_golden_taken = true;
-  return failure;
-}
-
-std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read) {
-  bool asked = false;
-  for (std::size_t k = 0; k < m_compared.size(); ++k)
-    asked = asked || (compared(k, true) && !m_job.tensors[m_compared[k]].expected_path.empty());
-  if (!asked) return std::nullopt;
-  m_record.reference_checked = true;
-  for (std::size_t k = 0; k < m_compared.size() && m_record.check_failure.empty(); ++k) {
-    const JobTensor& t = m_job.tensors[m_compared[k]];
-    if (t.expected_path.empty() || !compared(k, true)) continue;
-    auto expected = tensor_file(t, t.expected_path);
-    if (!expected) {
-      m_record.check_failure =
-          "the reference's output " + t.expected_path.string() + " is missing or of another size";
-      break;
-    }
-    CompareResult c = compare_tensors(m_golden[k], *expected, t.tolerance, 1);
-    if (c.passed) continue;
-    m_record.check_failure = fmt::format("output {}: {} of {} elements differ from the reference",
-                                         t.name, c.mismatches, c.numel);
-    if (!c.first_mismatches.empty()) {
-      const auto& m = c.first_mismatches.front();
-      m_record.check_failure +=
-          fmt::format(" (first at {}: {} against {})", index_text(m.index), m.got, m.expected);
-    }
-    if (c.unwritten > 0) m_record.check_failure += fmt::format("; {} never written", c.unwritten);
-  }
-  // Inputs are read-only: one the kernel wrote is a failure, as in kopt check.
-  for (std::size_t i = 0; i < m_job.tensors.size() && m_record.check_failure.empty(); ++i) {
-    const JobTensor& t = m_job.tensors[i];
-    if (t.role != Role::input || t.checksum.empty()) continue;
-    std::vector<std::byte> host(t.bytes);
-    if (auto failure = read(i, host)) return failure;
-    if (hex64(checksum64(host)) != t.checksum)
-      m_record.check_failure = "the kernel modified input tensor '" + t.name + "'";
-  }
-  return std::nullopt;
-}
-
-std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, std::size_t index,
-                                                      const HashTensor& hash) {
-  auto t0 = std::chrono::steady_clock::now();
-  struct Spent {  // counted however the comparison ends
-    double& total;
-    std::chrono::steady_clock::time_point t0;
-    ~Spent() {
-      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-  } spent{m_spent_s, t0};
-  ++m_record.poisoned_samples;
-  m_last_poisoned = index;
-  std::string fill = m_stale ? "filled with finite stale values" : "poisoned";
-  if (secret_before(index) && mixed(index)) {  // no reference for the mix: timed only
-    m_record.secret_samples.push_back(static_cast<std::int64_t>(index));
-    return std::nullopt;
-  }
-  if (secret_before(index))
-    return check_secret(
-        read, index,
-        fmt::format("timed sample samples_s[{}] ran on a secret seed's inputs (drawn at "
-                    "run time, written before it; outputs {} before it)",
-                    index, fill));
-  std::string when =
-      m_batch > 1 ? fmt::format("graph batch samples_s[{}] ({} launches, outputs {} before it)",
-                                index, m_batch, fill)
-                  : fmt::format("timed sample samples_s[{}] (outputs {} before it)", index, fill);
-  return compare(read, hash, index, when, true);
-}
-
-// A secret sample's outputs against the reference's for the secret inputs, at the checker's
-// tolerance.
-std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, std::size_t index,
-                                                      const std::string& when) {
-  m_record.secret_samples.push_back(static_cast<std::int64_t>(index));
-  for (std::size_t k = 0; k < m_outputs.size(); ++k) {
-    const JobTensor& t = m_job.tensors[m_outputs[k]];
-    auto expected = tensor_file(t, t.secret_expected_path);
-    std::vector<std::byte>& host = readback_scratch();
-    host.resize(t.bytes);
-    if (auto failure = read(m_outputs[k], host)) return failure;
-    if (!expected) {
-      m_record.failed_sample = static_cast<std::int64_t>(index);
-      m_record.failure = when + ": the reference's output for the secret seed " +
-                         t.secret_expected_path.string() + " is missing or of another size";
-      return std::nullopt;
-    }
-    CompareResult c = compare_tensors(host_tensor(t, host), *expected, t.tolerance, 1);
-    if (c.passed) continue;
-    m_record.failed_sample = static_cast<std::int64_t>(index);
-    m_record.failure = fmt::format(
-        "{}: output '{}': {} of {} elements differ from the reference's outputs for those "
-        "inputs",
-        when, c.tensor, c.mismatches, c.numel);
-    if (!c.first_mismatches.empty()) {
-      const Mismatch& m = c.first_mismatches.front();
-      m_record.failure += fmt::format("; first at {}: got {:g}, expected {:g}", index_text(m.index),
-                                      m.got, m.expected);
-    }
-    m_record.failure +=
-        c.unwritten > 0
-            ? fmt::format("; {} left as they were before it: the kernel skipped its work",
-                          c.unwritten)
-            : "; the kernel returned answers it did not compute for these inputs (kept from an "
-              "earlier "
-              "call, or carried for seed 1)";
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std::size_t samples,
-                                                    const HashTensor& hash) {
-  if (!m_record.enabled || m_record.failed() || samples == 0) return std::nullopt;
-  if (has_inouts())
-    m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
-                     "inout tensors compared after the golden launch and the verified samples "
-                     "that set them back to seed 1's values, not after the last launch (it holds "
-                     "every timed launch's update)";
-  m_record.last_checked = !m_outputs.empty();
-  if (m_outputs.empty()) return std::nullopt;
-  if (m_held_back > 0)
-    m_record.note +=
-        std::string(m_record.note.empty() ? "" : "; ") +
-        fmt::format(
-            "{} more drawn sample(s) were not poisoned, to keep verifying within {:.0f} % of the "
-            "wall time",
-            m_held_back, 100 * k_verify_time_share);
-  if (m_last_poisoned == samples - 1) return std::nullopt;  // that very launch was compared
-  return compare(read, hash, samples - 1,
-                 fmt::format("after the last timed launch (samples_s[{}])", samples - 1), false);
-}
-
-std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, const HashTensor& hash,
-                                                 std::size_t index, const std::string& when,
-                                                 bool poisoned) {
-  bool all_hashed = true;
-  for (std::size_t k = 0; k < m_compared.size(); ++k) {
-    if (!compared(k, poisoned)) continue;
-    const JobTensor& t = m_job.tensors[m_compared[k]];
-    // The golden's bytes by their keyed hash, where they are: nothing to read back.
-    if (hash && k < m_golden_hash.size()) {
-      std::uint64_t h = 0;
-      if (auto failure = hash(m_compared[k], m_hash_key, h)) return failure;
-      if (h == m_golden_hash[k]) continue;
-    }
-    all_hashed = false;
-    m_read_back += t.bytes;
-    std::vector<std::byte>& host = readback_scratch();
-    host.resize(t.bytes);
-    if (auto failure = read(m_compared[k], host)) return failure;
-    // The same bytes are the same values: the element-by-element comparison only for a difference.
-    if (std::memcmp(host.data(), m_golden[k].data.data(), host.size()) == 0) continue;
-    // Two outputs within the tolerance of the reference may differ by twice it (an atomic
-    // reduction's order): the checker's comparison, at twice the checker's tolerance.
-    Tolerance tol{2 * t.tolerance.atol, 2 * t.tolerance.rtol};
-    CompareResult c = compare_tensors(host_tensor(t, host), m_golden[k], tol, 1);
-    if (!c.passed) {
-      m_record.failed_sample = static_cast<std::int64_t>(index);
-      m_record.failure =
-          when + ": " + mismatch_text(c, poisoned, poisoned && m_stale, t.role == Role::inout);
-      return std::nullopt;
-    }
-  }
-  if (all_hashed && !m_golden_hash.empty()) ++m_record.device_compared;
-  return std::nullopt;
 }
 
 }  // namespace kopt
