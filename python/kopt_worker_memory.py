@@ -3,6 +3,7 @@ cached blocks given back, and the peaks of torch's allocator by kind of request 
 memory of each call of a problem's computation (op "memory"), so that a problem's memory is
 told by what held it."""
 import os
+import sys
 
 from kopt_worker_state import device, torch
 
@@ -55,7 +56,14 @@ def record_history():
     A stack walk an allocation: for finding where a problem's memory goes, not for timing it."""
     if not _history["dir"] or _history["on"] or os.environ.get("KOPT_PYTHON_ROLE") != "trusted":
         return
-    torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python", max_entries=1000000)
+    try:
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                                 max_entries=1000000)
+    except (TypeError, AttributeError, RuntimeError) as e:  # a torch before 2.1 records otherwise
+        print("KOPT_MEMORY_HISTORY: torch %s cannot record its allocations here (%s); nothing is "
+              "recorded" % (torch.__version__, e), file=sys.stderr)
+        _history["dir"] = None
+        return
     _history["on"] = True
 
 
