@@ -245,9 +245,11 @@ TEST_F(PythonPaths, VsTorchTimesTheEagerBaselineAndSaysWhatCompileDid) {
   // measured on this shared host, which other tests load: a busy moment lowers them, and a
   // kernel then timed at a quiet one falls below their floor (exit 1, below_floor) though it
   // did all its work. Any other failure fails the test.
+  // A torch before 2.0 gives the compile row as unavailable (below), which is no failure either.
   bool only_below_floor = rc == 1;
   for (const auto& [kernel, v] : rows)
-    if (v["status"] != "ok") only_below_floor = only_below_floor && v["status"] == "below_floor";
+    if (v["status"] != "ok" && !(kernel == "torch.compile" && v["status"] == "unavailable"))
+      only_below_floor = only_below_floor && v["status"] == "below_floor";
   ASSERT_TRUE(rc == 0 || only_below_floor) << j.dump(2);
   ASSERT_TRUE(rows.count("torch eager")) << j.dump(2);
   EXPECT_EQ(rows["torch eager"]["status"], "ok") << rows["torch eager"].dump(2);
