@@ -117,6 +117,11 @@ class PythonRunner {
   std::int64_t m_default_flush = 100 << 20;
 };
 
+// Whether jobs of kind `k` run in the candidates' process (code under test, confined): Triton
+// kernels and the ModelNew modules that run as them; the references and PyTorch baselines run
+// in the trusted one.
+bool is_candidate(ModuleKind k);
+
 // Whether a call's timed window (`window_s`, the median sample) saw its work: the device staying
 // busy `late_s` after it (the median) beyond 20 us and a tenth of the window is work no timer
 // saw. Empty when it did, else why not.
