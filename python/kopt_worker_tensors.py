@@ -6,7 +6,7 @@ import math
 import os
 
 from kopt_worker_draw import draw_tensor, five_percent_step
-from kopt_worker_state import NUMPY_DTYPES, KoptEnvironment, _perf_counter, _spent, json_number, np, torch
+from kopt_worker_state import NUMPY_DTYPES, KoptEnvironment, _perf_counter, _spent, _torch_dtype, json_number, np, torch
 
 
 def to_torch(t, dev):
@@ -19,15 +19,8 @@ def to_torch(t, dev):
     return torch.from_numpy(np.fromfile(t["input_path"], dtype=NUMPY_DTYPES[t["dtype"]]).reshape(shape)).to(dev)
 
 
-def torch_dtype(name):
-    """kopt's dtype name ("f32", "bf16", "i64", ...) as torch's."""
-    if name == "bf16":
-        return torch.bfloat16
-    return getattr(torch, NUMPY_DTYPES[name])
-
-
 def poisoned(t, dev):
-    shape, dt = tuple(t["shape"]), torch_dtype(t["dtype"])
+    shape, dt = tuple(t["shape"]), _torch_dtype(t["dtype"])
     if t["dtype"] in ("f32", "f64", "f16", "bf16"):
         return torch.full(shape, float("nan"), dtype=dt, device=dev)
     return torch.full(shape, -0x5A5A5A5B if t["dtype"] in ("i32", "i64") else 0x5A, dtype=dt, device=dev)
@@ -36,7 +29,7 @@ def poisoned(t, dev):
 def placeholder(t, dev):
     """An output no one writes, as an empty tensor of its dtype on its device: what a baseline
     that returns its outputs reads of the ones kopt gives it (BASELINE_RETURNS_OUTPUTS)."""
-    return torch.empty((0,), dtype=torch_dtype(t["dtype"]), device=dev)
+    return torch.empty((0,), dtype=_torch_dtype(t["dtype"]), device=dev)
 
 
 # Errors of a write the machine refused (no room, a file-size or quota limit, a read-only or
