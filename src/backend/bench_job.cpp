@@ -11,7 +11,15 @@ std::string_view cache_mode_name(CacheMode m) {
   return m == CacheMode::cold ? "cold" : "hot";
 }
 std::string_view flush_method_name(FlushMethod f) {
-  return f == FlushMethod::read ? "read" : "write";
+  switch (f) {
+    case FlushMethod::read:
+      return "read";
+    case FlushMethod::write:
+      return "write";
+    case FlushMethod::evict:
+      return "evict";
+  }
+  return "read";
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "kopt/core/clock.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/core/units.hpp"
 #include "kopt/evaluate/bench.hpp"
 #include "kopt/evaluate/ceilings_store.hpp"
 #include "kopt/evaluate/evaluator.hpp"
@@ -36,6 +37,9 @@ std::string rate_text(double v, const std::string& unit) {
 // The flush as it was done; one that is not the one asked for says so, with the reason.
 std::string flush_text(const BenchReport& r) {
   if (!r.flush_bytes) return "";
+  if (r.flush_method == flush_method_name(FlushMethod::evict))
+    return fmt::format(" (its tensors' {} evicted from the host's caches before each sample)",
+                       human_bytes(static_cast<std::uint64_t>(r.flush_bytes)));
   std::string text = fmt::format(" ({} flush of {} MiB", r.flush_method, r.flush_bytes >> 20);
   if (std::string_view asked = flush_method_name(r.options.flush); r.flush_method != asked)
     text += fmt::format(", not the {} flush asked for: {}", asked,

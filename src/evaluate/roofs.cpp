@@ -31,9 +31,16 @@ constexpr double k_margin_measured = 0.9;
 constexpr double k_margin_spec = 0.9;
 // Roofs measured on a CPU (OpenCL on the host): its streaming and FMA rates are shared with
 // everything else the host runs, and a busy moment (a parallel build, other tests) can halve
-// them. Such roofs are measured again when a time falls below their floor (remeasure_roofs),
-// and the margin is wider: 0.8 still flags a kernel that skipped half its work.
-constexpr double k_margin_measured_on_cpu = 0.8;
+// them, while a kernel of tens of microseconds runs inside one time slice at the quiet rate.
+// Such roofs are measured again when a time falls below their floor (remeasure_roofs), and
+// the margin is wider. With every core of a 2-core host busy (scripts/with-load) the best
+// 4 MiB window read 13.1-23.0 GB/s where the quiet host reads 24.6, and an honest 786 KiB
+// kernel, its lines evicted before each sample (backend/opencl/host_cache.hpp), ran at the
+// quiet rate: 0.97 of the floor those roofs gave. So on a CPU the floor flags a time twice as
+// fast as the roofs allow: every cheat of tests/hacks caught by the floor ran at 0.01-0.17 of
+// it, and work skipped on some launches is the output verification's to catch (as
+// fraction_of_work is, inconsistent), not the floor's.
+constexpr double k_margin_measured_on_cpu = 0.5;
 
 constexpr auto k_measure_timeout = std::chrono::minutes(5);
 

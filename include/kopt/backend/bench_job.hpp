@@ -17,8 +17,10 @@ std::string_view cache_mode_name(CacheMode m);
 
 // How the L2 is flushed before a cold sample: `read` streams a buffer of twice the L2's
 // size through it and leaves clean lines; `write` memsets it and leaves dirty lines whose
-// write-back the timed kernel then pays for (what triton's do_bench does).
-enum class FlushMethod { read, write };
+// write-back the timed kernel then pays for (what triton's do_bench does). `evict` is what a
+// CPU device that computes in kopt's memory does instead, whatever was asked: the tensors' own
+// cache lines written back and evicted by address (backend/opencl/host_cache.hpp).
+enum class FlushMethod { read, write, evict };
 std::string_view flush_method_name(FlushMethod f);
 
 struct BenchOptions {
@@ -103,7 +105,8 @@ struct BenchResult {
   Clocks clocks_after;
   std::int64_t flush_bytes = 0;
   std::string
-      flush_method;  // the one used: "read", or "write" when the flush kernel was unavailable
+      flush_method;  // the one used: "read", or "write" when the flush kernel was unavailable,
+                     // or "evict" (flush_bytes: the tensors' bytes) on a CPU device
   // How the job's Python candidates ran: "confined (...)" or "NOT confined: why"; empty when
   // it had none.
   std::string sandbox;

@@ -1,7 +1,10 @@
 // OpenclExecutor::bench: the queue's profiling counters around each launch (device time,
-// so no host latency is inside), a buffer of twice the device's global-memory cache
-// rewritten before each cold sample, the shared A B B A schedule, and timed launches checked
-// against an untimed one (output_verifier.hpp).
+// so no host latency is inside), a cold sample's caches emptied of its tensors (on a CPU
+// device that computes in kopt's memory their lines are evicted by address before and after
+// it, host_cache.hpp; elsewhere a buffer of twice the device's global-memory cache is
+// rewritten before it), the shared A B B A schedule, and timed launches checked against an
+// untimed one (output_verifier.hpp).
+#include <algorithm>
 #include <chrono>
 
 #include "kopt/backend/output_verifier.hpp"
@@ -69,10 +72,18 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     // Which samples are verified: nothing the kernel can predict.
     variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64()).series.label = rj.label;
   }
-  // The flush buffer: rewritten (write-allocate) before each cold sample.
+  // A CPU device computing in kopt's memory: each cold sample's tensors evicted by address.
+  const bool evict = opt.mode == CacheMode::cold && s.tensors_in_place;
+  if (evict) {
+    std::size_t most = 0;
+    for (const auto& v : variants) most = std::max(most, v.kernel.storage_bytes());
+    result.flush_bytes = static_cast<std::int64_t>(most);
+    result.flush_method = std::string(flush_method_name(FlushMethod::evict));
+  }
+  // Elsewhere the flush buffer: rewritten (write-allocate) before each cold sample.
   Buffer flush;
   std::size_t flush_bytes = 0;
-  if (opt.mode == CacheMode::cold) {
+  if (opt.mode == CacheMode::cold && !evict) {
     std::int64_t want = opt.flush_bytes > 0 ? opt.flush_bytes
                                             : 2 * std::max<std::int64_t>(s.info.l2_bytes, 1 << 20);
     flush_bytes = static_cast<std::size_t>(want) / 4 * 4;
@@ -155,6 +166,13 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
         return std::nullopt;
       }
     }
+    if (evict) {  // after the poison and the writes: the queue is idle, the lines final
+      if (cl_int err = api.finish(s.queue.get()); err != CL_SUCCESS) {
+        failure = cl_failure(RunStatus::fault, "clFinish", err);
+        return std::nullopt;
+      }
+      v.kernel.evict_tensors();
+    }
     cl_event raw = nullptr;
     if (cl_int err = v.kernel.enqueue(s, &raw); err != CL_SUCCESS) {
       failure = cl_failure(RunStatus::launch_failed, "clEnqueueNDRangeKernel", err);
@@ -165,6 +183,9 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
       failure = cl_failure(RunStatus::fault, "clWaitForEvents", err);
       return std::nullopt;
     }
+    // What the launch wrote goes back to DRAM outside any timed window, not during the next
+    // variant's sample.
+    if (evict) v.kernel.evict_tensors();
     auto sec = event_seconds(api, raw);
     if (!sec) {
       failure =

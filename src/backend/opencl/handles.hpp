@@ -61,6 +61,9 @@ struct Session {
   Context context;
   Queue queue;  // in order, profiling enabled
   DeviceInfo info;
+  // A CPU device that computes in the host memory of a CL_MEM_USE_HOST_PTR buffer: kopt's
+  // tensors live in HostBlocks, and a cold sample evicts their lines (host_cache.hpp).
+  bool tensors_in_place = false;
 };
 Expected<std::unique_ptr<Session>> open_session(int ordinal);
 

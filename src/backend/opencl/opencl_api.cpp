@@ -51,6 +51,8 @@ Expected<const OpenclApi*> opencl_api() {
     resolve(a->enqueue_read_buffer, "clEnqueueReadBuffer");
     resolve(a->enqueue_copy_buffer, "clEnqueueCopyBuffer");
     resolve(a->enqueue_fill_buffer, "clEnqueueFillBuffer");
+    resolve(a->enqueue_map_buffer, "clEnqueueMapBuffer");
+    resolve(a->enqueue_unmap_mem_object, "clEnqueueUnmapMemObject");
     resolve(a->enqueue_nd_range_kernel, "clEnqueueNDRangeKernel");
     resolve(a->finish, "clFinish");
     resolve(a->wait_for_events, "clWaitForEvents");

@@ -34,6 +34,8 @@ struct OpenclApi {
   decltype(&::clEnqueueReadBuffer) enqueue_read_buffer = nullptr;
   decltype(&::clEnqueueCopyBuffer) enqueue_copy_buffer = nullptr;
   decltype(&::clEnqueueFillBuffer) enqueue_fill_buffer = nullptr;
+  decltype(&::clEnqueueMapBuffer) enqueue_map_buffer = nullptr;
+  decltype(&::clEnqueueUnmapMemObject) enqueue_unmap_mem_object = nullptr;
   decltype(&::clEnqueueNDRangeKernel) enqueue_nd_range_kernel = nullptr;
   decltype(&::clFinish) finish = nullptr;
   decltype(&::clWaitForEvents) wait_for_events = nullptr;

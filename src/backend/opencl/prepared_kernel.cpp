@@ -92,8 +92,20 @@ std::optional<PreparedKernel> prepare_kernel(const Session& s, OpenclExecutor::P
     return fail(RunStatus::load_failed, "clCreateKernel(" + job.entry + "): " + cl_error_name(err));
   std::map<std::string, cl_mem> by_name;
   for (const auto& t : job.tensors) {
-    cl_mem m = api.create_buffer(s.context.get(), CL_MEM_READ_WRITE,
-                                 std::max<std::size_t>(t.bytes, 1), nullptr, &err);
+    const std::size_t bytes = std::max<std::size_t>(t.bytes, 1);
+    void* host = nullptr;
+    if (s.tensors_in_place) {
+      HostBlock block(bytes);
+      host = block.data();
+      p.storage.push_back(std::move(block));
+    }
+    cl_mem m = nullptr;
+    if (s.tensors_in_place && !host)
+      err = CL_OUT_OF_HOST_MEMORY;
+    else
+      m = api.create_buffer(s.context.get(),
+                            CL_MEM_READ_WRITE | (host ? CL_MEM_USE_HOST_PTR : cl_mem_flags{0}),
+                            bytes, host, &err);
     if (err != CL_SUCCESS) {
       // kopt's own tensor found no room on the device: the machine's failure, not a verdict.
       failure.environment = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||

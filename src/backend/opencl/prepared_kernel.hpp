@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "handles.hpp"
+#include "host_cache.hpp"
 #include "kopt/backend/opencl/opencl.hpp"
 #include "kopt/backend/run_job.hpp"
 
@@ -18,6 +19,9 @@ struct OpenclExecutor::Programs {
 };
 
 struct PreparedKernel {
+  // Where the session computes in place (Session::tensors_in_place): each buffer's memory,
+  // one per job tensor, in order (released after the buffers); else empty.
+  std::vector<HostBlock> storage;
   Kernel kernel;
   std::vector<Buffer> buffers;  // one per job tensor, in order
   cl_uint dims = 1;
@@ -27,6 +31,16 @@ struct PreparedKernel {
   cl_int enqueue(const Session& s, cl_event* event) const;
   // Enqueues the fill of buffer `index` (an output of `tensor`) with `fill`.
   cl_int poison(const Session& s, std::size_t index, const JobTensor& tensor, Poison fill) const;
+  // Writes back and evicts every line of the tensors from the host's caches (storage only):
+  // the next launch reads them from DRAM. The queue must be idle.
+  void evict_tensors() const {
+    for (const HostBlock& b : storage) b.evict();
+  }
+  std::size_t storage_bytes() const {
+    std::size_t n = 0;
+    for (const HostBlock& b : storage) n += b.size();
+    return n;
+  }
   // Copies buffer `index` into `host` (blocking); a failure as a RunResult.
   std::optional<RunResult> read(const Session& s, std::size_t index, const JobTensor& tensor,
                                 std::vector<std::byte>& host) const;

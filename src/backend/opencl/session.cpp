@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "handles.hpp"
+#include "host_cache.hpp"
 
 namespace kopt::opencl {
 namespace {
@@ -128,6 +129,7 @@ Expected<std::unique_ptr<Session>> open_session(int ordinal) {
         environment_error("clCreateCommandQueue(" + s->ref.name + "): " + cl_error_name(err)));
   s->queue = Queue(s->api, q);
   s->info = describe(**api, s->ref, ordinal);
+  s->tensors_in_place = s->info.is_host_cpu() && probe_in_place(*s);
   return s;
 }
 

@@ -195,7 +195,7 @@ TEST_F(RoofsTest, ACpusRoofsAreMeasuredAgainWhenContradictedAndTheBestIsKept) {
   m.answer = measurement(30e9, 25e9);  // a quiet moment for memory, a busy one for FMA
   DeviceRoofs r = resolve_roofs(cache(), pocl_cpu(), m.fn());
   EXPECT_EQ(r.origin, RoofsOrigin::measured);
-  EXPECT_DOUBLE_EQ(r.floor_margin, 0.8);
+  EXPECT_DOUBLE_EQ(r.floor_margin, 0.5);
   EXPECT_TRUE(roofs_may_be_low(r, pocl_cpu()));
   EXPECT_FALSE(roofs_may_be_low(r, h100())) << "a GPU's measured roofs are not second-guessed";
   DeviceRoofs again = remeasure_roofs(cache(), pocl_cpu(), m.fn(), r);
