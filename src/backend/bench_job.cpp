@@ -22,6 +22,24 @@ std::string_view flush_method_name(FlushMethod f) {
   return "read";
 }
 
+std::string_view verify_on_name(VerifyOn v) {
+  switch (v) {
+    case VerifyOn::automatic:
+      return "auto";
+    case VerifyOn::device:
+      return "device";
+    case VerifyOn::host:
+      return "host";
+  }
+  return "auto";
+}
+
+std::optional<VerifyOn> parse_verify_on(std::string_view name) {
+  for (VerifyOn v : {VerifyOn::automatic, VerifyOn::device, VerifyOn::host})
+    if (verify_on_name(v) == name) return v;
+  return std::nullopt;
+}
+
 namespace {
 
 RunStatus status_from(const json& j) {
@@ -52,6 +70,7 @@ json to_json(const BenchOptions& o) {
           {"blocking_kernel", o.blocking_kernel},
           {"flush_bytes", o.flush_bytes},
           {"flush", flush_method_name(o.flush)},
+          {"verify_on", verify_on_name(o.verify_on)},
           {"paired", o.paired},
           {"verdict_threshold", o.verdict_threshold},
           {"graph_below_us", o.graph_below_us},
@@ -78,6 +97,10 @@ BenchOptions bench_options_from_json(const json& j) {
   if (flush != "read" && flush != "write")
     throw std::invalid_argument("unknown flush method " + flush);
   o.flush = flush == "read" ? FlushMethod::read : FlushMethod::write;
+  const std::string where = j.value("verify_on", std::string("auto"));
+  auto verify_on = parse_verify_on(where);
+  if (!verify_on) throw std::invalid_argument("unknown verify_on " + where);
+  o.verify_on = *verify_on;
   o.paired = j.value("paired", o.paired);
   o.verdict_threshold = j.value("verdict_threshold", o.verdict_threshold);
   o.graph_below_us = j.value("graph_below_us", o.graph_below_us);
@@ -98,6 +121,8 @@ json to_json(const SampleVerification& v) {
           {"check_failure", v.check_failure},
           {"secret_samples", v.secret_samples},
           {"device_compared", v.device_compared},
+          {"compared_on_device", v.compared_on_device},
+          {"read_back_bytes", v.read_back_bytes},
           {"verify_s", v.verify_s}};
 }
 
@@ -114,6 +139,8 @@ SampleVerification sample_verification_from_json(const json& j) {
   v.check_failure = j.value("check_failure", std::string{});
   v.secret_samples = j.value("secret_samples", std::vector<std::int64_t>{});
   v.device_compared = j.value("device_compared", std::size_t{0});
+  v.compared_on_device = j.value("compared_on_device", std::size_t{0});
+  v.read_back_bytes = j.value("read_back_bytes", std::uint64_t{0});
   v.verify_s = j.value("verify_s", 0.0);
   return v;
 }

@@ -58,8 +58,12 @@ using verifier_files::host_tensor;
 using verifier_files::tensor_file;
 
 OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed,
-                               bool device_hash)
-    : m_job(job), m_rng(seed), m_device_hash(device_hash) {
+                               bool device_hash, bool device_compare)
+    : m_job(job),
+      m_rng(seed),
+      m_device_hash(device_hash),
+      m_device_compare(device_compare),
+      m_input_key(seed ^ 0xa0761d6478bd642full) {
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < job.tensors.size(); ++i)
     if (job.tensors[i].role == Role::output && job.tensors[i].bytes > 0) {
@@ -79,8 +83,8 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   m_bytes = bytes;
   // Compared by their hash on the device, the samples read back only where it differs: the
   // budget bounds those (poison_before), not the poisoned samples.
-  m_max_poisoned =
-      m_device_hash ? std::numeric_limits<std::size_t>::max() : k_verify_readback_budget / bytes;
+  m_max_poisoned = m_device_hash || m_device_compare ? std::numeric_limits<std::size_t>::max()
+                                                     : k_verify_readback_budget / bytes;
   if (m_max_poisoned == 0)
     m_record.note = "outputs of " + human_bytes(bytes) + " exceed the readback budget of " +
                     human_bytes(k_verify_readback_budget) +
@@ -100,8 +104,8 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   m_early = {start, start + 1};
   // Two more of them run on the secret seed's inputs, when the job names them.
   // They are read back (compared with the reference's files on the host) whatever the hash:
-  // the readback budget decides, as without it.
-  bool secret = first >= 4 && k_verify_readback_budget / bytes >= 4;
+  // the readback budget decides, as without it; compared on the device, nothing is read back.
+  bool secret = first >= 4 && (m_device_compare || k_verify_readback_budget / bytes >= 4);
   std::size_t input_bytes = 0;
   for (const auto& t : job.tensors) {
     if (t.role == Role::inout) secret = false;

@@ -60,14 +60,38 @@ std::string mismatch_text(const CompareResult& c, bool poisoned, bool stale, boo
 
 }  // namespace
 
-std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read,
-                                                     const HashTensor& hash) {
+std::optional<RunResult> OutputVerifier::note_inputs(const HashTensor& hash) {
+  m_input_hash.clear();
+  if (!m_record.enabled || !hash) return std::nullopt;
+  for (std::size_t i = 0; i < m_job.tensors.size(); ++i) {
+    const JobTensor& t = m_job.tensors[i];
+    if (t.role != Role::input || t.checksum.empty() || t.bytes == 0) continue;
+    std::uint64_t h = 0;
+    if (auto failure = hash(i, m_input_key, h)) return failure;
+    m_input_hash[i] = h;
+  }
+  return std::nullopt;
+}
+
+std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read, const HashTensor& hash,
+                                                     const DeviceComparer& device) {
   if (!m_record.enabled) return std::nullopt;
   m_golden.clear();
   m_golden_hash.clear();
+  m_kept.clear();
   for (std::size_t i : m_compared) {
+    // Kept where it is, beside the job's tensors, where the device has room: nothing read back.
+    bool kept = false;
+    if (m_device_compare && device)
+      if (auto failure = device.keep(i, kept)) return failure;
+    m_kept.push_back(kept);
+    if (kept) {
+      m_golden.push_back(host_tensor(m_job.tensors[i], {}));
+      continue;
+    }
     std::vector<std::byte> host(m_job.tensors[i].bytes);
     if (auto failure = read(i, host)) return failure;
+    m_record.read_back_bytes += host.size();
     m_golden.push_back(host_tensor(m_job.tensors[i], std::move(host)));
   }
   if (m_device_hash && hash) {
@@ -78,12 +102,41 @@ std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read,
       m_golden_hash.push_back(h);
     }
   }
-  auto failure = check_reference(read);
+  auto failure = check_reference(read, hash, device);
   m_golden_taken = true;
   return failure;
 }
 
-std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read) {
+std::optional<RunResult> OutputVerifier::judge(const ReadTensor& read, const DeviceComparer& device,
+                                               std::size_t index,
+                                               const std::shared_ptr<const HostTensor>& expected,
+                                               Tolerance tol, CompareResult& out,
+                                               const HostTensor* on_host) {
+  if (m_device_compare && device && !(on_host && !on_host->data.empty())) {
+    std::optional<CompareResult> summed;
+    if (auto failure = device.compare(index, expected, tol, summed)) return failure;
+    if (summed) {
+      ++m_record.compared_on_device;
+      out = std::move(*summed);
+      return std::nullopt;
+    }
+  }
+  if (on_host && !on_host->data.empty()) {
+    out = compare_tensors(*on_host, *expected, tol, 1);
+    return std::nullopt;
+  }
+  const JobTensor& t = m_job.tensors[index];
+  std::vector<std::byte>& host = readback_scratch();
+  host.resize(t.bytes);
+  if (auto failure = read(index, host)) return failure;
+  m_record.read_back_bytes += host.size();
+  out = compare_tensors(host_tensor(t, host), *expected, tol, 1);
+  return std::nullopt;
+}
+
+std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read,
+                                                         const HashTensor& hash,
+                                                         const DeviceComparer& device) {
   bool asked = false;
   for (std::size_t k = 0; k < m_compared.size(); ++k)
     asked = asked || (compared(k, true) && !m_job.tensors[m_compared[k]].expected_path.empty());
@@ -98,7 +151,11 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read)
           "the reference's output " + t.expected_path.string() + " is missing or of another size";
       break;
     }
-    CompareResult c = compare_tensors(m_golden[k], *expected, t.tolerance, 1);
+    // The job's tensor still holds the golden launch's outputs: where the device cannot
+    // compare, they are read back once more.
+    CompareResult c;
+    if (auto failure = judge(read, device, m_compared[k], expected, t.tolerance, c, &m_golden[k]))
+      return failure;
     if (c.passed) continue;
     m_record.check_failure = fmt::format("output {}: {} of {} elements differ from the reference",
                                          t.name, c.mismatches, c.numel);
@@ -109,12 +166,27 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read)
     }
     if (c.unwritten > 0) m_record.check_failure += fmt::format("; {} never written", c.unwritten);
   }
-  // Inputs are read-only: one the kernel wrote is a failure, as in kopt check.
+  if (!m_record.check_failure.empty()) return std::nullopt;
+  return check_inputs(read, hash);
+}
+
+// Inputs are read-only: one the kernel wrote is a failure, as in kopt check. By the hash taken
+// before the first launch where there is one (note_inputs), else by reading it back.
+std::optional<RunResult> OutputVerifier::check_inputs(const ReadTensor& read,
+                                                      const HashTensor& hash) {
   for (std::size_t i = 0; i < m_job.tensors.size() && m_record.check_failure.empty(); ++i) {
     const JobTensor& t = m_job.tensors[i];
     if (t.role != Role::input || t.checksum.empty()) continue;
+    if (auto noted = m_input_hash.find(i); hash && noted != m_input_hash.end()) {
+      std::uint64_t h = 0;
+      if (auto failure = hash(i, m_input_key, h)) return failure;
+      if (h != noted->second)
+        m_record.check_failure = "the kernel modified input tensor '" + t.name + "'";
+      continue;
+    }
     std::vector<std::byte> host(t.bytes);
     if (auto failure = read(i, host)) return failure;
+    m_record.read_back_bytes += host.size();
     if (hex64(checksum64(host)) != t.checksum)
       m_record.check_failure = "the kernel modified input tensor '" + t.name + "'";
   }
@@ -122,7 +194,8 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read)
 }
 
 std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, std::size_t index,
-                                                      const HashTensor& hash) {
+                                                      const HashTensor& hash,
+                                                      const DeviceComparer& device) {
   auto t0 = std::chrono::steady_clock::now();
   struct Spent {  // counted however the comparison ends
     double& total;
@@ -140,7 +213,7 @@ std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, st
   }
   if (secret_before(index))
     return check_secret(
-        read, index,
+        read, device, index,
         fmt::format("timed sample samples_s[{}] ran on a secret seed's inputs (drawn at "
                     "run time, written before it; outputs {} before it)",
                     index, fill));
@@ -148,27 +221,26 @@ std::optional<RunResult> OutputVerifier::check_sample(const ReadTensor& read, st
       m_batch > 1 ? fmt::format("graph batch samples_s[{}] ({} launches, outputs {} before it)",
                                 index, m_batch, fill)
                   : fmt::format("timed sample samples_s[{}] (outputs {} before it)", index, fill);
-  return compare(read, hash, index, when, true);
+  return compare(read, hash, device, index, when, true);
 }
 
 // A secret sample's outputs against the reference's for the secret inputs, at the checker's
 // tolerance.
-std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, std::size_t index,
-                                                      const std::string& when) {
+std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read,
+                                                      const DeviceComparer& device,
+                                                      std::size_t index, const std::string& when) {
   m_record.secret_samples.push_back(static_cast<std::int64_t>(index));
   for (std::size_t k = 0; k < m_outputs.size(); ++k) {
     const JobTensor& t = m_job.tensors[m_outputs[k]];
     auto expected = tensor_file(t, t.secret_expected_path);
-    std::vector<std::byte>& host = readback_scratch();
-    host.resize(t.bytes);
-    if (auto failure = read(m_outputs[k], host)) return failure;
     if (!expected) {
       m_record.failed_sample = static_cast<std::int64_t>(index);
       m_record.failure = when + ": the reference's output for the secret seed " +
                          t.secret_expected_path.string() + " is missing or of another size";
       return std::nullopt;
     }
-    CompareResult c = compare_tensors(host_tensor(t, host), *expected, t.tolerance, 1);
+    CompareResult c;
+    if (auto failure = judge(read, device, m_outputs[k], expected, t.tolerance, c)) return failure;
     if (c.passed) continue;
     m_record.failed_sample = static_cast<std::int64_t>(index);
     m_record.failure = fmt::format(
@@ -193,7 +265,8 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read, st
 }
 
 std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std::size_t samples,
-                                                    const HashTensor& hash) {
+                                                    const HashTensor& hash,
+                                                    const DeviceComparer& device) {
   if (!m_record.enabled || m_record.failed() || samples == 0) return std::nullopt;
   if (has_inouts())
     m_record.note += std::string(m_record.note.empty() ? "" : "; ") +
@@ -210,13 +283,13 @@ std::optional<RunResult> OutputVerifier::check_last(const ReadTensor& read, std:
             "wall time",
             m_held_back, 100 * k_verify_time_share);
   if (m_last_poisoned == samples - 1) return std::nullopt;  // that very launch was compared
-  return compare(read, hash, samples - 1,
+  return compare(read, hash, device, samples - 1,
                  fmt::format("after the last timed launch (samples_s[{}])", samples - 1), false);
 }
 
 std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, const HashTensor& hash,
-                                                 std::size_t index, const std::string& when,
-                                                 bool poisoned) {
+                                                 const DeviceComparer& device, std::size_t index,
+                                                 const std::string& when, bool poisoned) {
   bool all_hashed = true;
   for (std::size_t k = 0; k < m_compared.size(); ++k) {
     if (!compared(k, poisoned)) continue;
@@ -228,20 +301,36 @@ std::optional<RunResult> OutputVerifier::compare(const ReadTensor& read, const H
       if (h == m_golden_hash[k]) continue;
     }
     all_hashed = false;
-    m_read_back += t.bytes;
-    std::vector<std::byte>& host = readback_scratch();
-    host.resize(t.bytes);
-    if (auto failure = read(m_compared[k], host)) return failure;
-    // The same bytes are the same values: the element-by-element comparison only for a difference.
-    if (std::memcmp(host.data(), m_golden[k].data.data(), host.size()) == 0) continue;
     // Two outputs within the tolerance of the reference may differ by twice it (an atomic
     // reduction's order): the checker's comparison, at twice the checker's tolerance.
     Tolerance tol{2 * t.tolerance.atol, 2 * t.tolerance.rtol};
-    CompareResult c = compare_tensors(host_tensor(t, host), m_golden[k], tol, 1);
-    if (!c.passed) {
+    std::optional<CompareResult> c;
+    if (k < m_kept.size() && m_kept[k]) {  // against the golden's copy on the device
+      if (!device)
+        return RunResult{RunStatus::launch_failed,
+                         "output " + t.name + ": kept on the device, compared without the device"};
+      if (auto failure = device.compare(m_compared[k], nullptr, tol, c)) return failure;
+      if (!c)
+        return RunResult{RunStatus::launch_failed,
+                         "output " + t.name +
+                             ": the golden launch's copy on the device could not "
+                             "be compared"};
+      ++m_record.compared_on_device;
+    } else {
+      m_read_back += t.bytes;
+      m_record.read_back_bytes += t.bytes;
+      std::vector<std::byte>& host = readback_scratch();
+      host.resize(t.bytes);
+      if (auto failure = read(m_compared[k], host)) return failure;
+      // The same bytes are the same values: the element-by-element comparison only for a
+      // difference.
+      if (std::memcmp(host.data(), m_golden[k].data.data(), host.size()) == 0) continue;
+      c = compare_tensors(host_tensor(t, host), m_golden[k], tol, 1);
+    }
+    if (!c->passed) {
       m_record.failed_sample = static_cast<std::int64_t>(index);
       m_record.failure =
-          when + ": " + mismatch_text(c, poisoned, poisoned && m_stale, t.role == Role::inout);
+          when + ": " + mismatch_text(*c, poisoned, poisoned && m_stale, t.role == Role::inout);
       return std::nullopt;
     }
   }

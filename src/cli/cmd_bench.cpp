@@ -127,6 +127,7 @@ struct BenchCliOptions {
   std::optional<std::string> vs_kernel;
   std::string mode = "cold";
   std::string flush = "read";
+  std::string verify_on = "auto";
   double max_noise_pct = 100 * StoppingRule{}.max_noise;
   std::size_t min_samples = StoppingRule{}.min_samples;
   double min_time_s = StoppingRule{}.min_time_s;
@@ -186,6 +187,7 @@ int bench_one(const GlobalOptions& g, const BenchCliOptions& o, ProblemSelection
   BenchOptions& t = rigour.timing;
   t.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
   t.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;
+  t.verify_on = parse_verify_on(o.verify_on).value_or(VerifyOn::automatic);
   t.warmup_s = o.warmup_s;
   t.blocking_kernel = o.blocking;
   t.verify_samples = o.verify_samples;
@@ -304,6 +306,11 @@ std::vector<Command> bench_commands(const GlobalRef& g) {
         .help = "cold mode: read (clean L2) or write (dirty L2) the flush buffer",
         .target = &o->flush,
         .choices = {"read", "write"}},
+       {.names = "--verify-on",
+        .help = "where timed samples' outputs are compared: auto (on the device unless it is a "
+                "CPU), device, or host (read back)",
+        .target = &o->verify_on,
+        .choices = {"auto", "device", "host"}},
        {.names = "--max-noise",
         .help = "stop when the relative noise is below this (%)",
         .target = &o->max_noise_pct,

@@ -2,6 +2,7 @@
 // Timing jobs for the worker: one kernel, or two measured interleaved (A B B A ...), with
 // the sampling policy; and what comes back: raw samples with their provenance.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ std::string_view cache_mode_name(CacheMode m);
 enum class FlushMethod { read, write, evict };
 std::string_view flush_method_name(FlushMethod f);
 
+// Where timed samples' outputs are compared (output_verifier.hpp): `automatic` on the device
+// where it is no CPU (a CPU device's memory is the host's: a read back is a copy, and the host's
+// comparison, with its byte-for-byte shortcut, took a third of the time of the device's kernels
+// on PoCL), `device` wherever the device can, `host` read back as before.
+enum class VerifyOn { automatic, device, host };
+std::string_view verify_on_name(VerifyOn v);
+std::optional<VerifyOn> parse_verify_on(std::string_view name);
+
 struct BenchOptions {
   CacheMode mode = CacheMode::cold;
   double warmup_s = 0.05;  // time-based warm-up per variant
@@ -30,6 +39,7 @@ struct BenchOptions {
   bool blocking_kernel = true;   // keep host launch latency out of the timed window
   std::int64_t flush_bytes = 0;  // 0: twice the device's L2
   FlushMethod flush = FlushMethod::read;
+  VerifyOn verify_on = VerifyOn::automatic;
   // Two variants sampled in pairs (a comparison): stop as soon as the verdict at this
   // threshold is decided (faster, slower or same) with at least min_samples pairs.
   bool paired = false;
@@ -70,6 +80,13 @@ struct SampleVerification {
   // Of the compared samples (the poisoned ones and the last launch), those whose outputs held
   // the golden launch's bytes by their keyed hash on the device: nothing was read back.
   std::size_t device_compared = 0;
+  // Comparisons the device made and summed (DeviceComparer): the golden against the reference,
+  // samples whose hash differed against the golden copy, secret samples against the
+  // reference's outputs for their inputs.
+  std::size_t compared_on_device = 0;
+  // Bytes read back to the host to verify (outputs and inputs; 0 where the device compared
+  // everything and the hashes checked the inputs).
+  std::uint64_t read_back_bytes = 0;
   double verify_s = 0;  // spent comparing the poisoned samples' outputs (read back or hashed)
   bool failed() const { return !failure.empty(); }
 };

@@ -40,8 +40,19 @@
 // back and compares them as before. Then the readback budget bounds only those read backs, not
 // the poisoned samples.
 //
-// The backend's timer owns the device calls (poison, read, write, hash); this decides when,
-// and judges what it read with the checker's own comparison (measure/compare.hpp).
+// Where the backend compares where the outputs are (DeviceComparer: the CUDA and OpenCL timers,
+// backend/output_compare_kernel.hpp), nothing is read back to judge: the golden launch's
+// outputs are kept on the device (a copy beside the job's tensors, where the device has room)
+// and compared there with the reference's (copied to the device once a worker); a sample whose
+// hash differs, and a secret sample, are compared there with the golden copy or the reference's
+// outputs for the secret inputs; the inputs are checked by their keyed hash, taken before the
+// first launch (note_inputs) and again after the golden one. Only a summary and the two elements
+// of a first mismatch cross. Where the device has no room, the comparison in question is done
+// on the host as before; the record counts what was read back (read_back_bytes).
+//
+// The backend's timer owns the device calls (poison, read, write, hash, keep, compare); this
+// decides when, and judges what it read or what the device summed with the checker's own rule
+// (measure/compare.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -54,6 +65,7 @@
 #include <vector>
 
 #include "kopt/backend/bench_job.hpp"
+#include "kopt/measure/compare.hpp"
 #include "kopt/problem/tensor_data.hpp"
 
 namespace kopt {
@@ -70,6 +82,20 @@ using WriteTensor =
 using HashTensor = std::function<std::optional<RunResult>(std::size_t index, std::uint64_t key,
                                                           std::uint64_t& hash)>;
 
+// The backend's comparison where the tensors are. `keep` copies job tensor `index` beside the
+// job's (after the golden launch), `kept` false where the device has no room for it; `compare`
+// compares job tensor `index` with its kept copy (`expected` null) or with `expected`'s bytes,
+// which it copies to the device once a worker, and leaves `out` empty where the device has no
+// room for them (the verifier then compares on the host). Either fails only as the device does.
+struct DeviceComparer {
+  std::function<std::optional<RunResult>(std::size_t index, bool& kept)> keep;
+  std::function<std::optional<RunResult>(std::size_t index,
+                                         const std::shared_ptr<const HostTensor>& expected,
+                                         Tolerance tol, std::optional<CompareResult>& out)>
+      compare;
+  explicit operator bool() const { return keep && compare; }
+};
+
 // Bytes of outputs read back per variant for poisoned samples (the golden and the last
 // comparison come on top).
 inline constexpr std::size_t k_verify_readback_budget = std::size_t{2} << 30;
@@ -81,9 +107,10 @@ inline constexpr std::size_t k_secret_input_budget = std::size_t{1}
 class OutputVerifier {
  public:
   // `seed`: from std::random_device in the timers, fixed in tests. `device_hash`: the timer
-  // passes a HashTensor to take_golden, check_sample and check_last.
+  // passes a HashTensor to take_golden, check_sample and check_last (and note_inputs);
+  // `device_compare`: a DeviceComparer too, with the same hash.
   OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed,
-                 bool device_hash = false);
+                 bool device_hash = false, bool device_compare = false);
 
   bool active() const { return m_record.enabled; }
   const std::vector<std::size_t>& outputs() const { return m_outputs; }  // indices into job.tensors
@@ -117,19 +144,27 @@ class OutputVerifier {
   // the outputs are compared after the batch (and poisoned before it); the record says so.
   void set_batched(int launches_per_sample);
 
+  // Before the first launch of the variant (warm-up included): each input's keyed hash where
+  // it is, which take_golden holds the inputs to instead of reading them back. Nothing without
+  // a hash.
+  std::optional<RunResult> note_inputs(const HashTensor& hash);
   // The golden output; where the job's outputs name the reference's (expected_path), it is
-  // checked against them and the inputs against their checksums: a failure is the record's
-  // check_failure (the variant is not timed), not the timer's.
-  std::optional<RunResult> take_golden(const ReadTensor& read, const HashTensor& hash = {});
+  // checked against them and the inputs against their checksums (or their hashes from
+  // note_inputs): a failure is the record's check_failure (the variant is not timed), not the
+  // timer's.
+  std::optional<RunResult> take_golden(const ReadTensor& read, const HashTensor& hash = {},
+                                       const DeviceComparer& device = {});
   // After sample `index`, which poison_before chose.
   std::optional<RunResult> check_sample(const ReadTensor& read, std::size_t index,
-                                        const HashTensor& hash = {});
+                                        const HashTensor& hash = {},
+                                        const DeviceComparer& device = {});
   // The check inside the timing job failed (take_golden): the variant is not to be timed.
   bool wrong() const { return !m_record.check_failure.empty(); }
   // After the last timed launch (`samples` samples taken): compared unless the last sample was
   // (nothing when none was taken, as for a wrong variant).
   std::optional<RunResult> check_last(const ReadTensor& read, std::size_t samples,
-                                      const HashTensor& hash = {});
+                                      const HashTensor& hash = {},
+                                      const DeviceComparer& device = {});
 
   SampleVerification record() const {
     SampleVerification r = m_record;
@@ -139,10 +174,20 @@ class OutputVerifier {
 
  private:
   std::optional<RunResult> compare(const ReadTensor& read, const HashTensor& hash,
-                                   std::size_t index, const std::string& when, bool poisoned);
-  std::optional<RunResult> check_reference(const ReadTensor& read);
-  std::optional<RunResult> check_secret(const ReadTensor& read, std::size_t index,
-                                        const std::string& when);
+                                   const DeviceComparer& device, std::size_t index,
+                                   const std::string& when, bool poisoned);
+  std::optional<RunResult> check_reference(const ReadTensor& read, const HashTensor& hash,
+                                           const DeviceComparer& device);
+  std::optional<RunResult> check_inputs(const ReadTensor& read, const HashTensor& hash);
+  std::optional<RunResult> check_secret(const ReadTensor& read, const DeviceComparer& device,
+                                        std::size_t index, const std::string& when);
+  // Job tensor `index` against `expected` at `tol`: with `on_host`, a host copy of its bytes,
+  // where it holds them; else on the device where it can (`device`); else read back (counted)
+  // and compared on the host.
+  std::optional<RunResult> judge(const ReadTensor& read, const DeviceComparer& device,
+                                 std::size_t index,
+                                 const std::shared_ptr<const HostTensor>& expected, Tolerance tol,
+                                 CompareResult& out, const HostTensor* on_host = nullptr);
   const std::vector<std::byte>* input_bytes(std::size_t tensor, bool secret);
   bool has_inouts() const { return m_compared.size() > m_outputs.size(); }
   // Whether inouts are set back and compared now: at the golden launch, and on a sample that
@@ -160,15 +205,20 @@ class OutputVerifier {
   const RunJob& m_job;
   std::vector<std::size_t> m_outputs;
   std::vector<std::size_t> m_compared;  // m_outputs, then the inouts that can be set back
-  std::vector<HostTensor> m_golden;     // one per tensor of m_compared, in its order
+  std::vector<HostTensor> m_golden;     // one per tensor of m_compared, in its order; empty
+                                        // data where it is kept on the device only
+  std::vector<bool> m_kept;             // one per tensor of m_compared: kept on the device
   std::mt19937_64 m_rng;
   std::set<std::size_t> m_early;  // two sample indices verified for sure
   std::size_t m_max_poisoned = 0;
   std::size_t m_bytes = 0;  // of the compared tensors
   bool m_device_hash = false;
-  std::uint64_t m_hash_key = 0;              // drawn at take_golden
-  std::vector<std::uint64_t> m_golden_hash;  // one per tensor of m_compared; empty: none
-  std::size_t m_read_back = 0;               // bytes read back after poisoned samples
+  bool m_device_compare = false;
+  std::uint64_t m_input_key = 0;                      // from the seed: nothing the kernel sees
+  std::map<std::size_t, std::uint64_t> m_input_hash;  // by job tensor index
+  std::uint64_t m_hash_key = 0;                       // drawn at take_golden
+  std::vector<std::uint64_t> m_golden_hash;           // one per tensor of m_compared; empty: none
+  std::size_t m_read_back = 0;                        // bytes read back after poisoned samples
   std::size_t m_chosen = 0;
   std::size_t m_held_back = 0;  // drawn, but not poisoned: verifying had used its share of the time
   double m_spent_s = 0;         // reading back and comparing after poisoned samples

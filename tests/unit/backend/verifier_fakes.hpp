@@ -5,11 +5,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <vector>
 
 #include "kopt/backend/output_verifier.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/measure/compare.hpp"
 #include "kopt/measure/keyed_hash.hpp"
 
 namespace kopt::fakes {
@@ -47,10 +49,11 @@ inline std::filesystem::path float_file(const TempDir& dir, const char* name, fl
 
 // Device memory of a fake device: one byte vector per job tensor.
 struct FakeDevice {
+  const RunJob* job = nullptr;
   std::vector<std::vector<std::byte>> buffers;
   int reads = 0;
-  explicit FakeDevice(const RunJob& job) {
-    for (const auto& t : job.tensors) buffers.emplace_back(t.bytes);
+  explicit FakeDevice(const RunJob& j) : job(&j) {
+    for (const auto& t : j.tensors) buffers.emplace_back(t.bytes);
   }
   void fill(std::size_t i, float v) {
     for (std::size_t e = 0; e < buffers[i].size() / 4; ++e)
@@ -75,6 +78,39 @@ struct FakeDevice {
           out = keyed_hash(buffers[i], key);
           return std::nullopt;
         };
+  }
+  // The comparison where the tensors are (DeviceComparer), by the checker's rule (the device
+  // kernel is held to it in output_compare_kernel_test.cpp): golden copies kept in `kept`, the
+  // reference's outputs counted as they are copied in once; `room` false: no copy fits beside
+  // the job's tensors, `room_for_expected` false: no reference output does.
+  std::map<std::size_t, std::vector<std::byte>> kept;
+  std::map<const HostTensor*, int> uploaded;
+  int compares = 0;
+  bool room = true, room_for_expected = true;
+  DeviceComparer comparer() {
+    DeviceComparer d;
+    d.keep = [this](std::size_t i, bool& ok) -> std::optional<RunResult> {
+      ok = room;
+      if (room) kept[i] = buffers[i];
+      return std::nullopt;
+    };
+    d.compare = [this](std::size_t i, const std::shared_ptr<const HostTensor>& expected,
+                       Tolerance tol,
+                       std::optional<CompareResult>& out) -> std::optional<RunResult> {
+      const JobTensor& t = job->tensors[i];
+      HostTensor against{t.name, t.dtype, t.shape, {}};
+      if (expected) {
+        if (!room_for_expected) return std::nullopt;
+        ++uploaded[expected.get()];
+        against.data = expected->data;
+      } else {
+        against.data = kept.at(i);
+      }
+      ++compares;
+      out = compare_tensors(HostTensor{t.name, t.dtype, t.shape, buffers[i]}, against, tol, 1);
+      return std::nullopt;
+    };
+    return d;
   }
   ReadTensor reader() {
     return [this](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
