@@ -3,10 +3,12 @@
 // device that computes in kopt's memory their lines are evicted by address before and after
 // it, host_cache.hpp; elsewhere a buffer of twice the device's global-memory cache is
 // rewritten before it), the shared A B B A schedule, and timed launches checked against an
-// untimed one (output_verifier.hpp).
+// untimed one (output_verifier.hpp), by hash and comparison where the outputs are
+// (device_verify.hpp) wherever the device can.
 #include <algorithm>
 #include <chrono>
 
+#include "device_verify.hpp"
 #include "kopt/backend/output_verifier.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
 #include "kopt/core/clock.hpp"
@@ -20,8 +22,12 @@ struct Variant : SampledVariant {
   PreparedKernel kernel;
   const RunJob* job;
   OutputVerifier verifier;
-  Variant(PreparedKernel k, const RunJob& j, const BenchOptions& opt, std::uint64_t seed)
-      : SampledVariant(opt.rule), kernel(std::move(k)), job(&j), verifier(j, opt, seed) {}
+  Variant(PreparedKernel k, const RunJob& j, const BenchOptions& opt, std::uint64_t seed,
+          bool on_device)
+      : SampledVariant(opt.rule),
+        kernel(std::move(k)),
+        job(&j),
+        verifier(j, opt, seed, on_device, on_device) {}
   ReadTensor reader(const Session& s) const {
     return [this, &s](std::size_t i, std::vector<std::byte>& host) {
       return kernel.read(s, i, job->tensors[i], host);
@@ -63,14 +69,23 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     result.environment = f.environment;
     return result;
   };
+  // The outputs hashed and compared where they are (device_verify.hpp), where the device can
+  // and they are not the host's own memory (BenchOptions::verify_on).
+  if (!m_programs->verify) m_programs->verify = std::make_shared<DeviceVerifyCache>();
+  const bool wanted = opt.verify_on == VerifyOn::device ||
+                      (opt.verify_on == VerifyOn::automatic && !s.info.is_host_cpu());
+  DeviceVerify on_device(s, *m_programs->verify, wanted);
   std::vector<Variant> variants;
-  variants.reserve(job.variants.size());
+  variants.reserve(job.variants.size());  // stable: the verification's closures hold them
   for (const RunJob& rj : job.variants) {
     RunResult failure;
     auto p = prepare_kernel(s, *m_programs, rj, failure);
     if (!p) return failed(failure);
     // Which samples are verified: nothing the kernel can predict.
-    variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64()).series.label = rj.label;
+    Variant& v = variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64(), on_device.ok());
+    v.series.label = rj.label;
+    // The inputs' hashes before any launch of the variant.
+    if (auto f = v.verifier.note_inputs(on_device.hasher(v.kernel, rj))) return failed(*f);
   }
   // A CPU device computing in kopt's memory: each cold sample's tensors evicted by address.
   const bool evict = opt.mode == CacheMode::cold && s.tensors_in_place;
@@ -125,7 +140,9 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
         return failed(cl_failure(RunStatus::launch_failed, "clEnqueueNDRangeKernel", err));
       if (cl_int err = api.finish(s.queue.get()); err != CL_SUCCESS)
         return failed(cl_failure(RunStatus::fault, "clFinish", err));
-      if (auto f = v.verifier.take_golden(v.reader(s))) return failed(*f);
+      if (auto f = v.verifier.take_golden(v.reader(s), on_device.hasher(v.kernel, *v.job),
+                                          on_device.comparer(v.kernel, *v.job)))
+        return failed(*f);
       v.done = v.verifier.wrong();  // never timed (the check inside this job)
     }
   }
@@ -194,7 +211,8 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
     }
     verify_start = Clock::now();
     if (verify)
-      if (auto f = v.verifier.check_sample(v.reader(s), index)) {
+      if (auto f = v.verifier.check_sample(v.reader(s), index, on_device.hasher(v.kernel, *v.job),
+                                           on_device.comparer(v.kernel, *v.job))) {
         failure = *f;
         return std::nullopt;
       }
@@ -213,7 +231,10 @@ BenchResult OpenclExecutor::bench(const BenchJob& job) {
                            [&] { return seconds_since(sampling_start) - verify_s; }))
     return failed(*failure);
   for (auto& v : variants) {
-    if (auto f = v.verifier.check_last(v.reader(s), v.series.samples_s.size())) return failed(*f);
+    if (auto f = v.verifier.check_last(v.reader(s), v.series.samples_s.size(),
+                                       on_device.hasher(v.kernel, *v.job),
+                                       on_device.comparer(v.kernel, *v.job)))
+      return failed(*f);
     v.series.verification = v.verifier.record();
     v.series.wall_s = seconds_since(wall_start);
     result.series.push_back(std::move(v.series));

@@ -3,6 +3,7 @@
 // buffers filled (outputs poisoned), arguments set, and the NDRange (global = grid x block,
 // local = block, as CUDA's grid and block; shared_mem becomes a trailing __local argument).
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,8 +15,11 @@
 
 namespace kopt::opencl {
 
+struct DeviceVerifyCache;  // device_verify.hpp
+
 struct OpenclExecutor::Programs {
   std::map<std::string, Program> by_module;
+  std::shared_ptr<DeviceVerifyCache> verify;  // the timer's own kernels, made on first use
 };
 
 struct PreparedKernel {
