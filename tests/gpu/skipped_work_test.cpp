@@ -80,6 +80,12 @@ TEST_F(SkippedWorkOnTheGpu, TheHonestKernelIsVerifiedAndNotFlagged) {
   // device, none a read back of its 64 MiB.
   EXPECT_GE(check["device_compared"].get<int>(), check["poisoned_samples"].get<int>())
       << check.dump(2);
+  // The golden against the reference and the secret samples compared on the device too, the
+  // inputs checked by their hash: nothing of the 3 x 64 MiB read back to verify.
+  EXPECT_EQ(check["read_back_bytes"], 0) << check.dump(2);
+  if (check["reference_checked"].get<bool>()) {
+    EXPECT_GE(check["compared_on_device"].get<int>(), 1) << check.dump(2);
+  }
 }
 
 }  // namespace

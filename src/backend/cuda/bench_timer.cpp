@@ -2,12 +2,14 @@
 // flushed before each cold sample, host launch latency kept out of the timed window by a
 // blocking kernel (nvbench's technique), CUDA-graph batches for very short kernels in hot
 // mode, A B B A interleaving for comparisons, NVML throttle reasons after every sample, and
-// timed launches checked against an untimed one (output_verifier.hpp).
+// timed launches checked against an untimed one (output_verifier.hpp), by hash and comparison
+// where the outputs are (device_verify.hpp).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 
+#include "device_verify.hpp"
 #include "executor_state.hpp"
 #include "kopt/backend/output_verifier.hpp"
 #include "kopt/backend/sampling_rounds.hpp"
@@ -84,8 +86,10 @@ struct Variant : SampledVariant {
   std::unique_ptr<Graph> graph;
   OutputVerifier verifier;
   Variant(PreparedLaunch l, const RunJob& job, const BenchOptions& opt, std::uint64_t seed,
-          bool device_hash)
-      : SampledVariant(opt.rule), launch(std::move(l)), verifier(job, opt, seed, device_hash) {}
+          bool device_hash, bool device_compare)
+      : SampledVariant(opt.rule),
+        launch(std::move(l)),
+        verifier(job, opt, seed, device_hash, device_compare) {}
   // Queued on `stream`, so it is done before the sample's start event.
   CUresult poison_outputs(CUstream stream) const {
     for (std::size_t i : verifier.outputs())
@@ -158,16 +162,27 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
   Event start(&api), stop(&api);
   TimerHelpers helpers = build_timer_helpers(api, dev.arch());
   DeviceHasher hasher(api, helpers, dev.sm_count);
+  // Outputs compared where they are (device_verify.hpp); the inputs then checked by their hash.
+  if (!m_state->expected) m_state->expected = std::make_shared<ExpectedOnDevice>();
+  DeviceComparison comparison(api, helpers, dev.sm_count, *m_state->expected);
+  const bool on_device = hasher.ok() && comparison.ok() && opt.verify_on != VerifyOn::host;
   std::vector<Variant> variants;
-  variants.reserve(job.variants.size());
+  variants.reserve(job.variants.size());  // stable: the verification's closures hold them
   for (const RunJob& rj : job.variants) {
     RunResult failure;
     auto p = prepare_launch(api, rj, failure);
     if (!p) return failed(failure);
     // Which samples are verified: nothing the kernel can predict.
-    variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64(), hasher.ok()).series.label =
-        rj.label;
+    Variant& v =
+        variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64(), hasher.ok(), on_device);
+    v.series.label = rj.label;
+    // The inputs' hashes before any launch of the variant.
+    if (on_device)
+      if (auto f = v.verifier.note_inputs(v.hasher(hasher, stream.get()))) return failed(*f);
   }
+  auto comparer = [&](const Variant& v) {
+    return on_device ? comparison.comparer(v.launch, stream.get()) : DeviceComparer{};
+  };
   // The L2 flush: a buffer of twice the L2's size, read (or rewritten) before each cold sample.
   std::optional<DeviceBuffer> flush;
   std::optional<DeviceBuffer> flush_sink;
@@ -223,7 +238,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
       if (auto f = v.verifier.reset_inouts(v.writer())) return failed(*f);
       KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.stream_synchronize(stream.get()));
-      if (auto f = v.verifier.take_golden(v.reader(), v.hasher(hasher, stream.get())))
+      if (auto f = v.verifier.take_golden(v.reader(), v.hasher(hasher, stream.get()), comparer(v)))
         return failed(*f);
       v.done = v.verifier.wrong();  // never timed (the check inside this job)
     }
@@ -318,7 +333,8 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     if (hold && flag.timed_out()) ++v.series.blocking_timeouts;
     verify_start = Clock::now();
     if (verify)
-      if (auto f = v.verifier.check_sample(v.reader(), index, v.hasher(hasher, stream.get()))) {
+      if (auto f = v.verifier.check_sample(v.reader(), index, v.hasher(hasher, stream.get()),
+                                           comparer(v))) {
         failure = failed(*f);
         return std::nullopt;
       }
@@ -339,7 +355,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     return *failure;
   for (auto& v : variants) {
     if (auto f = v.verifier.check_last(v.reader(), v.series.samples_s.size(),
-                                       v.hasher(hasher, stream.get())))
+                                       v.hasher(hasher, stream.get()), comparer(v)))
       return failed(*f);
     v.series.verification = v.verifier.record();
     v.series.wall_s = seconds_since(wall_start);

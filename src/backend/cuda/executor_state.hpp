@@ -9,12 +9,16 @@
 
 namespace kopt::cuda {
 
+struct ExpectedOnDevice;  // device_verify.hpp
+
 struct CudaExecutor::State {
   std::optional<DeviceInfo> info;  // filled on first use
   const DriverApi* api = nullptr;
   CUdevice device = 0;
   CUcontext ctx = nullptr;
   int ordinal = 0;
+  // The reference's outputs copied to the device for the timer's comparisons (device_verify.hpp).
+  std::shared_ptr<ExpectedOnDevice> expected;
 };
 
 // Bits of NVML's clock-event reasons that mean the clocks were held down (power, thermal,

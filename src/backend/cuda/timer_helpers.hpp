@@ -1,7 +1,9 @@
 #pragma once
 // The timer's own kernels (bench_timer.cpp), built with NVRTC for the device in the worker:
-// the blocking kernel that holds a stream until a sample is queued, the L2 flush, and the keyed
-// hash that compares a timed launch's outputs with the golden launch's where they are.
+// the blocking kernel that holds a stream until a sample is queued, the L2 flush, the keyed
+// hash that compares a timed launch's outputs with the golden launch's where they are, and the
+// comparison of outputs with a reference's where they are (device_verify.hpp); their source is
+// kopt/backend/cuda/timer_kernels.hpp.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +19,8 @@ struct TimerHelpers {
   CUfunction blocking = nullptr;
   CUfunction flush = nullptr;
   CUfunction hash = nullptr;
+  CUfunction compare = nullptr;
+  CUfunction mask = nullptr;
 };
 
 TimerHelpers build_timer_helpers(const DriverApi& api, const std::string& arch);

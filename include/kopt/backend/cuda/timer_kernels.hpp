@@ -1,0 +1,70 @@
+#pragma once
+// The source of the CUDA timer's own kernels (backend/cuda/timer_helpers.hpp), built with NVRTC
+// in the worker and compiled in a unit test, which needs no GPU
+// (tests/unit/backend/timer_kernels_test.cpp).
+#include <string>
+
+namespace kopt::cuda {
+
+// kopt_blocking_kernel spins until the host sets flag[0], or gives up after timeout_ns and
+// marks flag[1]. kopt_l2_flush streams a buffer through the L2 with L2-only loads (.cg),
+// evicting what was there and leaving clean lines; `sink` keeps the loads alive.
+// kopt_keyed_hash adds every 32-bit word's contribution (measure/keyed_hash.hpp: the same
+// constants) into *out; words [0, 4 * vectors) are read 16 bytes at a time where the buffer
+// is aligned for it.
+inline constexpr const char* k_timer_helper_source = R"(
+extern "C" __global__ void kopt_blocking_kernel(volatile int* flag, unsigned long long timeout_ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (flag[0] == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > timeout_ns) { flag[1] = 1; return; }
+  }
+}
+extern "C" __global__ void kopt_l2_flush(const int4* buf, unsigned long long n, int* sink) {
+  int acc = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    int4 v = __ldcg(buf + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7f4a7c15) *sink = acc;
+}
+__device__ __forceinline__ unsigned long long kopt_hash_word(unsigned w, unsigned long long i,
+                                                             unsigned long long key) {
+  unsigned long long x = (unsigned long long)w ^ (key + i * 0x9E3779B97F4A7C15ull);
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+extern "C" __global__ void kopt_keyed_hash(const unsigned* words, unsigned long long n,
+                                           unsigned long long vectors, unsigned long long key,
+                                           unsigned long long* out) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  unsigned long long acc = 0;
+  const uint4* v = (const uint4*)words;
+  for (unsigned long long j = tid; j < vectors; j += stride) {
+    uint4 q = __ldcs(v + j);
+    unsigned long long i = 4 * j;
+    acc += kopt_hash_word(q.x, i, key) + kopt_hash_word(q.y, i + 1, key) +
+           kopt_hash_word(q.z, i + 2, key) + kopt_hash_word(q.w, i + 3, key);
+  }
+  for (unsigned long long i = 4 * vectors + tid; i < n; i += stride)
+    acc += kopt_hash_word(words[i], i, key);
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0 && acc != 0) atomicAdd(out, acc);
+}
+)";
+
+// Every entry point the timer looks up.
+inline constexpr const char* k_timer_kernel_entries[] = {"kopt_blocking_kernel", "kopt_l2_flush",
+                                                         "kopt_keyed_hash", "kopt_compare_outputs",
+                                                         "kopt_mask_copy"};
+
+// The helpers above and the output comparison (backend/output_compare_kernel.hpp's CUDA dialect).
+std::string timer_kernels_source();
+
+}  // namespace kopt::cuda

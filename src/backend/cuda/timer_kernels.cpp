@@ -1,0 +1,11 @@
+#include "kopt/backend/cuda/timer_kernels.hpp"
+
+#include "kopt/backend/output_compare_kernel.hpp"
+
+namespace kopt::cuda {
+
+std::string timer_kernels_source() {
+  return std::string(k_timer_helper_source) + output_compare_source(KernelDialect::cuda);
+}
+
+}  // namespace kopt::cuda
