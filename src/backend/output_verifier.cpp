@@ -24,6 +24,16 @@ HostTensor host_tensor(const JobTensor& t, std::vector<std::byte> data) {
   return HostTensor{t.name, t.dtype, std::move(shape), std::move(data)};
 }
 
+std::string file_identity(const std::filesystem::path& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(file, ec);
+  if (ec) return "";
+  const auto mtime = fs::last_write_time(file, ec).time_since_epoch().count();
+  if (ec) return "";
+  return file.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
+}
+
 std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t,
                                               const std::filesystem::path& file) {
   namespace fs = std::filesystem;
@@ -33,8 +43,8 @@ std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t,
   std::error_code ec;
   const std::uintmax_t size = fs::file_size(file, ec);
   if (ec || size != t.bytes) return nullptr;
-  const auto mtime = fs::last_write_time(file, ec).time_since_epoch().count();
-  const std::string key = file.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
+  const std::string key = file_identity(file);
+  if (key.empty()) return nullptr;
   std::lock_guard lock(mutex);
   for (const auto& [k, tensor] : kept)
     if (k == key) return tensor;

@@ -13,6 +13,7 @@
 namespace kopt {
 namespace {
 
+using verifier_files::file_identity;
 using verifier_files::host_tensor;
 using verifier_files::tensor_file;
 
@@ -108,13 +109,12 @@ std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read, con
 }
 
 std::optional<RunResult> OutputVerifier::judge(const ReadTensor& read, const DeviceComparer& device,
-                                               std::size_t index,
-                                               const std::shared_ptr<const HostTensor>& expected,
+                                               std::size_t index, const ExpectedOutputs& expected,
                                                Tolerance tol, CompareResult& out,
                                                const HostTensor* on_host) {
   if (m_device_compare && device && !(on_host && !on_host->data.empty())) {
     std::optional<CompareResult> summed;
-    if (auto failure = device.compare(index, expected, tol, summed)) return failure;
+    if (auto failure = device.compare(index, &expected, tol, summed)) return failure;
     if (summed) {
       ++m_record.compared_on_device;
       out = std::move(*summed);
@@ -122,7 +122,7 @@ std::optional<RunResult> OutputVerifier::judge(const ReadTensor& read, const Dev
     }
   }
   if (on_host && !on_host->data.empty()) {
-    out = compare_tensors(*on_host, *expected, tol, 1);
+    out = compare_tensors(*on_host, *expected.host, tol, 1);
     return std::nullopt;
   }
   const JobTensor& t = m_job.tensors[index];
@@ -130,7 +130,7 @@ std::optional<RunResult> OutputVerifier::judge(const ReadTensor& read, const Dev
   host.resize(t.bytes);
   if (auto failure = read(index, host)) return failure;
   m_record.read_back_bytes += host.size();
-  out = compare_tensors(host_tensor(t, host), *expected, tol, 1);
+  out = compare_tensors(host_tensor(t, host), *expected.host, tol, 1);
   return std::nullopt;
 }
 
@@ -154,7 +154,9 @@ std::optional<RunResult> OutputVerifier::check_reference(const ReadTensor& read,
     // The job's tensor still holds the golden launch's outputs: where the device cannot
     // compare, they are read back once more.
     CompareResult c;
-    if (auto failure = judge(read, device, m_compared[k], expected, t.tolerance, c, &m_golden[k]))
+    if (auto failure =
+            judge(read, device, m_compared[k], {expected, file_identity(t.expected_path)},
+                  t.tolerance, c, &m_golden[k]))
       return failure;
     if (c.passed) continue;
     m_record.check_failure = fmt::format("output {}: {} of {} elements differ from the reference",
@@ -240,7 +242,9 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read,
       return std::nullopt;
     }
     CompareResult c;
-    if (auto failure = judge(read, device, m_outputs[k], expected, t.tolerance, c)) return failure;
+    if (auto failure = judge(read, device, m_outputs[k],
+                             {expected, file_identity(t.secret_expected_path)}, t.tolerance, c))
+      return failure;
     if (c.passed) continue;
     m_record.failed_sample = static_cast<std::int64_t>(index);
     m_record.failure = fmt::format(

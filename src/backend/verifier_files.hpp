@@ -4,6 +4,7 @@
 // inputs), each read once per worker.
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kopt/backend/run_job.hpp"
@@ -19,5 +20,7 @@ HostTensor host_tensor(const JobTensor& t, std::vector<std::byte> data);
 // oldest dropped).
 std::shared_ptr<const HostTensor> tensor_file(const JobTensor& t,
                                               const std::filesystem::path& file);
+// What names a file's content: its path, size and modification time ("" where it is missing).
+std::string file_identity(const std::filesystem::path& file);
 
 }  // namespace kopt::verifier_files

@@ -82,6 +82,14 @@ using WriteTensor =
 using HashTensor = std::function<std::optional<RunResult>(std::size_t index, std::uint64_t key,
                                                           std::uint64_t& hash)>;
 
+// The reference's outputs to compare with: their bytes on the host, and what names them (the
+// file, its size and time), by which a backend keeps its copy on the device for later jobs
+// without holding the host's.
+struct ExpectedOutputs {
+  std::shared_ptr<const HostTensor> host;
+  std::string key;
+};
+
 // The backend's comparison where the tensors are. `keep` copies job tensor `index` beside the
 // job's (after the golden launch), `kept` false where the device has no room for it; `compare`
 // compares job tensor `index` with its kept copy (`expected` null) or with `expected`'s bytes,
@@ -89,8 +97,7 @@ using HashTensor = std::function<std::optional<RunResult>(std::size_t index, std
 // room for them (the verifier then compares on the host). Either fails only as the device does.
 struct DeviceComparer {
   std::function<std::optional<RunResult>(std::size_t index, bool& kept)> keep;
-  std::function<std::optional<RunResult>(std::size_t index,
-                                         const std::shared_ptr<const HostTensor>& expected,
+  std::function<std::optional<RunResult>(std::size_t index, const ExpectedOutputs* expected,
                                          Tolerance tol, std::optional<CompareResult>& out)>
       compare;
   explicit operator bool() const { return keep && compare; }
@@ -185,8 +192,7 @@ class OutputVerifier {
   // where it holds them; else on the device where it can (`device`); else read back (counted)
   // and compared on the host.
   std::optional<RunResult> judge(const ReadTensor& read, const DeviceComparer& device,
-                                 std::size_t index,
-                                 const std::shared_ptr<const HostTensor>& expected, Tolerance tol,
+                                 std::size_t index, const ExpectedOutputs& expected, Tolerance tol,
                                  CompareResult& out, const HostTensor* on_host = nullptr);
   const std::vector<std::byte>* input_bytes(std::size_t tensor, bool secret);
   bool has_inouts() const { return m_compared.size() > m_outputs.size(); }

@@ -96,34 +96,38 @@ std::optional<RunResult> DeviceComparison::compare(CUdeviceptr got, CUdeviceptr 
 }
 
 const ExpectedOnDevice::Entry* DeviceComparison::expected_on_device(
-    const std::shared_ptr<const HostTensor>& host, CUstream stream,
-    std::optional<RunResult>& failure) {
-  for (const auto& e : m_cache.entries)
-    if (e.host.get() == host.get()) return &e;
-  const std::size_t bytes = std::max<std::size_t>(host->data.size(), 1);
-  while (!m_cache.entries.empty() && !room_for(bytes)) {  // the oldest go first
-    m_cache.bytes -= m_cache.entries.front().host->data.size();
+    const ExpectedOutputs& expected, CUstream stream, std::optional<RunResult>& failure) {
+  if (!expected.key.empty())
+    for (const auto& e : m_cache.entries)
+      if (e.key == expected.key) return &e;
+  const HostTensor& host = *expected.host;
+  const std::size_t bytes = std::max<std::size_t>(host.data.size(), 1);
+  std::size_t free = 0, total = 0;
+  if (m_api.mem_get_info(&free, &total) != CUDA_SUCCESS) return nullptr;
+  // The oldest go first: for room on the device, and to keep the kept ones within a quarter.
+  while (!m_cache.entries.empty() && (!room_for(bytes) || m_cache.bytes + bytes > total / 4)) {
+    m_cache.bytes -= m_cache.entries.front().bytes;
     m_cache.entries.pop_front();
   }
-  if (!room_for(bytes)) return nullptr;
+  if (!room_for(bytes) || bytes > total / 4) return nullptr;
   CUdeviceptr p = 0;
   if (m_api.mem_alloc(&p, bytes) != CUDA_SUCCESS) return nullptr;  // no room after all: on the host
   DeviceBuffer buffer(&m_api, p);
   // Copied in and masked in place before any candidate's launch can run again.
-  const int width = static_cast<int>(dtype_size(host->dtype));
+  const int width = static_cast<int>(dtype_size(host.dtype));
   const std::uint64_t key = mask_key();
-  if (CUresult r = m_api.memcpy_htod(p, host->data.data(), host->data.size()); r != CUDA_SUCCESS) {
+  if (CUresult r = m_api.memcpy_htod(p, host.data.data(), host.data.size()); r != CUDA_SUCCESS) {
     failure = driver_failure(m_api, RunStatus::fault,
-                             ("cuMemcpyHtoD(the reference's " + host->name + ")").c_str(), r);
+                             ("cuMemcpyHtoD(the reference's " + host.name + ")").c_str(), r);
     return nullptr;
   }
-  if (CUresult r = mask_copy(p, p, host->data.size() / width, width, key, stream);
+  if (CUresult r = mask_copy(p, p, host.data.size() / width, width, key, stream);
       r != CUDA_SUCCESS) {
     failure = driver_failure(m_api, RunStatus::fault, "cuLaunchKernel(kopt_mask_copy)", r);
     return nullptr;
   }
-  m_cache.bytes += host->data.size();
-  m_cache.entries.push_back({host, std::move(buffer), key});
+  m_cache.bytes += host.data.size();
+  m_cache.entries.push_back({expected.key, host.data.size(), std::move(buffer), key});
   return &m_cache.entries.back();
 }
 
@@ -151,14 +155,14 @@ DeviceComparer DeviceComparison::comparer(const PreparedLaunch& launch, CUstream
     return std::nullopt;
   };
   d.compare = [this, &launch, stream](
-                  std::size_t i, const std::shared_ptr<const HostTensor>& expected, Tolerance tol,
+                  std::size_t i, const ExpectedOutputs* expected, Tolerance tol,
                   std::optional<CompareResult>& out) -> std::optional<RunResult> {
     out.reset();
     CUdeviceptr against = 0;
     std::uint64_t mask = 0;
     if (expected) {
       std::optional<RunResult> failure;
-      const ExpectedOnDevice::Entry* e = expected_on_device(expected, stream, failure);
+      const ExpectedOnDevice::Entry* e = expected_on_device(*expected, stream, failure);
       if (failure) return failure;
       if (e) {
         against = e->buffer.get();

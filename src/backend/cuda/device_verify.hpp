@@ -2,11 +2,12 @@
 // The CUDA timer's comparison where the outputs are (output_verifier.hpp's DeviceComparer): the
 // kernels of backend/output_compare_kernel.hpp in the timer's helper module, golden copies kept
 // beside the job's tensors for as long as the bench, and the reference's outputs copied in once
-// an executor and kept for its later jobs (a tune's candidates share them), oldest dropped
-// first; every copy masked under a key of its own, which only kopt's kernels are given (a
-// candidate's kernel in the same context could read or write them). kopt takes device memory for
-// them only while what stays free is at least a tenth of the device and 1 GiB (a candidate's own
-// allocations come first); past that the verifier reads back and compares on the host as before.
+// an executor and kept for its later jobs (a tune's candidates share them; by the file they
+// came from, the host's copy not held; at most a quarter of the device), oldest dropped first;
+// every copy masked under a key of its own, which only kopt's kernels are given (a candidate's
+// kernel in the same context could read or write them). kopt takes device memory for them only
+// while what stays free is at least a tenth of the device and 1 GiB (a candidate's own allocations
+// come first); past that the verifier reads back and compares on the host as before.
 #include <deque>
 #include <map>
 #include <memory>
@@ -20,7 +21,8 @@ namespace kopt::cuda {
 // The executor's part: the reference's outputs on the device, oldest first.
 struct ExpectedOnDevice {
   struct Entry {
-    std::shared_ptr<const HostTensor> host;  // its identity is the key: tensor_file's copy
+    std::string key;  // the file: its path, size and time (ExpectedOutputs::key)
+    std::size_t bytes = 0;
     DeviceBuffer buffer;
     std::uint64_t mask = 0;  // the key it is masked under
   };
@@ -49,7 +51,7 @@ class DeviceComparison {
   bool room_for(std::size_t bytes) const;
   unsigned blocks_for(unsigned long long n) const;
   // The reference's outputs on the device: 0 where there is no room (compared on the host).
-  const ExpectedOnDevice::Entry* expected_on_device(const std::shared_ptr<const HostTensor>& host,
+  const ExpectedOnDevice::Entry* expected_on_device(const ExpectedOutputs& expected,
                                                     CUstream stream,
                                                     std::optional<RunResult>& failure);
 

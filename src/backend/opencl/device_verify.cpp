@@ -181,15 +181,17 @@ std::optional<RunResult> DeviceVerify::compare(cl_mem got, cl_mem expected, std:
 }
 
 const DeviceVerifyCache::Expected* DeviceVerify::expected_buffer(
-    const std::shared_ptr<const HostTensor>& host, std::optional<RunResult>& failure) {
-  for (const auto& e : m_cache.expected)
-    if (e.host.get() == host.get()) return &e;
+    const ExpectedOutputs& expected, std::optional<RunResult>& failure) {
+  if (!expected.key.empty())
+    for (const auto& e : m_cache.expected)
+      if (e.key == expected.key) return &e;
   const OpenclApi& api = *m_s.api;
-  const std::size_t bytes = host->data.size();
+  const HostTensor& host = *expected.host;
+  const std::size_t bytes = host.data.size();
   // The oldest copies go first; a tensor the budget cannot hold beside the golden copies stays
   // on the host.
   while (!m_cache.expected.empty() && !room_for(bytes)) {
-    m_cache.expected_bytes -= m_cache.expected.front().host->data.size();
+    m_cache.expected_bytes -= m_cache.expected.front().bytes;
     m_cache.expected.pop_front();
   }
   if (!room_for(bytes)) return nullptr;
@@ -198,20 +200,20 @@ const DeviceVerifyCache::Expected* DeviceVerify::expected_buffer(
                                    std::max<std::size_t>(bytes, 1), nullptr, &err));
   if (err != CL_SUCCESS) return nullptr;  // no room after all: compared on the host
   // Copied in and masked in place before any candidate's launch can run again.
-  const int width = static_cast<int>(dtype_size(host->dtype));
+  const int width = static_cast<int>(dtype_size(host.dtype));
   const std::uint64_t key = mask_key();
-  if (err = api.enqueue_write_buffer(m_s.queue.get(), b.get(), CL_TRUE, 0, bytes, host->data.data(),
+  if (err = api.enqueue_write_buffer(m_s.queue.get(), b.get(), CL_TRUE, 0, bytes, host.data.data(),
                                      0, nullptr, nullptr);
       err != CL_SUCCESS) {
-    failure = fault("clEnqueueWriteBuffer(the reference's " + host->name + ")", err);
+    failure = fault("clEnqueueWriteBuffer(the reference's " + host.name + ")", err);
     return nullptr;
   }
   if (err = mask_copy(b.get(), b.get(), bytes / width, width, key); err != CL_SUCCESS) {
-    failure = fault("kopt_mask_copy(the reference's " + host->name + ")", err);
+    failure = fault("kopt_mask_copy(the reference's " + host.name + ")", err);
     return nullptr;
   }
   m_cache.expected_bytes += bytes;
-  m_cache.expected.push_back({host, std::move(b), key});
+  m_cache.expected.push_back({expected.key, bytes, std::move(b), key});
   return &m_cache.expected.back();
 }
 
@@ -246,15 +248,14 @@ DeviceComparer DeviceVerify::comparer(const PreparedKernel& k, const RunJob& job
     kept = true;
     return std::nullopt;
   };
-  d.compare = [this, &k, &job](std::size_t i, const std::shared_ptr<const HostTensor>& expected,
-                               Tolerance tol,
+  d.compare = [this, &k, &job](std::size_t i, const ExpectedOutputs* expected, Tolerance tol,
                                std::optional<CompareResult>& out) -> std::optional<RunResult> {
     out.reset();
     cl_mem against = nullptr;
     std::uint64_t mask = 0;
     if (expected) {
       std::optional<RunResult> failure;
-      const DeviceVerifyCache::Expected* e = expected_buffer(expected, failure);
+      const DeviceVerifyCache::Expected* e = expected_buffer(*expected, failure);
       if (failure) return failure;
       if (!e) return std::nullopt;  // no room: the verifier compares on the host
       against = e->buffer.get();

@@ -3,8 +3,9 @@
 // of a tensor (measure/keyed_hash.hpp) and the comparison of backend/output_compare_kernel.hpp,
 // built once an executor (they need fp64 and 64-bit atomics: where the device lacks them, or
 // the build fails, the verifier reads back as before). The golden launch's copies live as long
-// as the bench; the reference's outputs copied in stay for the executor's later jobs, while
-// kopt's copies stay within a quarter of the device's memory (OpenCL tells no free memory).
+// as the bench; the reference's outputs copied in stay for the executor's later jobs (by the
+// file they came from, the host's copy not held), while kopt's copies stay within a quarter of
+// the device's memory (OpenCL tells no free memory).
 // Every copy is masked under a key of its own (output_compare_kernel.hpp): the candidate's
 // kernel shares the context and could address it.
 #include <cstdint>
@@ -24,7 +25,8 @@ struct DeviceVerifyCache {
   Program program;  // null where it does not build
   std::string why;  // why not
   struct Expected {
-    std::shared_ptr<const HostTensor> host;  // its identity is the key: tensor_file's copy
+    std::string key;  // the file: its path, size and time (ExpectedOutputs::key)
+    std::size_t bytes = 0;
     Buffer buffer;
     std::uint64_t mask = 0;  // the key it is masked under
   };
@@ -50,7 +52,7 @@ class DeviceVerify {
   cl_int mask_copy(cl_mem src, cl_mem dst, std::size_t n, int width, std::uint64_t key);
   // Whether kopt may hold `bytes` more on the device.
   bool room_for(std::size_t bytes) const;
-  const DeviceVerifyCache::Expected* expected_buffer(const std::shared_ptr<const HostTensor>& host,
+  const DeviceVerifyCache::Expected* expected_buffer(const ExpectedOutputs& expected,
                                                      std::optional<RunResult>& failure);
 
   const Session& m_s;

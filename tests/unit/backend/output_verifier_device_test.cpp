@@ -42,6 +42,11 @@ TEST_F(OutputVerifierDevice, TheGoldenIsCheckedOnTheDeviceAndNothingIsReadBack) 
   EXPECT_EQ(r.read_back_bytes, 0u);
   EXPECT_EQ(r.compared_on_device, 1u);
   EXPECT_EQ(dev.kept.count(1), 1u) << "the golden kept beside the job's tensors";
+  // The reference's outputs named by their file (path, size, time): what a backend keeps its
+  // device copy under for the next candidate, without the host's copy.
+  ASSERT_EQ(dev.uploaded.size(), 1u);
+  EXPECT_NE(dev.uploaded.begin()->first.find("y.bin|32|"), std::string::npos)
+      << dev.uploaded.begin()->first;
 }
 
 TEST_F(OutputVerifierDevice, AWrongGoldenFailsTheCheckWithTheHostsWords) {
