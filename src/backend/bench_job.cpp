@@ -10,36 +10,6 @@ using nlohmann::json;
 std::string_view cache_mode_name(CacheMode m) {
   return m == CacheMode::cold ? "cold" : "hot";
 }
-std::string_view flush_method_name(FlushMethod f) {
-  switch (f) {
-    case FlushMethod::read:
-      return "read";
-    case FlushMethod::write:
-      return "write";
-    case FlushMethod::evict:
-      return "evict";
-  }
-  return "read";
-}
-
-std::string_view verify_on_name(VerifyOn v) {
-  switch (v) {
-    case VerifyOn::automatic:
-      return "auto";
-    case VerifyOn::device:
-      return "device";
-    case VerifyOn::host:
-      return "host";
-  }
-  return "auto";
-}
-
-std::optional<VerifyOn> parse_verify_on(std::string_view name) {
-  for (VerifyOn v : {VerifyOn::automatic, VerifyOn::device, VerifyOn::host})
-    if (verify_on_name(v) == name) return v;
-  return std::nullopt;
-}
-
 namespace {
 
 RunStatus status_from(const json& j) {
@@ -70,7 +40,7 @@ json to_json(const BenchOptions& o) {
           {"blocking_kernel", o.blocking_kernel},
           {"flush_bytes", o.flush_bytes},
           {"flush", flush_method_name(o.flush)},
-          {"verify_on", verify_on_name(o.verify_on)},
+          {"verify_on", name_of(o.verify_on)},
           {"paired", o.paired},
           {"verdict_threshold", o.verdict_threshold},
           {"graph_below_us", o.graph_below_us},
@@ -98,8 +68,10 @@ BenchOptions bench_options_from_json(const json& j) {
     throw std::invalid_argument("unknown flush method " + flush);
   o.flush = flush == "read" ? FlushMethod::read : FlushMethod::write;
   const std::string where = j.value("verify_on", std::string("auto"));
-  auto verify_on = parse_verify_on(where);
-  if (!verify_on) throw std::invalid_argument("unknown verify_on " + where);
+  auto verify_on = parse_enum<VerifyOn>(where);
+  if (!verify_on)
+    throw std::invalid_argument("unknown verify_on " + where +
+                                " (known: " + enum_names<VerifyOn>() + ")");
   o.verify_on = *verify_on;
   o.paired = j.value("paired", o.paired);
   o.verdict_threshold = j.value("verdict_threshold", o.verdict_threshold);

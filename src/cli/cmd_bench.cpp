@@ -187,7 +187,7 @@ int bench_one(const GlobalOptions& g, const BenchCliOptions& o, ProblemSelection
   BenchOptions& t = rigour.timing;
   t.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
   t.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;
-  t.verify_on = parse_verify_on(o.verify_on).value_or(VerifyOn::automatic);
+  t.verify_on = parse_enum<VerifyOn>(o.verify_on).value_or(VerifyOn::automatic);
   t.warmup_s = o.warmup_s;
   t.blocking_kernel = o.blocking;
   t.verify_samples = o.verify_samples;

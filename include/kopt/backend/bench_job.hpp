@@ -8,6 +8,7 @@
 
 #include "kopt/backend/device_info.hpp"
 #include "kopt/backend/run_job.hpp"
+#include "kopt/core/enum_names.hpp"
 #include "kopt/measure/ceiling.hpp"
 #include "kopt/measure/statistics.hpp"
 
@@ -22,15 +23,25 @@ std::string_view cache_mode_name(CacheMode m);
 // CPU device that computes in kopt's memory does instead, whatever was asked: the tensors' own
 // cache lines written back and evicted by address (backend/opencl/host_cache.hpp).
 enum class FlushMethod { read, write, evict };
-std::string_view flush_method_name(FlushMethod f);
+template <>
+struct EnumNames<FlushMethod> {
+  static constexpr std::array<std::pair<FlushMethod, std::string_view>, 3> table{
+      {{FlushMethod::read, "read"}, {FlushMethod::write, "write"}, {FlushMethod::evict, "evict"}}};
+};
+inline std::string_view flush_method_name(FlushMethod f) {
+  return name_of(f);
+}
 
 // Where timed samples' outputs are compared (output_verifier.hpp): `automatic` on the device
 // where it is no CPU (a CPU device's memory is the host's: a read back is a copy, and the host's
 // comparison, with its byte-for-byte shortcut, took a third of the time of the device's kernels
 // on PoCL), `device` wherever the device can, `host` read back as before.
 enum class VerifyOn { automatic, device, host };
-std::string_view verify_on_name(VerifyOn v);
-std::optional<VerifyOn> parse_verify_on(std::string_view name);
+template <>
+struct EnumNames<VerifyOn> {
+  static constexpr std::array<std::pair<VerifyOn, std::string_view>, 3> table{
+      {{VerifyOn::automatic, "auto"}, {VerifyOn::device, "device"}, {VerifyOn::host, "host"}}};
+};
 
 struct BenchOptions {
   CacheMode mode = CacheMode::cold;

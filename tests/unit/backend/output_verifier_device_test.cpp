@@ -24,18 +24,24 @@ class OutputVerifierDevice : public ::testing::Test {
     y.tolerance = Tolerance{1e-6, 1e-5};
     return job_with({x, y});
   }
+  // x = 3 and y = `y` on `dev`, and a verifier that compares there with the inputs noted and
+  // the golden taken.
+  static std::unique_ptr<OutputVerifier> golden(const RunJob& j, FakeDevice& dev, float y,
+                                                std::uint64_t seed = 5) {
+    dev.fill(0, 3.0f);
+    dev.fill(1, y);
+    auto v = std::make_unique<OutputVerifier>(j, BenchOptions{}, seed, true, true);
+    EXPECT_FALSE(v->note_inputs(dev.hasher()));
+    EXPECT_FALSE(v->take_golden(dev.reader(), dev.hasher(), dev.comparer()));
+    return v;
+  }
   TempDir m_dir{"kopt-verifier-device"};
 };
 
 TEST_F(OutputVerifierDevice, TheGoldenIsCheckedOnTheDeviceAndNothingIsReadBack) {
   RunJob j = job();
   FakeDevice dev(j);
-  dev.fill(0, 3.0f);
-  dev.fill(1, 1.5f);
-  OutputVerifier v(j, BenchOptions{}, 5, true, true);
-  ASSERT_FALSE(v.note_inputs(dev.hasher()));
-  ASSERT_FALSE(v.take_golden(dev.reader(), dev.hasher(), dev.comparer()));
-  const SampleVerification r = v.record();
+  const SampleVerification r = golden(j, dev, 1.5f)->record();
   EXPECT_TRUE(r.reference_checked);
   EXPECT_EQ(r.check_failure, "");
   EXPECT_EQ(dev.reads, 0);
@@ -52,12 +58,7 @@ TEST_F(OutputVerifierDevice, TheGoldenIsCheckedOnTheDeviceAndNothingIsReadBack) 
 TEST_F(OutputVerifierDevice, AWrongGoldenFailsTheCheckWithTheHostsWords) {
   RunJob j = job();
   FakeDevice dev(j);
-  dev.fill(0, 3.0f);
-  dev.fill(1, 2.5f);
-  OutputVerifier v(j, BenchOptions{}, 5, true, true);
-  ASSERT_FALSE(v.note_inputs(dev.hasher()));
-  ASSERT_FALSE(v.take_golden(dev.reader(), dev.hasher(), dev.comparer()));
-  EXPECT_EQ(v.record().check_failure,
+  EXPECT_EQ(golden(j, dev, 2.5f)->record().check_failure,
             "output y: 8 of 8 elements differ from the reference (first at [0]: 2.5 against 1.5)");
   EXPECT_EQ(dev.reads, 0);
 }
@@ -78,11 +79,8 @@ TEST_F(OutputVerifierDevice, AnInputTheKernelWroteIsCaughtByItsHash) {
 TEST_F(OutputVerifierDevice, SamplesAreComparedWithTheGoldensCopyWhereTheirHashDiffers) {
   RunJob j = job();
   FakeDevice dev(j);
-  dev.fill(0, 3.0f);
-  dev.fill(1, 1.5f);
-  OutputVerifier v(j, BenchOptions{}, 7, true, true);
-  ASSERT_FALSE(v.note_inputs(dev.hasher()));
-  ASSERT_FALSE(v.take_golden(dev.reader(), dev.hasher(), dev.comparer()));
+  auto verifier = golden(j, dev, 1.5f, 7);
+  OutputVerifier& v = *verifier;
   // Other bytes within twice the tolerance (an atomic reduction's order): compared, passed.
   dev.fill(1, 1.5f + 1e-5f);
   ASSERT_FALSE(v.check_sample(dev.reader(), 4, dev.hasher(), dev.comparer()));
@@ -108,11 +106,8 @@ TEST_F(OutputVerifierDevice, WithoutRoomOnTheDeviceTheHostComparesAsBefore) {
     FakeDevice dev(j);
     dev.room = false;
     dev.room_for_expected = false;
-    dev.fill(0, 3.0f);
-    dev.fill(1, wrong ? 2.5f : 1.5f);
-    OutputVerifier v(j, BenchOptions{}, 5, true, true);
-    ASSERT_FALSE(v.note_inputs(dev.hasher()));
-    ASSERT_FALSE(v.take_golden(dev.reader(), dev.hasher(), dev.comparer()));
+    auto verifier = golden(j, dev, wrong ? 2.5f : 1.5f);
+    OutputVerifier& v = *verifier;
     EXPECT_EQ(dev.compares, 0);
     // The golden read back once and compared on the host; the input still by its hash.
     EXPECT_EQ(dev.reads, 1);
@@ -131,14 +126,10 @@ TEST_F(OutputVerifierDevice, AReferenceWithoutRoomIsComparedOnTheHostFromTheGold
   RunJob j = job();
   FakeDevice dev(j);
   dev.room_for_expected = false;  // the golden's copy fits, the reference's outputs do not
-  dev.fill(0, 3.0f);
-  dev.fill(1, 1.5f);
-  OutputVerifier v(j, BenchOptions{}, 5, true, true);
-  ASSERT_FALSE(v.note_inputs(dev.hasher()));
-  ASSERT_FALSE(v.take_golden(dev.reader(), dev.hasher(), dev.comparer()));
-  EXPECT_EQ(v.record().check_failure, "");
+  const SampleVerification r = golden(j, dev, 1.5f)->record();
+  EXPECT_EQ(r.check_failure, "");
   EXPECT_EQ(dev.reads, 1);  // the job's tensor, which still holds the golden launch's outputs
-  EXPECT_EQ(v.record().compared_on_device, 0u);
+  EXPECT_EQ(r.compared_on_device, 0u);
 }
 
 // The secret seed's samples: compared with the reference's outputs for those inputs on the

@@ -1,7 +1,7 @@
 #pragma once
 // The source of the CUDA timer's own kernels (backend/cuda/timer_helpers.hpp), built with NVRTC
 // in the worker and compiled in a unit test, which needs no GPU
-// (tests/unit/backend/timer_kernels_test.cpp).
+// (tests/unit/backend/ceiling_kernels_test.cpp).
 #include <string>
 
 namespace kopt::cuda {
