@@ -35,7 +35,10 @@ namespace kopt::cuda {
 CudaExecutor::CudaExecutor(std::unique_ptr<State> state) : m_state(std::move(state)) {}
 
 CudaExecutor::~CudaExecutor() {
-  if (m_state) m_state->expected.reset();  // its buffers freed while the context lives
+  if (m_state) {  // their buffers and module freed while the context lives
+    m_state->expected.reset();
+    m_state->helpers.reset();
+  }
   if (m_state && m_state->ctx) m_state->api->primary_ctx_release(m_state->device);
 }
 

@@ -10,6 +10,7 @@
 namespace kopt::cuda {
 
 struct ExpectedOnDevice;  // device_verify.hpp
+struct TimerHelpers;      // timer_helpers.hpp
 
 struct CudaExecutor::State {
   std::optional<DeviceInfo> info;  // filled on first use
@@ -19,6 +20,9 @@ struct CudaExecutor::State {
   int ordinal = 0;
   // The reference's outputs copied to the device for the timer's comparisons (device_verify.hpp).
   std::shared_ptr<ExpectedOnDevice> expected;
+  // The timer's own kernels, built with NVRTC once an executor (a compile of about 0.2 s that
+  // every bench job paid, a tune's batches each).
+  std::shared_ptr<const TimerHelpers> helpers;
 };
 
 // Bits of NVML's clock-event reasons that mean the clocks were held down (power, thermal,
