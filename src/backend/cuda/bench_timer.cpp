@@ -96,10 +96,10 @@ struct Variant : SampledVariant {
       if (CUresult r = launch.poison(stream, i, verifier.fill_for(i)); r != CUDA_SUCCESS) return r;
     return CUDA_SUCCESS;
   }
-  // Writes a job tensor from the host (synchronous: outside the timed window).
+  // Writes a job tensor from the host, landed before it returns (outside the timed window).
   WriteTensor writer() const {
     return [this](std::size_t i, const std::vector<std::byte>& host) -> std::optional<RunResult> {
-      CUresult r = launch.api->memcpy_htod(launch.buffers[i].get(), host.data(), host.size());
+      CUresult r = copy_to_device(*launch.api, launch.buffers[i].get(), host.data(), host.size());
       if (r != CUDA_SUCCESS)
         return driver_failure(*launch.api, RunStatus::launch_failed,
                               ("cuMemcpyHtoD(" + launch.job->tensors[i].name + ")").c_str(), r);

@@ -63,7 +63,7 @@ std::optional<RunResult> DeviceComparison::compare(CUdeviceptr got, CUdeviceptr 
   unsigned long long key = mask;
   CUdeviceptr words = m_words->get();
   CompareWords w = compare_words_start();
-  if (CUresult r = m_api.memcpy_htod(words, w.data(), sizeof w); r != CUDA_SUCCESS)
+  if (CUresult r = copy_to_device(m_api, words, w.data(), sizeof w); r != CUDA_SUCCESS)
     return failed("cuMemcpyHtoD", r);
   if (n > 0) {
     void* params[] = {&got, &expected, &n, &dtype, &poison, &atol, &rtol, &key, &words};
@@ -116,7 +116,8 @@ const ExpectedOnDevice::Entry* DeviceComparison::expected_on_device(
   // Copied in and masked in place before any candidate's launch can run again.
   const int width = static_cast<int>(dtype_size(host.dtype));
   const std::uint64_t key = mask_key();
-  if (CUresult r = m_api.memcpy_htod(p, host.data.data(), host.data.size()); r != CUDA_SUCCESS) {
+  if (CUresult r = copy_to_device(m_api, p, host.data.data(), host.data.size());
+      r != CUDA_SUCCESS) {
     failure = driver_failure(m_api, RunStatus::fault,
                              ("cuMemcpyHtoD(the reference's " + host.name + ")").c_str(), r);
     return nullptr;

@@ -189,7 +189,15 @@ std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob&
     }
     p.params.push_back(p.slots[i].bytes);
   }
+  // The fills and copies above are on the legacy stream, asynchronous to the host and unordered
+  // with the non-blocking streams the launches and kopt's checks run on.
+  KOPT_CU_PREPARE(RunStatus::launch_failed, api.ctx_synchronize());
   return p;
+}
+
+CUresult copy_to_device(const DriverApi& api, CUdeviceptr dst, const void* src, std::size_t bytes) {
+  if (CUresult r = api.memcpy_htod(dst, src, bytes); r != CUDA_SUCCESS) return r;
+  return api.ctx_synchronize();
 }
 
 }  // namespace kopt::cuda

@@ -117,7 +117,14 @@ std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::str
                                             const std::string& name, const char* source,
                                             const std::string& entry);
 
-// Prepares `job`; on failure returns nullopt with `failure` filled in.
+// Copies `bytes` from the host to `dst` and waits until they are there. cuMemcpyHtoD from
+// pageable memory returns once the data is staged, before its last DMA lands, and a kernel on
+// one of kopt's non-blocking streams is not ordered after it: a hash, a mask or a candidate's
+// launch queued next could read the tail of the old contents.
+CUresult copy_to_device(const DriverApi& api, CUdeviceptr dst, const void* src, std::size_t bytes);
+
+// Prepares `job` (its copies and fills done when it returns); on failure returns nullopt with
+// `failure` filled in.
 std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job,
                                              RunResult& failure);
 
