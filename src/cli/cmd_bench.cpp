@@ -89,7 +89,7 @@ void print_bench(const BenchReport& r) {
         !check.enabled
             ? ""
             : fmt::format(
-                  "; outputs verified after {} poisoned sample(s){}{}{}", check.poisoned_samples,
+                  "; outputs verified after {} poisoned sample(s){}{}{}{}", check.poisoned_samples,
                   check.reset_samples > 0
                       ? fmt::format(" (inouts set back and compared on {})", check.reset_samples)
                       : "",
@@ -97,6 +97,10 @@ void print_bench(const BenchReport& r) {
                   check.device_compared > 0
                       ? fmt::format(", {} of them by a keyed hash on the device ({:.1f} ms)",
                                     check.device_compared, 1e3 * check.verify_s)
+                      : "",
+                  check.compared_on_device > 0 || check.read_back_bytes > 0
+                      ? fmt::format("; {} compared on the device, {} read back",
+                                    check.compared_on_device, human_bytes(check.read_back_bytes))
                       : "");
     std::cout << fmt::format(
         "    host launch {:.1f} us ({} the timed window); throttled samples {}; "
@@ -187,7 +191,7 @@ int bench_one(const GlobalOptions& g, const BenchCliOptions& o, ProblemSelection
   BenchOptions& t = rigour.timing;
   t.mode = o.mode == "hot" ? CacheMode::hot : CacheMode::cold;
   t.flush = o.flush == "write" ? FlushMethod::write : FlushMethod::read;
-  t.verify_on = parse_enum<VerifyOn>(o.verify_on).value_or(VerifyOn::automatic);
+  t.verify_on = parse_verify_on(o.verify_on);
   t.warmup_s = o.warmup_s;
   t.blocking_kernel = o.blocking;
   t.verify_samples = o.verify_samples;
@@ -306,11 +310,7 @@ std::vector<Command> bench_commands(const GlobalRef& g) {
         .help = "cold mode: read (clean L2) or write (dirty L2) the flush buffer",
         .target = &o->flush,
         .choices = {"read", "write"}},
-       {.names = "--verify-on",
-        .help = "where timed samples' outputs are compared: auto (on the device unless it is a "
-                "CPU), device, or host (read back)",
-        .target = &o->verify_on,
-        .choices = {"auto", "device", "host"}},
+       verify_on_option(&o->verify_on),
        {.names = "--max-noise",
         .help = "stop when the relative noise is below this (%)",
         .target = &o->max_noise_pct,

@@ -250,6 +250,7 @@ int tune_one(const GlobalOptions& g, TuneCliOptions& o, ProblemSelection selecti
   req.search.budget.max_wall_s = o.time_budget_s;
   req.search.seed = o.seed;
   req.full = evaluate::Rigour::decide(o.max_time_s);
+  req.full.timing.verify_on = parse_verify_on(o.verify_on);
   req.screen_samples = o.screen_samples;
   auto confirm = parse_confirm(o.confirm);
   if (!confirm)
@@ -342,6 +343,7 @@ std::vector<Command> tune_commands(const GlobalRef& g) {
         .help = "time cap of each full measurement (s)",
         .target = &o->max_time_s,
         .positive = true},
+       verify_on_option(&o->verify_on),
        {.names = "--jobs",
         .help = "builds in parallel (0: the machine's cores)",
         .target = &o->jobs,

@@ -100,6 +100,11 @@ struct ShapeFlags {
 };
 void add_axes(Command& c, ShapeFlags& flags);
 
+// --verify-on auto|device|host, where timed samples' outputs are compared (bench, tune), bound
+// to `target`; parse_verify_on() reads what it holds.
+Option verify_on_option(std::string* target);
+VerifyOn parse_verify_on(const std::string& choice);
+
 // A command at every shape of the selection (--axis, else kopt.toml's [axes] and [shapes];
 // problem/shape_set.hpp), or at its one shape when there are none. `one` runs one shape: it
 // prints its text (unless --json) and fills *doc with its JSON document; with no shapes it is

@@ -25,9 +25,10 @@ struct TuneCliOptions {
   unsigned jobs = 0;                                      // 0: the machine's cores
   std::size_t batch = tune::TuneRequest::k_screen_batch;  // candidates screened together
   std::size_t screen_samples = tune::TuneRequest{}.screen_samples;
-  std::string confirm = "auto";  // auto (the rule), all, or a number: at most that many
-  std::string gpus;              // --gpus all|N,M,...: screening split over these devices
-  std::string cluster;           // --cluster ray|ray:ADDRESS
+  std::string verify_on = "auto";  // --verify-on: where samples' outputs are compared
+  std::string confirm = "auto";    // auto (the rule), all, or a number: at most that many
+  std::string gpus;                // --gpus all|N,M,...: screening split over these devices
+  std::string cluster;             // --cluster ray|ray:ADDRESS
   bool allow_mixed = false;
   std::string out;  // the champion file (default: kopt-tune/PROBLEM/KERNEL.json)
   // --shape-search, at several shapes: transfer (a shape's search evaluates the champions of the
