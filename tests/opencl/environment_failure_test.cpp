@@ -25,9 +25,9 @@ TEST_F(OpenclEnvironment, AFileSizeLimitIsTheMachinesFailureAndAResumeMeasuresAg
   KOPT_SKIP_WITHOUT_OPENCL();
   fs::path problem = m_dir.path() / "vector_add";
   fs::copy(test::source_dir() / "examples/vector_add", problem, fs::copy_options::recursive);
-  std::string optimize = test::kopt_binary().string() + " --backend opencl optimize " +
-                         problem.string() + " --iterations 1 --max-time 0.2 --run " +
-                         (m_dir.path() / "run").string();
+  std::string optimize =
+      test::kopt_binary().string() + " --backend opencl optimize " + problem.string() +
+      " --dim n=1048576 --iterations 1 --max-time 0.2 --run " + (m_dir.path() / "run").string();
   CommandResult limited =
       SystemCommandRunner().run({"sh", "-c", "ulimit -f 64 && exec " + optimize}, 600s);
   std::string said = limited.out + limited.err;

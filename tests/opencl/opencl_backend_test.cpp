@@ -244,8 +244,9 @@ TEST_F(OpenclBackend, OptimizeRunsEndToEndAndResumes) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
   std::string run = (m_dir.path() / "run").string();
-  auto j = kopt({"optimize", example("vector_add"), "--iterations", "2", "--branches", "3",
-                 "--max-time", "0.3", "--run", run},
+  // n = 2^20 (three tensors of 4 MiB): at the default 2^24 this test took 95-159 s on 2 cores.
+  auto j = kopt({"optimize", example("vector_add"), "--dim", "n=1048576", "--iterations", "2",
+                 "--branches", "3", "--max-time", "0.3", "--run", run},
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   ASSERT_GE(j["versions"].size(), 1u);
@@ -265,8 +266,8 @@ TEST_F(OpenclBackend, OptimizeRunsEndToEndAndResumes) {
     std::string hypothesis = *read_text_file(fs::path(run) / "v1/hypothesis.md");
     EXPECT_NE(hypothesis.find("no counters"), std::string::npos) << hypothesis;
   }
-  auto again = kopt({"optimize", example("vector_add"), "--iterations", "3", "--branches", "3",
-                     "--max-time", "0.3", "--run", run, "--resume"},
+  auto again = kopt({"optimize", example("vector_add"), "--dim", "n=1048576", "--iterations", "3",
+                     "--branches", "3", "--max-time", "0.3", "--run", run, "--resume"},
                     rc);
   ASSERT_EQ(rc, 0) << again.dump(2);
   EXPECT_GE(again["versions"].size(), j["versions"].size());
@@ -358,10 +359,10 @@ TEST_F(OpenclBackend, TuneSearchesASpaceThatFitsTheBudgetExhaustively) {
 TEST_F(OpenclBackend, TuneScreensInBatchesAndConfirmsTheChampion) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  auto j = kopt(
-      {"tune", example("softmax"), "--strategy", "exhaustive", "--budget", "6", "--batch", "3",
-       "--screen-samples", "5", "--max-time", "0.3", "--out", (m_dir.path() / "c.json").string()},
-      rc);
+  auto j = kopt({"tune", example("softmax"), "--dim", "rows=512", "--dim", "cols=2048",
+                 "--strategy", "exhaustive", "--budget", "6", "--batch", "3", "--screen-samples",
+                 "5", "--max-time", "0.3", "--out", (m_dir.path() / "c.json").string()},
+                rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["search"]["evaluations"], 6);
@@ -403,9 +404,26 @@ TEST_F(OpenclBackend, TuneOverTwoDevicesSplitsTheScreening) {
     saved ? ::setenv("POCL_DEVICES", saved->c_str(), 1) : ::unsetenv("POCL_DEVICES");
     GTEST_SKIP() << "fewer than two OpenCL devices here, even with POCL_DEVICES";
   }
-  auto j = kopt({"tune", example("softmax"), "--gpus", "all", "--strategy", "exhaustive",
-                 "--budget", "8", "--batch", "4", "--screen-samples", "5", "--max-time", "2",
-                 "--out", (m_dir.path() / "c.json").string()},
+  auto j = kopt({"tune",
+                 example("softmax"),
+                 "--dim",
+                 "rows=512",
+                 "--dim",
+                 "cols=2048",
+                 "--gpus",
+                 "all",
+                 "--strategy",
+                 "exhaustive",
+                 "--budget",
+                 "8",
+                 "--batch",
+                 "4",
+                 "--screen-samples",
+                 "5",
+                 "--max-time",
+                 "2",
+                 "--out",
+                 (m_dir.path() / "c.json").string()},
                 rc);
   auto bad = kopt({"tune", example("softmax"), "--gpus", "0,7"}, rc);
   int bad_rc = rc;
