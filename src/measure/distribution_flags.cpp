@@ -27,6 +27,8 @@ constexpr double k_fast_fence_iqrs = 3.0;
 // costing two crossings); an honest series crosses about half the time, and 16 of 19 or more
 // by chance is about 1 in 500, before the two halves' medians must also differ by 15 %.
 constexpr double k_min_alternation = 0.8;
+// The samples around a pair whose median it is judged against (the pair among them).
+constexpr std::size_t k_alternation_window = 10;
 
 std::string time_text(double s) {
   if (s >= 1.0) return fmt::format("{:.3g} s", s);
@@ -94,10 +96,19 @@ std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples) {
 std::optional<DistributionFlag> alternating_flag(std::span<const double> samples) {
   const std::size_t n = samples.size();
   if (n < k_min_samples_for_flags) return std::nullopt;
-  std::vector<double> x = sorted_copy(samples);
-  const double median = quantile_sorted(x, 0.5);
+  // Each pair against the median of the ten samples around it, not the series': a host whose
+  // speed drifts (CI's PoCL: both levels of a skipper twice as slow for thirty samples at a
+  // time) lifts a whole stretch above the series' median, while every other sample stays the
+  // fast one of its neighbours.
   std::size_t pairs = 0, crossings = 0;
+  std::vector<double> window;
   for (std::size_t i = 1; i < n; ++i) {
+    const std::size_t w = std::min(n, k_alternation_window);
+    const std::size_t lo = std::min(i > w / 2 ? i - w / 2 : 0, n - w);  // the pair in the middle
+    const auto first = samples.begin() + static_cast<std::ptrdiff_t>(lo);
+    window.assign(first, first + static_cast<std::ptrdiff_t>(w));
+    std::sort(window.begin(), window.end());
+    const double median = quantile_sorted(window, 0.5);
     if (samples[i - 1] == median || samples[i] == median) continue;
     ++pairs;
     crossings += (samples[i - 1] < median) != (samples[i] < median);
@@ -114,7 +125,8 @@ std::optional<DistributionFlag> alternating_flag(std::span<const double> samples
   if (fast > k_max_mode_ratio * slow) return std::nullopt;
   return DistributionFlag{
       "alternating",
-      fmt::format("{} of {} consecutive samples on opposite sides of the median; every other "
+      fmt::format("{} of {} consecutive samples on opposite sides of their neighbours' median; "
+                  "every other "
                   "sample near {}, the rest near {} (work done on every other launch?)",
                   crossings, pairs, time_text(fast), time_text(slow))};
 }

@@ -83,6 +83,26 @@ TEST(DistributionFlags, AKernelWorkingOnEveryOtherLaunchAlternatesHoweverNoisy) 
   EXPECT_FALSE(has(flags, "alternating"));
 }
 
+// CI's PoCL (2026-12-02): a skipper's 510 samples alternated 0.3-0.6 ms and 0.8-1.4 ms, but for
+// stretches of about thirty samples the host ran both levels twice as slow, lifting them above
+// the series' median (388 of 509 pairs crossed it: unflagged). Against the median of their
+// neighbours they cross 498 times. An honest series with the same drift stays unflagged.
+TEST(DistributionFlags, AKernelWorkingOnEveryOtherLaunchAlternatesOnAHostWhoseSpeedDrifts) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(0.0, 0.1);
+  auto drift = [](int i) { return (i / 30) % 3 == 2 ? 2.2 : 1.0; };
+  std::vector<double> skipper, honest_series;
+  for (int i = 0; i < 510; ++i) {
+    skipper.push_back((i % 2 ? 1.0e-3 : 0.42e-3) * drift(i) * std::max(0.5, 1.0 + noise(rng)));
+    honest_series.push_back(1.0e-3 * drift(i) * std::max(0.5, 1.0 + noise(rng)));
+  }
+  auto f = alternating_flag(skipper);
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->detail.find("opposite sides of their neighbours' median"), std::string::npos)
+      << f->detail;
+  EXPECT_FALSE(alternating_flag(honest_series)) << alternating_flag(honest_series)->detail;
+}
+
 TEST(DistributionFlags, ATenPercentFastTailIsFlagged) {
   auto s = honest(90, 100e-6, 0.01, 3);
   for (int i = 0; i < 10; ++i) s.push_back(45e-6);
