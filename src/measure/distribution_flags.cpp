@@ -21,8 +21,8 @@ constexpr double k_fast_below = 0.8;
 constexpr double k_fast_min_share = 0.05;
 constexpr std::size_t k_fast_min_count = 3;
 constexpr double k_fast_fence_iqrs = 3.0;
-// Of consecutive pairs, the share on opposite sides of the median: 0.8 leaves room for the
-// hiccups of a CPU device shared with the operating system (on PoCL a kernel that works on
+// Of consecutive pairs, the share on opposite sides of their neighbours' median: 0.8 leaves room
+// for the hiccups of a CPU device shared with the operating system (on PoCL a kernel that works on
 // every other launch went unflagged at 0.9 in about one run in four, two or three stalls each
 // costing two crossings); an honest series crosses about half the time, and 16 of 19 or more
 // by chance is about 1 in 500, before the two halves' medians must also differ by 15 %.
