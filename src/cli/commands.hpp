@@ -62,6 +62,11 @@ struct ProblemSelection {
 // The table's options of a selection (`vs_help` empty: no --vs).
 void add_selection(Command& c, ProblemSelection& sel, const std::string& vs_help = "");
 
+// --verify-on auto|device|host, where timed samples' outputs are compared (bench, tune), bound
+// to `target`; parse_verify_on() reads what it holds.
+Option verify_on_option(std::string* target);
+VerifyOn parse_verify_on(const std::string& choice);
+
 // --set, --vs and --dim parsed, and the problem loaded with the dims applied and its kernels
 // chosen for the device family (each by its language: backend/device_family.hpp). A bare
 // kernel file (.cu, .cl, .py) as the problem is inferred first (resolve_bare_files), and
@@ -99,11 +104,6 @@ struct ShapeFlags {
   std::vector<std::string> axes, zips;
 };
 void add_axes(Command& c, ShapeFlags& flags);
-
-// --verify-on auto|device|host, where timed samples' outputs are compared (bench, tune), bound
-// to `target`; parse_verify_on() reads what it holds.
-Option verify_on_option(std::string* target);
-VerifyOn parse_verify_on(const std::string& choice);
 
 // A command at every shape of the selection (--axis, else kopt.toml's [axes] and [shapes];
 // problem/shape_set.hpp), or at its one shape when there are none. `one` runs one shape: it

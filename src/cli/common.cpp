@@ -67,6 +67,19 @@ void add_selection(Command& c, ProblemSelection& sel, const std::string& vs_help
                        .target = &sel.device});
 }
 
+Option verify_on_option(std::string* target) {
+  return {.names = "--verify-on",
+          .help =
+              "where timed samples' outputs are compared: auto (on the device unless it is a "
+              "CPU), device, or host (read back)",
+          .target = target,
+          .choices = {"auto", "device", "host"}};
+}
+
+VerifyOn parse_verify_on(const std::string& choice) {
+  return parse_enum<VerifyOn>(choice).value_or(VerifyOn::automatic);
+}
+
 Expected<std::map<std::string, std::int64_t>> parse_assignments(
     const std::vector<std::string>& items, const std::string& flag) {
   std::map<std::string, std::int64_t> out;

@@ -28,19 +28,6 @@ void add_axes(Command& c, ShapeFlags& flags) {
                        .target = &flags.zips});
 }
 
-Option verify_on_option(std::string* target) {
-  return {.names = "--verify-on",
-          .help =
-              "where timed samples' outputs are compared: auto (on the device unless it is a "
-              "CPU), device, or host (read back)",
-          .target = target,
-          .choices = {"auto", "device", "host"}};
-}
-
-VerifyOn parse_verify_on(const std::string& choice) {
-  return parse_enum<VerifyOn>(choice).value_or(VerifyOn::automatic);
-}
-
 std::vector<std::optional<double>> measure_at_shape(
     ProblemSelection sel, const std::vector<std::pair<std::string, std::int64_t>>& dims,
     const std::vector<evaluate::Candidate>& candidates, double max_time_s) {

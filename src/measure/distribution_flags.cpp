@@ -100,15 +100,11 @@ std::optional<DistributionFlag> alternating_flag(std::span<const double> samples
   // speed drifts (CI's PoCL: both levels of a skipper twice as slow for thirty samples at a
   // time) lifts a whole stretch above the series' median, while every other sample stays the
   // fast one of its neighbours.
+  const std::size_t w = std::min(n, k_alternation_window);
   std::size_t pairs = 0, crossings = 0;
-  std::vector<double> window;
   for (std::size_t i = 1; i < n; ++i) {
-    const std::size_t w = std::min(n, k_alternation_window);
     const std::size_t lo = std::min(i > w / 2 ? i - w / 2 : 0, n - w);  // the pair in the middle
-    const auto first = samples.begin() + static_cast<std::ptrdiff_t>(lo);
-    window.assign(first, first + static_cast<std::ptrdiff_t>(w));
-    std::sort(window.begin(), window.end());
-    const double median = quantile_sorted(window, 0.5);
+    const double median = quantile_sorted(sorted_copy(samples.subspan(lo, w)), 0.5);
     if (samples[i - 1] == median || samples[i] == median) continue;
     ++pairs;
     crossings += (samples[i - 1] < median) != (samples[i] < median);
@@ -126,8 +122,8 @@ std::optional<DistributionFlag> alternating_flag(std::span<const double> samples
   return DistributionFlag{
       "alternating",
       fmt::format("{} of {} consecutive samples on opposite sides of their neighbours' median; "
-                  "every other "
-                  "sample near {}, the rest near {} (work done on every other launch?)",
+                  "every other sample near {}, the rest near {} (work done on every other "
+                  "launch?)",
                   crossings, pairs, time_text(fast), time_text(slow))};
 }
 

@@ -11,6 +11,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt_json.hpp"
 #include "opencl_skip.hpp"
+#include "small_examples.hpp"
 
 namespace kopt {
 namespace {
@@ -359,10 +360,11 @@ TEST_F(OpenclBackend, TuneSearchesASpaceThatFitsTheBudgetExhaustively) {
 TEST_F(OpenclBackend, TuneScreensInBatchesAndConfirmsTheChampion) {
   KOPT_SKIP_WITHOUT_OPENCL();
   int rc = -1;
-  auto j = kopt({"tune", example("softmax"), "--dim", "rows=512", "--dim", "cols=2048",
-                 "--strategy", "exhaustive", "--budget", "6", "--batch", "3", "--screen-samples",
-                 "5", "--max-time", "0.3", "--out", (m_dir.path() / "c.json").string()},
-                rc);
+  auto j = kopt(
+      test::with_small_softmax({"tune", example("softmax"), "--strategy", "exhaustive", "--budget",
+                                "6", "--batch", "3", "--screen-samples", "5", "--max-time", "0.3",
+                                "--out", (m_dir.path() / "c.json").string()}),
+      rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["search"]["evaluations"], 6);
@@ -404,26 +406,10 @@ TEST_F(OpenclBackend, TuneOverTwoDevicesSplitsTheScreening) {
     saved ? ::setenv("POCL_DEVICES", saved->c_str(), 1) : ::unsetenv("POCL_DEVICES");
     GTEST_SKIP() << "fewer than two OpenCL devices here, even with POCL_DEVICES";
   }
-  auto j = kopt({"tune",
-                 example("softmax"),
-                 "--dim",
-                 "rows=512",
-                 "--dim",
-                 "cols=2048",
-                 "--gpus",
-                 "all",
-                 "--strategy",
-                 "exhaustive",
-                 "--budget",
-                 "8",
-                 "--batch",
-                 "4",
-                 "--screen-samples",
-                 "5",
-                 "--max-time",
-                 "2",
-                 "--out",
-                 (m_dir.path() / "c.json").string()},
+  auto j = kopt(test::with_small_softmax({"tune", example("softmax"), "--gpus", "all", "--strategy",
+                                          "exhaustive", "--budget", "8", "--batch", "4",
+                                          "--screen-samples", "5", "--max-time", "2", "--out",
+                                          (m_dir.path() / "c.json").string()}),
                 rc);
   auto bad = kopt({"tune", example("softmax"), "--gpus", "0,7"}, rc);
   int bad_rc = rc;

@@ -10,6 +10,7 @@
 #include "kopt/core/fs.hpp"
 #include "kopt_json.hpp"
 #include "opencl_skip.hpp"
+#include "small_examples.hpp"
 
 namespace kopt {
 namespace {
@@ -27,12 +28,6 @@ class SeveralWorkers : public ::testing::Test {
     m_saved ? ::setenv("POCL_DEVICES", m_saved->c_str(), 1) : ::unsetenv("POCL_DEVICES");
   }
   static std::string softmax() { return (test::source_dir() / "examples/softmax").string(); }
-  // Its 2048 x 4096 takes 50-80 ms a launch on a 2-core host; these tests are about where the
-  // work goes, at a sixteenth of that.
-  static std::vector<std::string> small(std::vector<std::string> args) {
-    args.insert(args.begin() + 2, {"--dim", "rows=512", "--dim", "cols=2048"});
-    return args;
-  }
   static nlohmann::json kopt(std::vector<std::string> args, int& rc) {
     args.insert(args.begin(), {"--backend", "opencl"});
     return test::kopt_json(std::move(args), rc);
@@ -55,10 +50,11 @@ TEST_F(SeveralWorkers, OptimizeMeasuresARoundsBranchesOnBothDevices) {
   if (!two_devices()) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
   int rc = -1;
   std::string run = (m_dir.path() / "run").string();
-  auto j = kopt(small({"optimize", softmax(), "--gpus", "all", "--run", run, "--iterations", "1",
-                       "--branches", "4", "--max-time", "0.3", "--no-experience", "--no-sanitize",
-                       // no space screen: its points are tune's, and this is about the branches
-                       "--space-budget", "0"}),
+  auto j = kopt(test::with_small_softmax(
+                    {"optimize", softmax(), "--gpus", "all", "--run", run, "--iterations", "1",
+                     "--branches", "4", "--max-time", "0.3", "--no-experience", "--no-sanitize",
+                     // no space screen: its points are tune's, and this is about the branches
+                     "--space-budget", "0"}),
                 rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   std::set<std::string> workers;
@@ -75,7 +71,8 @@ TEST_F(SeveralWorkers, BenchMeasuresItsVariantsOnePerDevice) {
   KOPT_SKIP_WITHOUT_OPENCL();
   if (!two_devices()) GTEST_SKIP() << "fewer than two OpenCL devices, even with POCL_DEVICES";
   int rc = -1;
-  auto j = kopt(small({"bench", softmax(), "--gpus", "all", "--max-time", "0.3"}), rc);
+  auto j = kopt(
+      test::with_small_softmax({"bench", softmax(), "--gpus", "all", "--max-time", "0.3"}), rc);
   ASSERT_EQ(rc, 0) << j.dump(2);
   std::set<std::string> workers;
   for (const auto& v : j["variants"]) {
@@ -84,8 +81,8 @@ TEST_F(SeveralWorkers, BenchMeasuresItsVariantsOnePerDevice) {
     workers.insert(d.substr(0, d.find(' ', 7)));
   }
   EXPECT_EQ(workers, (std::set<std::string>{"worker 0", "worker 1"})) << j["variants"].dump(2);
-  auto ab = kopt(small({"bench", softmax(), "--gpus", "all", "--kernel", "tuned", "--vs", "VEC=1",
-                        "--max-time", "0.3"}),
+  auto ab = kopt(test::with_small_softmax({"bench", softmax(), "--gpus", "all", "--kernel", "tuned",
+                                           "--vs", "VEC=1", "--max-time", "0.3"}),
                  rc);
   ASSERT_EQ(rc, 0) << ab.dump(2);
   EXPECT_TRUE(ab["comparison"].is_object());
