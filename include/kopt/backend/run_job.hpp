@@ -40,14 +40,15 @@ struct JobTensor {
 };
 
 // Where a tensor to compare is: kept on the trusted Python process's device under `key` (a
-// check's reference), or in the file `path`.
+// check's reference), or in the file `path` (a CUDA kernel's executor reads only these).
 struct OutputSource {
   std::string key;
   std::filesystem::path path;
 };
 
 // One output of a Python candidate, compared on the device by kopt's trusted Python process
-// (python_runner.hpp): with the reference's, and the fp64 reference's where there is one.
+// (python_runner.hpp), or of a CUDA kernel by its executor: with the reference's, and the fp64
+// reference's where there is one.
 struct OutputComparison {
   std::string name;
   Tolerance tolerance;
@@ -78,7 +79,9 @@ struct RunJob {
   // (RunResult::kept says whether; else they are written to their files as usual); an fp64
   // reference measures its distance to each f32 output's reference in `exact_of`
   // (RunResult::exact_error). A Python candidate's outputs are compared as `compare` says, where
-  // they are: only the summaries cross (RunResult::compared).
+  // they are: only the summaries cross (RunResult::compared). So are a CUDA kernel's, by its
+  // executor, against the files `compare` names (backend/cuda/run_compare.hpp), where it has room;
+  // an output it did not compare (an executor that compares none: OpenCL's) comes back as a file.
   std::string keep_outputs;
   std::int64_t keep_margin = 0;
   std::map<std::string, OutputSource> exact_of;

@@ -160,9 +160,7 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
 
   Stream stream(&api);
   Event start(&api), stop(&api);
-  if (!m_state->helpers)
-    m_state->helpers = std::make_shared<const TimerHelpers>(build_timer_helpers(api, dev.arch()));
-  const TimerHelpers& helpers = *m_state->helpers;
+  const TimerHelpers& helpers = timer_helpers(m_state->helpers, api, dev.arch());
   DeviceHasher hasher(api, helpers, dev.sm_count);
   // Outputs compared where they are (device_verify.hpp); the inputs then checked by their hash.
   if (!m_state->expected) m_state->expected = std::make_shared<ExpectedOnDevice>();

@@ -1,6 +1,7 @@
 #include "device_verify.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kopt/backend/output_compare_kernel.hpp"
 
@@ -17,6 +18,7 @@ DeviceComparison::DeviceComparison(const DriverApi& api, const TimerHelpers& hel
     : m_api(api),
       m_kernel(helpers.compare),
       m_mask(helpers.mask),
+      m_l2(helpers.l2),
       m_sm_count(std::max(sm_count, 1)),
       m_cache(cache) {
   CUdeviceptr p = 0;
@@ -48,6 +50,27 @@ bool DeviceComparison::room_for(std::size_t bytes) const {
   return free >= bytes && free - bytes >= std::max(total / 10, k_keep_free_min);
 }
 
+std::optional<RunResult> DeviceComparison::summed(CUfunction kernel, const char* name,
+                                                  void** params, unsigned long long n, void* words,
+                                                  std::size_t bytes, CUstream stream,
+                                                  const std::string& tensor) {
+  auto failed = [&](const std::string& call, CUresult r) {
+    return driver_failure(m_api, RunStatus::fault, (call + "(" + tensor + ")").c_str(), r);
+  };
+  if (CUresult r = copy_to_device(m_api, m_words->get(), words, bytes); r != CUDA_SUCCESS)
+    return failed("cuMemcpyHtoD", r);
+  if (n == 0) return std::nullopt;
+  if (CUresult r = m_api.launch_kernel(kernel, blocks_for(n), 1, 1, k_threads, 1, 1, 0, stream,
+                                       params, nullptr);
+      r != CUDA_SUCCESS)
+    return failed(std::string("cuLaunchKernel(") + name + ")", r);
+  if (CUresult r = m_api.stream_synchronize(stream); r != CUDA_SUCCESS)
+    return failed("cuStreamSynchronize", r);
+  if (CUresult r = m_api.memcpy_dtoh(words, m_words->get(), bytes); r != CUDA_SUCCESS)
+    return failed("cuMemcpyDtoH", r);
+  return std::nullopt;
+}
+
 std::optional<RunResult> DeviceComparison::compare(CUdeviceptr got, CUdeviceptr expected,
                                                    std::uint64_t mask, const JobTensor& t,
                                                    Tolerance tol, CUstream stream,
@@ -63,19 +86,10 @@ std::optional<RunResult> DeviceComparison::compare(CUdeviceptr got, CUdeviceptr 
   unsigned long long key = mask;
   CUdeviceptr words = m_words->get();
   CompareWords w = compare_words_start();
-  if (CUresult r = copy_to_device(m_api, words, w.data(), sizeof w); r != CUDA_SUCCESS)
-    return failed("cuMemcpyHtoD", r);
-  if (n > 0) {
-    void* params[] = {&got, &expected, &n, &dtype, &poison, &atol, &rtol, &key, &words};
-    if (CUresult r = m_api.launch_kernel(m_kernel, blocks_for(n), 1, 1, k_threads, 1, 1, 0, stream,
-                                         params, nullptr);
-        r != CUDA_SUCCESS)
-      return failed("cuLaunchKernel(kopt_compare_outputs)", r);
-    if (CUresult r = m_api.stream_synchronize(stream); r != CUDA_SUCCESS)
-      return failed("cuStreamSynchronize", r);
-    if (CUresult r = m_api.memcpy_dtoh(w.data(), words, sizeof w); r != CUDA_SUCCESS)
-      return failed("cuMemcpyDtoH", r);
-  }
+  void* params[] = {&got, &expected, &n, &dtype, &poison, &atol, &rtol, &key, &words};
+  if (auto f =
+          summed(m_kernel, "kopt_compare_outputs", params, n, w.data(), sizeof w, stream, t.name))
+    return f;
   std::optional<FirstMismatch> first;
   if (w[k_word_mismatches] > 0 && w[k_word_first] < n) {
     // The two elements of the first mismatch, for the message.
@@ -184,6 +198,79 @@ DeviceComparer DeviceComparison::comparer(const PreparedLaunch& launch, CUstream
     return std::nullopt;
   };
   return d;
+}
+
+bool DeviceComparison::holds(const std::string& key) const {
+  return !key.empty() &&
+         std::any_of(m_cache.entries.begin(), m_cache.entries.end(),
+                     [&](const ExpectedOnDevice::Entry& e) { return e.key == key; });
+}
+
+std::optional<RunResult> DeviceComparison::relative_l2(CUdeviceptr got, DType got_type,
+                                                       CUdeviceptr ref, DType ref_type,
+                                                       std::uint64_t key, std::size_t n,
+                                                       CUstream stream, const std::string& tensor,
+                                                       double& out) {
+  double sums[3] = {0, 0, 0};
+  CUdeviceptr words = m_words->get();  // k_compare_words 64-bit words: room for the three
+  int gd = compare_dtype_code(got_type), rd = compare_dtype_code(ref_type);
+  unsigned long long count = n, k = key;
+  void* params[] = {&got, &gd, &ref, &rd, &count, &k, &words};
+  if (auto f = summed(m_l2, "kopt_l2_sums", params, count, sums, sizeof sums, stream, tensor))
+    return f;
+  out = sums[2] == 0 ? -1 : sums[1] > 0 ? std::sqrt(sums[0] / sums[1]) : std::sqrt(sums[0]);
+  return std::nullopt;
+}
+
+std::optional<RunResult> DeviceComparison::judge(const PreparedLaunch& launch, std::size_t index,
+                                                 const ExpectedOutputs& expected,
+                                                 const HostTensor* exact, Tolerance tol,
+                                                 CUstream stream,
+                                                 std::optional<kopt::DeviceComparison>& out) {
+  out.reset();
+  if (!ok() || !m_l2) return std::nullopt;
+  const JobTensor& t = launch.job->tensors[index];
+  const std::size_t n = t.bytes / dtype_size(t.dtype);
+  // The fp64 reference first: without room for it, nothing of this output is judged here.
+  std::optional<DeviceBuffer> exact_copy;
+  if (exact) {
+    if (exact->data.size() != n * dtype_size(exact->dtype) || !room_for(exact->data.size()))
+      return std::nullopt;
+    CUdeviceptr p = 0;
+    if (m_api.mem_alloc(&p, std::max<std::size_t>(exact->data.size(), 1)) != CUDA_SUCCESS)
+      return std::nullopt;
+    exact_copy.emplace(&m_api, p);
+    if (CUresult r = copy_to_device(m_api, p, exact->data.data(), exact->data.size());
+        r != CUDA_SUCCESS)
+      return driver_failure(m_api, RunStatus::fault,
+                            ("cuMemcpyHtoD(the fp64 reference's " + t.name + ")").c_str(), r);
+  }
+  std::optional<RunResult> failure;
+  const ExpectedOnDevice::Entry* e = expected_on_device(expected, stream, failure);
+  if (failure) return failure;
+  if (!e) return std::nullopt;
+  const CUdeviceptr got = launch.buffers[index].get();
+  CompareResult c;
+  if (auto f = compare(got, e->buffer.get(), e->mask, t, tol, stream, c)) return f;
+  kopt::DeviceComparison d;
+  d.numel = c.numel;
+  d.mismatches = c.mismatches;
+  d.nan = c.nan_count;
+  d.inf = c.inf_count;
+  d.unwritten = c.unwritten;
+  d.max_abs_err = c.max_abs_err;
+  d.max_rel_err = c.max_rel_err;
+  for (const auto& m : c.first_mismatches) d.first.push_back({m.flat, m.got, m.expected});
+  double rel = -1;
+  if (auto f = relative_l2(got, t.dtype, e->buffer.get(), t.dtype, e->mask, n, stream, t.name, rel))
+    return f;
+  d.rel_l2_err = std::max(rel, 0.0);  // compare_tensors': 0 where no element is finite
+  if (exact_copy)
+    if (auto f = relative_l2(got, t.dtype, exact_copy->get(), exact->dtype, 0, n, stream, t.name,
+                             d.exact_rel_l2))
+      return f;
+  out = std::move(d);
+  return std::nullopt;
 }
 
 }  // namespace kopt::cuda

@@ -40,6 +40,17 @@ class DeviceComparison {
   // The comparer of one variant's launch (its golden copies kept under its address), queued on
   // `stream` after what is there.
   DeviceComparer comparer(const PreparedLaunch& launch, CUstream stream);
+  // Whether the reference's outputs named `key` (ExpectedOutputs::key) are on the device already.
+  bool holds(const std::string& key) const;
+  // A run job's comparison (RunJob::compare): job tensor `index` of `launch` against
+  // `expected` (kept on the device as the timer's are), with its relative L2 distance, and
+  // against `exact` where given (the fp64 reference's plain bytes, on the device for this call
+  // only). `out` stays empty where the device has no room for them: the output is then read
+  // back and compared on the host.
+  std::optional<RunResult> judge(const PreparedLaunch& launch, std::size_t index,
+                                 const ExpectedOutputs& expected, const HostTensor* exact,
+                                 Tolerance tol, CUstream stream,
+                                 std::optional<kopt::DeviceComparison>& out);
 
  private:
   std::optional<RunResult> compare(CUdeviceptr got, CUdeviceptr expected, std::uint64_t mask,
@@ -49,6 +60,16 @@ class DeviceComparison {
   CUresult mask_copy(CUdeviceptr src, CUdeviceptr dst, std::size_t n, int width, std::uint64_t key,
                      CUstream stream);
   bool room_for(std::size_t bytes) const;
+  // The words (`bytes` of `words`, at most k_compare_words of them) set on the device, `kernel`
+  // run over n elements with `params` (which point at m_words), and read back into `words`.
+  std::optional<RunResult> summed(CUfunction kernel, const char* name, void** params,
+                                  unsigned long long n, void* words, std::size_t bytes,
+                                  CUstream stream, const std::string& tensor);
+  // The relative L2 distance of `got` to `ref` (measure/compare.hpp's, over the elements where
+  // both are finite; -1 where none is), by kopt_l2_sums; `key` unmasks ref.
+  std::optional<RunResult> relative_l2(CUdeviceptr got, DType got_type, CUdeviceptr ref,
+                                       DType ref_type, std::uint64_t key, std::size_t n,
+                                       CUstream stream, const std::string& tensor, double& out);
   unsigned blocks_for(unsigned long long n) const;
   // The reference's outputs on the device: 0 where there is no room (compared on the host).
   const ExpectedOnDevice::Entry* expected_on_device(const ExpectedOutputs& expected,
@@ -56,7 +77,7 @@ class DeviceComparison {
                                                     std::optional<RunResult>& failure);
 
   const DriverApi& m_api;
-  CUfunction m_kernel = nullptr, m_mask = nullptr;
+  CUfunction m_kernel = nullptr, m_mask = nullptr, m_l2 = nullptr;
   int m_sm_count = 1;
   ExpectedOnDevice& m_cache;
   std::optional<DeviceBuffer> m_words;

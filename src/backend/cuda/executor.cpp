@@ -12,6 +12,7 @@
 #include "nvml_api.hpp"
 #include "prepared_launch.hpp"
 #include "resources.hpp"
+#include "run_compare.hpp"
 
 namespace kopt::cuda {
 
@@ -221,6 +222,15 @@ RunResult CudaExecutor::run(const RunJob& job) {
     failed.resources = result.resources;
     return failed;
   };
+  // The check's comparison where the tensors are (run_compare.hpp), where the job asks for one.
+  std::optional<RunComparison> where;
+  if (!job.compare.empty())
+    if (auto info = cached_device_info()) {
+      if (!m_state->expected) m_state->expected = std::make_shared<ExpectedOnDevice>();
+      where.emplace(api, timer_helpers(m_state->helpers, api, (*info)->arch()), (*info)->sm_count,
+                    *m_state->expected, *prepared);
+      if (auto f = where->note_inputs()) return *f;
+    }
   Event start(&api), stop(&api);
   KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
   KOPT_CU_RUN(api, RunStatus::launch_failed, api.event_record(start.get(), nullptr));
@@ -233,6 +243,8 @@ RunResult CudaExecutor::run(const RunJob& job) {
   KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
   float ms = 0.f;
   if (api.event_elapsed_time(&ms, start.get(), stop.get()) == CUDA_SUCCESS) result.kernel_ms = ms;
+  if (where)
+    if (auto f = where->settle(result)) return *f;
 
   return collect_tensors(
       job, result, [&](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {

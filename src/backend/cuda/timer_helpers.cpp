@@ -22,7 +22,14 @@ TimerHelpers build_timer_helpers(const DriverApi& api, const std::string& arch) 
   get(h.hash, "kopt_keyed_hash");
   get(h.compare, "kopt_compare_outputs");
   get(h.mask, "kopt_mask_copy");
+  get(h.l2, "kopt_l2_sums");
   return h;
+}
+
+const TimerHelpers& timer_helpers(std::shared_ptr<const TimerHelpers>& kept, const DriverApi& api,
+                                  const std::string& arch) {
+  if (!kept) kept = std::make_shared<const TimerHelpers>(build_timer_helpers(api, arch));
+  return *kept;
 }
 
 DeviceHasher::DeviceHasher(const DriverApi& api, const TimerHelpers& helpers, int sm_count)

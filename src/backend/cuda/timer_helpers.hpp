@@ -21,9 +21,13 @@ struct TimerHelpers {
   CUfunction hash = nullptr;
   CUfunction compare = nullptr;
   CUfunction mask = nullptr;
+  CUfunction l2 = nullptr;
 };
 
 TimerHelpers build_timer_helpers(const DriverApi& api, const std::string& arch);
+// The helpers `kept` holds, built into it on first use (an executor's, for all its jobs).
+const TimerHelpers& timer_helpers(std::shared_ptr<const TimerHelpers>& kept, const DriverApi& api,
+                                  const std::string& arch);
 
 // The keyed hash (measure/keyed_hash.hpp) of a device buffer, computed by the helpers' kernel:
 // 8 bytes cross, and the tail of a size that is no multiple of 4 (at most 3 bytes).

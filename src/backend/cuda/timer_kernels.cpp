@@ -5,7 +5,8 @@
 namespace kopt::cuda {
 
 std::string timer_kernels_source() {
-  return std::string(k_timer_helper_source) + output_compare_source(KernelDialect::cuda);
+  return std::string(k_timer_helper_source) + output_compare_source(KernelDialect::cuda) +
+         k_timer_distance_source;
 }
 
 }  // namespace kopt::cuda

@@ -59,12 +59,52 @@ extern "C" __global__ void kopt_keyed_hash(const unsigned* words, unsigned long 
 }
 )";
 
-// Every entry point the timer looks up.
-inline constexpr const char* k_timer_kernel_entries[] = {"kopt_blocking_kernel", "kopt_l2_flush",
-                                                         "kopt_keyed_hash", "kopt_compare_outputs",
-                                                         "kopt_mask_copy"};
+// kopt_l2_sums adds, over the elements where both are finite, (got - ref)^2 into sums[0], ref^2
+// into sums[1] and their count into sums[2]: the relative L2 distance of measure/compare.hpp
+// (compare_tensors' rel_l2_err, relative_l2 against an fp64 reference), got and ref each of
+// its own dtype (compare_dtype_code), ref masked under `key` (0: plain). It follows the
+// comparison's source, whose element functions it uses; its sums depend on the order of the
+// atomic adds, so it is informative, never a verdict's threshold on its own bits.
+inline constexpr const char* k_timer_distance_source = R"(
+extern "C" __global__ void kopt_l2_sums(const unsigned char* got, int gdtype,
+                                        const unsigned char* ref, int rdtype,
+                                        unsigned long long n, unsigned long long key,
+                                        double* sums) {
+  const int gw = kopt_width(gdtype), rw = kopt_width(rdtype);
+  const unsigned long long bits = kopt_width_bits(rw);
+  double d2 = 0.0, r2 = 0.0, count = 0.0;
+  for (unsigned long long i = KOPT_FIRST_ITEM; i < n; i += KOPT_ITEMS) {
+    double g = kopt_value(kopt_raw(got, i, gw), gdtype);
+    unsigned long long raw = kopt_raw(ref, i, rw);
+    if (key != 0) raw = (raw ^ kopt_mask(key, i)) & bits;
+    double e = kopt_value(raw, rdtype);
+    if (isfinite(g) && isfinite(e)) {
+      double d = g - e;
+      d2 += d * d;
+      r2 += e * e;
+      count += 1.0;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    d2 += __shfl_down_sync(0xffffffffu, d2, o);
+    r2 += __shfl_down_sync(0xffffffffu, r2, o);
+    count += __shfl_down_sync(0xffffffffu, count, o);
+  }
+  if ((threadIdx.x & 31) == 0 && count > 0.0) {
+    atomicAdd(&sums[0], d2);
+    atomicAdd(&sums[1], r2);
+    atomicAdd(&sums[2], count);
+  }
+}
+)";
 
-// The helpers above and the output comparison (backend/output_compare_kernel.hpp's CUDA dialect).
+// Every entry point the timer looks up.
+inline constexpr const char* k_timer_kernel_entries[] = {
+    "kopt_blocking_kernel", "kopt_l2_flush",  "kopt_keyed_hash",
+    "kopt_compare_outputs", "kopt_mask_copy", "kopt_l2_sums"};
+
+// The helpers above, the output comparison (backend/output_compare_kernel.hpp's CUDA dialect)
+// and the distance after it.
 std::string timer_kernels_source();
 
 }  // namespace kopt::cuda
