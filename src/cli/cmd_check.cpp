@@ -186,7 +186,8 @@ struct CheckCliOptions {
   bool boundary_shapes = true;  // and at the boundary shapes derived from their constraints
   std::string sanitize;         // --sanitize memcheck,racecheck,...: "" runs none
   double sanitize_timeout_s = 600.0;
-  ShapeFlags axes;  // --axis NAME=V1,V2,...
+  ShapeFlags axes;                 // --axis NAME=V1,V2,...
+  std::string verify_on = "auto";  // --verify-on host: every output read back and compared here
 };
 
 // One shape: the report printed (text, or JSON when `doc` is null) and put in *doc; the exit
@@ -217,6 +218,7 @@ int check_one(const GlobalOptions& g, const CheckCliOptions& o, ProblemSelection
   co.boundary_shapes = o.boundary_shapes;
   co.arch = o.sel.arch;
   co.cache_root = cache_dir();
+  co.compare_on_device = parse_verify_on(o.verify_on) != VerifyOn::host;
   if (g.verbose) co.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
   std::vector<std::string> tools;
@@ -290,6 +292,7 @@ std::vector<Command> check_commands(const GlobalRef& g) {
                 "their constraints (sizes that are a multiple of no tile width, and of 1)",
         .target = &o->boundary_shapes,
         .negates = true},
+       verify_on_option(&o->verify_on),
        {.names = "--sanitize",
         .help = "also run each kernel under compute-sanitizer: "
                 "memcheck,racecheck,synccheck,initcheck or all",

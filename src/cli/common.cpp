@@ -70,8 +70,8 @@ void add_selection(Command& c, ProblemSelection& sel, const std::string& vs_help
 Option verify_on_option(std::string* target) {
   return {.names = "--verify-on",
           .help =
-              "where timed samples' outputs are compared: auto (on the device unless it is a "
-              "CPU), device, or host (read back)",
+              "where outputs are compared (with the reference's, and timed samples' with each "
+              "other): auto (on the device unless it is a CPU), device, or host (read back)",
           .target = target,
           .choices = {"auto", "device", "host"}};
 }

@@ -102,6 +102,7 @@ Expected<void> check_variants(const Problem& p, const BenchRequest& r, CheckCont
   co.jobs = r.jobs;
   co.arch = r.arch;
   co.cache_root = r.references_root;
+  co.compare_on_device = r.options.verify_on != VerifyOn::host;  // as the timer compares
   auto report = run_check(p, co, ctx);
   if (!report) return Unexpected(report.error());
   for (std::size_t i = 0; i < checked.size() && i < report->kernels.size(); ++i) {

@@ -47,6 +47,7 @@ json to_json(const CheckReport& r) {
                        {"passed", s.passed},
                        {"kernel_ms", s.kernel_ms},
                        {"modified_inputs", s.modified_inputs},
+                       {"compared_on_device", s.compared_on_device},
                        {"outputs", outs}});
     }
     kernels.push_back({{"kernel", k.kernel},
@@ -59,6 +60,7 @@ json to_json(const CheckReport& r) {
                        {"error", k.error},
                        {"build", to_json(k.build)},
                        {"resources", k.resources},
+                       {"check_s", k.check_s},
                        {"seeds", seeds}});
     kernels.back()["precision"] = k.precision ? to_json(*k.precision) : json(nullptr);
     kernels.back()["precision_note"] = k.precision_note;

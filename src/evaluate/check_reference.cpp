@@ -307,6 +307,7 @@ void CheckRun::make_fp64_reference(SeedData& in) {
                   " bytes, not " + std::to_string(exact.numel() * 8));
     in.reference_error[t->name] = relative_l2(reference_tensor(in, *t), exact);
     in.exact.emplace(t->name, std::move(exact));
+    in.exact_at[t->name] = OutputSource{{}, files[t->name]};  // for a comparison on the device
   }
   m_report.fp64_seed = in.seed;
   m_o.log("seed " + std::to_string(in.seed) + ": fp64 reference " +

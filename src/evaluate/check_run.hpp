@@ -37,7 +37,8 @@ struct SeedData : SeedInputs {
   std::map<std::string, double> atol_scale;
   // The device comparison (CheckOptions::compare_on_device): the key the reference's outputs
   // are kept under on the device (empty: in `reference`'s files), their summaries, and where
-  // the fp64 reference of each f32 output is (in place of `exact`).
+  // the fp64 reference of each f32 output is (beside `exact`, or in its place where the
+  // reference is kept).
   std::string kept;
   std::map<std::string, OutputSummary> summaries;
   std::map<std::string, OutputSource> exact_at;
@@ -88,6 +89,15 @@ class CheckRun {
     return std::all_of(m_report.kernels.begin(), m_report.kernels.end(), [](const KernelCheck& k) {
       return k.build.module_kind == ModuleKind::triton;
     });
+  }
+  // CheckOptions::compare_on_device for a kernel of kopt's own on CUDA (a cubin or a solve()
+  // library): its executor compares its outputs with the reference's files where they are
+  // (backend/cuda/run_compare.hpp), the inputs by their hash; an output it had no room for, and
+  // any on a backend that compares nothing itself (OpenCL), comes back as a file.
+  bool compares_where_run(const KernelCheck& k) const {
+    return m_o.compare_on_device && !m_o.reference_only &&
+           (k.build.module_kind == ModuleKind::cubin ||
+            k.build.module_kind == ModuleKind::solve_library);
   }
   // What the device must keep free beside a kept reference: a seed's tensors three times (the
   // fp64 reference's run holds them twice over, a kernel's run once, and their workspaces) and

@@ -1,5 +1,6 @@
-// Device tests (label "gpu"): every example passes `kopt check`, and the fault kernels are
-// survived. They skip, saying why, where there is no usable CUDA driver and device.
+// Device tests (label "gpu"): every example passes `kopt check`, the fault kernels are
+// survived, and a check compared on the device judges as one read back. They skip, saying why,
+// where there is no usable CUDA driver and device.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -91,8 +92,88 @@ TEST(FaultIsolation, FaultsAndHangsAreFailedCandidatesAndTheCommandGoesOn) {
   EXPECT_EQ(by_name["wrong"]["status"], "mismatch");
   EXPECT_EQ(by_name["skips_elements"]["status"], "mismatch");
   EXPECT_GT(by_name["skips_elements"]["seeds"][0]["outputs"][0]["unwritten"].get<int>(), 0);
+  // Its output right, its input changed: caught by the inputs' hashes where they are.
+  EXPECT_EQ(by_name["modifies_input"]["status"], "mismatch");
+  EXPECT_EQ(by_name["modifies_input"]["seeds"][0]["modified_inputs"], nlohmann::json({"x"}));
+  EXPECT_TRUE(by_name["modifies_input"]["seeds"][0]["outputs"][0]["passed"].get<bool>());
+  // Compared on the device: the wrong element, and what it held.
+  const auto& wrong = by_name["wrong"]["seeds"][0];
+  EXPECT_EQ(wrong["compared_on_device"], nlohmann::json({"y"}));
+  ASSERT_FALSE(wrong["outputs"][0]["first_mismatches"].empty()) << wrong.dump(2);
+  const auto& first = wrong["outputs"][0]["first_mismatches"][0];
+  EXPECT_EQ(first["flat"], 777);
+  EXPECT_EQ(first["got"].get<double>(), 2 * first["expected"].get<double>());
   EXPECT_GE(j["worker_starts"].get<int>(), 4);  // first worker + one per fault/hang
 }
+
+// A check's verdicts and numbers are the same whether its outputs are compared on the device
+// (the default) or read back and compared here (--verify-on host): the counts, maxima and the
+// first mismatch bit for bit, the L2 distances (sums whose order differs) to 1e-9.
+void expect_same_check(const nlohmann::json& device, const nlohmann::json& host) {
+  ASSERT_EQ(device["kernels"].size(), host["kernels"].size());
+  for (std::size_t k = 0; k < device["kernels"].size(); ++k) {
+    const auto &d = device["kernels"][k], &h = host["kernels"][k];
+    SCOPED_TRACE(d["kernel"].get<std::string>());
+    EXPECT_EQ(d["status"], h["status"]);
+    ASSERT_EQ(d["seeds"].size(), h["seeds"].size());
+    for (std::size_t s = 0; s < d["seeds"].size(); ++s) {
+      const auto &ds = d["seeds"][s], &hs = h["seeds"][s];
+      EXPECT_EQ(ds["modified_inputs"], hs["modified_inputs"]);
+      EXPECT_TRUE(hs["compared_on_device"].empty()) << hs.dump(2);
+      // A CUDA kernel's outputs on the device (a Triton one's beside it go through files).
+      const std::string source = d["source"].get<std::string>();
+      if (source.ends_with(".cu")) {
+        EXPECT_EQ(ds["compared_on_device"].size(), ds["outputs"].size()) << ds.dump(2);
+      }
+      ASSERT_EQ(ds["outputs"].size(), hs["outputs"].size());
+      for (std::size_t o = 0; o < ds["outputs"].size(); ++o) {
+        const auto &a = ds["outputs"][o], &b = hs["outputs"][o];
+        for (const char* f : {"numel", "mismatches", "nan_count", "inf_count", "unwritten",
+                              "max_abs_err", "max_rel_err", "passed"})
+          EXPECT_EQ(a[f], b[f]) << f;
+        if (!b["first_mismatches"].empty()) {
+          ASSERT_FALSE(a["first_mismatches"].empty());
+          EXPECT_EQ(a["first_mismatches"][0], b["first_mismatches"][0]);
+        }
+        if (a["rel_l2_err"].is_number() && b["rel_l2_err"].is_number())
+          EXPECT_NEAR(a["rel_l2_err"].get<double>(), b["rel_l2_err"].get<double>(),
+                      1e-9 * b["rel_l2_err"].get<double>() + 1e-300);
+        else
+          EXPECT_EQ(a["rel_l2_err"], b["rel_l2_err"]);
+      }
+    }
+    ASSERT_EQ(d["fp64"].size(), h["fp64"].size());
+    for (std::size_t e = 0; e < d["fp64"].size(); ++e) {
+      EXPECT_EQ(d["fp64"][e]["passed"], h["fp64"][e]["passed"]);
+      EXPECT_NEAR(d["fp64"][e]["rel_l2"].get<double>(), h["fp64"][e]["rel_l2"].get<double>(),
+                  1e-9 * h["fp64"][e]["rel_l2"].get<double>());
+    }
+  }
+}
+
+class DeviceComparedCheck : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(DeviceComparedCheck, JudgesAsTheHostDoes) {
+  KOPT_SKIP_WITHOUT_GPU();
+  std::vector<std::string> args = GetParam();
+  args[0] = (test::source_dir() / args[0]).string();
+  args.insert(args.end(), {"--no-secret-seed", "--no-boundary-shapes", "--no-other-shape"});
+  int rc_device = -1, rc_host = -1;
+  auto device = check_json(args, rc_device);
+  args.insert(args.end(), {"--verify-on", "host"});
+  auto host = check_json(args, rc_host);
+  EXPECT_EQ(rc_device, rc_host);
+  expect_same_check(device, host);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Problems, DeviceComparedCheck,
+    ::testing::Values(std::vector<std::string>{"tests/fixtures/problems/faults", "--kernel",
+                                               "good_first", "--kernel", "wrong", "--kernel",
+                                               "skips_elements", "--kernel", "modifies_input"},
+                      std::vector<std::string>{"examples/gelu"},
+                      std::vector<std::string>{"examples/softmax"},
+                      std::vector<std::string>{"examples/gemm_f32"}));
 
 }  // namespace
 }  // namespace kopt

@@ -95,6 +95,9 @@ struct SeedCheck {
   std::string error;
   std::vector<CompareResult> outputs;
   std::vector<std::string> modified_inputs;
+  // The outputs compared where they are (on the GPU by the executor, or by kopt's Python
+  // process), no byte of them read back; the others were read back and compared here.
+  std::vector<std::string> compared_on_device;
   double kernel_ms = 0.0;
   bool passed = false;
 };
