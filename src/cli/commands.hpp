@@ -62,8 +62,8 @@ struct ProblemSelection {
 // The table's options of a selection (`vs_help` empty: no --vs).
 void add_selection(Command& c, ProblemSelection& sel, const std::string& vs_help = "");
 
-// --verify-on auto|device|host, where timed samples' outputs are compared (bench, tune), bound
-// to `target`; parse_verify_on() reads what it holds.
+// --verify-on auto|device|host, where outputs are compared (check, bench, tune), bound to
+// `target`; parse_verify_on() reads what it holds.
 Option verify_on_option(std::string* target);
 VerifyOn parse_verify_on(const std::string& choice);
 

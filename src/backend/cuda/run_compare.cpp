@@ -2,14 +2,12 @@
 
 #include "../verifier_files.hpp"
 #include "kopt/core/entropy.hpp"
-#include "kopt/core/fs.hpp"
 
 namespace kopt::cuda {
 
 RunComparison::RunComparison(const DriverApi& api, const TimerHelpers& helpers, int sm_count,
                              ExpectedOnDevice& cache, const PreparedLaunch& launch)
-    : m_api(api),
-      m_launch(launch),
+    : m_launch(launch),
       m_hasher(api, helpers, sm_count),
       m_comparison(api, helpers, sm_count, cache) {
   m_active = !launch.job->compare.empty() && m_hasher.ok() && m_comparison.ok() && helpers.l2;
@@ -55,15 +53,17 @@ std::optional<RunResult> RunComparison::settle(RunResult& result) {
       expected.host = verifier_files::tensor_file(t, c.expected.path);
       if (!expected.host) continue;  // not whole: the host's comparison says so
     }
-    std::optional<HostTensor> exact;
+    // The fp64 reference, of t's elements in f64: read as the reference's file is, once a worker.
+    std::shared_ptr<const HostTensor> exact;
     if (c.exact) {
-      auto bytes = read_binary_file(c.exact->path);
-      if (!bytes) continue;
-      exact = HostTensor{t.name, DType::f64, t.shape, std::move(*bytes)};
+      JobTensor f64 = t;
+      f64.dtype = DType::f64;
+      f64.bytes = t.bytes / dtype_size(t.dtype) * dtype_size(DType::f64);
+      exact = verifier_files::tensor_file(f64, c.exact->path);
+      if (!exact) continue;  // not whole: the host's comparison says so
     }
     std::optional<kopt::DeviceComparison> out;
-    if (auto f = m_comparison.judge(m_launch, i, expected, exact ? &*exact : nullptr, c.tolerance,
-                                    nullptr, out))
+    if (auto f = m_comparison.judge(m_launch, i, expected, exact.get(), c.tolerance, nullptr, out))
       return f;
     if (!out) continue;
     result.compared[c.name] = std::move(*out);

@@ -17,10 +17,9 @@ namespace kopt::cuda {
 
 class RunComparison {
  public:
-  // Unusable (active() false) where the job asks for no comparison or the helpers lack a kernel.
+  // Does nothing where the job asks for no comparison or the helpers lack a kernel.
   RunComparison(const DriverApi& api, const TimerHelpers& helpers, int sm_count,
                 ExpectedOnDevice& cache, const PreparedLaunch& launch);
-  bool active() const { return m_active; }
   // Before the launch: the inputs' hashes, under a key drawn now.
   std::optional<RunResult> note_inputs();
   // After the launch has completed: an input whose hash is unchanged gets the checksum it was
@@ -28,7 +27,6 @@ class RunComparison {
   std::optional<RunResult> settle(RunResult& result);
 
  private:
-  const DriverApi& m_api;
   const PreparedLaunch& m_launch;
   DeviceHasher m_hasher;
   DeviceComparison m_comparison;
