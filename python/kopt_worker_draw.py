@@ -1,6 +1,6 @@
 """The seeded inputs, drawn on the job's device with the bits of kopt's C++ (draw_tensor, the
-twin of src/problem/tensor_draw.cpp), a step at a time, and the check that a drawn input still
-holds them."""
+twin of src/problem/draw_element.inc, which kopt compiles for the host and for its own CUDA
+jobs' devices), a step at a time, and the check that a drawn input still holds them."""
 import math
 import os
 import struct
@@ -8,7 +8,7 @@ import struct
 from kopt_worker_state import _perf_counter, _spent, _torch_dtype, torch
 
 
-# The twin of src/problem/tensor_draw.cpp: element i of a tensor from its recipe (kind, a, b,
+# The twin of src/problem/draw_element.inc: element i of a tensor from its recipe (kind, a, b,
 # key) and i alone, with one IEEE rounding per torch operation (no fused multiply-add), so the
 # bytes are kopt's C++'s on a CPU and on a GPU. 64-bit words are int64 tensors: additions and
 # multiplications wrap as uint64's do, and a logical shift is an arithmetic one masked.

@@ -4,6 +4,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
+
+#include "draw_element_host.hpp"
 
 namespace kopt {
 namespace {
@@ -36,12 +39,10 @@ void store(std::byte* data, std::size_t i, T v) {
 template <class T>
 T saturate(double v) {
   // Integers: round to nearest, clamp to the type's range (inputs come from bounded inits).
-  double r = std::nearbyint(v);
-  constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
-  constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());
-  if (!(r >= lo)) return std::numeric_limits<T>::min();
-  if (r >= hi) return std::numeric_limits<T>::max();
-  return static_cast<T>(r);
+  using limits = std::numeric_limits<T>;
+  return static_cast<T>(draw_element::kopt_saturate(
+      v, static_cast<double>(limits::min()), static_cast<double>(limits::max()),
+      static_cast<long long>(limits::min()), static_cast<long long>(limits::max())));
 }
 
 }  // namespace
@@ -69,27 +70,7 @@ std::string known_dtypes() {
 }
 
 std::uint16_t float_to_half(float f) {
-  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  std::uint32_t sign = (x >> 16) & 0x8000u;
-  std::uint32_t exp = (x >> 23) & 0xffu;
-  std::uint32_t mant = x & 0x7fffffu;
-  if (exp == 0xff) return static_cast<std::uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  int e = static_cast<int>(exp) - 127 + 15;
-  if (e >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow to inf
-  if (e <= 0) {                                                    // subnormal or zero
-    if (e < -10) return static_cast<std::uint16_t>(sign);
-    mant |= 0x800000u;
-    int shift = 14 - e;
-    std::uint32_t half = mant >> shift;
-    std::uint32_t rem = mant & ((1u << shift) - 1);
-    std::uint32_t mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1u))) ++half;
-    return static_cast<std::uint16_t>(sign | half);
-  }
-  std::uint32_t half = sign | (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
-  std::uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into inf: correct
-  return static_cast<std::uint16_t>(half);
+  return draw_element::kopt_float_to_half(f);
 }
 
 float half_to_float(std::uint16_t h) {
@@ -105,10 +86,7 @@ float half_to_float(std::uint16_t h) {
 }
 
 std::uint16_t float_to_bfloat16(float f) {
-  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<std::uint16_t>(x >> 16);
+  return draw_element::kopt_float_to_bfloat16(f);
 }
 
 float bfloat16_to_float(std::uint16_t b) {

@@ -6,7 +6,8 @@
 // them, never a fused multiply-add). So kopt's C++ and its Python worker (torch, on a CPU or a
 // GPU: draw_tensor in python/kopt_python_worker.py, this file's twin) draw identical bytes
 // without exchanging them, and a tensor of GBs never crosses a file on its way to a Python
-// job. Change both together; PythonDraw.* in tests/python compares them bit for bit.
+// job. Change both together; PythonDraw.* in tests/python compares them bit for bit, and
+// DeviceDraw.* in tests/gpu the device's draw (the same source as this one's) with this one.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,6 +32,11 @@ double draw_value(const DrawRecipe& r, std::uint64_t i);
 
 // Elements [begin, end) stored into `data` (the whole tensor's bytes) in the recipe's dtype.
 void draw_values(const DrawRecipe& r, std::byte* data, std::size_t begin, std::size_t end);
+
+// The source of the element draw and of the stores (src/problem/draw_element.inc), which
+// this file compiles for the host and the CUDA executor compiles for the device: kopt's own
+// kernels' inputs drawn where they run, with these bits.
+const char* draw_element_source();
 
 // What stands for a drawn input's checksum where no process has its bytes: "drawn-" and the
 // key. A run that leaves the input as drawn reports this token back (RunResult::input_checksums).
