@@ -101,22 +101,23 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
           continue;
         }
         RunResult r;
-        // kopt's own jobs read files: drawn inputs are written here first (Python draws them).
+        Executor* ex = nullptr;
+        if (job.kind != ModuleKind::cpu_library && !is_python(job.kind))
+          if (ex = ready_executor(); !ex) continue;
+        // kopt's own jobs read files: drawn inputs are written here first, unless the executor
+        // draws them where they are used (Python draws its own).
         DrawnFiles drawn;
-        if (!is_python(job.kind))
+        if (!is_python(job.kind) && !(ex && ex->draws_inputs(job)))
           if (auto d = drawn.prepare(job); !d) {
             refuse(d.error());
             continue;
           }
-        if (job.kind == ModuleKind::cpu_library) {
+        if (job.kind == ModuleKind::cpu_library)
           r = run_cpu_reference(job);
-        } else if (is_python(job.kind)) {
+        else if (is_python(job.kind))
           r = get_python().run(job);
-        } else if (Executor* ex = ready_executor()) {
+        else
           r = ex->run(job);
-        } else {
-          continue;
-        }
         drawn.restore(r);
         reply({{"ok", true}, {"result", to_json(r)}});
         if (r.fatal) return 3;

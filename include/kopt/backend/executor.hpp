@@ -16,6 +16,9 @@ class Executor {
   virtual ~Executor() = default;
   virtual Expected<DeviceInfo> device_info() const = 0;
   virtual RunResult run(const RunJob& job) = 0;
+  // Whether run(job) draws the job's seeded inputs itself, where they are used: the worker then
+  // writes no file for them (DrawnFiles). Others read the files.
+  virtual bool draws_inputs(const RunJob&) { return false; }
   virtual BenchResult bench(const BenchJob& job) = 0;
   virtual CeilingsResult ceilings() = 0;
   // A backend whose builds need the device's own driver (OpenCL) builds in the worker, so

@@ -209,10 +209,23 @@ Expected<DeviceInfo> CudaExecutor::device_info() const {
   return d;
 }
 
+bool CudaExecutor::draws_inputs(const RunJob& job) {
+  if (!draws_on_device(job)) return false;
+  auto info = cached_device_info();
+  if (!info) return false;
+  const TimerHelpers& h = timer_helpers(m_state->helpers, *m_state->api, (*info)->arch());
+  // The run's comparison needs all of them too: it alone says whether an input drawn here was
+  // left as drawn (no file holds its checksum).
+  return h.draw && h.hash && h.compare && h.mask && h.l2;
+}
+
 RunResult CudaExecutor::run(const RunJob& job) {
   const DriverApi& api = *m_state->api;
   RunResult result;
-  auto prepared = prepare_launch(api, job, result);
+  std::optional<InputDraw> draw;
+  if (draws_inputs(job))
+    draw = InputDraw{m_state->helpers->draw, (*cached_device_info())->sm_count};
+  auto prepared = prepare_launch(api, job, result, draw ? &*draw : nullptr);
   if (!prepared) return result;
   if (!prepared->is_solve()) result.resources = function_resources(api, prepared->function);
   auto fail = [&](RunStatus status, const char* call, CUresult r) {
@@ -231,6 +244,14 @@ RunResult CudaExecutor::run(const RunJob& job) {
                     *m_state->expected, *prepared);
       if (auto f = where->note_inputs()) return *f;
     }
+  if (draw && !(where && where->active())) {
+    result.status = RunStatus::launch_failed;
+    result.error =
+        "the inputs were drawn on the device, but its comparison could not start "
+        "(no room for the hash's result): nothing says they were left as drawn";
+    result.environment = true;
+    return result;
+  }
   Event start(&api), stop(&api);
   KOPT_CU_RUN(api, RunStatus::fault, api.ctx_synchronize());
   KOPT_CU_RUN(api, RunStatus::launch_failed, api.event_record(start.get(), nullptr));

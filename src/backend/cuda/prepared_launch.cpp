@@ -95,7 +95,7 @@ CUresult PreparedLaunch::poison(CUstream stream, std::size_t index, Poison pz) c
   } while (0)
 
 std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job,
-                                             RunResult& failure) {
+                                             RunResult& failure, const InputDraw* draw) {
   auto fail_io = [&](const std::string& why) {
     failure.status = RunStatus::launch_failed;
     failure.error = why;
@@ -155,6 +155,14 @@ std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob&
       else
         KOPT_CU_PREPARE(RunStatus::launch_failed,
                         api.memset_d8(ptr, static_cast<unsigned char>(pz.pattern), t.bytes));
+    } else if (draw && t.draw) {
+      // kopt's own kernel failing here is the worker's failure, not the candidate's.
+      if (CUresult r = draw_on_device(api, *draw, ptr, t); r != CUDA_SUCCESS) {
+        failure = driver_failure(api, RunStatus::launch_failed,
+                                 ("cuLaunchKernel(kopt_draw_tensor, " + t.name + ")").c_str(), r);
+        failure.environment = true;
+        return std::nullopt;
+      }
     } else {
       auto data = read_binary_file(t.input_path);
       if (!data) return fail_io(data.error().to_string());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "device_draw.hpp"
 #include "driver_api.hpp"
 #include "kopt/backend/run_job.hpp"
 
@@ -123,9 +124,10 @@ std::unique_ptr<Module> load_builtin_module(const DriverApi& api, const std::str
 // launch queued next could read the tail of the old contents.
 CUresult copy_to_device(const DriverApi& api, CUdeviceptr dst, const void* src, std::size_t bytes);
 
-// Prepares `job` (its copies and fills done when it returns); on failure returns nullopt with
-// `failure` filled in.
+// Prepares `job` (its copies, draws and fills done when it returns); on failure returns nullopt
+// with `failure` filled in. With `draw`, inputs that have a recipe are drawn on the device
+// (device_draw.hpp) and their files are not read; without it every input is read from its file.
 std::optional<PreparedLaunch> prepare_launch(const DriverApi& api, const RunJob& job,
-                                             RunResult& failure);
+                                             RunResult& failure, const InputDraw* draw = nullptr);
 
 }  // namespace kopt::cuda

@@ -20,6 +20,8 @@ class RunComparison {
   // Does nothing where the job asks for no comparison or the helpers lack a kernel.
   RunComparison(const DriverApi& api, const TimerHelpers& helpers, int sm_count,
                 ExpectedOnDevice& cache, const PreparedLaunch& launch);
+  // Whether it compares anything: the job asks, and the helpers and its buffers are there.
+  bool active() const { return m_active; }
   // Before the launch: the inputs' hashes, under a key drawn now.
   std::optional<RunResult> note_inputs();
   // After the launch has completed: an input whose hash is unchanged gets the checksum it was

@@ -23,6 +23,7 @@ TimerHelpers build_timer_helpers(const DriverApi& api, const std::string& arch) 
   get(h.compare, "kopt_compare_outputs");
   get(h.mask, "kopt_mask_copy");
   get(h.l2, "kopt_l2_sums");
+  get(h.draw, "kopt_draw_tensor");
   return h;
 }
 

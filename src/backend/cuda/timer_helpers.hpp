@@ -22,6 +22,7 @@ struct TimerHelpers {
   CUfunction compare = nullptr;
   CUfunction mask = nullptr;
   CUfunction l2 = nullptr;
+  CUfunction draw = nullptr;
 };
 
 TimerHelpers build_timer_helpers(const DriverApi& api, const std::string& arch);

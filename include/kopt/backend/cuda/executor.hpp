@@ -19,6 +19,8 @@ class CudaExecutor final : public Executor {
   Expected<DeviceInfo> device_info() const override;
   // Never throws; a kernel that faults is a RunResult with status fault and fatal == true.
   RunResult run(const RunJob& job) override;
+  // A compared run's drawn inputs (backend/cuda/device_draw.hpp), where the helpers built.
+  bool draws_inputs(const RunJob& job) override;
   // Samples one kernel, or two interleaved (A B B A ...), with the job's policy.
   BenchResult bench(const BenchJob& job) override;
   // Device-to-device copy bandwidth, fp32 FMA rate, cuBLAS tensor-core rates.

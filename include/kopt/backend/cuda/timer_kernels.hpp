@@ -98,13 +98,60 @@ extern "C" __global__ void kopt_l2_sums(const unsigned char* got, int gdtype,
 }
 )";
 
+// kopt_draw_tensor draws a seeded input where a job of kopt's own runs
+// (backend/cuda/device_draw.hpp): element i of a recipe (kind, a, b, key) stored in dtype
+// (DType's number) for i in [0, n), with the element draw and stores of
+// src/problem/draw_element.inc, which the host compiles too. Each f64 operation is an
+// intrinsic that rounds once, so a multiply and an add are never fused.
+inline constexpr const char* k_draw_prelude_source = R"(
+#define KOPT_DRAW_FN static __device__ __forceinline__
+#define KOPT_DMUL(a, b) __dmul_rn((a), (b))
+#define KOPT_DADD(a, b) __dadd_rn((a), (b))
+#define KOPT_DSUB(a, b) __dsub_rn((a), (b))
+#define KOPT_DDIV(a, b) __ddiv_rn((a), (b))
+#define KOPT_DSQRT(a) __dsqrt_rn(a)
+#define KOPT_F2U(f) __float_as_uint(f)
+)";
+inline constexpr const char* k_draw_kernel_source = R"(
+extern "C" __global__ void kopt_draw_tensor(unsigned char* out, unsigned long long n, int dtype,
+                                            int kind, double a, double b,
+                                            unsigned long long key) {
+  const long long i64_min = -9223372036854775807LL - 1, i64_max = 9223372036854775807LL;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    double v = kopt_draw_value(kind, a, b, key, i);
+    switch (dtype) {
+      case 0: ((double*)out)[i] = v; break;
+      case 1: ((float*)out)[i] = __double2float_rn(v); break;
+      case 2: ((unsigned short*)out)[i] = kopt_float_to_half(__double2float_rn(v)); break;
+      case 3: ((unsigned short*)out)[i] = kopt_float_to_bfloat16(__double2float_rn(v)); break;
+      case 4: ((long long*)out)[i] = kopt_saturate(v, -0x1p63, 0x1p63, i64_min, i64_max); break;
+      case 5:
+        ((int*)out)[i] = (int)kopt_saturate(v, -2147483648.0, 2147483647.0, -2147483648LL,
+                                            2147483647LL);
+        break;
+      case 6: ((short*)out)[i] = (short)kopt_saturate(v, -32768.0, 32767.0, -32768, 32767); break;
+      case 7: ((signed char*)out)[i] = (signed char)kopt_saturate(v, -128.0, 127.0, -128, 127); break;
+      default: ((unsigned char*)out)[i] = (unsigned char)kopt_saturate(v, 0.0, 255.0, 0, 255); break;
+    }
+  }
+}
+#undef KOPT_DRAW_FN
+#undef KOPT_DMUL
+#undef KOPT_DADD
+#undef KOPT_DSUB
+#undef KOPT_DDIV
+#undef KOPT_DSQRT
+#undef KOPT_F2U
+)";
+
 // Every entry point the timer looks up.
 inline constexpr const char* k_timer_kernel_entries[] = {
-    "kopt_blocking_kernel", "kopt_l2_flush",  "kopt_keyed_hash",
-    "kopt_compare_outputs", "kopt_mask_copy", "kopt_l2_sums"};
+    "kopt_blocking_kernel", "kopt_l2_flush", "kopt_keyed_hash", "kopt_compare_outputs",
+    "kopt_mask_copy",       "kopt_l2_sums",  "kopt_draw_tensor"};
 
-// The helpers above, the output comparison (backend/output_compare_kernel.hpp's CUDA dialect)
-// and the distance after it.
+// The helpers above, the output comparison (backend/output_compare_kernel.hpp's CUDA dialect),
+// the distance after it and the draw (its prelude, draw_element.inc, its kernel).
 std::string timer_kernels_source();
 
 }  // namespace kopt::cuda

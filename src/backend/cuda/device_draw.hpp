@@ -1,0 +1,30 @@
+#pragma once
+// A job's seeded inputs drawn where its kernel runs: the timer helpers' kopt_draw_tensor
+// (kopt/backend/cuda/timer_kernels.hpp) writes element i of a tensor's recipe straight into its
+// buffer, with the bits the host's draw_values gives (src/problem/draw_element.inc is both), so
+// no input of a compared run (RunJob::compare) is drawn on the CPU, written to a file and read
+// back. The kernel is built in the worker from kopt's own source, with no cache on disk that a
+// candidate could write; the inputs' hashes before and after the launch (run_compare.hpp) say
+// whether the candidate left them as drawn.
+#include <optional>
+
+#include "driver_api.hpp"
+#include "kopt/backend/run_job.hpp"
+
+namespace kopt::cuda {
+
+struct InputDraw {
+  CUfunction kernel = nullptr;
+  int sm_count = 1;
+};
+
+// Queues the draw of `t`'s recipe into `ptr` (t.bytes) on the legacy stream; the caller waits.
+CUresult draw_on_device(const DriverApi& api, const InputDraw& draw, CUdeviceptr ptr,
+                        const JobTensor& t);
+
+// Whether `job`'s inputs are drawn on the device: a compared run (job.compare) with a drawn
+// input; every other job reads the files the worker writes (DrawnFiles), where a host read of
+// its inputs (a bench's, a host comparison's) finds them.
+bool draws_on_device(const RunJob& job);
+
+}  // namespace kopt::cuda

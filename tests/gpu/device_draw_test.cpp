@@ -1,0 +1,95 @@
+// Inputs drawn on the device (backend/cuda/device_draw.hpp) have the bytes the host draws
+// (draw_values): every dtype, every kind, recipes whose values overflow a dtype, infinities
+// and NaN, and a size that is no multiple of the block. The element draw is one source
+// compiled twice (src/problem/draw_element.inc); this is where the two compilers meet.
+#include "backend/cuda/device_draw.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/prepared_launch.hpp"
+#include "backend/cuda/timer_helpers.hpp"
+#include "gpu_skip.hpp"
+#include "kopt/problem/dtype.hpp"
+#include "kopt/problem/tensor_draw.hpp"
+
+namespace kopt::cuda {
+namespace {
+
+TEST(DeviceDraw, EveryDtypeAndKindHasTheHostsBits) {
+  KOPT_SKIP_WITHOUT_GPU();
+  auto loaded = driver_api();
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  const DriverApi& api = **loaded;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+  int major = 0, minor = 0, sms = 0;
+  ASSERT_EQ(api.device_get(&device, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.primary_ctx_retain(&ctx, device), CUDA_SUCCESS);
+  ASSERT_EQ(api.ctx_set_current(ctx), CUDA_SUCCESS);
+  {
+    TimerHelpers helpers = build_timer_helpers(api, "sm_" + std::to_string(10 * major + minor));
+    ASSERT_TRUE(helpers.draw);
+    const InputDraw draw{helpers.draw, sms};
+    const double inf = std::numeric_limits<double>::infinity();
+    struct Case {
+      InitKind kind;
+      double a, b;
+    };
+    const Case cases[] = {
+        {InitKind::normal, 0.0, 1.0},    {InitKind::normal, -2.5, 300.0},
+        {InitKind::uniform, -3.0, 5.0},  {InitKind::uniform, -1e6, 1e6},  // past i8 and f16
+        {InitKind::uniform, -inf, inf},  {InitKind::randint, -200.0, 300.0},
+        {InitKind::randint, 0.0, 2.0},   {InitKind::arange, -7.0, 0.37},
+        {InitKind::arange, 0.0, 1e13},   {InitKind::constant, std::nan(""), 0.0},
+        {InitKind::constant, -inf, 0.0}, {InitKind::constant, 65519.0, 0.0},  // f16's rounding
+        {InitKind::constant, 1e-8, 0.0}};                                     // f16 subnormal
+    const DType dtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64,
+                            DType::i32, DType::i16, DType::i8,  DType::u8};
+    const std::size_t n = (std::size_t{1} << 20) + 3;
+    std::uint64_t key = 0x5eed;
+    for (const Case& c : cases)
+      for (DType dtype : dtypes) {
+        JobTensor t;
+        t.name = "x";
+        t.dtype = dtype;
+        t.role = Role::input;
+        t.bytes = n * dtype_size(dtype);
+        t.draw = DrawRecipe{c.kind, c.a, c.b, key++ * 0x9e3779b97f4a7c15ull, dtype};
+        std::vector<std::byte> host(t.bytes), device(t.bytes);
+        draw_values(*t.draw, host.data(), 0, n);
+        CUdeviceptr p = 0;
+        ASSERT_EQ(api.mem_alloc(&p, t.bytes), CUDA_SUCCESS);
+        DeviceBuffer buffer(&api, p);
+        ASSERT_EQ(draw_on_device(api, draw, p, t), CUDA_SUCCESS);
+        ASSERT_EQ(api.ctx_synchronize(), CUDA_SUCCESS);
+        ASSERT_EQ(api.memcpy_dtoh(device.data(), p, t.bytes), CUDA_SUCCESS);
+        const std::size_t w = dtype_size(dtype);
+        std::size_t differ = 0, first = n;
+        for (std::size_t i = 0; i < n; ++i)
+          if (std::memcmp(host.data() + i * w, device.data() + i * w, w) != 0) {
+            if (differ++ == 0) first = i;
+          }
+        EXPECT_EQ(differ, 0u) << init_kind_name(c.kind) << "(" << c.a << ", " << c.b << ") as "
+                              << dtype_name(dtype) << ": first at [" << first << "], host "
+                              << (first < n ? load_as_double(host.data(), first, dtype) : 0)
+                              << ", device "
+                              << (first < n ? load_as_double(device.data(), first, dtype) : 0);
+      }
+  }
+  api.primary_ctx_release(device);
+}
+
+}  // namespace
+}  // namespace kopt::cuda
