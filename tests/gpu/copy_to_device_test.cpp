@@ -14,6 +14,7 @@
 
 #include "backend/cuda/prepared_launch.hpp"
 #include "backend/cuda/timer_helpers.hpp"
+#include "gpu_context.hpp"
 #include "gpu_skip.hpp"
 #include "kopt/measure/keyed_hash.hpp"
 
@@ -22,25 +23,13 @@ namespace {
 
 TEST(CopyToDevice, AKernelOnANonBlockingStreamSeesEveryByteOfACopyJustMade) {
   KOPT_SKIP_WITHOUT_GPU();
-  auto loaded = driver_api();
-  ASSERT_TRUE(loaded) << loaded.error().message;
-  const DriverApi& api = **loaded;
-  CUdevice device = 0;
-  CUcontext ctx = nullptr;
-  int major = 0, minor = 0, sms = 0;
-  ASSERT_EQ(api.device_get(&device, 0), CUDA_SUCCESS);
-  ASSERT_EQ(api.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
-            CUDA_SUCCESS);
-  ASSERT_EQ(api.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
-            CUDA_SUCCESS);
-  ASSERT_EQ(api.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
-            CUDA_SUCCESS);
-  ASSERT_EQ(api.primary_ctx_retain(&ctx, device), CUDA_SUCCESS);
-  ASSERT_EQ(api.ctx_set_current(ctx), CUDA_SUCCESS);
+  PrimaryContext gpu;
+  ASSERT_TRUE(gpu.ok()) << gpu.error();
+  const DriverApi& api = gpu.api();
   {
     // The timer's own hash kernel reads the copy, as it reads a candidate's inputs.
-    TimerHelpers helpers = build_timer_helpers(api, "sm_" + std::to_string(10 * major + minor));
-    DeviceHasher hasher(api, helpers, sms);
+    TimerHelpers helpers = build_timer_helpers(api, gpu.arch());
+    DeviceHasher hasher(api, helpers, gpu.sm_count());
     ASSERT_TRUE(hasher.ok());
     const std::size_t words = std::size_t{64} << 20;  // 256 MiB
     const std::size_t bytes = words * 4;
@@ -72,7 +61,6 @@ TEST(CopyToDevice, AKernelOnANonBlockingStreamSeesEveryByteOfACopyJustMade) {
               << plain_missed << " of 8 copies of 256 MiB\n";
     RecordProperty("plain_copies_missed", std::to_string(plain_missed));
   }
-  api.primary_ctx_release(device);
 }
 
 }  // namespace

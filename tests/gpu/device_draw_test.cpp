@@ -14,6 +14,7 @@
 
 #include "backend/cuda/prepared_launch.hpp"
 #include "backend/cuda/timer_helpers.hpp"
+#include "gpu_context.hpp"
 #include "gpu_skip.hpp"
 #include "kopt/problem/dtype.hpp"
 #include "kopt/problem/tensor_draw.hpp"
@@ -23,25 +24,13 @@ namespace {
 
 TEST(DeviceDraw, EveryDtypeAndKindHasTheHostsBits) {
   KOPT_SKIP_WITHOUT_GPU();
-  auto loaded = driver_api();
-  ASSERT_TRUE(loaded) << loaded.error().message;
-  const DriverApi& api = **loaded;
-  CUdevice device = 0;
-  CUcontext ctx = nullptr;
-  int major = 0, minor = 0, sms = 0;
-  ASSERT_EQ(api.device_get(&device, 0), CUDA_SUCCESS);
-  ASSERT_EQ(api.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
-            CUDA_SUCCESS);
-  ASSERT_EQ(api.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
-            CUDA_SUCCESS);
-  ASSERT_EQ(api.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
-            CUDA_SUCCESS);
-  ASSERT_EQ(api.primary_ctx_retain(&ctx, device), CUDA_SUCCESS);
-  ASSERT_EQ(api.ctx_set_current(ctx), CUDA_SUCCESS);
+  PrimaryContext gpu;
+  ASSERT_TRUE(gpu.ok()) << gpu.error();
+  const DriverApi& api = gpu.api();
   {
-    TimerHelpers helpers = build_timer_helpers(api, "sm_" + std::to_string(10 * major + minor));
+    TimerHelpers helpers = build_timer_helpers(api, gpu.arch());
     ASSERT_TRUE(helpers.draw);
-    const InputDraw draw{helpers.draw, sms};
+    const InputDraw draw{helpers.draw, gpu.sm_count()};
     const double inf = std::numeric_limits<double>::infinity();
     struct Case {
       InitKind kind;
@@ -88,7 +77,6 @@ TEST(DeviceDraw, EveryDtypeAndKindHasTheHostsBits) {
                               << (first < n ? load_as_double(device.data(), first, dtype) : 0);
       }
   }
-  api.primary_ctx_release(device);
 }
 
 }  // namespace

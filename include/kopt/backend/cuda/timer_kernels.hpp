@@ -102,7 +102,8 @@ extern "C" __global__ void kopt_l2_sums(const unsigned char* got, int gdtype,
 // (backend/cuda/device_draw.hpp): element i of a recipe (kind, a, b, key) stored in dtype
 // (DType's number) for i in [0, n), with the element draw and stores of
 // src/problem/draw_element.inc, which the host compiles too. Each f64 operation is an
-// intrinsic that rounds once, so a multiply and an add are never fused.
+// intrinsic that rounds once, so a multiply and an add are never fused. The prelude's macros
+// stay defined: the draw is the last part of the helpers' source.
 inline constexpr const char* k_draw_prelude_source = R"(
 #define KOPT_DRAW_FN static __device__ __forceinline__
 #define KOPT_DMUL(a, b) __dmul_rn((a), (b))
@@ -136,13 +137,6 @@ extern "C" __global__ void kopt_draw_tensor(unsigned char* out, unsigned long lo
     }
   }
 }
-#undef KOPT_DRAW_FN
-#undef KOPT_DMUL
-#undef KOPT_DADD
-#undef KOPT_DSUB
-#undef KOPT_DDIV
-#undef KOPT_DSQRT
-#undef KOPT_F2U
 )";
 
 // Every entry point the timer looks up.
