@@ -40,6 +40,23 @@ constexpr std::size_t k_alternation_window = 10;
 // make no peak: a timer's steps do not add any.
 constexpr double k_min_turning_share = 0.8;
 
+// The samples strictly above or strictly below both of their neighbours.
+std::size_t turning_points(std::span<const double> x) {
+  std::size_t count = 0;
+  for (std::size_t i = 1; i + 1 < x.size(); ++i)
+    count += (x[i] > x[i - 1] && x[i] > x[i + 1]) || (x[i] < x[i - 1] && x[i] < x[i + 1]);
+  return count;
+}
+
+// Whether `count` of `trials` reaches both `share` of them and k_chance_deviations standard
+// deviations (`deviation`) above what chance gives an honest series (`expected`).
+bool beyond_chance(std::size_t count, std::size_t trials, double share, double expected,
+                   double deviation) {
+  const double n = static_cast<double>(trials);
+  return static_cast<double>(count) >=
+         std::max(share * n, expected + k_chance_deviations * deviation);
+}
+
 std::string time_text(double s) {
   if (s >= 1.0) return fmt::format("{:.3g} s", s);
   if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
@@ -102,27 +119,6 @@ std::optional<DistributionFlag> bimodal_flag(std::span<const double> samples) {
           share, time_text(fast_median), 100.0 - share, time_text(slow_median),
           time_text(x[split - 1]), time_text(x[split]), w)};
 }
-
-namespace {
-
-// The samples strictly above or strictly below both of their neighbours.
-std::size_t turning_points(std::span<const double> x) {
-  std::size_t count = 0;
-  for (std::size_t i = 1; i + 1 < x.size(); ++i)
-    count += (x[i] > x[i - 1] && x[i] > x[i + 1]) || (x[i] < x[i - 1] && x[i] < x[i + 1]);
-  return count;
-}
-
-// Whether `count` of `trials` reaches both `share` of them and k_chance_deviations standard
-// deviations (`deviation`) above what chance gives an honest series (`expected`).
-bool beyond_chance(std::size_t count, std::size_t trials, double share, double expected,
-                   double deviation) {
-  const double n = static_cast<double>(trials);
-  return static_cast<double>(count) >=
-         std::max(share * n, expected + k_chance_deviations * deviation);
-}
-
-}  // namespace
 
 std::optional<DistributionFlag> alternating_flag(std::span<const double> samples) {
   const std::size_t n = samples.size();

@@ -6,8 +6,6 @@
 // back. The kernel is built in the worker from kopt's own source, with no cache on disk that a
 // candidate could write; the inputs' hashes before and after the launch (run_compare.hpp) say
 // whether the candidate left them as drawn.
-#include <optional>
-
 #include "driver_api.hpp"
 #include "kopt/backend/run_job.hpp"
 

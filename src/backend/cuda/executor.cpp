@@ -247,8 +247,8 @@ RunResult CudaExecutor::run(const RunJob& job) {
   if (draw && !(where && where->active())) {
     result.status = RunStatus::launch_failed;
     result.error =
-        "the inputs were drawn on the device, but its comparison could not start "
-        "(no room for the hash's result): nothing says they were left as drawn";
+        "the inputs were drawn on the device, but its comparison could not start (no room "
+        "for its results): nothing says they were left as drawn";
     result.environment = true;
     return result;
   }
