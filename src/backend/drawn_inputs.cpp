@@ -63,6 +63,13 @@ Expected<void> DrawnFiles::prepare(RunJob& job) {
       m_real_token[t.name] = {*real, t.checksum};
       t.checksum = *real;
     }
+    if (t.secret_draw && !t.secret_input_path.empty()) {  // a timer's secret-seed samples
+      JobTensor secret = t;
+      secret.draw = t.secret_draw;
+      secret.input_path = t.secret_input_path;
+      secret.checksum.clear();
+      if (auto m = materialize_input(secret); !m) return Unexpected(m.error());
+    }
   }
   return {};
 }

@@ -71,6 +71,8 @@ void expect_reference(RunJob& job, const CheckReport& reference, bool golden) {
     }
     if (auto f = reference.secret_input_files.find(t.name); f != reference.secret_input_files.end())
       t.secret_input_path = f->second;
+    if (auto d = reference.secret_input_draws.find(t.name); d != reference.secret_input_draws.end())
+      t.secret_draw = d->second;
     if (auto f = reference.secret_reference_files.find(t.name);
         f != reference.secret_reference_files.end())
       t.secret_expected_path = f->second;

@@ -111,16 +111,28 @@ Expected<void> CheckRun::keep_secret() {
   const SeedData& s = m_inputs.back();
   std::error_code ec;
   fs::create_directories(m_o.secret_dir, ec);
+  // Linked where the file system allows (GBs are not copied), else copied.
   auto copy = [&](const fs::path& from, const std::string& name) -> Expected<fs::path> {
     fs::path to = m_o.secret_dir / name;
-    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    fs::remove(to, ec);
+    fs::create_hard_link(from, to, ec);
+    if (ec) fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
     if (ec)
       return Unexpected(environment_error("cannot keep the secret seed's " + from.string() + ": " +
                                           ec.message()));
     return to;
   };
   for (const auto& [name, file] : s.files) {
-    if (auto m = materialize_seed_input(m_p, s, name); !m) return Unexpected(m.error());
+    // A drawn one is its recipe, which a timer draws where the kernel runs; its file is kept
+    // only where the reference's run wrote it (a C++ reference's), else the worker writes it
+    // for a timer that reads files: none is drawn on the CPU here.
+    if (auto d = s.draws.find(name); d != s.draws.end()) {
+      m_report.secret_input_draws[name] = d->second;
+      if (!fs::is_regular_file(file, ec)) {
+        m_report.secret_input_files[name] = m_o.secret_dir / (name + ".input.bin");
+        continue;
+      }
+    }
     auto c = copy(file, name + ".input.bin");
     if (!c) return Unexpected(c.error());
     m_report.secret_input_files[name] = *c;

@@ -1,6 +1,5 @@
 #include "kopt/evaluate/variant_jobs.hpp"
 
-#include "kopt/backend/drawn_inputs.hpp"
 #include "kopt/core/fs.hpp"
 #include "kopt/core/hash.hpp"
 #include "kopt/evaluate/include_dirs.hpp"
@@ -77,17 +76,6 @@ JobTensor job_tensor(const Problem& p, const TensorSpec& t, const SeedInputs& in
 }
 
 }  // namespace
-
-Expected<void> materialize_seed_input(const Problem& p, const SeedInputs& in,
-                                      const std::string& name) {
-  if (!in.draws.contains(name)) return {};
-  for (const auto& t : p.tensors)
-    if (t.name == name) {
-      auto m = materialize_input(job_tensor(p, t, in, {}));
-      if (!m) return Unexpected(m.error());
-    }
-  return {};
-}
 
 std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
                                    const fs::path& out_dir) {

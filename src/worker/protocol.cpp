@@ -72,7 +72,8 @@ json to_json(const RunJob& job) {
                        {"expected_path", t.expected_path.string()},
                        {"secret_input_path", t.secret_input_path.string()},
                        {"secret_expected_path", t.secret_expected_path.string()},
-                       {"draw", draw_json(t.draw)}});
+                       {"draw", draw_json(t.draw)},
+                       {"secret_draw", draw_json(t.secret_draw)}});
   json args = json::array();
   for (const auto& a : job.args) args.push_back(to_json(a));
   json exact_of = json::object();
@@ -142,7 +143,8 @@ RunJob run_job_from_json(const json& j) {
         Tolerance{t.value("atol", 0.0), t.value("rtol", 0.0)},
         t.value("expected_path", std::string{}), t.value("secret_input_path", std::string{}),
         t.value("secret_expected_path", std::string{}),
-        draw_from(t.value("draw", json()), dtype_from(t.at("dtype")))});
+        draw_from(t.value("draw", json()), dtype_from(t.at("dtype"))),
+        draw_from(t.value("secret_draw", json()), dtype_from(t.at("dtype")))});
   return job;
 }
 

@@ -25,8 +25,9 @@ std::optional<DrawRecipe> draw_from(const nlohmann::json& j, DType dtype);
 // the empty string for a tensor without a recipe.
 Expected<std::string> materialize_input(const JobTensor& t);
 
-// A job's drawn inputs made files, their tokens swapped for the real checksums its executor
-// compares with, and swapped back in its result: the caller still sees draw_token().
+// A job's drawn inputs made files (and its secret seed's, JobTensor::secret_draw), their tokens
+// swapped for the real checksums its executor compares with, and swapped back in its result:
+// the caller still sees draw_token().
 class DrawnFiles {
  public:
   Expected<void> prepare(RunJob& job);

@@ -37,6 +37,10 @@ struct JobTensor {
   // from it where it is missing (drawn_inputs.hpp). checksum is then draw_token() until a
   // process has the bytes.
   std::optional<DrawRecipe> draw;
+  // Inputs of a timing job with secret-seed samples: the secret seed's recipe, which its timer
+  // draws where the kernel runs (backend/cuda/device_draw.hpp) or the worker writes to
+  // secret_input_path where it is missing (drawn_inputs.hpp).
+  std::optional<DrawRecipe> secret_draw;
 };
 
 // Where a tensor to compare is: kept on the trusted Python process's device under `key` (a

@@ -177,8 +177,11 @@ struct CheckReport {
   std::map<std::string, std::filesystem::path> reference_files;
   std::map<std::string, Tolerance> reference_tolerances;
   // CheckOptions::secret_dir: the secret seed's input files (inputs and inouts) and the
-  // reference's outputs for them, kept there.
+  // reference's outputs for them, kept there. An input with a recipe (secret_input_draws) is
+  // named there but not written: its timer draws it where the kernel runs, or the worker
+  // writes the file from the recipe where it reads files (drawn_inputs.hpp).
   std::map<std::string, std::filesystem::path> secret_input_files;
+  std::map<std::string, DrawRecipe> secret_input_draws;
   std::map<std::string, std::filesystem::path> secret_reference_files;
   // check_other_shape: the other shape checked ("n=65536"), or why it was not ("" when the
   // problem declares none).

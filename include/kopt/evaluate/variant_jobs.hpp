@@ -34,10 +34,6 @@ Expected<SeedInputs> write_seed_inputs(const Problem& p, std::uint64_t seed,
                                        const std::filesystem::path& dir,
                                        InputFiles files = InputFiles::on_demand);
 
-// The file of a drawn input of `in`, written now where it is missing (a copy to keep).
-Expected<void> materialize_seed_input(const Problem& p, const SeedInputs& in,
-                                      const std::string& name);
-
 std::vector<JobTensor> job_tensors(const Problem& p, const SeedInputs& in,
                                    const std::filesystem::path& out_dir);
 

@@ -59,6 +59,23 @@ TEST(DrawnInputs, AJobSeesRealChecksumsAndItsCallerTheTokens) {
   EXPECT_NE(r.input_checksums["b"], token_b);
 }
 
+// A timing job's secret seed is a recipe: the worker writes its file only for a timer that
+// reads files (OpenCL, --verify-on host), never in the orchestrator.
+TEST(DrawnInputs, TheSecretSeedsFileIsWrittenFromItsRecipeWhereAJobReadsFiles) {
+  TempDir dir("kopt-drawn");
+  TensorSpec spec;
+  spec.name = "x";
+  RunJob job;
+  job.tensors = {drawn(dir.path() / "x.bin", spec, 256)};
+  job.tensors[0].secret_draw = draw_recipe(spec, 0x4000000000000123ull);
+  job.tensors[0].secret_input_path = dir.path() / "secret" / "x.input.bin";
+  ASSERT_TRUE(DrawnFiles().prepare(job));
+  auto secret = read_binary_file(job.tensors[0].secret_input_path);
+  ASSERT_TRUE(secret);
+  EXPECT_EQ(*secret, generate_tensor(spec, {256}, 0x4000000000000123ull).data);
+  EXPECT_NE(*secret, *read_binary_file(dir.path() / "x.bin"));
+}
+
 TEST(DrawnInputs, AFileThatCannotBeWrittenIsTheEnvironment) {
   TempDir dir("kopt-drawn");
   ASSERT_TRUE(write_text_atomic(dir.path() / "file", "a file where a folder should be"));

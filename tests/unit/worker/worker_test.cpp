@@ -49,6 +49,15 @@ TEST(Protocol, RunJobRoundTrips) {
   EXPECT_EQ(back.tensors[0].tolerance.rtol, 2e-3);
   job.in_f64 = true;  // an fp64 reference
   EXPECT_TRUE(run_job_from_json(json::parse(to_json(job).dump())).in_f64);
+  // A timing job's secret seed crosses as a recipe, beside seed 1's.
+  job.tensors[0].draw = DrawRecipe{InitKind::normal, 0.0, 1.0, 11, DType::f32};
+  job.tensors[0].secret_draw =
+      DrawRecipe{InitKind::uniform, -2.0, 3.0, 0xfeedull << 40, DType::f32};
+  back = run_job_from_json(json::parse(to_json(job).dump()));
+  ASSERT_TRUE(back.tensors[0].secret_draw);
+  EXPECT_EQ(back.tensors[0].secret_draw->kind, InitKind::uniform);
+  EXPECT_EQ(back.tensors[0].secret_draw->key, 0xfeedull << 40);
+  EXPECT_EQ(back.tensors[0].draw->key, 11u);
 }
 
 TEST(Protocol, RunResultRoundTripsAndRejectsUnknownStatus) {
