@@ -68,11 +68,12 @@ using verifier_files::host_tensor;
 using verifier_files::tensor_file;
 
 OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed,
-                               bool device_hash, bool device_compare)
+                               bool device_hash, bool device_compare, bool device_draw)
     : m_job(job),
       m_rng(seed),
       m_device_hash(device_hash),
       m_device_compare(device_compare),
+      m_device_draw(device_draw && device_hash),
       m_input_key(seed ^ 0xa0761d6478bd642full) {
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < job.tensors.size(); ++i)
@@ -84,7 +85,7 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   // An inout is compared where it can be set back to its first values before the launch.
   for (std::size_t i = 0; i < job.tensors.size(); ++i)
     if (job.tensors[i].role == Role::inout && job.tensors[i].bytes > 0 &&
-        !job.tensors[i].input_path.empty()) {
+        (!job.tensors[i].input_path.empty() || drawn_here(job.tensors[i]))) {
       m_compared.push_back(i);
       bytes += job.tensors[i].bytes;
     }
@@ -115,11 +116,14 @@ OutputVerifier::OutputVerifier(const RunJob& job, const BenchOptions& options, s
   // Two more of them run on the secret seed's inputs, when the job names them.
   // They are read back (compared with the reference's files on the host) whatever the hash:
   // the readback budget decides, as without it; compared on the device, nothing is read back.
+  // An input drawn where the kernel runs needs no host copy of either seed's values.
   bool secret = first >= 4 && (m_device_compare || k_verify_readback_budget / bytes >= 4);
   std::size_t input_bytes = 0;
   for (const auto& t : job.tensors) {
     if (t.role == Role::inout) secret = false;
-    if (t.role == Role::input) {
+    if (t.role == Role::input && drawn_here(t)) {
+      secret = secret && t.secret_draw.has_value();
+    } else if (t.role == Role::input) {
       secret = secret && !t.secret_input_path.empty();
       input_bytes += t.bytes;
     }
@@ -182,18 +186,38 @@ const std::vector<std::byte>* OutputVerifier::seed_input(std::size_t tensor) {
   return input_bytes(tensor, false);
 }
 
+namespace {
+// kopt's own input files are the environment's, never the kernel's verdict.
+RunResult unreadable(const std::string& what) {
+  RunResult r{RunStatus::launch_failed, "cannot read " + what};
+  r.environment = true;
+  return r;
+}
+}  // namespace
+
 std::optional<RunResult> OutputVerifier::write_inputs(const WriteTensor& write,
-                                                      std::optional<std::size_t> secret_sample) {
+                                                      std::optional<std::size_t> secret_sample,
+                                                      const DrawTensor& draw) {
   for (std::size_t i = 0; i < m_job.tensors.size(); ++i) {
     const JobTensor& t = m_job.tensors[i];
     if (t.role != Role::input || t.bytes == 0) continue;
+    if (drawn_here(t)) {
+      if (!draw) return unreadable("the input " + t.name + ": the timer gave no draw for it");
+      if (secret_sample && !t.secret_draw)
+        return unreadable("the secret seed's input " + t.name + ": no recipe");
+      const bool mix = secret_sample && mixed(*secret_sample);
+      if (mix && m_mix_key == 0) m_mix_key = m_rng() | 1;  // at run time: the mask is unknown
+      std::optional<RunResult> failure =
+          draw(i, secret_sample && !mix ? *t.secret_draw : *t.draw, 0);
+      if (!failure && mix) failure = draw(i, *t.secret_draw, m_mix_key);
+      if (failure) return failure;
+      continue;
+    }
     const std::vector<std::byte>* bytes =
         secret_sample ? sample_input(i, *secret_sample) : seed_input(i);
     if (!bytes)
-      return RunResult{RunStatus::launch_failed,
-                       "cannot read the " +
-                           std::string(secret_sample ? "secret seed's" : "seed's") + " input " +
-                           t.name};
+      return unreadable(std::string(secret_sample ? "the secret seed's" : "the seed's") +
+                        " input " + t.name);
     if (auto failure = write(i, *bytes)) return failure;
   }
   return std::nullopt;
@@ -216,14 +240,19 @@ bool OutputVerifier::inouts_compared() const {
   return has_inouts() && m_batch <= 1 && (!m_golden_taken || m_reset);
 }
 
-std::optional<RunResult> OutputVerifier::reset_inouts(const WriteTensor& write) {
+std::optional<RunResult> OutputVerifier::reset_inouts(const WriteTensor& write,
+                                                      const DrawTensor& draw) {
   if (!m_record.enabled || !inouts_compared()) return std::nullopt;
   if (m_golden_taken) ++m_record.reset_samples;
   for (std::size_t k = m_outputs.size(); k < m_compared.size(); ++k) {
+    const JobTensor& t = m_job.tensors[m_compared[k]];
+    if (drawn_here(t)) {
+      if (!draw) return unreadable("the seed's values of inout " + t.name + ": no draw for it");
+      if (auto failure = draw(m_compared[k], *t.draw, 0)) return failure;
+      continue;
+    }
     const std::vector<std::byte>* bytes = seed_input(m_compared[k]);
-    if (!bytes)
-      return RunResult{RunStatus::launch_failed, "cannot read the seed's values of inout " +
-                                                     m_job.tensors[m_compared[k]].name};
+    if (!bytes) return unreadable("the seed's values of inout " + t.name);
     if (auto failure = write(m_compared[k], *bytes)) return failure;
   }
   return std::nullopt;

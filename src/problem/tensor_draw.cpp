@@ -29,6 +29,10 @@ double draw_value(const DrawRecipe& r, std::uint64_t i) {
   return draw_element::kopt_draw_value(static_cast<int>(r.kind), r.a, r.b, r.key, i);
 }
 
+bool mix_takes(std::uint64_t mix, std::uint64_t i) {
+  return draw_element::kopt_mix_takes(mix, i);
+}
+
 void draw_values(const DrawRecipe& r, std::byte* data, std::size_t begin, std::size_t end) {
   for (std::size_t i = begin; i < end; ++i) store_from_double(data, i, r.dtype, draw_value(r, i));
 }

@@ -135,18 +135,20 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
           reply({{"ok", true}, {"result", to_json(get_python().bench(job))}});
           continue;
         }
+        Executor* ex = ready_executor();
+        if (!ex) continue;
+        // Drawn where they are timed, or made files here first.
         std::optional<Error> unwritten;  // the first: no file is drawn after a write failed
-        for (auto& v : job.variants)
-          if (auto d = DrawnFiles().prepare(v); !d) {
-            unwritten = d.error();
-            break;
-          }
+        if (!ex->draws_inputs(job))
+          for (auto& v : job.variants)
+            if (auto d = DrawnFiles().prepare(v); !d) {
+              unwritten = d.error();
+              break;
+            }
         if (unwritten) {
           refuse(*unwritten);
           continue;
         }
-        Executor* ex = ready_executor();
-        if (!ex) continue;
         BenchResult r = ex->bench(job);
         reply({{"ok", true}, {"result", to_json(r)}});
         if (r.fatal) return 3;

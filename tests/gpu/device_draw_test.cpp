@@ -79,5 +79,49 @@ TEST(DeviceDraw, EveryDtypeAndKindHasTheHostsBits) {
   }
 }
 
+// A timer's mixed secret sample (output_verifier.hpp): one recipe drawn whole, a second over it
+// where kopt_mix_takes says, on the timer's own stream: the host's mix_takes picks the same
+// elements, about half of them.
+TEST(DeviceDraw, AMixTakesTheElementsTheHostSays) {
+  KOPT_SKIP_WITHOUT_GPU();
+  PrimaryContext gpu;
+  ASSERT_TRUE(gpu.ok()) << gpu.error();
+  const DriverApi& api = gpu.api();
+  {
+    TimerHelpers helpers = build_timer_helpers(api, gpu.arch());
+    ASSERT_TRUE(helpers.draw);
+    const InputDraw draw{helpers.draw, gpu.sm_count()};
+    const std::size_t n = (std::size_t{1} << 22) + 5;
+    const DrawRecipe seed{InitKind::normal, 0.0, 1.0, 0x1234, DType::bf16};
+    const DrawRecipe secret{InitKind::uniform, -4.0, 4.0, 0x4000000000000777ull, DType::bf16};
+    const std::uint64_t mix = 0x9b05688c2b3e6c1full;
+    const std::size_t bytes = n * 2;
+    std::vector<std::byte> a(bytes), b(bytes), want(bytes), got(bytes);
+    draw_values(seed, a.data(), 0, n);
+    draw_values(secret, b.data(), 0, n);
+    std::size_t taken = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool second = mix_takes(mix, i);
+      taken += second;
+      std::memcpy(want.data() + 2 * i, (second ? b : a).data() + 2 * i, 2);
+    }
+    EXPECT_NEAR(static_cast<double>(taken) / n, 0.5, 0.01);
+    CUstream stream = nullptr;
+    ASSERT_EQ(api.stream_create(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr p = 0;
+    ASSERT_EQ(api.mem_alloc(&p, bytes), CUDA_SUCCESS);
+    DeviceBuffer buffer(&api, p);
+    ASSERT_EQ(draw_on_device(api, draw, p, seed, bytes, stream), CUDA_SUCCESS);
+    ASSERT_EQ(draw_on_device(api, draw, p, secret, bytes, stream, mix), CUDA_SUCCESS);
+    ASSERT_EQ(api.stream_synchronize(stream), CUDA_SUCCESS);
+    ASSERT_EQ(api.memcpy_dtoh(got.data(), p, bytes), CUDA_SUCCESS);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      differ += std::memcmp(got.data() + 2 * i, want.data() + 2 * i, 2) != 0;
+    EXPECT_EQ(differ, 0u);
+    api.stream_destroy(stream);
+  }
+}
+
 }  // namespace
 }  // namespace kopt::cuda

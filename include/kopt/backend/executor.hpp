@@ -20,6 +20,9 @@ class Executor {
   // writes no file for them (DrawnFiles). Others read the files.
   virtual bool draws_inputs(const RunJob&) { return false; }
   virtual BenchResult bench(const BenchJob& job) = 0;
+  // The same for bench(job): its variants' inputs and its secret seed's drawn where they are
+  // timed, none read from a file.
+  virtual bool draws_inputs(const BenchJob&) { return false; }
   virtual CeilingsResult ceilings() = 0;
   // A backend whose builds need the device's own driver (OpenCL) builds in the worker, so
   // that the orchestrator holds no device context and a crashing compiler is a failed

@@ -23,7 +23,8 @@
 //
 // Secret-seed samples: where the job names a secret seed's inputs and the reference's outputs
 // for them (JobTensor::secret_input_path, secret_expected_path; every input and output, no
-// inout, inputs within k_secret_input_budget), two of the first min_samples timed samples
+// inout, inputs within k_secret_input_budget; an input the timer draws where the kernel runs,
+// by its secret_draw, with no host copy and no bound), two of the first min_samples timed samples
 // (not the two early ones) run on inputs nobody has seen, written outside the timed window:
 // the first on the secret seed's, its outputs compared with the reference's; the second on a
 // mix of the two seeds (each element from one or the other, by a mask drawn at run time:
@@ -77,6 +78,11 @@ using ReadTensor =
 // Writes `host` into job tensor `index` (synchronously); nullopt on success.
 using WriteTensor =
     std::function<std::optional<RunResult>(std::size_t index, const std::vector<std::byte>& host)>;
+// Draws `recipe` into job tensor `index` where it is (synchronously): every element, or with
+// `mix` (not 0) only those mix_takes(mix, i) chooses (tensor_draw.hpp); nullopt on success.
+// Empty where the backend has no draw of its own (the inputs' bytes then come from files).
+using DrawTensor = std::function<std::optional<RunResult>(
+    std::size_t index, const DrawRecipe& recipe, std::uint64_t mix)>;
 // The keyed hash (measure/keyed_hash.hpp) of job tensor `index` under `key`, computed where the
 // tensor is, into `hash`; nullopt on success. Empty where the backend has none.
 using HashTensor = std::function<std::optional<RunResult>(std::size_t index, std::uint64_t key,
@@ -95,11 +101,15 @@ struct ExpectedOutputs {
 // compares job tensor `index` with its kept copy (`expected` null) or with `expected`'s bytes,
 // which it copies to the device once a worker, and leaves `out` empty where the device has no
 // room for them (the verifier then compares on the host). Either fails only as the device does.
+// `preload`, where given, copies `expected` to the device now (where it has room), so that a
+// later compare finds it there: the secret seed's outputs, before the samples whose share of
+// the wall time the verification keeps to.
 struct DeviceComparer {
   std::function<std::optional<RunResult>(std::size_t index, bool& kept)> keep;
   std::function<std::optional<RunResult>(std::size_t index, const ExpectedOutputs* expected,
                                          Tolerance tol, std::optional<CompareResult>& out)>
       compare;
+  std::function<std::optional<RunResult>(const ExpectedOutputs& expected)> preload;
   explicit operator bool() const { return keep && compare; }
 };
 
@@ -115,9 +125,12 @@ class OutputVerifier {
  public:
   // `seed`: from std::random_device in the timers, fixed in tests. `device_hash`: the timer
   // passes a HashTensor to take_golden, check_sample and check_last (and note_inputs);
-  // `device_compare`: a DeviceComparer too, with the same hash.
+  // `device_compare`: a DeviceComparer too, with the same hash; `device_draw`: the timer drew
+  // the job's drawn inputs where the kernel runs and passes a DrawTensor to write_inputs and
+  // reset_inouts, which then read no file for them (it needs device_hash: no checksum of
+  // theirs exists on the host).
   OutputVerifier(const RunJob& job, const BenchOptions& options, std::uint64_t seed,
-                 bool device_hash = false, bool device_compare = false);
+                 bool device_hash = false, bool device_compare = false, bool device_draw = false);
 
   bool active() const { return m_record.enabled; }
   const std::vector<std::size_t>& outputs() const { return m_outputs; }  // indices into job.tensors
@@ -135,10 +148,12 @@ class OutputVerifier {
   // timer calls write_inputs(write, index) before it (untimed) and write_inputs(write) after
   // check_sample.
   bool secret_before(std::size_t index) const { return m_secret_at.count(index) > 0; }
-  // Every input tensor's bytes for secret sample `secret_sample`, or seed 1's again without
-  // one, through `write`; a file that cannot be read is a launch failure.
+  // Every input tensor's values for secret sample `secret_sample`, or seed 1's again without
+  // one: drawn through `draw` where the timer draws them, else their bytes through `write`. A
+  // file of kopt's that cannot be read is the environment's failure, not the kernel's.
   std::optional<RunResult> write_inputs(const WriteTensor& write,
-                                        std::optional<std::size_t> secret_sample = {});
+                                        std::optional<std::size_t> secret_sample = {},
+                                        const DrawTensor& draw = {});
   // The bytes of input `tensor` (an index into job.tensors) for secret sample `index` (the
   // secret seed's, or the mix), or seed 1's; null when a file cannot be read.
   const std::vector<std::byte>* sample_input(std::size_t tensor, std::size_t index);
@@ -146,7 +161,7 @@ class OutputVerifier {
   // Sets every compared inout back to seed 1's values, through `write`: before the golden
   // launch and before a sample poison_before chose (nothing where that sample keeps them, or
   // where none is compared).
-  std::optional<RunResult> reset_inouts(const WriteTensor& write);
+  std::optional<RunResult> reset_inouts(const WriteTensor& write, const DrawTensor& draw = {});
   // In graph mode a sample is a batch of launches: poisoning between them is impossible, so
   // the outputs are compared after the batch (and poisoned before it); the record says so.
   void set_batched(int launches_per_sample);
@@ -186,6 +201,7 @@ class OutputVerifier {
   std::optional<RunResult> check_reference(const ReadTensor& read, const HashTensor& hash,
                                            const DeviceComparer& device);
   std::optional<RunResult> check_inputs(const ReadTensor& read, const HashTensor& hash);
+  std::optional<RunResult> preload_secret(const DeviceComparer& device);
   std::optional<RunResult> check_secret(const ReadTensor& read, const DeviceComparer& device,
                                         std::size_t index, const std::string& when);
   // Job tensor `index` against `expected` at `tol`: with `on_host`, a host copy of its bytes,
@@ -196,6 +212,8 @@ class OutputVerifier {
                                  CompareResult& out, const HostTensor* on_host = nullptr);
   const std::vector<std::byte>* input_bytes(std::size_t tensor, bool secret);
   bool has_inouts() const { return m_compared.size() > m_outputs.size(); }
+  // Whether the timer draws job tensor `t` where the kernel runs (its seed-1 values).
+  bool drawn_here(const JobTensor& t) const { return m_device_draw && t.draw.has_value(); }
   // Whether inouts are set back and compared now: at the golden launch, and on a sample that
   // sets them back (m_reset); never in graph batches.
   bool inouts_compared() const;
@@ -220,6 +238,9 @@ class OutputVerifier {
   std::size_t m_bytes = 0;  // of the compared tensors
   bool m_device_hash = false;
   bool m_device_compare = false;
+  bool m_device_draw = false;
+  std::uint64_t m_mix_key =
+      0;  // the device's mix (drawn at its first use): nothing the kernel sees
   std::uint64_t m_input_key = 0;                      // from the seed: nothing the kernel sees
   std::map<std::size_t, std::uint64_t> m_input_hash;  // by job tensor index
   std::uint64_t m_hash_key = 0;                       // drawn at take_golden

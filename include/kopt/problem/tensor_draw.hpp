@@ -33,6 +33,10 @@ double draw_value(const DrawRecipe& r, std::uint64_t i);
 // Elements [begin, end) stored into `data` (the whole tensor's bytes) in the recipe's dtype.
 void draw_values(const DrawRecipe& r, std::byte* data, std::size_t begin, std::size_t end);
 
+// Whether element i of a mix under `mix` (nonzero) takes the second recipe's value rather than
+// the first's: what the device's draw of a mix does (kopt_mix_takes in draw_element.inc).
+bool mix_takes(std::uint64_t mix, std::uint64_t i);
+
 // The source of the element draw and of the stores (src/problem/draw_element.inc), which
 // this file compiles for the host and the CUDA executor compiles for the device: kopt's own
 // kernels' inputs drawn where they run, with these bits.

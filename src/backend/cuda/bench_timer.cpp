@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "device_draw.hpp"
 #include "device_verify.hpp"
 #include "executor_state.hpp"
 #include "kopt/backend/output_verifier.hpp"
@@ -86,10 +87,10 @@ struct Variant : SampledVariant {
   std::unique_ptr<Graph> graph;
   OutputVerifier verifier;
   Variant(PreparedLaunch l, const RunJob& job, const BenchOptions& opt, std::uint64_t seed,
-          bool device_hash, bool device_compare)
+          bool device_hash, bool device_compare, bool device_draw)
       : SampledVariant(opt.rule),
         launch(std::move(l)),
-        verifier(job, opt, seed, device_hash, device_compare) {}
+        verifier(job, opt, seed, device_hash, device_compare, device_draw) {}
   // Queued on `stream`, so it is done before the sample's start event.
   CUresult poison_outputs(CUstream stream) const {
     for (std::size_t i : verifier.outputs())
@@ -113,6 +114,22 @@ struct Variant : SampledVariant {
       if (r != CUDA_SUCCESS)
         return driver_failure(*launch.api, RunStatus::fault,
                               ("cuMemcpyDtoH(" + launch.job->tensors[i].name + ")").c_str(), r);
+      return std::nullopt;
+    };
+  }
+  // Draws a job tensor's recipe where it is (after what `stream` holds, landed before it
+  // returns: outside the timed window); empty without the draw.
+  DrawTensor drawer(const std::optional<InputDraw>& draw, CUstream stream) const {
+    if (!draw) return {};
+    return [this, &draw, stream](std::size_t i, const DrawRecipe& recipe,
+                                 std::uint64_t mix) -> std::optional<RunResult> {
+      const JobTensor& t = launch.job->tensors[i];
+      CUresult r =
+          draw_on_device(*launch.api, *draw, launch.buffers[i].get(), recipe, t.bytes, stream, mix);
+      if (r == CUDA_SUCCESS) r = launch.api->stream_synchronize(stream);
+      if (r != CUDA_SUCCESS)
+        return driver_failure(*launch.api, RunStatus::launch_failed,
+                              ("cuLaunchKernel(kopt_draw_tensor, " + t.name + ")").c_str(), r);
       return std::nullopt;
     };
   }
@@ -166,15 +183,28 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
   if (!m_state->expected) m_state->expected = std::make_shared<ExpectedOnDevice>();
   DeviceComparison comparison(api, helpers, dev.sm_count, *m_state->expected);
   const bool on_device = hasher.ok() && comparison.ok() && opt.verify_on != VerifyOn::host;
+  // The inputs drawn where they are timed (the worker wrote no file of them): only the device's
+  // hashes then say they were left as drawn.
+  std::optional<InputDraw> draw;
+  if (draws_inputs(job)) {
+    if (!on_device) {
+      RunResult f{RunStatus::launch_failed,
+                  "the inputs are drawn on the device, but its comparison could not start (no "
+                  "room for its results): nothing would say they were left as drawn"};
+      f.environment = true;
+      return failed(f);
+    }
+    draw = InputDraw{helpers.draw, dev.sm_count};
+  }
   std::vector<Variant> variants;
   variants.reserve(job.variants.size());  // stable: the verification's closures hold them
   for (const RunJob& rj : job.variants) {
     RunResult failure;
-    auto p = prepare_launch(api, rj, failure);
+    auto p = prepare_launch(api, rj, failure, draw ? &*draw : nullptr);
     if (!p) return failed(failure);
     // Which samples are verified: nothing the kernel can predict.
-    Variant& v =
-        variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64(), hasher.ok(), on_device);
+    Variant& v = variants.emplace_back(std::move(*p), rj, opt, unpredictable_u64(), hasher.ok(),
+                                       on_device, draw.has_value());
     v.series.label = rj.label;
     // The inputs' hashes before any launch of the variant.
     if (on_device)
@@ -235,7 +265,8 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     }
     // The golden output: one more untimed launch (inouts set back to seed 1's values first).
     if (v.verifier.active()) {
-      if (auto f = v.verifier.reset_inouts(v.writer())) return failed(*f);
+      if (auto f = v.verifier.reset_inouts(v.writer(), v.drawer(draw, stream.get())))
+        return failed(*f);
       KOPT_CU_BENCH(RunStatus::launch_failed, v.launch.launch(stream.get()));
       KOPT_CU_BENCH(RunStatus::fault, api.stream_synchronize(stream.get()));
       if (auto f = v.verifier.take_golden(v.reader(), v.hasher(hasher, stream.get()), comparer(v)))
@@ -290,12 +321,12 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
     const bool secret = verify && v.verifier.secret_before(index);
     auto verify_start = Clock::now();
     if (secret)
-      if (auto f = v.verifier.write_inputs(v.writer(), index)) {
+      if (auto f = v.verifier.write_inputs(v.writer(), index, v.drawer(draw, stream.get()))) {
         failure = failed(*f);
         return std::nullopt;
       }
     if (verify)
-      if (auto f = v.verifier.reset_inouts(v.writer())) {
+      if (auto f = v.verifier.reset_inouts(v.writer(), v.drawer(draw, stream.get()))) {
         failure = failed(*f);
         return std::nullopt;
       }
@@ -339,7 +370,8 @@ BenchResult CudaExecutor::bench(const BenchJob& job) {
         return std::nullopt;
       }
     if (secret)
-      if (auto f = v.verifier.write_inputs(v.writer())) {
+      if (auto f =
+              v.verifier.write_inputs(v.writer(), std::nullopt, v.drawer(draw, stream.get()))) {
         failure = failed(*f);
         return std::nullopt;
       }

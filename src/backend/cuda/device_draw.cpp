@@ -15,24 +15,40 @@ static_assert(static_cast<int>(DType::f64) == 0 && static_cast<int>(DType::f32) 
               static_cast<int>(DType::u8) == 8);
 
 CUresult draw_on_device(const DriverApi& api, const InputDraw& draw, CUdeviceptr ptr,
-                        const JobTensor& t) {
-  const DrawRecipe& r = *t.draw;
-  unsigned long long n = t.bytes / dtype_size(t.dtype);
-  int dtype = static_cast<int>(t.dtype), kind = static_cast<int>(r.kind);
-  double a = r.a, b = r.b;
-  unsigned long long key = r.key;
-  void* params[] = {&ptr, &n, &dtype, &kind, &a, &b, &key};
+                        const DrawRecipe& recipe, std::size_t bytes, CUstream stream,
+                        std::uint64_t mix) {
+  unsigned long long n = bytes / dtype_size(recipe.dtype);
+  int dtype = static_cast<int>(recipe.dtype), kind = static_cast<int>(recipe.kind);
+  double a = recipe.a, b = recipe.b;
+  unsigned long long key = recipe.key, mix_key = mix;
+  void* params[] = {&ptr, &n, &dtype, &kind, &a, &b, &key, &mix_key};
   constexpr unsigned k_threads = 256;
   const unsigned blocks = static_cast<unsigned>(std::clamp<unsigned long long>(
       (n + k_threads - 1) / k_threads, 1, static_cast<unsigned long long>(draw.sm_count) * 16));
-  return api.launch_kernel(draw.kernel, blocks, 1, 1, k_threads, 1, 1, 0, CU_STREAM_LEGACY, params,
-                           nullptr);
+  return api.launch_kernel(draw.kernel, blocks, 1, 1, k_threads, 1, 1, 0, stream, params, nullptr);
 }
 
-bool draws_on_device(const RunJob& job) {
-  if (job.compare.empty()) return false;
+CUresult draw_on_device(const DriverApi& api, const InputDraw& draw, CUdeviceptr ptr,
+                        const JobTensor& t) {
+  DrawRecipe r = *t.draw;
+  r.dtype = t.dtype;
+  return draw_on_device(api, draw, ptr, r, t.bytes, CU_STREAM_LEGACY);
+}
+
+namespace {
+bool has_drawn_input(const RunJob& job) {
   return std::any_of(job.tensors.begin(), job.tensors.end(),
                      [](const JobTensor& t) { return t.role != Role::output && t.draw; });
+}
+}  // namespace
+
+bool draws_on_device(const RunJob& job) {
+  return !job.compare.empty() && has_drawn_input(job);
+}
+
+bool draws_on_device(const BenchJob& job) {
+  return job.options.verify_on != VerifyOn::host &&
+         std::any_of(job.variants.begin(), job.variants.end(), has_drawn_input);
 }
 
 }  // namespace kopt::cuda

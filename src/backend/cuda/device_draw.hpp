@@ -7,6 +7,7 @@
 // candidate could write; the inputs' hashes before and after the launch (run_compare.hpp) say
 // whether the candidate left them as drawn.
 #include "driver_api.hpp"
+#include "kopt/backend/bench_job.hpp"
 #include "kopt/backend/run_job.hpp"
 
 namespace kopt::cuda {
@@ -16,13 +17,22 @@ struct InputDraw {
   int sm_count = 1;
 };
 
-// Queues the draw of `t`'s recipe into `ptr` (t.bytes) on the legacy stream; the caller waits.
+// Queues the draw of `recipe` into `ptr` (`bytes` of its dtype) on `stream`; the caller waits.
+// With `mix` (not 0), only the elements kopt_mix_takes(mix, i) chooses are written: drawn over
+// another recipe's, the mix of the two that a timer's secret sample runs on.
+CUresult draw_on_device(const DriverApi& api, const InputDraw& draw, CUdeviceptr ptr,
+                        const DrawRecipe& recipe, std::size_t bytes, CUstream stream,
+                        std::uint64_t mix = 0);
+// `t`'s recipe into `ptr` (t.bytes), on the legacy stream.
 CUresult draw_on_device(const DriverApi& api, const InputDraw& draw, CUdeviceptr ptr,
                         const JobTensor& t);
 
 // Whether `job`'s inputs are drawn on the device: a compared run (job.compare) with a drawn
-// input; every other job reads the files the worker writes (DrawnFiles), where a host read of
-// its inputs (a bench's, a host comparison's) finds them.
+// input; every other run job reads the files the worker writes (DrawnFiles), where a host read
+// of its inputs (a host comparison's) finds them.
 bool draws_on_device(const RunJob& job);
+// Whether a bench's are (every variant's drawn inputs, and its secret seed's): where its timer
+// compares on the device (not --verify-on host), which alone reads no input back.
+bool draws_on_device(const BenchJob& job);
 
 }  // namespace kopt::cuda

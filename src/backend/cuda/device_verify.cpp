@@ -197,6 +197,11 @@ DeviceComparer DeviceComparison::comparer(const PreparedLaunch& launch, CUstream
     out = std::move(c);
     return std::nullopt;
   };
+  d.preload = [this, stream](const ExpectedOutputs& expected) -> std::optional<RunResult> {
+    std::optional<RunResult> failure;
+    expected_on_device(expected, stream, failure);
+    return failure;
+  };
   return d;
 }
 

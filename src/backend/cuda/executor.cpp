@@ -209,14 +209,21 @@ Expected<DeviceInfo> CudaExecutor::device_info() const {
   return d;
 }
 
-bool CudaExecutor::draws_inputs(const RunJob& job) {
-  if (!draws_on_device(job)) return false;
+bool CudaExecutor::helpers_draw_and_compare() {
   auto info = cached_device_info();
   if (!info) return false;
   const TimerHelpers& h = timer_helpers(m_state->helpers, *m_state->api, (*info)->arch());
-  // The run's comparison needs all of them too: it alone says whether an input drawn here was
-  // left as drawn (no file holds its checksum).
+  // The comparison needs all of them too: it alone says whether an input drawn here was left
+  // as drawn (no file holds its checksum).
   return h.draw && h.hash && h.compare && h.mask && h.l2;
+}
+
+bool CudaExecutor::draws_inputs(const RunJob& job) {
+  return draws_on_device(job) && helpers_draw_and_compare();
+}
+
+bool CudaExecutor::draws_inputs(const BenchJob& job) {
+  return draws_on_device(job) && helpers_draw_and_compare();
 }
 
 RunResult CudaExecutor::run(const RunJob& job) {

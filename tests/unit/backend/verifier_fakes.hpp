@@ -84,7 +84,8 @@ struct FakeDevice {
   // reference's outputs counted as they are copied in once; `room` false: no copy fits beside
   // the job's tensors, `room_for_expected` false: no reference output does.
   std::map<std::size_t, std::vector<std::byte>> kept;
-  std::map<std::string, int> uploaded;  // by the reference's file
+  std::map<std::string, int> uploaded;   // by the reference's file
+  std::map<std::string, int> preloaded;  // the same, before the samples
   int compares = 0;
   bool room = true, room_for_expected = true;
   DeviceComparer comparer() {
@@ -107,6 +108,10 @@ struct FakeDevice {
       }
       ++compares;
       out = compare_tensors(HostTensor{t.name, t.dtype, t.shape, buffers[i]}, against, tol, 1);
+      return std::nullopt;
+    };
+    d.preload = [this](const ExpectedOutputs& expected) -> std::optional<RunResult> {
+      ++preloaded[expected.key];
       return std::nullopt;
     };
     return d;

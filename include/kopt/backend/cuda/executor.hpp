@@ -19,8 +19,10 @@ class CudaExecutor final : public Executor {
   Expected<DeviceInfo> device_info() const override;
   // Never throws; a kernel that faults is a RunResult with status fault and fatal == true.
   RunResult run(const RunJob& job) override;
-  // A compared run's drawn inputs (backend/cuda/device_draw.hpp), where the helpers built.
+  // A compared run's drawn inputs (backend/cuda/device_draw.hpp), and a bench's compared on
+  // the device, where the helpers built.
   bool draws_inputs(const RunJob& job) override;
+  bool draws_inputs(const BenchJob& job) override;
   // Samples one kernel, or two interleaved (A B B A ...), with the job's policy.
   BenchResult bench(const BenchJob& job) override;
   // Device-to-device copy bandwidth, fp32 FMA rate, cuBLAS tensor-core rates.
@@ -31,6 +33,8 @@ class CudaExecutor final : public Executor {
   explicit CudaExecutor(std::unique_ptr<State> state);
   // device_info(), asked once and kept.
   Expected<const DeviceInfo*> cached_device_info();
+  // Whether the timer helpers have the draw and every kernel of the comparison.
+  bool helpers_draw_and_compare();
   std::unique_ptr<State> m_state;
 };
 

@@ -100,7 +100,8 @@ extern "C" __global__ void kopt_l2_sums(const unsigned char* got, int gdtype,
 
 // kopt_draw_tensor draws a seeded input where a job of kopt's own runs
 // (backend/cuda/device_draw.hpp): element i of a recipe (kind, a, b, key) stored in dtype
-// (DType's number) for i in [0, n), with the element draw and stores of
+// (DType's number) for i in [0, n), only where kopt_mix_takes(mix, i) when mix is not 0 (the
+// second recipe of a mix, drawn over the first), with the element draw and stores of
 // src/problem/draw_element.inc, which the host compiles too. Each f64 operation is an
 // intrinsic that rounds once, so a multiply and an add are never fused. The prelude's macros
 // stay defined: the draw is the last part of the helpers' source.
@@ -116,10 +117,11 @@ inline constexpr const char* k_draw_prelude_source = R"(
 inline constexpr const char* k_draw_kernel_source = R"(
 extern "C" __global__ void kopt_draw_tensor(unsigned char* out, unsigned long long n, int dtype,
                                             int kind, double a, double b,
-                                            unsigned long long key) {
+                                            unsigned long long key, unsigned long long mix) {
   const long long i64_min = -9223372036854775807LL - 1, i64_max = 9223372036854775807LL;
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
        i += (unsigned long long)gridDim.x * blockDim.x) {
+    if (mix != 0 && !kopt_mix_takes(mix, i)) continue;
     double v = kopt_draw_value(kind, a, b, key, i);
     switch (dtype) {
       case 0: ((double*)out)[i] = v; break;
