@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,15 +23,29 @@
 namespace kopt::cuda {
 namespace {
 
-TEST(DeviceDraw, EveryDtypeAndKindHasTheHostsBits) {
-  KOPT_SKIP_WITHOUT_GPU();
-  PrimaryContext gpu;
-  ASSERT_TRUE(gpu.ok()) << gpu.error();
-  const DriverApi& api = gpu.api();
+// Device 0's context and the timer helpers' draw (the module unloaded before the context goes).
+class DeviceDraw : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KOPT_SKIP_WITHOUT_GPU();
+    m_gpu.emplace();
+    ASSERT_TRUE(m_gpu->ok()) << m_gpu->error();
+    m_helpers = build_timer_helpers(m_gpu->api(), m_gpu->arch());
+    ASSERT_TRUE(m_helpers.draw);
+  }
+  void TearDown() override { m_helpers = TimerHelpers{}; }
+  const DriverApi& api() const { return m_gpu->api(); }
+  InputDraw input_draw() const { return {m_helpers.draw, m_gpu->sm_count()}; }
+
+ private:
+  std::optional<PrimaryContext> m_gpu;
+  TimerHelpers m_helpers;
+};
+
+TEST_F(DeviceDraw, EveryDtypeAndKindHasTheHostsBits) {
+  const DriverApi& api = this->api();
+  const InputDraw draw = input_draw();
   {
-    TimerHelpers helpers = build_timer_helpers(api, gpu.arch());
-    ASSERT_TRUE(helpers.draw);
-    const InputDraw draw{helpers.draw, gpu.sm_count()};
     const double inf = std::numeric_limits<double>::infinity();
     struct Case {
       InitKind kind;
@@ -82,15 +97,10 @@ TEST(DeviceDraw, EveryDtypeAndKindHasTheHostsBits) {
 // A timer's mixed secret sample (output_verifier.hpp): one recipe drawn whole, a second over it
 // where kopt_mix_takes says, on the timer's own stream: the host's mix_takes picks the same
 // elements, about half of them.
-TEST(DeviceDraw, AMixTakesTheElementsTheHostSays) {
-  KOPT_SKIP_WITHOUT_GPU();
-  PrimaryContext gpu;
-  ASSERT_TRUE(gpu.ok()) << gpu.error();
-  const DriverApi& api = gpu.api();
+TEST_F(DeviceDraw, AMixTakesTheElementsTheHostSays) {
+  const DriverApi& api = this->api();
+  const InputDraw draw = input_draw();
   {
-    TimerHelpers helpers = build_timer_helpers(api, gpu.arch());
-    ASSERT_TRUE(helpers.draw);
-    const InputDraw draw{helpers.draw, gpu.sm_count()};
     const std::size_t n = (std::size_t{1} << 22) + 5;
     const DrawRecipe seed{InitKind::normal, 0.0, 1.0, 0x1234, DType::bf16};
     const DrawRecipe secret{InitKind::uniform, -4.0, 4.0, 0x4000000000000777ull, DType::bf16};
