@@ -207,14 +207,18 @@ std::optional<DistributionFlag> secret_slow_flag(std::span<const double> samples
     }
   for (std::size_t i = 0; i < samples.size(); ++i)
     if (!left_out.count(static_cast<std::int64_t>(i))) others.push_back(samples[i]);
-  // Against the median of ten or more others; a short series (a time cap on a busy machine
-  // can stop one at its minimum of 10 samples, 6 of them "others", found in CI on PoCL: the
-  // content-keyed cache went unflagged) needs every secret sample past the slowest of 4 or more.
+  // Against the 90th percentile of ten or more others, not their median: a busy machine slows
+  // a share of the samples, and both secret ones among them was an honest kernel flagged (found
+  // running the exploit suite twice at once on PoCL, about one run in twelve). A cache's
+  // secret samples do the work its others skip, far past that. A short series (a time cap on a
+  // busy machine can stop one at its minimum of 10 samples, 6 of them "others", found in CI on
+  // PoCL: the content-keyed cache went unflagged) needs every secret sample past the slowest
+  // of 4 or more.
   if (on_secret.size() < 2 || others.size() < 4) return std::nullopt;
   std::sort(others.begin(), others.end());
   double median = others[others.size() / 2];
   double fastest = *std::min_element(on_secret.begin(), on_secret.end());
-  double bar = others.size() >= 10 ? median : others.back();
+  double bar = others.size() >= 10 ? others[others.size() * 9 / 10] : others.back();
   if (median <= 0 || fastest <= k_secret_slower * bar) return std::nullopt;
   std::string times;
   for (double t : on_secret) times += (times.empty() ? "" : ", ") + time_text(t);

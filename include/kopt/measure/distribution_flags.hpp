@@ -47,8 +47,9 @@ std::optional<DistributionFlag> alternating_flag(std::span<const double> samples
 std::optional<DistributionFlag> fast_tail_flag(std::span<const double> samples);
 
 // secret_slow: the samples that ran on inputs nobody had seen (output_verifier.hpp: the secret
-// seed's and the mix; at least two) are all slower than 1.5 x the median of the others (at
-// least 10; the sample after each secret one is left out, as it runs on inputs changed back).
+// seed's and the mix; at least two) are all slower than 1.5 x the 90th percentile of the
+// others (at least 10, else the slowest of 4 or more; the sample after each secret one is left
+// out, as it runs on inputs changed back).
 // An honest kernel does the same work on any inputs of the same shape; one that keeps results
 // keyed by its inputs' content (a cache across calls) misses on inputs it has never seen.
 inline constexpr double k_secret_slower = 1.5;

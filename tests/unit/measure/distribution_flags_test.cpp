@@ -223,6 +223,22 @@ TEST(DistributionFlags, SamplesOnASecretSeedsInputsThatAreAllSlowAreFlagged) {
       secret_slow_flag(cached, std::vector<std::int64_t>{5}));  // one secret sample says nothing
 }
 
+// A busy machine slows a share of the samples (here three in ten, both secret ones among
+// them): not a cache, whose secret samples do the work that every other skips.
+TEST(DistributionFlags, SecretSamplesSlowedWithAShareOfTheOthersAreNotFlagged) {
+  std::vector<double> loaded(40, 10e-6);
+  for (std::size_t i = 0; i < 40; i += 3) loaded[i] = 18e-6;  // 14 of 40, 5 and 17 not among them
+  std::vector<std::int64_t> secret = {5, 17};
+  std::vector<double> honest = loaded;
+  honest[5] = honest[17] = 18e-6;  // past 1.5 x the median of 10 us: the old rule flagged it
+  EXPECT_FALSE(secret_slow_flag(honest, secret));
+  std::vector<double> cached = loaded;
+  cached[5] = cached[17] = 40e-6;  // the real work, past 1.5 x the others' 90th percentile
+  auto f = secret_slow_flag(cached, secret);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->name, "secret_slow");
+}
+
 // A series cut at its minimum (10 samples, 6 of them "others") still says it: every secret
 // sample past 1.5 x the slowest of the others. One slow other among few is not enough.
 TEST(DistributionFlags, AShortSeriesFlagsSecretSamplesSlowerThanEveryOther) {
