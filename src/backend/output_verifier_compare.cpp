@@ -115,13 +115,22 @@ std::optional<RunResult> OutputVerifier::take_golden(const ReadTensor& read, con
 // it held back the poisoned samples that came after it).
 std::optional<RunResult> OutputVerifier::preload_secret(const DeviceComparer& device) {
   for (std::size_t i : m_outputs) {
-    const JobTensor& t = m_job.tensors[i];
-    auto expected = tensor_file(t, t.secret_expected_path);
-    if (!expected) continue;  // check_secret says so
-    if (auto failure = device.preload({expected, file_identity(t.secret_expected_path)}))
-      return failure;
+    auto expected = secret_expected(m_job.tensors[i], device);
+    // Missing (check_secret says so), or on the device already (an earlier variant's).
+    if (!expected || !expected->host) continue;
+    if (auto failure = device.preload(*expected)) return failure;
   }
   return std::nullopt;
+}
+
+std::optional<ExpectedOutputs> OutputVerifier::secret_expected(const JobTensor& t,
+                                                               const DeviceComparer& device) const {
+  ExpectedOutputs e{nullptr, file_identity(t.secret_expected_path)};
+  if (e.key.empty()) return std::nullopt;
+  if (m_device_compare && device.holds && device.holds(e.key)) return e;
+  e.host = tensor_file(t, t.secret_expected_path);
+  if (!e.host) return std::nullopt;
+  return e;
 }
 
 std::optional<RunResult> OutputVerifier::judge(const ReadTensor& read, const DeviceComparer& device,
@@ -142,6 +151,12 @@ std::optional<RunResult> OutputVerifier::judge(const ReadTensor& read, const Dev
     return std::nullopt;
   }
   const JobTensor& t = m_job.tensors[index];
+  if (!expected.host) {  // held on the device (DeviceComparer::holds), yet not compared there
+    RunResult r{RunStatus::launch_failed, "the reference's outputs for " + t.name +
+                                              " were on the device, not compared there"};
+    r.environment = true;
+    return r;
+  }
   std::vector<std::byte>& host = readback_scratch();
   host.resize(t.bytes);
   if (auto failure = read(index, host)) return failure;
@@ -250,7 +265,7 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read,
   m_record.secret_samples.push_back(static_cast<std::int64_t>(index));
   for (std::size_t k = 0; k < m_outputs.size(); ++k) {
     const JobTensor& t = m_job.tensors[m_outputs[k]];
-    auto expected = tensor_file(t, t.secret_expected_path);
+    auto expected = secret_expected(t, device);
     if (!expected) {
       m_record.failed_sample = static_cast<std::int64_t>(index);
       m_record.failure = when + ": the reference's output for the secret seed " +
@@ -258,9 +273,7 @@ std::optional<RunResult> OutputVerifier::check_secret(const ReadTensor& read,
       return std::nullopt;
     }
     CompareResult c;
-    if (auto failure = judge(read, device, m_outputs[k],
-                             {expected, file_identity(t.secret_expected_path)}, t.tolerance, c))
-      return failure;
+    if (auto failure = judge(read, device, m_outputs[k], *expected, t.tolerance, c)) return failure;
     if (c.passed) continue;
     m_record.failed_sample = static_cast<std::int64_t>(index);
     m_record.failure = fmt::format(

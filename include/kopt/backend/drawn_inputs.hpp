@@ -1,9 +1,9 @@
 #pragma once
 // Inputs that exist as a recipe until a job needs their bytes (tensor_draw.hpp). A Python job
-// draws them on its own device, and so does the CUDA executor for a compared run
-// (Executor::draws_inputs); every other job of kopt's own (a bench, an OpenCL kernel, a C++
-// reference) reads files, which the worker writes here from the recipe, once, beside a checksum
-// of them.
+// draws them on its own device, and so does the CUDA executor for a compared run and a bench
+// compared on the device (Executor::draws_inputs); every other job of kopt's own (an OpenCL
+// kernel, a C++ or CUDA reference, --verify-on host) reads files, which the worker writes here
+// from the recipe, once, beside a checksum of them.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>

@@ -103,13 +103,16 @@ struct ExpectedOutputs {
 // room for them (the verifier then compares on the host). Either fails only as the device does.
 // `preload`, where given, copies `expected` to the device now (where it has room), so that a
 // later compare finds it there: the secret seed's outputs, before the samples whose share of
-// the wall time the verification keeps to.
+// the wall time the verification keeps to. `holds`, where given, says whether the outputs named
+// `key` (ExpectedOutputs::key) are on the device already: a compare of them then needs no host
+// copy, and none is read.
 struct DeviceComparer {
   std::function<std::optional<RunResult>(std::size_t index, bool& kept)> keep;
   std::function<std::optional<RunResult>(std::size_t index, const ExpectedOutputs* expected,
                                          Tolerance tol, std::optional<CompareResult>& out)>
       compare;
   std::function<std::optional<RunResult>(const ExpectedOutputs& expected)> preload;
+  std::function<bool(const std::string& key)> holds;
   explicit operator bool() const { return keep && compare; }
 };
 
@@ -202,6 +205,11 @@ class OutputVerifier {
                                            const DeviceComparer& device);
   std::optional<RunResult> check_inputs(const ReadTensor& read, const HashTensor& hash);
   std::optional<RunResult> preload_secret(const DeviceComparer& device);
+  // Output `t`'s secret seed's reference outputs: only their key where the device holds them
+  // already (DeviceComparer::holds), else their bytes too; nullopt where the file is missing or
+  // of another size.
+  std::optional<ExpectedOutputs> secret_expected(const JobTensor& t,
+                                                 const DeviceComparer& device) const;
   std::optional<RunResult> check_secret(const ReadTensor& read, const DeviceComparer& device,
                                         std::size_t index, const std::string& when);
   // Job tensor `index` against `expected` at `tol`: with `on_host`, a host copy of its bytes,
@@ -239,8 +247,7 @@ class OutputVerifier {
   bool m_device_hash = false;
   bool m_device_compare = false;
   bool m_device_draw = false;
-  std::uint64_t m_mix_key =
-      0;  // the device's mix (drawn at its first use): nothing the kernel sees
+  std::uint64_t m_mix_key = 0;                        // the device's mix, drawn at its first use
   std::uint64_t m_input_key = 0;                      // from the seed: nothing the kernel sees
   std::map<std::size_t, std::uint64_t> m_input_hash;  // by job tensor index
   std::uint64_t m_hash_key = 0;                       // drawn at take_golden

@@ -13,6 +13,7 @@
 #include "timer_helpers.hpp"
 
 namespace kopt::cuda::bench_detail {
+
 class PinnedFlag {
  public:
   explicit PinnedFlag(const DriverApi* api) : m_api(api) {

@@ -202,6 +202,7 @@ DeviceComparer DeviceComparison::comparer(const PreparedLaunch& launch, CUstream
     expected_on_device(expected, stream, failure);
     return failure;
   };
+  d.holds = [this](const std::string& key) { return holds(key); };
   return d;
 }
 

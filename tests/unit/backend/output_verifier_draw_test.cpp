@@ -118,6 +118,52 @@ TEST(OutputVerifierDraw, SecretSamplesAreDrawnFromTheSecretRecipeWithNoInputFile
   }
 }
 
+// The secret seed's reference outputs go to the device once: a second variant's verifier finds
+// them there, uploads nothing and reads no host copy, and its secret sample is still judged.
+TEST(OutputVerifierDraw, ASecondVariantFindsTheSecretOutputsOnTheDevice) {
+  TempDir dir("kopt-verifier-draw");
+  JobTensor x = tensor("x", Role::input, 8), y = tensor("y", Role::output, 8);
+  x.draw = constant(1.0);
+  x.secret_draw = constant(3.0);
+  x.checksum = draw_token(*x.draw);
+  y.secret_expected_path = float_file(dir, "y.secret.bin", 6.0f);
+  y.tolerance = Tolerance{1e-6, 0};
+  RunJob job = job_with({x, y});
+  FakeDevice dev(job);
+  std::vector<Drawn> calls;
+  DrawTensor draw = drawer(dev, calls);
+  for (int variant = 0; variant < 2; ++variant) {
+    ASSERT_FALSE(draw(0, *x.draw, 0));
+    OutputVerifier v(job, BenchOptions{}, 11 + variant, true, true, true);
+    ASSERT_FALSE(v.note_inputs(dev.hasher()));
+    dev.fill(1, 2.0f);
+    ASSERT_FALSE(v.take_golden(dev.reader(), dev.hasher(), dev.comparer()));
+    for (std::size_t i = 0; i < 40 && !v.record().failed(); ++i) {
+      bool verify = v.poison_before(i, 1e9);
+      bool on_secret = verify && v.secret_before(i);
+      if (on_secret) {
+        ASSERT_FALSE(v.write_inputs(dev.writer(), i, draw));
+      }
+      if (verify) dev.poison(1);
+      float in = 0;
+      std::memcpy(&in, dev.buffers[0].data(), 4);
+      dev.fill(1, 2 * in);
+      if (verify) {
+        ASSERT_FALSE(v.check_sample(dev.reader(), i, dev.hasher(), dev.comparer()));
+      }
+      if (on_secret) {
+        ASSERT_FALSE(v.write_inputs(dev.writer(), std::nullopt, draw));
+      }
+    }
+    EXPECT_FALSE(v.record().failed()) << v.record().failure;
+    EXPECT_EQ(v.record().secret_samples.size(), 2u);
+  }
+  ASSERT_EQ(dev.preloaded.size(), 1u);
+  EXPECT_EQ(dev.preloaded.begin()->second, 1);  // once, by the first variant
+  EXPECT_EQ(dev.uploaded.begin()->second, 2);   // a secret sample judged in each variant
+  EXPECT_EQ(dev.without_host, 2);               // neither read the file: the first had preloaded it
+}
+
 // Inputs of GBs: host copies of both seeds bound the secret samples where the inputs are files;
 // drawn where the kernel runs, nothing is copied, so they run whatever the size.
 TEST(OutputVerifierDraw, DrawnInputsOfGigabytesStillGetSecretSamples) {
