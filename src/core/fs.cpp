@@ -3,6 +3,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -18,6 +19,17 @@ Expected<std::string> read_text_file(const fs::path& path) {
     return Unexpected(
         bad_input("cannot read file: " + std::string(std::strerror(errno)), path.string()));
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string file_tail(const fs::path& path, std::size_t max_chars) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  auto size = static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg()));
+  std::size_t from = size > max_chars ? size - max_chars : 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string tail(std::istreambuf_iterator<char>(in), {});
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return from > 0 ? "..." + tail : tail;
 }
 
 Expected<std::vector<std::byte>> read_binary_file(const fs::path& path) {

@@ -327,8 +327,7 @@ Expected<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv,
   ::signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill the orchestrator
   Subprocess p;
   p.m_pid = pid;
-  p.m_stdin = in_pipe[1];
-  p.m_stdout = out_pipe[0];
+  p.m_lines = LineChannel(in_pipe[1], out_pipe[0]);
   return p;
 }
 
@@ -340,9 +339,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {
     if (running()) kill_and_reap();
     m_pid = std::exchange(other.m_pid, -1);
-    m_stdin = std::exchange(other.m_stdin, -1);
-    m_stdout = std::exchange(other.m_stdout, -1);
-    m_pending = std::move(other.m_pending);
+    m_lines = std::move(other.m_lines);
     m_end_signal = std::exchange(other.m_end_signal, 0);
   }
   return *this;
@@ -352,55 +349,10 @@ Subprocess::~Subprocess() {
   if (running()) kill_and_reap();
 }
 
-void Subprocess::close_stdin() {
-  if (m_stdin >= 0) ::close(m_stdin);
-  m_stdin = -1;
-}
-
-void Subprocess::close_fds() {
-  if (m_stdin >= 0) ::close(m_stdin);
-  if (m_stdout >= 0) ::close(m_stdout);
-  m_stdin = m_stdout = -1;
-}
-
-bool Subprocess::write_line(const std::string& line) {
-  std::string data = line + "\n";
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(m_stdin, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-Subprocess::ReadStatus Subprocess::read_line(std::string& line, std::chrono::milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  while (true) {
-    if (auto nl = m_pending.find('\n'); nl != std::string::npos) {
-      line = m_pending.substr(0, nl);
-      m_pending.erase(0, nl + 1);
-      return ReadStatus::line;
-    }
-    pollfd fd{m_stdout, POLLIN, 0};
-    int n = ::poll(&fd, 1, remaining_ms(deadline));
-    if (n == 0) return ReadStatus::timeout;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ReadStatus::eof;
-    }
-    char buf[65536];
-    ssize_t got = ::read(m_stdout, buf, sizeof buf);
-    if (got <= 0) return ReadStatus::eof;
-    m_pending.append(buf, static_cast<std::size_t>(got));
-  }
-}
-
 std::string Subprocess::ended(int status) {
   m_pid = -1;
   m_end_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  close_fds();
+  m_lines.close();
   return describe_wait_status(status);
 }
 

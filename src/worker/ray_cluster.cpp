@@ -1,10 +1,10 @@
 #include "kopt/worker/ray_cluster.hpp"
 
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "kopt/backend/python/python_runner.hpp"
+#include "kopt/core/fs.hpp"
 #include "kopt/core/python.hpp"
 #include "kopt/core/tools_dir.hpp"
 
@@ -19,14 +19,6 @@ fs::path ray_site_dir() {
 }
 
 namespace {
-
-std::string tail_of(const fs::path& log) {
-  std::ifstream in(log);
-  std::string all((std::istreambuf_iterator<char>(in)), {});
-  if (all.size() > 800) all = "..." + all.substr(all.size() - 800);
-  while (!all.empty() && (all.back() == '\n' || all.back() == ' ')) all.pop_back();
-  return all;
-}
 
 // The first of python3 (on PATH: the one scripts/bootstrap installed Ray with, and the one a
 // user starts Ray with), /usr/bin/python3 and python that finds Ray, with the site directory
@@ -71,7 +63,7 @@ Expected<std::unique_ptr<RayCluster>> RayCluster::open(const std::string& spec,
     std::string line;
     if (c->m_head.read_line(line, 180s) != Subprocess::ReadStatus::line)
       return Unexpected(environment_error("could not start a local Ray instance (" +
-                                          c->m_head.kill_and_reap() + "): " + tail_of(log)));
+                                          c->m_head.kill_and_reap() + "): " + file_tail(log, 800)));
     try {
       c->m_address = json::parse(line).at("address").get<std::string>();
     } catch (const std::exception&) {

@@ -1,7 +1,6 @@
 #include "kopt/worker/worker_client.hpp"
 
-#include <fstream>
-
+#include "kopt/core/fs.hpp"
 #include "kopt/worker/protocol.hpp"
 
 namespace kopt {
@@ -18,11 +17,7 @@ WorkerClient::~WorkerClient() {
 }
 
 std::string WorkerClient::log_tail() const {
-  std::ifstream in(m_options.log_path);
-  std::string all((std::istreambuf_iterator<char>(in)), {});
-  if (all.size() > 600) all = "..." + all.substr(all.size() - 600);
-  while (!all.empty() && all.back() == '\n') all.pop_back();
-  return all;
+  return file_tail(m_options.log_path, 600);
 }
 
 Expected<void> WorkerClient::ensure_started() {

@@ -12,6 +12,9 @@ namespace kopt {
 
 Expected<std::string> read_text_file(const std::filesystem::path& path);
 Expected<std::vector<std::byte>> read_binary_file(const std::filesystem::path& path);
+// The last `max_chars` of a log ("..." before them where it was cut), its trailing newlines and
+// spaces dropped; "" where it cannot be read. What an error about a child quotes of its log.
+std::string file_tail(const std::filesystem::path& path, std::size_t max_chars);
 
 // Writes to "<path>.tmp.<pid>" and renames over path, so readers never see a partial file.
 Expected<void> write_file_atomic(const std::filesystem::path& path,

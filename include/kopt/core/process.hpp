@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kopt/core/error.hpp"
+#include "kopt/core/line_channel.hpp"
 
 namespace kopt {
 
@@ -98,12 +99,14 @@ class Subprocess {
   bool running() const { return m_pid > 0; }
   pid_t pid() const { return m_pid; }
   // Writes one line (a newline is appended). False when the child is gone.
-  bool write_line(const std::string& line);
-  enum class ReadStatus { line, eof, timeout };
+  bool write_line(const std::string& line) { return m_lines.write_line(line); }
+  using ReadStatus = LineChannel::ReadStatus;
   // Reads one line from the child's stdout, waiting at most timeout.
-  ReadStatus read_line(std::string& line, std::chrono::milliseconds timeout);
+  ReadStatus read_line(std::string& line, std::chrono::milliseconds timeout) {
+    return m_lines.read_line(line, timeout);
+  }
   // Closes the child's stdin: it reads EOF (a polite way to ask it to end).
-  void close_stdin();
+  void close_stdin() { m_lines.close_write(); }
   // Kills (SIGKILL) and reaps; returns a description of how the child ended.
   std::string kill_and_reap();
   // Waits for exit (after EOF); returns "exit code N" or "signal N (NAME)".
@@ -114,13 +117,10 @@ class Subprocess {
   bool ended_by_a_limit() const { return m_end_signal == SIGXFSZ || m_end_signal == SIGXCPU; }
 
  private:
-  void close_fds();
   std::string ended(int status);
   pid_t m_pid = -1;
   int m_end_signal = 0;
-  int m_stdin = -1;
-  int m_stdout = -1;
-  std::string m_pending;
+  LineChannel m_lines;  // the child's stdin and stdout
 };
 
 std::string describe_wait_status(int status);
