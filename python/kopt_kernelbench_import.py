@@ -4,6 +4,10 @@ Usage: python kopt_kernelbench_import.py PROBLEM.py
        python kopt_kernelbench_import.py --serve     (one file's path a line on stdin, its facts
                                                       a line on stdout: torch is imported once for
                                                       a whole batch)
+       python kopt_kernelbench_import.py --fork-server SOCKET
+                                                     (torch imported once, then a child forked
+                                                      for each connection, serving it as --serve
+                                                      does: include/kopt/core/fork_server.hpp)
 
 A KernelBench problem defines Model (an nn.Module), get_inputs() and get_init_inputs().
 This builds the model (seeded), calls get_inputs(), runs forward once (on the GPU where
@@ -238,26 +242,28 @@ def release():
         torch.cuda.empty_cache()
 
 
-def started():
+def started(imported_s=None):
     """The process's start, before its first file: torch imported and the GPU's context made,
     which a harness of one process pays once for all its problems. Its seconds (from the
     script's first line) go with the first answer, so that kopt tells them from the file's own
-    import; a failure here is left to the first file's answer, which says why."""
+    import; a failure here is left to the first file's answer, which says why. A forked child
+    counts its server's import of torch (`imported_s`) and its own context from its fork."""
+    forked = time.perf_counter()
     try:
         import torch
         if os.environ.get("KOPT_IMPORT_DEVICE", "") != "cpu" and torch.cuda.is_available():
             torch.zeros(1, device="cuda")
     except Exception:  # noqa: BLE001
         pass
-    return time.perf_counter() - _LAUNCHED
+    if imported_s is None:
+        return time.perf_counter() - _LAUNCHED
+    return imported_s + time.perf_counter() - forked
 
 
-def serve():
-    # Answers go to the real stdout; what a problem's module prints goes to stderr.
-    protocol = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    start_s = started()
-    for line in sys.stdin:
+def serve(requests, protocol, imported_s=None):
+    """Answers a file's facts for each request line, until the requests end."""
+    start_s = started(imported_s)
+    for line in requests:
         if not line.strip():
             continue
         reply = answer(json.loads(line)["file"])
@@ -267,13 +273,77 @@ def serve():
         protocol.flush()
 
 
+def serve_stdio():
+    # Answers go to the real stdout; what a problem's module prints goes to stderr.
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    serve(sys.stdin, protocol)
+
+
+def fork_server(path):
+    """One Python that imports torch, with no CUDA call (a forked child makes its own context:
+    CUDA does not survive a fork), then forks a child for each connection to `path`. N import
+    threads of kopt's then wait for one import of torch, not N at once on the same CPUs. Ends
+    when its stdin closes; a child ends when its connection does."""
+    import select
+    import signal
+    import socket
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(128)  # connections wait here while torch is imported
+    print("listening", flush=True)
+    try:
+        import torch  # noqa: F401
+        from torch.overrides import TorchFunctionMode  # noqa: F401
+    except Exception:  # noqa: BLE001  (each child's first answer says why)
+        pass
+    imported_s = time.perf_counter() - _LAUNCHED
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped as they end
+    while True:
+        ready, _, _ = select.select([server, sys.stdin], [], [])
+        if sys.stdin in ready and not os.read(sys.stdin.fileno(), 4096):
+            return
+        if server not in ready:
+            continue
+        conn, _ = server.accept()
+        if os.fork() == 0:
+            server.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                served(conn, imported_s)
+            finally:
+                os._exit(0)
+        conn.close()
+
+
+def served(conn, imported_s):
+    """A forked child: its log from the first line, its pid in answer, then --serve's protocol."""
+    requests = conn.makefile("r")
+    protocol = conn.makefile("w")
+    hello = json.loads(requests.readline() or "{}")
+    log = os.open(hello.get("log", os.devnull), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the server's stdin is kopt's, not this child's
+    os.close(devnull)
+    sys.stdin = open(os.devnull)
+    protocol.write(json.dumps({"pid": os.getpid()}) + "\n")
+    protocol.flush()
+    serve(requests, protocol, imported_s)
+
+
 def main():
     if sys.argv[1:] == ["--serve"]:
-        serve()
+        serve_stdio()
+    elif len(sys.argv) == 3 and sys.argv[1] == "--fork-server":
+        fork_server(sys.argv[2])
     elif len(sys.argv) == 2:
         print(json.dumps(answer(sys.argv[1])))
     else:
-        print(json.dumps({"error": "usage: kopt_kernelbench_import.py PROBLEM.py | --serve"}))
+        print(json.dumps({"error": "usage: kopt_kernelbench_import.py PROBLEM.py | --serve | "
+                                   "--fork-server SOCKET"}))
 
 
 if __name__ == "__main__":

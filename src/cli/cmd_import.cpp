@@ -112,8 +112,9 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
   if (o.max_time_s <= 0)
     return report_error(g, "import kernelbench", 2, "--max-time must be positive");
 
-  // Import processes, each kept for file after file (torch imported once per process), one
-  // per import thread at a time.
+  // Import processes, each kept for file after file, one per import thread at a time, forked
+  // from one Python that imports torch once for all of them.
+  auto server = kernelbench_import_server(bo.cache_root);
   std::mutex idle_mutex;
   std::vector<std::unique_ptr<KernelbenchImportProcess>> idle;
   auto importer = [&](const fs::path& file,
@@ -126,7 +127,7 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
         idle.pop_back();
       }
     }
-    if (!process) process = std::make_unique<KernelbenchImportProcess>(bo.cache_root);
+    if (!process) process = std::make_unique<KernelbenchImportProcess>(bo.cache_root, server.get());
     // The batch decides what to keep: force.
     auto p = import_kernelbench(file, dir, bo.cache_root, true, process.get());
     {
@@ -147,6 +148,7 @@ int import_folder(const GlobalOptions& g, const ImportCliOptions& o) {
       std::lock_guard lock(idle_mutex);
       idle.clear();
     }
+    server.reset();   // no import thread is left to ask it
     warming.clear();  // joins
     // With the GPU idle again, each device's ceilings (the roofs of every bench's floor,
     // measured on first use in 1-2 s where the cache has none): a cost of the batch, said so,

@@ -2,12 +2,14 @@
 // bundled KernelBench problems, a PyTorch reference checking an OpenCL kernel on PoCL, and
 // `kopt bench --vs-torch`. References run on the CPU here, on the GPU on the device.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "kopt/backend/python/kernelbench_import.hpp"
 #include "kopt/backend/python/python_runner.hpp"
@@ -105,13 +107,13 @@ TEST_F(PythonPaths, ANonKernelbenchFileIsBadInput) {
 // One import process serves a batch's files one after another: what a problem's module prints
 // does not reach kopt's answers, a file whose Model cannot be built fails alone (the process
 // goes on with the next), and the GPU out of memory is said so that a batch tries it again
-// alone (import_ran_out_of_memory).
-TEST_F(PythonPaths, OneImportProcessServesFileAfterFile) {
-  KOPT_SKIP_WITHOUT_TORCH();
+// alone (import_ran_out_of_memory). The same for a process of its own and one forked from a
+// batch's server.
+void serves_file_after_file(const fs::path& dir, KernelbenchImportProcess& process) {
   const std::string tail =
       "def get_inputs():\n    return [torch.randn(8)]\ndef get_init_inputs():\n    return []\n";
   auto file = [&](const std::string& name, const std::string& model) {
-    fs::path f = m_dir.path() / name;
+    fs::path f = dir / name;
     EXPECT_TRUE(write_text_atomic(f, "import torch\n" + model + tail));
     return f;
   };
@@ -126,7 +128,6 @@ TEST_F(PythonPaths, OneImportProcessServesFileAfterFile) {
                        "class Model(torch.nn.Module):\n    def forward(self, x):\n"
                        "        raise RuntimeError('CUDA out of memory. Tried to allocate 64.00 "
                        "GiB')\n");
-  KernelbenchImportProcess process(m_dir.path() / "cache");
   auto first = process.facts(loud);
   ASSERT_TRUE(first) << first.error().to_string();
   EXPECT_EQ((*first)["outputs"][0]["shape"], nlohmann::json::array({8}));
@@ -144,6 +145,68 @@ TEST_F(PythonPaths, OneImportProcessServesFileAfterFile) {
   ASSERT_TRUE(again) << "the same process goes on: " << again.error().to_string();
   EXPECT_EQ((*again)["forward"], (*first)["forward"]);
   EXPECT_FALSE(again->contains("process_start_s")) << "a later file waited for no start";
+}
+
+TEST_F(PythonPaths, OneImportProcessServesFileAfterFile) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KernelbenchImportProcess process(m_dir.path() / "cache");
+  serves_file_after_file(m_dir.path(), process);
+}
+
+TEST_F(PythonPaths, OneForkedImportProcessServesFileAfterFile) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  auto server = kernelbench_import_server(m_dir.path() / "cache");
+  KernelbenchImportProcess process(m_dir.path() / "cache", server.get());
+  serves_file_after_file(m_dir.path(), process);
+}
+
+// A batch's import threads fork their processes from one Python that imported torch once: two
+// at once give the facts a process of its own gives, each says the start it waited for, and
+// one that died (a crash in a problem's module) comes back from the same server.
+TEST_F(PythonPaths, ImportProcessesForkedFromOneServerAnswerAsTheirOwnWould) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  fs::path cache = m_dir.path() / "cache";
+  std::vector<fs::path> files = {kernelbench("level1/19_ReLU.py"),
+                                 kernelbench("level1/23_Softmax.py")};
+  std::vector<nlohmann::json> own;
+  {
+    KernelbenchImportProcess process(cache);
+    for (const auto& f : files) {
+      auto facts = process.facts(f);
+      ASSERT_TRUE(facts) << facts.error().to_string();
+      facts->erase("process_start_s");
+      own.push_back(*facts);
+    }
+  }
+  auto server = kernelbench_import_server(cache);
+  std::vector<std::unique_ptr<KernelbenchImportProcess>> processes;
+  std::vector<Expected<nlohmann::json>> forked(files.size(), Unexpected(internal_error("not run")));
+  for (std::size_t i = 0; i < files.size(); ++i)
+    processes.push_back(std::make_unique<KernelbenchImportProcess>(cache, server.get()));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    threads.emplace_back([&, i] { forked[i] = processes[i]->facts(files[i]); });
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    ASSERT_TRUE(forked[i]) << forked[i].error().to_string();
+    EXPECT_GT(forked[i]->value("process_start_s", 0.0), 0.0) << forked[i]->dump();
+    forked[i]->erase("process_start_s");
+    EXPECT_EQ(*forked[i], own[i]) << files[i];
+  }
+  ASSERT_GT(processes[0]->pid(), 0);
+  EXPECT_NE(processes[0]->pid(), processes[1]->pid());
+  pid_t dead = processes[0]->pid();
+  ::kill(dead, SIGKILL);
+  while (::kill(dead, 0) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto lost = processes[0]->facts(files[0]);
+  ASSERT_FALSE(lost);
+  EXPECT_EQ(lost.error().kind, ErrorKind::internal);
+  EXPECT_NE(lost.error().message.find("ended without an answer"), std::string::npos)
+      << lost.error().message;
+  auto again = processes[0]->facts(files[0]);
+  ASSERT_TRUE(again) << again.error().to_string();
+  again->erase("process_start_s");
+  EXPECT_EQ(*again, own[0]);
 }
 
 TEST_F(PythonPaths, WithoutPythonTheImportSaysWhatToInstall) {

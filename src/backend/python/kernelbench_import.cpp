@@ -15,19 +15,57 @@ using nlohmann::json;
 namespace {
 constexpr std::string_view k_out_of_memory = "the GPU ran out of memory importing ";
 constexpr auto k_import_limit = std::chrono::minutes(15);
+// Python's start and torch's import, on a loaded machine.
+constexpr std::chrono::milliseconds k_start_limit = std::chrono::minutes(5);
 
 std::string tail_of(const fs::path& log) {
-  auto text = read_text_file(log);
-  if (!text || text->empty()) return "(it wrote nothing to its log)";
-  return text->substr(text->size() > 2000 ? text->size() - 2000 : 0);
+  std::string tail = file_tail(log, 2000);
+  return tail.empty() ? "(it wrote nothing to its log)" : tail;
+}
+
+std::vector<std::string> import_script(const fs::path& cache_root, std::string_view mode) {
+  fs::path script =
+      embedded_python_script(cache_root, "kopt_kernelbench_import", k_kernelbench_import_script);
+  return {python_executable(), script.string(), std::string(mode)};
+}
+
+Error no_python() {
+  return environment_error("cannot run " + python_executable() +
+                           ": install Python 3 with torch and numpy (pip install torch numpy, or "
+                           "apt-get install python3-torch python3-numpy) or set KOPT_PYTHON");
 }
 }  // namespace
 
-KernelbenchImportProcess::KernelbenchImportProcess(fs::path cache_root)
-    : m_cache_root(std::move(cache_root)), m_dir("kopt-kernelbench-import") {}
+std::unique_ptr<ForkServer> kernelbench_import_server(const fs::path& cache_root) {
+  return std::make_unique<ForkServer>(import_script(cache_root, "--fork-server"),
+                                      "the KernelBench import's fork server");
+}
+
+KernelbenchImportProcess::KernelbenchImportProcess(fs::path cache_root, ForkServer* server)
+    : m_cache_root(std::move(cache_root)), m_server(server), m_dir("kopt-kernelbench-import") {}
 
 KernelbenchImportProcess::~KernelbenchImportProcess() {
-  if (m_child.running()) m_child.kill_and_reap();
+  kill();
+}
+
+std::string KernelbenchImportProcess::kill() {
+  if (m_server) return m_forked.kill();
+  return m_child.running() ? m_child.kill_and_reap() : "not running";
+}
+
+Expected<void> KernelbenchImportProcess::start(const fs::path& log) {
+  if (m_server) {
+    // The server's own start (torch's import) is waited for here the first time.
+    auto child = m_server->fork(log, k_start_limit);
+    if (!child)
+      return Unexpected(child.error().kind == ErrorKind::environment ? no_python() : child.error());
+    m_forked = std::move(*child);
+    return {};
+  }
+  auto started = Subprocess::spawn(import_script(m_cache_root, "--serve"), log);
+  if (!started) return Unexpected(no_python());
+  m_child = std::move(*started);
+  return {};
 }
 
 Error import_out_of_memory_error(const fs::path& file, const std::string& why) {
@@ -41,25 +79,19 @@ bool import_ran_out_of_memory(const Error& e) {
 Expected<json> KernelbenchImportProcess::facts(const fs::path& file) {
   if (!fs::is_regular_file(file)) return Unexpected(bad_input("no such file", file.string()));
   fs::path log = m_dir.path() / "import.log";
-  if (!m_child.running()) {
-    fs::path script = embedded_python_script(m_cache_root, "kopt_kernelbench_import",
-                                             k_kernelbench_import_script);
-    auto started = Subprocess::spawn({python_executable(), script.string(), "--serve"}, log);
-    if (!started)
-      return Unexpected(
-          environment_error("cannot run " + python_executable() +
-                            ": install Python 3 with torch and numpy (pip install torch numpy, or "
-                            "apt-get install python3-torch python3-numpy) or set KOPT_PYTHON"));
-    m_child = std::move(*started);
-  }
+  if (!running())
+    if (auto started = start(log); !started) return Unexpected(started.error());
   std::string line;
-  Subprocess::ReadStatus read = Subprocess::ReadStatus::eof;
-  if (m_child.write_line(json{{"file", fs::absolute(file).string()}}.dump()))
-    read = m_child.read_line(line, k_import_limit);
-  if (read != Subprocess::ReadStatus::line) {
-    std::string how = m_child.kill_and_reap();
-    std::string why = read == Subprocess::ReadStatus::timeout ? "ran out of time (15 min)"
-                                                              : "failed (" + how + ")";
+  auto read = LineChannel::ReadStatus::eof;
+  std::string request = json{{"file", fs::absolute(file).string()}}.dump();
+  if (m_server ? m_forked.write_line(request) : m_child.write_line(request))
+    read = m_server ? m_forked.read_line(line, k_import_limit)
+                    : m_child.read_line(line, k_import_limit);
+  if (read != LineChannel::ReadStatus::line) {
+    std::string how = kill();  // a forked child's end is its server's to reap: no status here
+    std::string why = read == LineChannel::ReadStatus::timeout ? "ran out of time (15 min)"
+                      : m_server                               ? "ended without an answer"
+                                                               : "failed (" + how + ")";
     return Unexpected(internal_error("the KernelBench import script " + why + " on " +
                                      file.string() + ": " + tail_of(log)));
   }
