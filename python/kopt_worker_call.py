@@ -5,6 +5,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import json
+import math
 import os
 import sys
 
@@ -66,12 +67,17 @@ class Call:
         # A baseline whose setup_baseline() returns its outputs (a KernelBench Model's forward)
         # reads the outputs kopt gives it for their device and dtype only: empty ones, where a
         # poisoned output of GBs beside the one it returns took a problem past its memory bound.
+        # A reference that says REFERENCE_RETURNS_OUTPUTS returns its outputs by name when it
+        # is given empty ones, and those are the outputs (land()).
         self.lean = False
-        if job["kind"] in ("torch_eager", "torch_compile"):
+        if job["kind"] in ("torch_eager", "torch_compile", "python_reference"):
             if self.dev.startswith("cuda"):
                 torch_clock()  # kopt's clock, taken before the module can reach torch's
             mod = load_module(job["module"])
-            self.lean = hasattr(mod, "setup_baseline") and getattr(mod, "BASELINE_RETURNS_OUTPUTS", False) is True
+            if job["kind"] == "python_reference":
+                self.lean = getattr(mod, "REFERENCE_RETURNS_OUTPUTS", False) is True
+            else:
+                self.lean = hasattr(mod, "setup_baseline") and getattr(mod, "BASELINE_RETURNS_OUTPUTS", False) is True
         for attempt in range(2):
             try:
                 if os.environ.get("KOPT_TEST_PLACEMENT_OOM"):  # kopt's tests: its own tensors do not fit
@@ -137,6 +143,23 @@ class Call:
         else:
             raise ValueError("unknown job kind " + kind)
 
+    def take_outputs(self, result):
+        """The outputs a reference returned by name, each of its declared shape and of the dtype
+        of the empty one it was given (f64 in kopt's fp64 reference)."""
+        outs = [t for t in self.job["tensors"] if t["role"] == "output"]
+        if not isinstance(result, dict) or any(t["name"] not in result for t in outs):
+            raise ValueError("%s says REFERENCE_RETURNS_OUTPUTS, and its reference() returned %s, not a dict of "
+                             "the outputs %s by name" % (os.path.basename(self.job["module"]), type(result).__name__,
+                                                          ", ".join(t["name"] for t in outs)))
+        for t in outs:
+            given, value = self.tensors[t["name"]], result[t["name"]]
+            if value.numel() != math.prod(t["shape"]):
+                raise ValueError("reference() returned %s with %d elements; the problem's shape %s has %d" % (
+                    t["name"], value.numel(), t["shape"], math.prod(t["shape"])))
+            value = value.reshape(t["shape"]).to(given.dtype).contiguous()
+            self.tensors[t["name"]] = value
+            self.kwargs[t["name"]] = value
+
     def bound_call(self):
         """fn(**kwargs) without a reference back to this Call: a cycle kept a reference's
         tensors (a 0.3 GiB weight) alive after its job until Python's collector came by."""
@@ -160,7 +183,11 @@ class Call:
     def land(self, result):
         """A Triton-kind kernel may return its output (a tensor, or a dict by output name)
         instead of writing it in place, as library calls without out= do: kopt copies it into
-        place here, after the timed window (the copy is not the kernel's work)."""
+        place here, after the timed window (the copy is not the kernel's work). A lean
+        reference's returned outputs become the job's outputs, with no copy."""
+        if self.lean and self.job["kind"] == "python_reference":
+            self.take_outputs(result)
+            return
         if result is None or self.job["kind"] != "triton":
             return
         outs = [t["name"] for t in self.job["tensors"] if t["role"] != "input"]

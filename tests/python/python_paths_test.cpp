@@ -465,6 +465,41 @@ TEST_F(PythonPaths, ABaselineTimedThroughTheReferenceSaysSo) {
   EXPECT_TRUE(names.count("torch eager (reference())")) << j.dump(2);
 }
 
+// An imported reference says REFERENCE_RETURNS_OUTPUTS: the worker gives it empty outputs and
+// takes forward's results as them, so that no poisoned output of the problem's size sits
+// beside forward's own (83_Conv3d_GroupNorm_Min_Clamp_Dropout's reference went past its
+// memory bound by it). One that returns no outputs then is said so, not judged as zeros.
+TEST_F(PythonPaths, AReferenceThatReturnsItsOutputsIsGivenNoneToFill) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  KOPT_SKIP_WITHOUT_OPENCL();
+  fs::path dir = m_dir.path() / "relu";
+  fs::copy(kernelbench("19_ReLU"), dir);
+  auto ref = read_text_file(dir / "ref.py");
+  ASSERT_TRUE(ref);
+  const std::string entry = "def reference(**kw):\n";
+  std::string lean = *ref;
+  std::size_t at = lean.find(entry);
+  ASSERT_NE(at, std::string::npos);
+  lean.insert(at + entry.size(),
+              "    assert all(kw[n].numel() == 0 for n in OUTPUTS), 'kopt gave outputs to fill'\n");
+  ASSERT_TRUE(write_text_atomic(dir / "ref.py", lean));
+  const std::vector<std::string> check = {"--backend", "opencl",        "check",   dir.string(),
+                                          "--dim",     "batch_size=16", "--seeds", "1"};
+  int rc = -1;
+  auto j = test::kopt_json(check, rc);
+  ASSERT_EQ(rc, 0) << j.dump(2);
+  for (const auto& k : j["kernels"]) EXPECT_EQ(k["status"], "passed") << j.dump(2);
+
+  std::string silent = lean;
+  at = silent.find("    return returned or None\n");
+  ASSERT_NE(at, std::string::npos);
+  silent.replace(at, std::string("    return returned or None\n").size(), "    return None\n");
+  ASSERT_TRUE(write_text_atomic(dir / "ref.py", silent));
+  j = test::kopt_json(check, rc);
+  EXPECT_NE(rc, 0) << j.dump(2);
+  EXPECT_NE(j.dump().find("REFERENCE_RETURNS_OUTPUTS"), std::string::npos) << j.dump(2);
+}
+
 // --gpus over two devices (two PoCL devices here): each problem's reference and baselines run
 // on one of them, the two at once, and each row says where.
 TEST_F(PythonPaths, AFolderOverTwoDevicesEvaluatesEachProblemOnOne) {

@@ -141,6 +141,11 @@ def setup_baseline(**kw):
     return _bound(kw)
 
 
+# reference() returns forward's results by name where kopt gives it empty outputs (the same
+# device and dtype), and copies them into the outputs it is given otherwise.
+REFERENCE_RETURNS_OUTPUTS = True
+
+
 def reference(**kw):
     model, args = _bound(kw)
     try:
@@ -149,5 +154,10 @@ def reference(**kw):
     finally:
         _let_go(model)
     results = result if isinstance(result, (tuple, list)) else [result]
+    returned = {}
     for name, value in zip(OUTPUTS, results):
-        kw[name].copy_(value.reshape(kw[name].shape))
+        if kw[name].numel() == 0 and value.numel() != 0:  # kopt's empty output
+            returned[name] = value
+        else:
+            kw[name].copy_(value.reshape(kw[name].shape))
+    return returned or None
