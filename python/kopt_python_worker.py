@@ -251,11 +251,17 @@ def handle_op(req):
     if op == "warm":
         # Ahead of the first job, while kopt does other work: the device's context, and with
         # "compile" torch.compile's compiler (dynamo, inductor, Triton) loaded and tried once.
+        t0 = _perf_counter()
         dev = device()
         x = torch.ones(1024, device=dev)
+        if dev.startswith("cuda"):
+            torch.cuda.synchronize()
+            _spent.append(("the GPU's context", _perf_counter() - t0))
         if req.get("compile") and hasattr(torch, "compile"):
+            t0 = _perf_counter()
             torch.compile(lambda t: t * 2 + 1)(x)
             forget_compiled()
+            _spent.append(("torch.compile's first call", _perf_counter() - t0))
         if dev.startswith("cuda"):
             _fused_fn()  # the draw's kernel, compiled ahead of the first problem's inputs
             load_libraries(dev)
