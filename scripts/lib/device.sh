@@ -31,20 +31,23 @@ python_line() {
 # Seconds since START (a `date +%s.%N`), one decimal.
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 # At most 8 files come back from $OUT: where there are more, all but the summary and the files
-# named in keep_out (relative to $OUT, set by the script) go into $OUT/more.tar.gz, so that no
-# log is dropped on the way back.
+# named in keep_out (relative to $OUT, set by the script) go into $OUT/more-SUMMARY.tar.gz (the
+# summary's name without .txt: scripts run one after another in one call keep each other's), so
+# that no log is dropped on the way back.
 keep_out=()
 pack_out() {
   local n
   n=$(find "$OUT" -type f | wc -l)
   ((n > 8)) || return 0
   local list=$work/pack-list
-  (cd "$OUT" && find . -type f ! -name more.tar.gz | sed 's|^\./||') | while read -r f; do
+  local archive
+  archive=more-$(basename "$summary" .txt).tar.gz
+  (cd "$OUT" && find . -type f ! -name 'more*.tar.gz' | sed 's|^\./||') | while read -r f; do
     [[ $f == "$(basename "$summary")" ]] && continue
     printf '%s\n' "${keep_out[@]}" | grep -qxF "$f" && continue
     echo "$f"
   done > "$list"
-  tar -czf "$OUT/more.tar.gz" -C "$OUT" -T "$list" && (cd "$OUT" && xargs -d '\n' rm -f < "$list") &&
+  tar -czf "$OUT/$archive" -C "$OUT" -T "$list" && (cd "$OUT" && xargs -d '\n' rm -f < "$list") &&
     find "$OUT" -mindepth 1 -type d -empty -delete
 }
 trap pack_out EXIT
