@@ -441,16 +441,21 @@ TEST_F(PythonPaths, AFolderImportsChecksAndTimesEveryProblem) {
       << "kept, not timed again";
 }
 
+// The bundled 19_ReLU copied to `dir`, and its ref.py's text for a test to edit.
+std::string relu_copied_to(const fs::path& dir) {
+  fs::copy(kernelbench("19_ReLU"), dir);
+  auto ref = read_text_file(dir / "ref.py");
+  EXPECT_TRUE(ref);
+  return ref ? *ref : "";
+}
+
 // A ref.py without baseline() or setup_baseline() is timed through reference(), which may
 // compute in higher precision: the row says so.
 TEST_F(PythonPaths, ABaselineTimedThroughTheReferenceSaysSo) {
   KOPT_SKIP_WITHOUT_TORCH();
   KOPT_SKIP_WITHOUT_OPENCL();
   fs::path dir = m_dir.path() / "relu";
-  fs::copy(kernelbench("19_ReLU"), dir);
-  auto ref = read_text_file(dir / "ref.py");
-  ASSERT_TRUE(ref);
-  std::string text = *ref;
+  std::string text = relu_copied_to(dir);
   std::size_t at = text.find("def setup_baseline(");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, std::string("def setup_baseline(").size(), "def _unused_setup(");
@@ -473,11 +478,8 @@ TEST_F(PythonPaths, AReferenceThatReturnsItsOutputsIsGivenNoneToFill) {
   KOPT_SKIP_WITHOUT_TORCH();
   KOPT_SKIP_WITHOUT_OPENCL();
   fs::path dir = m_dir.path() / "relu";
-  fs::copy(kernelbench("19_ReLU"), dir);
-  auto ref = read_text_file(dir / "ref.py");
-  ASSERT_TRUE(ref);
   const std::string entry = "def reference(**kw):\n";
-  std::string lean = *ref;
+  std::string lean = relu_copied_to(dir);
   std::size_t at = lean.find(entry);
   ASSERT_NE(at, std::string::npos);
   lean.insert(at + entry.size(),
