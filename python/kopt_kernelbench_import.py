@@ -328,7 +328,6 @@ def served(conn, imported_s):
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # the server's stdin is kopt's, not this child's
     os.close(devnull)
-    sys.stdin = open(os.devnull)
     protocol.write(json.dumps({"pid": os.getpid()}) + "\n")
     protocol.flush()
     serve(requests, protocol, imported_s)

@@ -47,7 +47,10 @@ std::string ForkedChild::kill() {
 }
 
 ForkServer::ForkServer(std::vector<std::string> argv, std::string name)
-    : m_argv(std::move(argv)), m_name(std::move(name)), m_dir("kopt-fork-server") {}
+    : m_argv(std::move(argv)),
+      m_name(std::move(name)),
+      m_dir("kopt-fork-server"),
+      m_socket(m_dir.path() / "server.sock") {}
 
 ForkServer::~ForkServer() {
   if (!m_server.running()) return;
@@ -56,11 +59,10 @@ ForkServer::~ForkServer() {
 }
 
 Expected<void> ForkServer::start(std::chrono::milliseconds timeout) {
-  fs::path socket = m_dir.path() / "server.sock";
   std::error_code ec;
-  fs::remove(socket, ec);
+  fs::remove(m_socket, ec);
   auto argv = m_argv;
-  argv.push_back(socket.string());
+  argv.push_back(m_socket.string());
   auto started = Subprocess::spawn(argv, m_dir.path() / "server.log");
   if (!started) return Unexpected(started.error());
   m_server = std::move(*started);
@@ -77,14 +79,13 @@ Expected<void> ForkServer::start(std::chrono::milliseconds timeout) {
 
 Expected<ForkedChild> ForkServer::fork(const fs::path& log, std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  fs::path socket = m_dir.path() / "server.sock";
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (socket.string().size() >= sizeof addr.sun_path)
+  if (m_socket.string().size() >= sizeof addr.sun_path)
     return Unexpected(environment_error(
         m_name + ": the temporary directory's path is too long for a Unix socket (" +
-        socket.string() + "): set TMPDIR to a shorter one"));
-  std::memcpy(addr.sun_path, socket.c_str(), socket.string().size());
+        m_socket.string() + "): set TMPDIR to a shorter one"));
+  std::memcpy(addr.sun_path, m_socket.c_str(), m_socket.string().size());
   {
     std::lock_guard lock(m_mutex);
     if (!m_server.running())

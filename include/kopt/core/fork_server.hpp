@@ -58,10 +58,10 @@ class ForkServer {
   ForkServer(const ForkServer&) = delete;
   ForkServer& operator=(const ForkServer&) = delete;
 
-  // A new child whose output goes to `log`. The server starts on first use (and again after it
-  // died); waits at most `timeout` for it to listen and for the child to answer, which includes
-  // the server's own start the first time. Environment: the program cannot start; internal: it
-  // broke the protocol (the server's log's tail says how).
+  // A new child whose output goes to `log`. The server starts on first use; waits at most
+  // `timeout` for it to listen and for the child to answer, which includes the server's own
+  // start the first time. Environment: the program cannot start, or the socket's path is too
+  // long; internal: it broke the protocol or is gone (the server's log's tail says how).
   Expected<ForkedChild> fork(const std::filesystem::path& log, std::chrono::milliseconds timeout);
 
  private:
@@ -69,6 +69,7 @@ class ForkServer {
   std::vector<std::string> m_argv;
   std::string m_name;
   TempDir m_dir;  // 0700: the socket and the server's log, for kopt alone
+  std::filesystem::path m_socket;
   std::mutex m_mutex;
   Subprocess m_server;
 };

@@ -19,7 +19,6 @@ class LineChannel {
   LineChannel& operator=(const LineChannel&) = delete;
   ~LineChannel() { close(); }
 
-  bool open() const { return m_read >= 0; }
   // One line, a newline appended. False when the other side is gone.
   bool write_line(const std::string& line);
   // One line, waiting at most `timeout`.

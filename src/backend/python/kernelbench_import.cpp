@@ -57,8 +57,11 @@ Expected<void> KernelbenchImportProcess::start(const fs::path& log) {
   if (m_server) {
     // The server's own start (torch's import) is waited for here the first time.
     auto child = m_server->fork(log, k_start_limit);
-    if (!child)
-      return Unexpected(child.error().kind == ErrorKind::environment ? no_python() : child.error());
+    if (!child)  // its own words (a TMPDIR too long, say) unless the Python is not there
+      return Unexpected(child.error().kind == ErrorKind::environment &&
+                                !find_program(python_executable())
+                            ? no_python()
+                            : child.error());
     m_forked = std::move(*child);
     return {};
   }
