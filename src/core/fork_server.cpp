@@ -66,6 +66,7 @@ Expected<void> ForkServer::start(std::chrono::milliseconds timeout) {
   auto started = Subprocess::spawn(argv, m_dir.path() / "server.log");
   if (!started) return Unexpected(started.error());
   m_server = std::move(*started);
+  ++m_starts;
   std::string line;
   auto read = m_server.read_line(line, timeout);
   if (read == LineChannel::ReadStatus::line && line == "listening") return {};
@@ -77,28 +78,54 @@ Expected<void> ForkServer::start(std::chrono::milliseconds timeout) {
       file_tail(m_dir.path() / "server.log", 2000)));
 }
 
-Expected<ForkedChild> ForkServer::fork(const fs::path& log, std::chrono::milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
+int ForkServer::connect(std::string& why) const {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (m_socket.string().size() >= sizeof addr.sun_path)
+  std::memcpy(addr.sun_path, m_socket.c_str(), m_socket.string().size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    why = std::string("socket failed: ") + std::strerror(errno);
+    return -1;
+  }
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    why = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+Expected<ForkedChild> ForkServer::fork(const fs::path& log, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  if (m_socket.string().size() >= sizeof(sockaddr_un{}.sun_path))
     return Unexpected(environment_error(
         m_name + ": the temporary directory's path is too long for a Unix socket (" +
         m_socket.string() + "): set TMPDIR to a shorter one"));
-  std::memcpy(addr.sun_path, m_socket.c_str(), m_socket.string().size());
+  int seen = 0;
   {
     std::lock_guard lock(m_mutex);
     if (!m_server.running())
       if (auto s = start(left_until(deadline)); !s) return Unexpected(s.error());
+    seen = m_starts;
   }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return Unexpected(internal_error("socket failed: " + std::string(std::strerror(errno))));
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    int e = errno;
-    ::close(fd);
-    return Unexpected(internal_error("cannot connect to " + m_name + ": " + std::strerror(e) +
-                                     ": " + file_tail(m_dir.path() / "server.log", 2000)));
+  std::string why;
+  int fd = connect(why);
+  if (fd < 0) {
+    // The server is gone (killed, or out of memory): started again, once, by the first caller
+    // to find it so; its children so far are not its own to lose.
+    std::lock_guard lock(m_mutex);
+    if (m_starts == seen) {
+      std::string how = m_server.kill_and_reap();
+      std::string tail = file_tail(m_dir.path() / "server.log", 2000);
+      if (auto s = start(left_until(deadline)); !s)
+        return Unexpected(internal_error(m_name + " took no connection (" + why + "; it " + how +
+                                         ": " + tail +
+                                         ") and did not start again: " + s.error().message));
+    }
+    fd = connect(why);
+    if (fd < 0)
+      return Unexpected(internal_error("cannot connect to " + m_name + ", started again: " + why +
+                                       ": " + file_tail(m_dir.path() / "server.log", 2000)));
   }
   ForkedChild child;
   child.m_lines = LineChannel(fd, fd);

@@ -58,20 +58,27 @@ class ForkServer {
   ForkServer(const ForkServer&) = delete;
   ForkServer& operator=(const ForkServer&) = delete;
 
-  // A new child whose output goes to `log`. The server starts on first use; waits at most
+  // A new child whose output goes to `log`. The server starts on first use, and once more
+  // where it no longer takes a connection (it died: its children so far live on); waits at most
   // `timeout` for it to listen and for the child to answer, which includes the server's own
   // start the first time. Environment: the program cannot start, or the socket's path is too
-  // long; internal: it broke the protocol or is gone (the server's log's tail says how).
+  // long; internal: it broke the protocol or is gone for good (the server's log's tail says how).
   Expected<ForkedChild> fork(const std::filesystem::path& log, std::chrono::milliseconds timeout);
+  // How many times the server was started (1 after the first fork, more after restarts).
+  int starts() const { return m_starts; }
 
  private:
   Expected<void> start(std::chrono::milliseconds timeout);
+  // A socket connected to the server, or -1 and why not (errno's words).
+  int connect(std::string& why) const;
   std::vector<std::string> m_argv;
   std::string m_name;
   TempDir m_dir;  // 0700: the socket and the server's log, for kopt alone
   std::filesystem::path m_socket;
   std::mutex m_mutex;
   Subprocess m_server;
+  int m_starts = 0;  // under m_mutex: a caller that found the server gone restarts it only if
+                     // no other caller did since its attempt
 };
 
 }  // namespace kopt

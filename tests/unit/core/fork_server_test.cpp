@@ -149,6 +149,30 @@ TEST_F(ForkServerTest, TheServerEndsWithItsOwner) {
   EXPECT_FALSE(alive(child_pid));
 }
 
+// A server that died (killed here, as the kernel's out-of-memory killer would) is started again
+// by the next fork, once, and the child it forked before lives on.
+TEST_F(ForkServerTest, AServerThatDiedIsStartedAgainAndItsChildLivesOn) {
+  ForkServer server(argv(), "the test's echo server");
+  auto first = server.fork(dir.path() / "first.log", 30s);
+  ASSERT_TRUE(first) << first.error().to_string();
+  pid_t server_pid = parent_of(first->pid());
+  ASSERT_GT(server_pid, 1);
+  ::kill(server_pid, SIGKILL);
+  for (int i = 0; i < 500 && parent_of(first->pid()) == server_pid; ++i)
+    std::this_thread::sleep_for(10ms);  // the child is its server's no more
+  auto second = server.fork(dir.path() / "second.log", 30s);
+  ASSERT_TRUE(second) << second.error().to_string();
+  EXPECT_EQ(server.starts(), 2);
+  EXPECT_EQ(started(), 2u);
+  EXPECT_NE(parent_of(second->pid()), server_pid);
+  for (ForkedChild* c : {&*first, &*second}) {
+    ASSERT_TRUE(c->write_line("still here"));
+    std::string line;
+    ASSERT_EQ(c->read_line(line, 10s), LineChannel::ReadStatus::line);
+    EXPECT_EQ(line, std::to_string(c->pid()) + " still here");
+  }
+}
+
 TEST_F(ForkServerTest, AProgramThatCannotStartIsTheEnvironment) {
   ForkServer server({"kopt-no-such-program-anywhere"}, "a server that is not there");
   auto child = server.fork(dir.path() / "child.log", 5s);
