@@ -223,8 +223,9 @@ def poison_bits(dtype, dev):
 
 
 def compare(req):
-    """Each output of a candidate against the reference's (and the fp64 reference's, where
-    named), on this process's device; only the summaries go back."""
+    """Each output of a candidate (a Python one's, or a CUDA kernel's that kopt's executor
+    shared) against the reference's (and the fp64 reference's, where named), on this process's
+    device; only the summaries go back."""
     t0 = _perf_counter()
     dev = device()
     opened = _Opened()
@@ -236,7 +237,10 @@ def compare(req):
             if tuple(got.shape) != tuple(expected.shape) or got.dtype != expected.dtype:
                 raise ValueError("output %s: %s %s against the reference's %s %s" % (
                     o["name"], got.dtype, list(got.shape), expected.dtype, list(expected.shape)))
-            r = compare_tensors(got, expected, float(o["atol"]), float(o["rtol"]), poison_bits(o["dtype"], dev))
+            # An output of kopt's executor holds its poison (the request says its bits), a
+            # candidate's this process's own.
+            poison = int(o["poison"]) if o.get("poison") is not None else poison_bits(o["dtype"], dev)
+            r = compare_tensors(got, expected, float(o["atol"]), float(o["rtol"]), poison)
             if o.get("exact"):
                 exact = _source(o["exact"], "f64", o["shape"], dev, opened)
                 r["exact_rel_l2"] = json_number(relative_l2(got, exact))

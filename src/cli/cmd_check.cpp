@@ -19,6 +19,7 @@ using evaluate::CheckOptions;
 using evaluate::CheckReport;
 using evaluate::kernel_status_name;
 using evaluate::KernelStatus;
+using evaluate::ReferenceOn;
 using evaluate::run_check;
 using evaluate::sanitize_kernel;
 using evaluate::sanitize_request;
@@ -186,8 +187,9 @@ struct CheckCliOptions {
   bool boundary_shapes = true;  // and at the boundary shapes derived from their constraints
   std::string sanitize;         // --sanitize memcheck,racecheck,...: "" runs none
   double sanitize_timeout_s = 600.0;
-  ShapeFlags axes;                 // --axis NAME=V1,V2,...
-  std::string verify_on = "auto";  // --verify-on host: every output read back and compared here
+  ShapeFlags axes;                    // --axis NAME=V1,V2,...
+  std::string verify_on = "auto";     // --verify-on host: every output read back and compared here
+  std::string reference_on = "auto";  // --reference-on: CheckOptions::reference_on
 };
 
 // One shape: the report printed (text, or JSON when `doc` is null) and put in *doc; the exit
@@ -219,6 +221,7 @@ int check_one(const GlobalOptions& g, const CheckCliOptions& o, ProblemSelection
   co.arch = o.sel.arch;
   co.cache_root = cache_dir();
   co.compare_on_device = parse_verify_on(o.verify_on) != VerifyOn::host;
+  co.reference_on = parse_enum<ReferenceOn>(o.reference_on).value_or(ReferenceOn::automatic);
   if (g.verbose) co.log = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
 
   std::vector<std::string> tools;
@@ -293,6 +296,12 @@ std::vector<Command> check_commands(const GlobalRef& g) {
         .target = &o->boundary_shapes,
         .negates = true},
        verify_on_option(&o->verify_on),
+       {.names = "--reference-on",
+        .help = "where a ref.py's outputs wait for the comparisons: auto (kept on the device "
+                "from 256 MiB of outputs, or for Python kernels; else the reference cache's "
+                "files), device, or files (a check of CUDA kernels again then runs no reference)",
+        .target = &o->reference_on,
+        .choices = {"auto", "device", "files"}},
        {.names = "--sanitize",
         .help = "also run each kernel under compute-sanitizer: "
                 "memcheck,racecheck,synccheck,initcheck or all",

@@ -76,6 +76,11 @@ void CheckRun::run_seeds(KernelCheck& kc) {
           if (auto x = in.exact_at.find(t.name); x != in.exact_at.end()) c.exact = x->second;
           job.compare.push_back(std::move(c));
         }
+    if (device)
+      if (auto k = keep_again(); !k) {
+        m_environment = k.error();
+        return;
+      }
     const auto started = std::chrono::steady_clock::now();
     RunResult r = m_ctx.worker.run(job);
     const double run_s = seconds_since(started);

@@ -207,6 +207,8 @@ Expected<SeedData> CheckRun::prepare_seed(std::uint64_t seed, bool secret, const
                                   m_p.spec_path.string(), m_p.reference.kernel.where.line,
                                   "reference"));
   if (r.kept) {
+    m_kept_jobs.push_back(job);
+    m_kept_by = m_ctx.worker.running_start();
     in.kept = job.keep_outputs;
     in.summaries = r.outputs;
     if (r.reference_atol >= 0 || r.reference_rtol >= 0)
@@ -341,6 +343,7 @@ void CheckRun::make_fp64_reference_on_device(SeedData& in,
     m_o.log(m_report.fp64_note);
     return;
   }
+  if (r.kept) m_kept_jobs.push_back(job);
   for (const auto* t : outputs) {
     auto e = r.exact_error.find(t->name);
     if (e == r.exact_error.end()) continue;
@@ -351,6 +354,25 @@ void CheckRun::make_fp64_reference_on_device(SeedData& in,
   m_report.fp64_seed = in.seed;
   m_o.log("seed " + std::to_string(in.seed) + ": fp64 reference computed" +
           (r.kept ? ", kept on the device" : ""));
+}
+
+Expected<void> CheckRun::keep_again() {
+  if (m_kept_jobs.empty() || m_ctx.worker.running_start() == m_kept_by) return {};
+  const auto started = std::chrono::steady_clock::now();
+  for (const RunJob& job : m_kept_jobs) {
+    RunResult r = m_ctx.worker.run(job);
+    if (!r.ok() || !r.kept)
+      return Unexpected(environment_error(fmt::format(
+          "the reference's outputs kept on the device went with the worker, replaced after a "
+          "kernel failed, and could not be kept again ({}: {})",
+          job.label, r.ok() ? "no room for them beside the device's other tensors now" : r.error)));
+  }
+  m_kept_by = m_ctx.worker.running_start();
+  m_o.log(fmt::format(
+      "the reference's outputs kept again on the device ({} runs, {:.1f} s): the worker was "
+      "replaced after a kernel failed",
+      m_kept_jobs.size(), seconds_since(started)));
+  return {};
 }
 
 void CheckRun::load_reference_tolerance(const fs::path& ref_dir) {

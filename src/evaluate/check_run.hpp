@@ -80,16 +80,33 @@ class CheckRun {
   static std::uint64_t draw_secret_seed() { return unpredictable_u64() | (std::uint64_t{1} << 62); }
   Expected<SeedData> prepare_seed(std::uint64_t seed, bool secret = false,
                                   const Problem* drawn = nullptr);
-  // CheckOptions::compare_on_device: a Python reference, and kernels that are all Python
-  // modules (their outputs on the device of kopt's Python processes).
+  // CheckOptions::compare_on_device: a Python reference whose outputs kopt's Python process
+  // keeps on the device, compared there with kernels that are all Python modules (their outputs
+  // on the device of kopt's Python processes) or, where the outputs are large, also CUDA kernels
+  // of kopt's own (their executor shares their outputs with that process: compare_where_kept).
+  // Small outputs of CUDA kernels' checks go through the reference cache's files instead: a
+  // check of them again then starts no Python at all.
   bool on_device() const {
     if (!m_o.compare_on_device || m_o.reference_only || !m_o.secret_dir.empty() ||
         m_report.kernels.empty() || m_p.reference.kind != ReferenceKind::python)
       return false;
-    return std::all_of(m_report.kernels.begin(), m_report.kernels.end(), [](const KernelCheck& k) {
-      return k.build.module_kind == ModuleKind::triton;
-    });
+    if (m_o.reference_on == ReferenceOn::files) return false;
+    auto python = [](const KernelCheck& k) { return k.build.module_kind == ModuleKind::triton; };
+    const auto& ks = m_report.kernels;
+    if (std::all_of(ks.begin(), ks.end(), python)) return true;
+    return (m_o.reference_on == ReferenceOn::device ||
+            problem_tensor_bytes(m_p, Role::output) + problem_tensor_bytes(m_p, Role::inout) >=
+                k_kept_from) &&
+           std::all_of(ks.begin(), ks.end(),
+                       [&](const KernelCheck& k) { return python(k) || compares_where_run(k); });
   }
+  // A CUDA kernel's check keeps the reference's outputs on the device from this size on: a file
+  // of them costs more than the start of a Python process (several seconds) from about here.
+  static constexpr std::uintmax_t k_kept_from = std::uintmax_t{256} << 20;
+  // A worker replaced since the reference's outputs were kept (a kernel that faulted or hung
+  // took its Python process with it) kept them no more: the reference's kept runs again, before
+  // the next comparison with them. Fails as kopt's environment where they cannot be kept again.
+  Expected<void> keep_again();
   // CheckOptions::compare_on_device for a kernel of kopt's own on CUDA (a cubin or a solve()
   // library): its executor compares its outputs with the reference's files where they are
   // (backend/cuda/run_compare.hpp), the inputs by their hash; an output it had no room for, and
@@ -164,6 +181,10 @@ class CheckRun {
   std::string m_ref_entry;
   std::string m_ref_key;
   std::vector<SeedData> m_inputs;
+  // The reference's runs whose outputs kopt's Python process kept (RunResult::kept), in their
+  // order, and the worker's start that keeps them (WorkerClient::running_start).
+  std::vector<RunJob> m_kept_jobs;
+  int m_kept_by = 0;
   std::vector<fs::path> m_reference_dirs;                   // the cached references this check uses
   std::vector<std::map<std::string, std::int64_t>> m_sets;  // each KernelCheck's --set values
   std::optional<Tolerance> m_ref_tolerance;

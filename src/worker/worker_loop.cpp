@@ -44,6 +44,10 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
     }
     return *python;
   };
+  // A CUDA kernel's outputs compared where a ref.py's outputs are kept: by the Python child.
+  const KeptComparer kept_comparer = [&](const RunJob& job, const json& outputs, RunResult& r) {
+    return get_python().compare_kept(job, outputs, r);
+  };
   auto reply = [&](const json& j) { out << j.dump() << '\n' << std::flush; };
   auto refuse = [&](const Error& e) {
     reply({{"ok", false}, {"error", e.message}, {"exit_code", exit_code(e.kind)}});
@@ -116,8 +120,10 @@ int run_worker_loop(std::istream& in, std::ostream& out, const ExecutorFactory& 
           r = run_cpu_reference(job);
         else if (is_python(job.kind))
           r = get_python().run(job);
-        else
+        else {
+          ex->set_kept_comparer(kept_comparer);
           r = ex->run(job);
+        }
         drawn.restore(r);
         reply({{"ok", true}, {"result", to_json(r)}});
         if (r.fatal) return 3;

@@ -106,6 +106,60 @@ TEST(FaultIsolation, FaultsAndHangsAreFailedCandidatesAndTheCommandGoesOn) {
   EXPECT_GE(j["worker_starts"].get<int>(), 4);  // first worker + one per fault/hang
 }
 
+// The faults of the test above with a ref.py reference and outputs of 256 MiB: the reference's
+// outputs stay on the device in kopt's Python process, each CUDA kernel's executor shares its
+// outputs with it (CUDA IPC) and that process compares them; no file of either is written. A
+// kernel that faults takes the worker and its Python process with it: the reference's outputs
+// are kept again before the next kernel's comparison, and the verdicts are those above.
+TEST(FaultIsolation, AKeptReferenceSurvivesTheWorkersItLosesToFaults) {
+  KOPT_SKIP_WITHOUT_GPU();
+  TempDir dir("kopt-kept-faults"), cache("kopt-kept-cache");
+  const fs::path faults = test::source_dir() / "tests/fixtures/problems/faults";
+  std::string toml = read_text_file(faults / "kopt.toml").value();
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const auto at = toml.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    toml.replace(at, from.size(), to);
+  };
+  replace("n = 1048576", "n = 67108864");
+  replace(
+      "kind = \"cpp\"\nsource = \"ref.cpp\"\nentry = \"copy_ref\"\nargs = [\"x\", \"y\", \"n\"]",
+      "kind = \"python\"\nsource = \"ref.py\"");
+  ASSERT_TRUE(write_text_atomic(dir.path() / "kopt.toml", toml));
+  ASSERT_TRUE(
+      write_text_atomic(dir.path() / "ref.py", "def reference(x, y, n):\n    y.copy_(x)\n"));
+  fs::copy_file(faults / "kernels.cu", dir.path() / "kernels.cu");
+  SystemCommandRunner runner;
+  CommandResult r =
+      runner.run({"env", "KOPT_CACHE_DIR=" + cache.path().string(), test::kopt_binary().string(),
+                  "check", "--json", "--verbose", dir.path().string(), "--timeout", "5",
+                  "--no-boundary-shapes", "--no-other-shape"},
+                 600s);
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // candidates failed; the tool did not
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.contains("kernels")) << r.out << r.err;
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& k : j["kernels"]) by_name[k["kernel"]] = k;
+  for (const char* good : {"good_first", "good_after_oob", "good_after_trap", "good_after_hang"}) {
+    EXPECT_EQ(by_name[good]["status"], "passed") << good << ": " << by_name[good].dump(2);
+    for (const auto& seed : by_name[good]["seeds"])
+      EXPECT_EQ(seed["compared_on_device"], nlohmann::json({"y"})) << good;
+  }
+  EXPECT_EQ(by_name["out_of_bounds"]["seeds"][0]["status"], "fault");
+  EXPECT_EQ(by_name["hang"]["seeds"][0]["status"], "timeout");
+  EXPECT_EQ(by_name["wrong"]["status"], "mismatch");
+  EXPECT_EQ(by_name["wrong"]["seeds"][0]["outputs"][0]["first_mismatches"][0]["flat"], 777);
+  EXPECT_EQ(by_name["skips_elements"]["seeds"][0]["outputs"][0]["unwritten"], 67109);
+  EXPECT_EQ(by_name["modifies_input"]["seeds"][0]["modified_inputs"], nlohmann::json({"x"}));
+  EXPECT_FALSE(j["reference"]["cached"].get<bool>());
+  EXPECT_NE(r.err.find("kept on the device for the comparisons"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outputs shared (CUDA IPC)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("kept again on the device"), std::string::npos) << r.err;
+  // Neither the reference's outputs nor a kernel's went to a file of the cache.
+  for (const auto& f : fs::recursive_directory_iterator(cache.path()))
+    EXPECT_NE(f.path().extension(), ".bin") << f.path();
+}
+
 // A check's verdicts and numbers are the same whether its outputs are compared on the device
 // (the default) or read back and compared here (--verify-on host): the counts, maxima and the
 // first mismatch bit for bit, the L2 distances (sums whose order differs) to 1e-9.

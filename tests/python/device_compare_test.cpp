@@ -12,6 +12,7 @@
 
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/problem/tensor_draw.hpp"
 #include "private_cache.hpp"
 #include "torch_skip.hpp"
 
@@ -161,6 +162,58 @@ TEST_F(DeviceCompare, TheFp64ReferenceMeasuresBothDistancesWhereTheTensorsAre) {
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.compared.at("y").mismatches, 0u);
   EXPECT_GT(r.compared.at("y").exact_rel_l2, 1e-4);
+}
+
+// A CUDA kernel's outputs, in kopt's executor, compared by the trusted process with the
+// reference it kept (PythonRunner::compare_kept; the executor shares them on a GPU, tests/gpu;
+// here they come as the file the executor wrote): kopt's executor poisons an output with bits of
+// its own (0xdeadbeef for an i32, where a Python process fills 0xa5a5a5a5), and the elements it
+// left so are counted unwritten only if the request says them.
+TEST_F(DeviceCompare, AnExecutorsOutputIsComparedWithTheKeptReferenceByItsOwnPoison) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  RunJob ref = reference(m_key);
+  ref.tensors[1].dtype = DType::i32;
+  ASSERT_TRUE(write_text_atomic(ref.module_path,
+                                "import torch\n\ndef reference(x, y, n, **_):\n"
+                                "    y.copy_((x > 0).to(torch.int32))\n"));
+  RunResult kept = runner.run(ref);
+  ASSERT_TRUE(kept.ok()) << kept.error;
+  ASSERT_TRUE(kept.kept);
+  // What the executor wrote: x > 0 from kopt's own draw of x, element 7 off by one, the last
+  // 500 as the executor poisoned them.
+  std::vector<float> x(k_n);
+  draw_values(*ref.tensors[0].draw, reinterpret_cast<std::byte*>(x.data()), 0, k_n);
+  std::vector<std::int32_t> y(k_n);
+  for (int i = 0; i < k_n; ++i) y[i] = x[i] > 0 ? 1 : 0;
+  y[7] += 1;
+  for (int i = 2500; i < k_n; ++i) y[i] = static_cast<std::int32_t>(0xdeadbeefu);
+  RunJob kernel = ref;
+  kernel.kind = ModuleKind::cubin;
+  kernel.keep_outputs.clear();
+  kernel.tensors[1].output_path = m_dir.path() / "kernel.y.bin";
+  ASSERT_TRUE(write_file_atomic(kernel.tensors[1].output_path,
+                                std::span(reinterpret_cast<const std::byte*>(y.data()), k_n * 4)));
+  kernel.compare.push_back({"y", Tolerance{0, 0}, {m_key, {}}, std::nullopt});
+  RunResult r;
+  ASSERT_TRUE(
+      runner.compare_kept(kernel, {{"y", {{"path", kernel.tensors[1].output_path.string()}}}}, r));
+  ASSERT_TRUE(r.ok()) << r.error;
+  const DeviceComparison& c = r.compared.at("y");
+  EXPECT_EQ(c.numel, static_cast<std::uint64_t>(k_n));
+  EXPECT_EQ(c.unwritten, 500u);
+  EXPECT_EQ(c.mismatches, 501u);
+  ASSERT_FALSE(c.first.empty());
+  EXPECT_EQ(c.first[0].flat, 7u);
+  EXPECT_NE(r.compared_how.find("through files"), std::string::npos) << r.compared_how;
+  // A reference no longer kept (its process started again) is kopt's failure, not the kernel's.
+  RunResult gone;
+  kernel.compare[0].expected = {"check9/1", {}};
+  ASSERT_TRUE(runner.compare_kept(
+      kernel, {{"y", {{"path", kernel.tensors[1].output_path.string()}}}}, gone));
+  EXPECT_FALSE(gone.ok());
+  EXPECT_TRUE(gone.environment) << gone.error;
+  EXPECT_NE(gone.error.find("no longer on the device"), std::string::npos) << gone.error;
 }
 
 // The kept references go back to the device when the check is over: a job of kopt's own that

@@ -28,6 +28,23 @@ struct CheckPoint {
   std::map<std::string, std::int64_t> sets;
 };
 
+// CheckOptions::reference_on.
+enum class ReferenceOn { automatic, device, files };
+
+}  // namespace kopt::evaluate
+
+namespace kopt {
+template <>
+struct EnumNames<evaluate::ReferenceOn> {
+  static constexpr std::array<std::pair<evaluate::ReferenceOn, std::string_view>, 3> table{
+      {{evaluate::ReferenceOn::automatic, "auto"},
+       {evaluate::ReferenceOn::device, "device"},
+       {evaluate::ReferenceOn::files, "files"}}};
+};
+}  // namespace kopt
+
+namespace kopt::evaluate {
+
 struct CheckOptions {
   std::vector<std::string> kernels;          // empty: every kernel of the problem
   std::map<std::string, std::int64_t> sets;  // --set NAME=VALUE
@@ -67,6 +84,13 @@ struct CheckOptions {
   // comparison): neither side's outputs are written, cached or read back. A seed whose
   // reference the device had no room for keeps its files, compared on the device all the same.
   bool compare_on_device = true;
+  // Where a Python reference's outputs wait for the comparisons of CUDA kernels of kopt's own
+  // (a cubin, a solve() library) when compare_on_device: kept on the device by that process,
+  // which compares each kernel's outputs there (the executor shares them), or in the reference
+  // cache's files, which each kernel's executor reads (a check of them again runs no reference).
+  // Automatic: on the device from CheckRun::k_kept_from bytes of outputs, or where the kernels
+  // are all Python modules; in files below. Files: in files for Python modules too.
+  ReferenceOn reference_on = ReferenceOn::automatic;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

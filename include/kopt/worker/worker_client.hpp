@@ -58,6 +58,9 @@ class WorkerClient {
   Expected<nlohmann::json> python_memory(bool reset);
   // How many workers were started (1 + restarts).
   int starts() const { return m_starts; }
+  // The start whose process is running now (starts()), or 0 where none is: what a worker's
+  // processes keep on the device lives as long as that start.
+  int running_start() const { return m_process.running() ? m_starts : 0; }
 
  private:
   struct Reply {

@@ -28,6 +28,8 @@ namespace kopt::cuda {
   X(mem_alloc, "cuMemAlloc_v2", cuMemAlloc_v2)                                                 \
   X(mem_free, "cuMemFree_v2", cuMemFree_v2)                                                    \
   X(mem_get_info, "cuMemGetInfo_v2", cuMemGetInfo_v2)                                          \
+  X(mem_get_address_range, "cuMemGetAddressRange_v2", cuMemGetAddressRange_v2)                 \
+  X(ipc_get_mem_handle, "cuIpcGetMemHandle", cuIpcGetMemHandle)                                \
   X(memcpy_htod, "cuMemcpyHtoD_v2", cuMemcpyHtoD_v2)                                           \
   X(memcpy_dtoh, "cuMemcpyDtoH_v2", cuMemcpyDtoH_v2)                                           \
   X(memset_d8, "cuMemsetD8_v2", cuMemsetD8_v2)                                                 \

@@ -273,13 +273,18 @@ RunResult CudaExecutor::run(const RunJob& job) {
   if (api.event_elapsed_time(&ms, start.get(), stop.get()) == CUDA_SUCCESS) result.kernel_ms = ms;
   if (where)
     if (auto f = where->settle(result)) return *f;
-
-  return collect_tensors(
+  // Where kopt's Python process keeps the reference's outputs, it compares: these outputs
+  // shared with it, else read back to their files below and compared from there.
+  if (auto f = compare_where_kept(api, *prepared, m_kept_comparer, false, result)) return *f;
+  RunResult collected = collect_tensors(
       job, result, [&](std::size_t i, std::vector<std::byte>& host) -> std::optional<RunResult> {
         CUresult r = api.memcpy_dtoh(host.data(), prepared->buffers[i].get(), host.size());
         if (r != CUDA_SUCCESS) return fail(RunStatus::fault, "api.memcpy_dtoh", r);
         return std::nullopt;
       });
+  if (collected.ok())
+    if (auto f = compare_where_kept(api, *prepared, m_kept_comparer, true, collected)) return *f;
+  return collected;
 }
 
 }  // namespace kopt::cuda

@@ -73,4 +73,56 @@ std::optional<RunResult> RunComparison::settle(RunResult& result) {
   return std::nullopt;
 }
 
+namespace {
+
+// The job tensor an output comparison names (its index), or the count where it names none or
+// an input.
+std::size_t output_index(const RunJob& job, const std::string& name) {
+  std::size_t i = 0;
+  while (i < job.tensors.size() && job.tensors[i].name != name) ++i;
+  return i < job.tensors.size() && job.tensors[i].role != Role::input ? i : job.tensors.size();
+}
+
+std::string hex_bytes(const char* bytes, std::size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    s += digits[b >> 4];
+    s += digits[b & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+std::optional<RunResult> compare_where_kept(const DriverApi& api, const PreparedLaunch& launch,
+                                            const KeptComparer& comparer, bool through_files,
+                                            RunResult& result) {
+  const RunJob& job = *launch.job;
+  nlohmann::json outputs = nlohmann::json::object();
+  for (const OutputComparison& c : job.compare) {
+    const std::size_t i = output_index(job, c.name);
+    if (c.expected.key.empty() || i == job.tensors.size() || result.compared.count(c.name))
+      continue;
+    if (through_files) {
+      outputs[c.name] = {{"path", job.tensors[i].output_path.string()}};
+      continue;
+    }
+    // A handle names a whole allocation: the offset says where the output starts in it.
+    CUdeviceptr ptr = launch.buffers[i].get(), base = 0;
+    std::size_t size = 0;
+    CUipcMemHandle handle{};
+    if (api.mem_get_address_range(&base, &size, ptr) != CUDA_SUCCESS ||
+        api.ipc_get_mem_handle(&handle, base) != CUDA_SUCCESS)
+      return std::nullopt;  // not shared: all of them through their files
+    outputs[c.name] = {{"handle", hex_bytes(handle.reserved, sizeof handle.reserved)},
+                       {"offset", ptr - base}};
+  }
+  if (outputs.empty() || !comparer) return std::nullopt;
+  if (!comparer(job, outputs, result)) return std::nullopt;  // not opened: through files
+  if (!result.ok()) return result;
+  return std::nullopt;
+}
+
 }  // namespace kopt::cuda

@@ -5,11 +5,14 @@
 // by the timer's kernels (device_verify.hpp, the reference kept masked on the device for the
 // executor's later jobs), its relative L2 distance and its distance to the fp64 reference
 // measured there. Only summaries cross; what the device could not settle (no room, a file not
-// whole, a hash that changed) is read back by collect_tensors as before.
+// whole, a hash that changed) is read back by collect_tensors as before. Where the reference's
+// outputs are kept in kopt's trusted Python process instead, that process compares
+// (compare_where_kept).
 #include <map>
 #include <optional>
 
 #include "device_verify.hpp"
+#include "kopt/backend/executor.hpp"
 #include "prepared_launch.hpp"
 #include "timer_helpers.hpp"
 
@@ -36,5 +39,15 @@ class RunComparison {
   std::uint64_t m_key = 0;
   std::map<std::size_t, std::uint64_t> m_before;  // by job tensor index
 };
+
+// The outputs of the job's compare whose reference kopt's trusted Python process keeps
+// (OutputSource::key), compared there by `comparer`: each output's memory shared by a CUDA IPC
+// handle, so that neither its bytes nor the reference's leave the device; or, `through_files`,
+// each not yet compared by the file collect_tensors wrote for it (the driver would not share it,
+// or that process could not open it). The failure, or nullopt (result.compared then holds each
+// one compared).
+std::optional<RunResult> compare_where_kept(const DriverApi& api, const PreparedLaunch& launch,
+                                            const KeptComparer& comparer, bool through_files,
+                                            RunResult& result);
 
 }  // namespace kopt::cuda

@@ -4,10 +4,13 @@
 // and the comparison's summary, never a file of GBs. Where the driver will not share or open
 // the memory (the CPU, a sandbox or a driver that refuses), the outputs go through files as
 // before and are still compared by the trusted process. The candidate's process never compares
-// anything itself: a check is never in code a candidate can reach.
+// anything itself: a check is never in code a candidate can reach. A CUDA kernel's outputs, in
+// kopt's executor, are compared the same way where that process keeps the reference's
+// (compare_kept): the executor shares them, so the reference's outputs never leave the device.
 #include <fmt/format.h>
 
 #include "kopt/backend/python/python_runner.hpp"
+#include "kopt/problem/dtype.hpp"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -27,6 +30,59 @@ const JobTensor* tensor_named(const RunJob& job, const std::string& name) {
   return nullptr;
 }
 
+// An unwritten element's bits as kopt's executors poison an output (poison_for, its pattern
+// over the element's width), as the integer the Python worker reads them as: unsigned for one
+// byte, signed for more (kopt_worker_compare's _bits_dtype).
+std::int64_t executor_poison(DType d) {
+  const Poison p = poison_for(d);
+  const std::size_t n = dtype_size(d);
+  const std::uint64_t word = p.width >= 4 ? p.pattern : p.pattern & ((1u << (8 * p.width)) - 1);
+  std::uint64_t bits = 0;
+  for (std::size_t b = 0; b < n; b += static_cast<std::size_t>(p.width)) bits |= word << (8 * b);
+  if (n >= 2 && n < 8 && ((bits >> (8 * n - 1)) & 1)) bits |= ~std::uint64_t{0} << (8 * n);
+  return static_cast<std::int64_t>(bits);
+}
+
+// The trusted process's "compare" request for the outputs of job.compare that `got` names
+// (null: not this one), with their tolerances and where the reference's are; an output kopt's
+// executor poisoned (`executor_outputs`) says its poison's bits.
+template <class Got>
+json compare_request(const RunJob& job, Got got, bool executor_outputs) {
+  json outputs = json::array();
+  for (const auto& c : job.compare) {
+    const JobTensor* t = tensor_named(job, c.name);
+    if (!t) continue;
+    json where = got(c, *t);
+    if (where.is_null()) continue;
+    outputs.push_back({{"name", c.name},
+                       {"dtype", dtype_name(t->dtype)},
+                       {"shape", t->shape},
+                       {"atol", c.tolerance.atol},
+                       {"rtol", c.tolerance.rtol},
+                       {"got", where},
+                       {"poison", executor_outputs ? json(executor_poison(t->dtype)) : json()},
+                       {"expected", python_source_json(c.expected, c.name)},
+                       {"exact", c.exact ? python_source_json(*c.exact, c.name) : json()}});
+  }
+  return json{{"op", "compare"}, {"outputs", outputs}};
+}
+
+// The comparisons of `reply` into result.compared, one for each output in `names`; false where
+// one is missing (result's failure says so).
+bool take_comparisons(const json& reply, const std::vector<std::string>& names, RunResult& result) {
+  const json compared = reply.value("compared", json::object());
+  for (const auto& name : names) {
+    if (!compared.contains(name)) {
+      result.status = RunStatus::launch_failed;
+      result.error = fmt::format("kopt's comparison returned nothing for output '{}'", name);
+      result.environment = true;
+      return false;
+    }
+    result.compared[name] = device_comparison_from_json(compared.at(name));
+  }
+  return true;
+}
+
 }  // namespace
 
 void PythonRunner::compare_outputs(const RunJob& job, const json& run, const fs::path& after_dir,
@@ -40,23 +96,14 @@ void PythonRunner::compare_outputs(const RunJob& job, const json& run, const fs:
   // The outputs: the handles the candidate shared, or the files it wrote (handed back from its
   // room to the job's paths).
   auto request = [&](bool through_files) {
-    json outputs = json::array();
-    for (const auto& c : job.compare) {
-      const JobTensor* t = tensor_named(job, c.name);
-      if (!t) continue;
-      json got = !through_files && shared.is_object() && shared.contains(c.name)
+    return compare_request(
+        job,
+        [&](const OutputComparison& c, const JobTensor& t) {
+          return !through_files && shared.is_object() && shared.contains(c.name)
                      ? shared.at(c.name)
-                     : json{{"path", t->output_path.string()}};
-      outputs.push_back({{"name", c.name},
-                         {"dtype", dtype_name(t->dtype)},
-                         {"shape", t->shape},
-                         {"atol", c.tolerance.atol},
-                         {"rtol", c.tolerance.rtol},
-                         {"got", got},
-                         {"expected", python_source_json(c.expected, c.name)},
-                         {"exact", c.exact ? python_source_json(*c.exact, c.name) : json()}});
-    }
-    return json{{"op", "compare"}, {"outputs", outputs}};
+                     : json{{"path", t.output_path.string()}};
+        },
+        false);
   };
   bool through_files = !shared.is_object();
   result.compared_how = through_files
@@ -79,12 +126,39 @@ void PythonRunner::compare_outputs(const RunJob& job, const json& run, const fs:
   // The candidate's process lets its outputs go (any request does): their memory is the next
   // job's.
   (void)call({{"op", "ping"}}, 60s, true);
-  const json compared = r.result.value("compared", json::object());
-  for (const auto& c : job.compare) {
-    if (!compared.contains(c.name))
-      return fail(fmt::format("kopt's comparison returned nothing for output '{}'", c.name), true);
-    result.compared[c.name] = device_comparison_from_json(compared.at(c.name));
-  }
+  std::vector<std::string> names;
+  for (const auto& c : job.compare) names.push_back(c.name);
+  (void)take_comparisons(r.result, names, result);
+}
+
+bool PythonRunner::compare_kept(const RunJob& job, const json& outputs, RunResult& result) {
+  auto fail = [&](std::string why) {
+    result.status = RunStatus::launch_failed;
+    result.error = std::move(why);
+    result.environment = true;  // kopt's executor and kopt's process: never the kernel's verdict
+    return true;
+  };
+  bool shared = false;
+  std::vector<std::string> names;
+  json request = compare_request(
+      job,
+      [&](const OutputComparison& c, const JobTensor&) {
+        if (!outputs.contains(c.name)) return json();
+        names.push_back(c.name);
+        shared = shared || outputs.at(c.name).contains("handle");
+        return outputs.at(c.name);
+      },
+      true);
+  Reply r = call(request, 600s, false);
+  if (r.ok && r.result.contains("unopened")) return false;
+  if (!r.ok) return fail("kopt's comparison of the outputs failed: " + r.error);
+  if (r.result.contains("refused"))
+    return fail("kopt's Python process could not compare what kopt's executor shared: " +
+                r.result.value("refused", std::string()));
+  if (take_comparisons(r.result, names, result))
+    result.compared_how = shared ? "compared on the device, its outputs shared (CUDA IPC)"
+                                 : "compared on the device, its outputs through files";
+  return true;
 }
 
 }  // namespace kopt

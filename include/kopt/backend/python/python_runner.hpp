@@ -69,6 +69,11 @@ class PythonRunner {
   // `reset` each gives its cached blocks back and counts from here. A process not running is
   // left out; one that cannot answer says why ("error").
   nlohmann::json memory(bool reset);
+  // A CUDA kernel's outputs compared by the trusted process with the reference's it keeps
+  // (the executor's KeptComparer, executor.hpp): `outputs` by name, {handle, offset} of the
+  // executor's device memory or {path} of its file. Fills result.compared; its failure is kopt's
+  // environment. False where the trusted process could not open the memory shared.
+  bool compare_kept(const RunJob& job, const nlohmann::json& outputs, RunResult& result);
 
  private:
   struct Reply {
