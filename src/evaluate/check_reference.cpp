@@ -187,6 +187,9 @@ Expected<SeedData> CheckRun::prepare_seed(std::uint64_t seed, bool secret, const
   const auto started = std::chrono::steady_clock::now();
   RunJob job = run_job_for_reference(in, scratch);
   job.summarize_outputs = summarized_reference();
+  // A CUDA reference's inputs drawn where it runs, left as drawn by their hashes there: no file
+  // of them drawn on the CPU (a C++ reference's are; a Python one draws its own).
+  job.hash_inputs = m_o.compare_on_device;
   if (on_device()) {
     job.keep_outputs = m_keep_prefix + std::to_string(seed);
     job.keep_margin = keep_margin();

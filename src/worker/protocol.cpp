@@ -99,6 +99,7 @@ json to_json(const RunJob& job) {
               {"summarize_outputs", job.summarize_outputs},
               {"keep_outputs", job.keep_outputs},
               {"keep_margin", job.keep_margin},
+              {"hash_inputs", job.hash_inputs},
               {"exact_of", exact_of},
               {"compare", compare}};
 }
@@ -121,6 +122,7 @@ RunJob run_job_from_json(const json& j) {
   job.summarize_outputs = j.value("summarize_outputs", false);
   job.keep_outputs = j.value("keep_outputs", std::string{});
   job.keep_margin = j.value("keep_margin", std::int64_t{0});
+  job.hash_inputs = j.value("hash_inputs", false);
   if (j.contains("exact_of"))
     for (const auto& [name, source] : j.at("exact_of").items())
       job.exact_of[name] = output_source_from_json(source);

@@ -160,6 +160,49 @@ TEST(FaultIsolation, AKeptReferenceSurvivesTheWorkersItLosesToFaults) {
     EXPECT_NE(f.path().extension(), ".bin") << f.path();
 }
 
+// The fault fixture's problem with a CUDA reference: its inputs are drawn where it runs (no file
+// of them drawn on the CPU) and judged left as drawn by their hashes there, so the kernels that
+// pass are judged against it as against the C++ reference; one that changes its input is
+// refused as the problem's bad input, never a kernel's verdict.
+std::string faults_with_cuda_reference(const std::string& entry) {
+  std::string toml =
+      read_text_file(test::source_dir() / "tests/fixtures/problems/faults/kopt.toml").value();
+  const std::string from =
+      "kind = \"cpp\"\nsource = \"ref.cpp\"\nentry = \"copy_ref\"\nargs = [\"x\", \"y\", \"n\"]";
+  const auto at = toml.find(from);
+  if (at == std::string::npos) return {};
+  toml.replace(
+      at, from.size(),
+      "kind = \"cuda\"\nsource = \"kernels.cu\"\nentry = \"" + entry +
+          "\"\nargs = [\"x\", \"y\", \"n\"]\ngrid = [\"ceil_div(n, 256)\"]\nblock = [256]");
+  return toml;
+}
+
+TEST(CudaReference, ItsInputsAreDrawnWhereItRunsAndOneItChangesIsRefused) {
+  KOPT_SKIP_WITHOUT_GPU();
+  TempDir dir("kopt-cuda-reference");
+  fs::copy_file(test::source_dir() / "tests/fixtures/problems/faults/kernels.cu",
+                dir.path() / "kernels.cu");
+  const std::string honest = faults_with_cuda_reference("copy_good");
+  ASSERT_FALSE(honest.empty());
+  ASSERT_TRUE(write_text_atomic(dir.path() / "kopt.toml", honest));
+  int rc = -1;
+  auto j = check_json({dir.path().string(), "--kernel", "good_first", "--kernel", "wrong",
+                       "--kernel", "modifies_input"},
+                      rc);
+  EXPECT_EQ(rc, 1) << j.dump(2);
+  ASSERT_EQ(j["kernels"].size(), 3u) << j.dump(2);
+  EXPECT_EQ(j["kernels"][0]["status"], "passed") << j["kernels"][0].dump(2);
+  EXPECT_EQ(j["kernels"][1]["status"], "mismatch");
+  EXPECT_EQ(j["kernels"][2]["seeds"][0]["modified_inputs"], nlohmann::json({"x"}));
+  ASSERT_TRUE(write_text_atomic(dir.path() / "kopt.toml",
+                                faults_with_cuda_reference("copy_modifies_input")));
+  j = check_json({dir.path().string(), "--kernel", "good_first"}, rc);
+  EXPECT_EQ(rc, 2) << j.dump(2);
+  EXPECT_NE(j.dump().find("the reference modified input tensor 'x'"), std::string::npos)
+      << j.dump(2);
+}
+
 // A check's verdicts and numbers are the same whether its outputs are compared on the device
 // (the default) or read back and compared here (--verify-on host): the counts, maxima and the
 // first mismatch bit for bit, the L2 distances (sums whose order differs) to 1e-9.

@@ -88,6 +88,10 @@ struct RunJob {
   // an output it did not compare (an executor that compares none: OpenCL's) comes back as a file.
   std::string keep_outputs;
   std::int64_t keep_margin = 0;
+  // Its inputs judged left as drawn by their keyed hashes where they are, before the launch and
+  // after it, as a comparison's are (a check's CUDA reference, compared on the device): its
+  // executor may then draw them there (backend/cuda/device_draw.hpp) instead of reading files.
+  bool hash_inputs = false;
   std::map<std::string, OutputSource> exact_of;
   std::vector<OutputComparison> compare;
 };

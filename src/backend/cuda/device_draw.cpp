@@ -43,7 +43,7 @@ bool has_drawn_input(const RunJob& job) {
 }  // namespace
 
 bool draws_on_device(const RunJob& job) {
-  return !job.compare.empty() && has_drawn_input(job);
+  return (!job.compare.empty() || job.hash_inputs) && has_drawn_input(job);
 }
 
 bool draws_on_device(const BenchJob& job) {

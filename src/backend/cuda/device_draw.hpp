@@ -27,9 +27,10 @@ CUresult draw_on_device(const DriverApi& api, const InputDraw& draw, CUdeviceptr
 CUresult draw_on_device(const DriverApi& api, const InputDraw& draw, CUdeviceptr ptr,
                         const JobTensor& t);
 
-// Whether `job`'s inputs are drawn on the device: a compared run (job.compare) with a drawn
-// input; every other run job reads the files the worker writes (DrawnFiles), where a host read
-// of its inputs (a host comparison's) finds them.
+// Whether `job`'s inputs are drawn on the device: a compared run (job.compare) or one whose
+// inputs are judged by their hashes there (job.hash_inputs: a check's CUDA reference) with a
+// drawn input; every other run job reads the files the worker writes (DrawnFiles), where a
+// host read of its inputs (a host comparison's) finds them.
 bool draws_on_device(const RunJob& job);
 // Whether a bench's are (every variant's drawn inputs, and its secret seed's): where its timer
 // compares on the device (not --verify-on host), which alone reads no input back.

@@ -244,7 +244,7 @@ RunResult CudaExecutor::run(const RunJob& job) {
   };
   // The check's comparison where the tensors are (run_compare.hpp), where the job asks for one.
   std::optional<RunComparison> where;
-  if (!job.compare.empty())
+  if (!job.compare.empty() || job.hash_inputs)
     if (auto info = cached_device_info()) {
       if (!m_state->expected) m_state->expected = std::make_shared<ExpectedOnDevice>();
       where.emplace(api, timer_helpers(m_state->helpers, api, (*info)->arch()), (*info)->sm_count,

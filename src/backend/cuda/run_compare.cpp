@@ -10,7 +10,8 @@ RunComparison::RunComparison(const DriverApi& api, const TimerHelpers& helpers, 
     : m_launch(launch),
       m_hasher(api, helpers, sm_count),
       m_comparison(api, helpers, sm_count, cache) {
-  m_active = !launch.job->compare.empty() && m_hasher.ok() && m_comparison.ok() && helpers.l2;
+  m_active = (!launch.job->compare.empty() || launch.job->hash_inputs) && m_hasher.ok() &&
+             m_comparison.ok() && helpers.l2;
 }
 
 std::optional<RunResult> RunComparison::note_inputs() {

@@ -20,7 +20,8 @@ namespace kopt::cuda {
 
 class RunComparison {
  public:
-  // Does nothing where the job asks for no comparison or the helpers lack a kernel.
+  // Does nothing where the job asks for no comparison and no hash of its inputs
+  // (RunJob::hash_inputs), or the helpers lack a kernel.
   RunComparison(const DriverApi& api, const TimerHelpers& helpers, int sm_count,
                 ExpectedOnDevice& cache, const PreparedLaunch& launch);
   // Whether it compares anything: the job asks, and the helpers and its buffers are there.

@@ -49,6 +49,8 @@ TEST(Protocol, RunJobRoundTrips) {
   EXPECT_EQ(back.tensors[0].tolerance.rtol, 2e-3);
   job.in_f64 = true;  // an fp64 reference
   EXPECT_TRUE(run_job_from_json(json::parse(to_json(job).dump())).in_f64);
+  job.hash_inputs = true;  // a CUDA reference's inputs drawn where it runs: lost, read from files
+  EXPECT_TRUE(run_job_from_json(json::parse(to_json(job).dump())).hash_inputs);
   // A timing job's secret seed crosses as a recipe, beside seed 1's.
   job.tensors[0].draw = DrawRecipe{InitKind::normal, 0.0, 1.0, 11, DType::f32};
   job.tensors[0].secret_draw =
