@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/core/fs.hpp"
+#include "kopt/problem/dtype.hpp"
 #include "kopt/problem/tensor_draw.hpp"
 #include "private_cache.hpp"
 #include "torch_skip.hpp"
@@ -166,51 +168,80 @@ TEST_F(DeviceCompare, TheFp64ReferenceMeasuresBothDistancesWhereTheTensorsAre) {
 
 // A CUDA kernel's outputs, in kopt's executor, compared by the trusted process with the
 // reference it kept (PythonRunner::compare_kept; the executor shares them on a GPU, tests/gpu;
-// here they come as the file the executor wrote): kopt's executor poisons an output with bits of
-// its own (0xdeadbeef for an i32, where a Python process fills 0xa5a5a5a5), and the elements it
-// left so are counted unwritten only if the request says them.
+// here they come as the file the executor wrote). kopt's executor poisons an output with bits of
+// its own (poison_for: 0xdeadbeef for an i32 where a Python process fills 0xa5a5a5a5, two
+// 0x7ff87ff8 words for an f64 where torch's NaN is 0x7ff8000000000000), and the elements it left
+// so are counted unwritten only if the request says them: so for every dtype.
 TEST_F(DeviceCompare, AnExecutorsOutputIsComparedWithTheKeptReferenceByItsOwnPoison) {
   KOPT_SKIP_WITHOUT_TORCH();
   PythonRunner runner;
-  RunJob ref = reference(m_key);
-  ref.tensors[1].dtype = DType::i32;
-  ASSERT_TRUE(write_text_atomic(ref.module_path,
-                                "import torch\n\ndef reference(x, y, n, **_):\n"
-                                "    y.copy_((x > 0).to(torch.int32))\n"));
-  RunResult kept = runner.run(ref);
-  ASSERT_TRUE(kept.ok()) << kept.error;
-  ASSERT_TRUE(kept.kept);
-  // What the executor wrote: x > 0 from kopt's own draw of x, element 7 off by one, the last
-  // 500 as the executor poisoned them.
   std::vector<float> x(k_n);
-  draw_values(*ref.tensors[0].draw, reinterpret_cast<std::byte*>(x.data()), 0, k_n);
-  std::vector<std::int32_t> y(k_n);
-  for (int i = 0; i < k_n; ++i) y[i] = x[i] > 0 ? 1 : 0;
-  y[7] += 1;
-  for (int i = 2500; i < k_n; ++i) y[i] = static_cast<std::int32_t>(0xdeadbeefu);
-  RunJob kernel = ref;
-  kernel.kind = ModuleKind::cubin;
-  kernel.keep_outputs.clear();
-  kernel.tensors[1].output_path = m_dir.path() / "kernel.y.bin";
-  ASSERT_TRUE(write_file_atomic(kernel.tensors[1].output_path,
-                                std::span(reinterpret_cast<const std::byte*>(y.data()), k_n * 4)));
-  kernel.compare.push_back({"y", Tolerance{0, 0}, {m_key, {}}, std::nullopt});
-  RunResult r;
-  ASSERT_TRUE(
-      runner.compare_kept(kernel, {{"y", {{"path", kernel.tensors[1].output_path.string()}}}}, r));
-  ASSERT_TRUE(r.ok()) << r.error;
-  const DeviceComparison& c = r.compared.at("y");
-  EXPECT_EQ(c.numel, static_cast<std::uint64_t>(k_n));
-  EXPECT_EQ(c.unwritten, 500u);
-  EXPECT_EQ(c.mismatches, 501u);
-  ASSERT_FALSE(c.first.empty());
-  EXPECT_EQ(c.first[0].flat, 7u);
-  EXPECT_NE(r.compared_how.find("through files"), std::string::npos) << r.compared_how;
+  draw_values(*reference(m_key).tensors[0].draw, reinterpret_cast<std::byte*>(x.data()), 0, k_n);
+  // An element's bits for 0, 1 and 2 in each dtype, little-endian.
+  auto bits_of = [](DType d, int v) -> std::uint64_t {
+    switch (d) {
+      case DType::f64:
+        return v == 0 ? 0 : v == 1 ? 0x3ff0000000000000ull : 0x4000000000000000ull;
+      case DType::f32:
+        return v == 0 ? 0 : v == 1 ? 0x3f800000u : 0x40000000u;
+      case DType::f16:
+        return v == 0 ? 0 : v == 1 ? 0x3c00u : 0x4000u;
+      case DType::bf16:
+        return v == 0 ? 0 : v == 1 ? 0x3f80u : 0x4000u;
+      default:
+        return static_cast<std::uint64_t>(v);
+    }
+  };
+  for (DType d : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32,
+                  DType::i16, DType::i8, DType::u8}) {
+    SCOPED_TRACE(dtype_name(d));
+    const std::string key = m_key + "/" + std::string(dtype_name(d));
+    RunJob ref = reference(key);
+    ref.tensors[1].dtype = d;
+    ref.tensors[1].bytes = k_n * dtype_size(d);
+    ASSERT_TRUE(write_text_atomic(ref.module_path,
+                                  "import torch\n\ndef reference(x, y, n, **_):\n"
+                                  "    y.copy_((x > 0).to(y.dtype))\n"));
+    RunResult kept = runner.run(ref);
+    ASSERT_TRUE(kept.ok()) << kept.error;
+    ASSERT_TRUE(kept.kept);
+    // What the executor wrote: x > 0 from kopt's own draw of x, element 7 a 2, the last 500 as
+    // the executor poisoned them (its pattern repeated over each element, as cuMemsetD32 and its
+    // kin fill).
+    const std::size_t width = dtype_size(d);
+    std::vector<std::byte> y(k_n * width);
+    auto put = [&](int i, std::uint64_t bits) { std::memcpy(&y[i * width], &bits, width); };
+    for (int i = 0; i < k_n; ++i) put(i, bits_of(d, x[i] > 0 ? 1 : 0));
+    put(7, bits_of(d, 2));
+    const Poison p = poison_for(d);
+    for (std::size_t b = 2500 * width; b < y.size(); b += static_cast<std::size_t>(p.width))
+      std::memcpy(&y[b], &p.pattern, static_cast<std::size_t>(p.width));
+    RunJob kernel = ref;
+    kernel.kind = ModuleKind::cubin;
+    kernel.keep_outputs.clear();
+    kernel.tensors[1].output_path = m_dir.path() / "kernel.y.bin";
+    ASSERT_TRUE(write_file_atomic(kernel.tensors[1].output_path, y));
+    kernel.compare.push_back({"y", Tolerance{0, 0}, {key, {}}, std::nullopt});
+    RunResult r;
+    ASSERT_TRUE(runner.compare_kept(
+        kernel, {{"y", {{"path", kernel.tensors[1].output_path.string()}}}}, r));
+    ASSERT_TRUE(r.ok()) << r.error;
+    const DeviceComparison& c = r.compared.at("y");
+    EXPECT_EQ(c.numel, static_cast<std::uint64_t>(k_n));
+    EXPECT_EQ(c.unwritten, 500u);
+    EXPECT_EQ(c.mismatches, 501u);
+    ASSERT_FALSE(c.first.empty());
+    EXPECT_EQ(c.first[0].flat, 7u);
+    EXPECT_NE(r.compared_how.find("through files"), std::string::npos) << r.compared_how;
+  }
   // A reference no longer kept (its process started again) is kopt's failure, not the kernel's.
+  RunJob kernel = reference("");
+  kernel.kind = ModuleKind::cubin;
+  ASSERT_TRUE(write_file_atomic(m_dir.path() / "kernel.y.bin", std::vector<std::byte>(k_n * 4)));
+  kernel.compare.push_back({"y", Tolerance{0, 0}, {"check9/1", {}}, std::nullopt});
   RunResult gone;
-  kernel.compare[0].expected = {"check9/1", {}};
   ASSERT_TRUE(runner.compare_kept(
-      kernel, {{"y", {{"path", kernel.tensors[1].output_path.string()}}}}, gone));
+      kernel, {{"y", {{"path", (m_dir.path() / "kernel.y.bin").string()}}}}, gone));
   EXPECT_FALSE(gone.ok());
   EXPECT_TRUE(gone.environment) << gone.error;
   EXPECT_NE(gone.error.find("no longer on the device"), std::string::npos) << gone.error;
