@@ -267,6 +267,36 @@ TEST_F(DeviceCompare, AJobThatKeepsNothingLetsTheKeptReferencesGo) {
       runner.run(candidate("now", "    y.copy_(torch.relu(x) + 0.5)", {"check2/1", {}})).ok());
 }
 
+// A candidate that finds kopt's trusted Python process (its sibling: /proc is readable, and no
+// PID namespace hides it) and kills it is never passed: its comparison cannot be made. It is said
+// as kopt's environment failing, not the candidate's verdict: the gap docs/honesty.md names
+// ("Not caught yet"), pinned here so that closing it changes this test.
+TEST_F(DeviceCompare, ACandidateThatKillsKoptsTrustedProcessIsNeverPassed) {
+  KOPT_SKIP_WITHOUT_TORCH();
+  PythonRunner runner;
+  ASSERT_TRUE(runner.run(reference(m_key)).ok());
+  RunResult r = runner.run(
+      candidate("killer",
+                "    import os\n"
+                "    for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+                "        try:\n"
+                "            stat = open('/proc/%s/stat' % pid).read()\n"
+                "            env = open('/proc/%s/environ' % pid, 'rb').read()\n"
+                "        except OSError:\n"
+                "            continue\n"
+                "        sibling = int(stat.rsplit(')', 1)[1].split()[1]) == os.getppid()\n"
+                "        if sibling and b'KOPT_PYTHON_ROLE=trusted' in env:\n"
+                "            os.kill(int(pid), 9)\n"
+                "    y.copy_(torch.relu(x) + 0.5)",
+                {m_key, {}}));
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.compared.empty());
+  EXPECT_TRUE(r.environment) << r.error;
+  EXPECT_TRUE(r.error.find("signal 9") != std::string::npos ||
+              r.error.find("no longer on the device") != std::string::npos)
+      << r.error;
+}
+
 // What a candidate's process hands over for comparison is kopt's worker's to say: a candidate
 // that rewrites how it is said is refused (the worker's watch), and one that bends the driver
 // under it (not watched: a module global) hands over a handle the trusted process checks
