@@ -100,6 +100,7 @@ PythonRunner::Reply PythonRunner::call(const json& request, std::chrono::millise
       return r;
     }
     child = std::move(*started);
+    if (!candidate) ++m_trusted_starts;
   }
   if (candidate) {
     json moved = request;
@@ -260,6 +261,15 @@ json PythonRunner::memory(bool reset) {
 }
 
 RunResult PythonRunner::run(const RunJob& job, const std::string& nvtx_range) {
+  const TrustedMark mark = trusted_mark();
+  RunResult result = run_once(job, nvtx_range);
+  if (result.ok() && result.kept) remember_kept(job);
+  if (job.compare.empty() || !is_candidate(job.kind)) return result;
+  return after_trusted_lost(job, mark, std::move(result),
+                            [&] { return run_once(job, nvtx_range); });
+}
+
+RunResult PythonRunner::run_once(const RunJob& job, const std::string& nvtx_range) {
   RunResult result;
   // Triton kernels take tensors by name; a tensor map (CUDA's) cannot reach them.
   if (std::string why = tensor_map_refusal(job.args, "a Python kernel"); !why.empty()) {

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kopt/backend/bench_job.hpp"
 #include "kopt/backend/python/candidate_room.hpp"
@@ -73,6 +75,10 @@ class PythonRunner {
   // (the executor's KeptComparer, executor.hpp): `outputs` by name, {handle, offset} of the
   // executor's device memory or {path} of its file. Fills result.compared; its failure is kopt's
   // environment. False where the trusted process could not open the memory shared.
+  // Here and in run(), a comparison that failed because the trusted process was lost (it died:
+  // killed, or out of memory; what it kept went with it) keeps the references it needs again
+  // (kept_references.cpp) and is made once more; lost again, it is the job's own doing where
+  // the job's code ran in kopt's reach (a Python candidate, a solve() library's host code).
   bool compare_kept(const RunJob& job, const nlohmann::json& outputs, RunResult& result);
 
  private:
@@ -103,6 +109,26 @@ class PythonRunner {
   // result.compared; a candidate that handed over something else fails.
   void compare_outputs(const RunJob& job, const nlohmann::json& run,
                        const std::filesystem::path& after_dir, RunResult& result);
+  // run() and compare_kept() once, without what kept_references.cpp adds.
+  RunResult run_once(const RunJob& job, const std::string& nvtx_range);
+  bool compare_kept_once(const RunJob& job, const nlohmann::json& outputs, RunResult& result);
+  // The trusted process as a job found it: how many times it had been started.
+  struct TrustedMark {
+    int starts = 0;
+  };
+  TrustedMark trusted_mark() const { return {m_trusted_starts}; }
+  // Whether it was lost since `mark`: it died, or was started again.
+  bool trusted_lost_since(TrustedMark mark) const {
+    return m_trusted_starts != mark.starts || !m_trusted.running();
+  }
+  // A reference job whose outputs the trusted process kept, remembered by its key (the last
+  // k_kept_remembered).
+  void remember_kept(const RunJob& job);
+  // `result` of `job`, which started at `mark`: where it failed as kopt's environment because
+  // the trusted process was lost, the references its comparison needs kept again and `again`
+  // run; lost once more, the job's own failure where its code ran in kopt's reach.
+  RunResult after_trusted_lost(const RunJob& job, TrustedMark mark, RunResult result,
+                               const std::function<RunResult()>& again);
   // kopt's own clock against the worker's events over back-to-back calls of prepared variant
   // `id` whose median sample is `median_s`: empty when they agree or cannot be compared.
   std::string cross_check_clock(int id, double median_s, double host_s);
@@ -120,6 +146,9 @@ class PythonRunner {
   // How the candidates' process runs: "confined (...)", or "NOT confined: why".
   std::string m_sandbox;
   std::int64_t m_default_flush = 100 << 20;
+  int m_trusted_starts = 0;
+  std::vector<RunJob> m_keeps;  // remember_kept's, oldest first
+  static constexpr std::size_t k_kept_remembered = 64;
 };
 
 // Whether jobs of kind `k` run in the candidates' process (code under test, confined): Triton
