@@ -4,6 +4,17 @@
 #include "kopt/core/entropy.hpp"
 
 namespace kopt::cuda {
+namespace {
+
+// The job tensor an output comparison names (its index), or the count where it names none or
+// an input.
+std::size_t output_index(const RunJob& job, const std::string& name) {
+  std::size_t i = 0;
+  while (i < job.tensors.size() && job.tensors[i].name != name) ++i;
+  return i < job.tensors.size() && job.tensors[i].role != Role::input ? i : job.tensors.size();
+}
+
+}  // namespace
 
 RunComparison::RunComparison(const DriverApi& api, const TimerHelpers& helpers, int sm_count,
                              ExpectedOnDevice& cache, const PreparedLaunch& launch)
@@ -42,9 +53,8 @@ std::optional<RunResult> RunComparison::settle(RunResult& result) {
   }
   std::size_t judged = 0;
   for (const OutputComparison& c : job.compare) {
-    std::size_t i = 0;
-    while (i < job.tensors.size() && job.tensors[i].name != c.name) ++i;
-    if (i == job.tensors.size() || job.tensors[i].role == Role::input) continue;
+    const std::size_t i = output_index(job, c.name);
+    if (i == job.tensors.size()) continue;
     if (c.expected.path.empty() || (c.exact && c.exact->path.empty())) continue;
     const JobTensor& t = job.tensors[i];
     // Read from its file only where the device does not hold it already.
@@ -75,14 +85,6 @@ std::optional<RunResult> RunComparison::settle(RunResult& result) {
 }
 
 namespace {
-
-// The job tensor an output comparison names (its index), or the count where it names none or
-// an input.
-std::size_t output_index(const RunJob& job, const std::string& name) {
-  std::size_t i = 0;
-  while (i < job.tensors.size() && job.tensors[i].name != name) ++i;
-  return i < job.tensors.size() && job.tensors[i].role != Role::input ? i : job.tensors.size();
-}
 
 std::string hex_bytes(const char* bytes, std::size_t n) {
   static const char* digits = "0123456789abcdef";

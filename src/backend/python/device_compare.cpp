@@ -9,6 +9,7 @@
 // (compare_kept): the executor shares them, so the reference's outputs never leave the device.
 #include <fmt/format.h>
 
+#include "kopt/backend/output_compare_kernel.hpp"
 #include "kopt/backend/python/python_runner.hpp"
 #include "kopt/problem/dtype.hpp"
 
@@ -30,15 +31,12 @@ const JobTensor* tensor_named(const RunJob& job, const std::string& name) {
   return nullptr;
 }
 
-// An unwritten element's bits as kopt's executors poison an output (poison_for, its pattern
-// over the element's width), as the integer the Python worker reads them as: unsigned for one
-// byte, signed for more (kopt_worker_compare's _bits_dtype).
+// An unwritten element's bits as kopt's executors poison an output (compare_poison_bits), as
+// the integer the Python worker reads them as: unsigned for one byte, signed for more
+// (kopt_worker_compare's _bits_dtype).
 std::int64_t executor_poison(DType d) {
-  const Poison p = poison_for(d);
+  std::uint64_t bits = compare_poison_bits(d);
   const std::size_t n = dtype_size(d);
-  const std::uint64_t word = p.width >= 4 ? p.pattern : p.pattern & ((1u << (8 * p.width)) - 1);
-  std::uint64_t bits = 0;
-  for (std::size_t b = 0; b < n; b += static_cast<std::size_t>(p.width)) bits |= word << (8 * b);
   if (n >= 2 && n < 8 && ((bits >> (8 * n - 1)) & 1)) bits |= ~std::uint64_t{0} << (8 * n);
   return static_cast<std::int64_t>(bits);
 }
